@@ -1,0 +1,240 @@
+"""The ops glue of the five OAI component charms: the oai-* actions and the start gate.
+
+Each step validates its inputs first (bad input fails the action and nothing is changed on the
+VNF), sends one script over SSH (``oai``), reports progress in the unit status as the script runs,
+and ends with a reconcile like every other action. Starting is a wish recorded in StoredState:
+the reconcile's component part starts the service once every tunnel of the component has a
+handshake, so a start that has to wait completes later from relation-changed or update-status,
+never by sleeping in the charm.
+"""
+
+import logging
+
+from ops.model import BlockedStatus, MaintenanceStatus
+
+from vpnaas import oai, remote, ssh
+from vpnaas import oai_validation as ov
+from vpnaas.charm_base import ReconcileFailed, VpnaasCharm
+from vpnaas.validation import InvalidValue
+
+logger = logging.getLogger(__name__)
+
+CONFIGURE_TIMEOUT = 1800
+PRESTART_LIMIT = 300
+
+
+class OaiCharm(VpnaasCharm):
+    """Subclasses set ``component`` (an oai.Component)."""
+
+    component = None
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._stored.set_default(oai_wanted="", oai_error="", oai_service="")
+        for name, handler in (
+            ("oai_install", self._on_oai_install),
+            ("oai_configure", self._on_oai_configure),
+            ("oai_start", self._on_oai_start),
+            ("oai_stop", self._on_oai_stop),
+        ):
+            self.framework.observe(getattr(self.on, name + "_action"), handler)
+
+    # ------------------------------------------------------------------ reconcile extension
+    def component_script(self, plan):
+        devices = [d.name for d in plan.devices]
+        return oai.gate_script(self.component, devices, self._stored.oai_wanted, self._prestart_limit())
+
+    def _prestart_limit(self):
+        try:
+            return ov.integer(
+                self.config.get("oai-handshake-timeout", PRESTART_LIMIT), "oai-handshake-timeout", 10, 3600
+            )
+        except InvalidValue:
+            return PRESTART_LIMIT
+
+    def component_wants_session(self, plan):
+        # A start waiting for a handshake: the relation-changed that says the peer configured our
+        # key (its peer-keys) is the moment to look again, even though the tunnels did not change.
+        return self._stored.oai_wanted == "started" and self._stored.oai_service not in ("running", "starting")
+
+    def component_status(self, plan, obs, tunnel_status):
+        self._stored.oai_service = obs.component.get("service", "")
+        text = self.service_text(obs.component)
+        if self._stored.oai_error:
+            text = "{}; {}".format(self._stored.oai_error, text)
+        message = "{}; {}".format(text, tunnel_status.message) if tunnel_status.message else text
+        if obs.component.get("service", "").startswith("failed") or self._stored.oai_error:
+            return BlockedStatus(message)
+        return type(tunnel_status)(message)
+
+    def service_text(self, comp):
+        """What the service is doing, for the unit status."""
+        prefix = self.component.service
+        if comp.get("installed") != "yes":
+            return "{}: not installed".format(prefix)
+        if comp.get("configured") != "yes":
+            return "{}: installed, not configured".format(prefix)
+        service = comp.get("service", "")
+        direct = " (no systemd: started directly, not persistent)" if comp.get("mode") == "direct" else ""
+        if service == "running":
+            return "{}: running{}".format(prefix, direct)
+        if service == "starting":
+            return "{}: starting{}".format(prefix, direct)
+        if service == "pending":
+            devs = comp.get("pending", "").split()
+            return "oai-start pending: {} {} no handshake yet".format(
+                ", ".join(d[3:] if d.startswith("wg-") else d for d in devs),
+                "has" if len(devs) == 1 else "have",
+            )
+        if service.startswith("failed"):
+            return "{}: {}".format(prefix, service)
+        return "{}: configured, not started".format(prefix)
+
+    # ------------------------------------------------------------------ helpers
+    def _secrets(self):
+        return [str(self.config.get(k) or "").strip() for k in ("lte-k", "lte-op") if self.config.get(k)]
+
+    def _fail(self, event, step, message):
+        message = oai.redact(message, self._secrets())
+        self._stored.oai_error = "{} failed: {}".format(step, message)[:300]
+        event.fail("{} failed: {}".format(step, message))
+        self._after_action(event)
+
+    def _run_step(self, step, script, timeout):
+        """Run ``script`` in one SSH session with progress in the unit status; returns parse_step()."""
+        self.unit.status = MaintenanceStatus("{}: connecting to the VNF".format(step))
+
+        def on_line(line):
+            progress = oai.progress_text(line)
+            if progress:
+                self.unit.status = MaintenanceStatus(
+                    "{}: {} (step {})".format(step, progress[1], progress[0])
+                )
+
+        with self.open_session() as session:
+            rc, out, err = session.run(
+                remote.remote_command(session.target.username),
+                script.encode(),
+                timeout=timeout,
+                on_line=on_line,
+            )
+        try:
+            report = oai.parse_step(out)
+        except oai.StepFailed:
+            if err.strip():
+                logger.warning("%s stderr: %s", step, oai.redact(err.strip()[-500:], self._secrets()))
+            raise
+        if rc != 0:
+            raise oai.StepFailed("the remote step exited with {}".format(rc))
+        return report
+
+    # ------------------------------------------------------------------ actions
+    def _on_oai_install(self, event):
+        step = "oai-install"
+        try:
+            inputs = oai.install_plan(self.component, dict(self.config))
+        except InvalidValue as e:
+            self._fail(event, step, str(e))
+            return
+        try:
+            report = self._run_step(step, oai.install_script(self.component, inputs), inputs["timeout"] + 120)
+        except (ssh.SshError, oai.StepFailed) as e:
+            self._fail(event, step, str(e))
+            return
+        self._stored.oai_error = ""
+        results = report["results"]
+        event.set_results(
+            {
+                "result": "already built" if results.get("state") == "unchanged" else "built",
+                "repository": inputs["repository"],
+                "ref": inputs["ref"],
+                "commit": results.get("commit", ""),
+                "notes": "; ".join(report["notes"]),
+                "log": "{}/oai-install-{}.log".format(oai.LOG_DIR, self.component.name),
+            }
+        )
+        self._after_action(event)
+
+    def _on_oai_configure(self, event):
+        step = "oai-configure"
+        try:
+            values = self.component.config_values(dict(self.config), self.build_plan(event))
+            script = oai.configure_script(self.component, values)
+        except InvalidValue as e:
+            self._fail(event, step, str(e))
+            return
+        # The service addresses must be on the VNF before OAI is configured to bind to them: an
+        # unchanged plan costs no SSH round trip here.
+        try:
+            self.reconcile(event)
+        except ReconcileFailed as e:  # the configure script's address check says what is missing
+            logger.info("reconcile before configure failed: %s", e)
+        try:
+            report = self._run_step(step, script, values.get("cassandra_timeout", 0) + CONFIGURE_TIMEOUT)
+        except (ssh.SshError, oai.StepFailed) as e:
+            self._fail(event, step, str(e))
+            return
+        self._stored.oai_error = ""
+        results = report["results"]
+        if results.get("restart") == "needed" and not self._stored.oai_wanted:
+            self._stored.oai_wanted = "started"  # it was running: the gate brings it back
+        event.set_results(
+            {
+                "result": "configured",
+                "changed": oai.redact(results.get("changed", "none"), self._secrets()).strip(),
+                "restart": "yes" if results.get("restart") == "needed" else "no",
+            }
+        )
+        self._after_action(event)
+
+    def _on_oai_start(self, event):
+        self._stored.oai_wanted = "started"
+        plan, obs = self._after_action(event)
+        if plan is None or obs is None:
+            event.fail(
+                "start recorded, but the VNF could not be reached: {}".format(
+                    obs if isinstance(obs, str) else "see the unit status"
+                )
+            )
+            return
+        comp = obs.component
+        service = comp.get("service", "")
+        if comp.get("configured") != "yes":
+            self._stored.oai_wanted = ""
+            event.fail(
+                "{} is not configured on the VNF: run oai-install and oai-configure first".format(
+                    self.component.service
+                )
+            )
+            return
+        if service in ("running", "starting"):
+            result = "started"
+        elif service == "pending":
+            result = "start pending: waiting for {} handshake".format(comp.get("pending", "tunnel"))
+        else:
+            event.fail("{} did not start: {}".format(self.component.service, service))
+            return
+        if comp.get("mode") == "direct":
+            result += (
+                " (no systemd on the VNF: started directly with a pid file, not persistent across reboot)"
+            )
+        event.set_results({"result": result, "service": self.component.service})
+
+    def _on_oai_stop(self, event):
+        self._stored.oai_wanted = "stopped"
+        plan, obs = self._after_action(event)
+        if plan is None or obs is None:
+            event.fail(
+                "stop recorded, but the VNF could not be reached: {}".format(
+                    obs if isinstance(obs, str) else "see the unit status"
+                )
+            )
+            return
+        event.set_results(
+            {
+                "result": "stopped"
+                if obs.component.get("service") in ("stopped", "absent")
+                else obs.component.get("service", "unknown"),
+                "service": self.component.service,
+            }
+        )

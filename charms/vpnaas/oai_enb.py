@@ -1,0 +1,124 @@
+"""The OAI eNB with the RF simulator: build, configuration and service (prior-art §5.5).
+
+Pinned to the openairinterface5g release v1.2.2 (August 2020, "bug fix for supporting
+multi-antennas in RF simulator"; the earlier charm built an unpinned master). The configuration is
+OAI's band-7 template with every value set by an edit that must match exactly once, so that a
+changed template fails the step instead of being left with the template's values (the earlier
+whitespace-sensitive sed did nothing silently). The binary lives in cmake_targets/ran_build/build.
+"""
+
+from vpnaas import oai
+from vpnaas import oai_validation as ov
+
+q = oai.q
+PREFIX = oai.PREFIX
+TEMPLATE = "targets/PROJECTS/GENERIC-LTE-EPC/CONF/enb.band7.tm1.50PRB.usrpb210.conf"
+PRBS = (6, 15, 25, 50, 75, 100)
+
+
+def _set(key, value, what=None, quoted=False, count=1):
+    """Edit: ``key = <anything>;`` becomes ``key = value;`` (exactly ``count`` times)."""
+    rhs = '"{}"'.format(value) if quoted else str(value)
+    return {
+        "pattern": r"\b{}(\s*)=\s*[^;\n]*;".format(key),
+        "repl": r"{}\g<1>= {};".format(key, rhs),
+        "count": count,
+        "what": what or key,
+    }
+
+
+class Enb(oai.Component):
+    name = "enb"
+    title = "eNB"
+    repository = "https://gitlab.eurecom.fr/oai/openairinterface5g.git"
+    ref = "v1.2.2"
+    program = "lte-softmodem"
+    workdir = ""  # the build directory: lte-softmodem loads the RF simulator library from there
+    env = {"RFSIMULATOR": "enb"}
+
+    def binary_candidates(self):
+        return [
+            self.source_dir + "/cmake_targets/ran_build/build/lte-softmodem",
+            self.source_dir + "/cmake_targets/lte_build_oai/build/lte-softmodem",
+        ]
+
+    def build_steps(self):
+        return [
+            (
+                "installing the eNB build dependencies",
+                "source oaienv && cd cmake_targets && ./build_oai -I --phy_simulators",
+            ),
+            (
+                "building the eNB and UE with the RF simulator",
+                "source oaienv && cd cmake_targets && ./build_oai -w SIMU --UE --eNB",
+            ),
+        ]
+
+    def config_values(self, config, plan):
+        values = oai.common_values(config)
+        values.update(
+            {
+                "s1c": oai.own_address(config, "s1c", self.title),
+                "s1u": oai.own_address(config, "s1u", self.title),
+                "mme_ip": oai.peer_address(config, plan, "s1c", "mme-address"),
+                "dl_freq": ov.integer(
+                    config.get("downlink-frequency"), "downlink-frequency", 400000000, 6000000000
+                ),
+                "prb": ov.integer(config.get("prb"), "prb", 6, 100),
+            }
+        )
+        if values["prb"] not in PRBS:
+            raise ov.InvalidValue(
+                "prb: {} is not one of {}".format(values["prb"], ", ".join(str(p) for p in PRBS))
+            )
+        return values
+
+    def run_argv(self, values):
+        return [self.binary, "-O", PREFIX + "/enb.conf", "--rfsim"]
+
+    def render_spec(self, values):
+        s1c, s1u = values["s1c"], values["s1u"]
+        edits = [
+            _set("tracking_area_code", values["tac"]),
+            _set("mcc", values["mcc"], "mcc (plmn_list)"),
+            _set("mnc", values["mnc"], "mnc (plmn_list)"),
+            _set("mnc_length", len(values["mnc"])),
+            _set("N_RB_DL", values["prb"]),
+            _set("downlink_frequency", "{}L".format(values["dl_freq"])),
+            {
+                "pattern": r'(mme_ip_address\s*=\s*\(\s*\{\s*ipv4\s*=\s*")[^"]*(")',
+                "repl": r"\g<1>{}\g<2>".format(values["mme_ip"]),
+                "count": 1,
+                "what": "mme_ip_address",
+            },
+            _set("ENB_INTERFACE_NAME_FOR_S1_MME", "@S1C_IFACE@", quoted=True),
+            _set("ENB_IPV4_ADDRESS_FOR_S1_MME", str(s1c), quoted=True),
+            _set("ENB_INTERFACE_NAME_FOR_S1U", "@S1U_IFACE@", quoted=True),
+            _set("ENB_IPV4_ADDRESS_FOR_S1U", str(s1u), quoted=True),
+            _set("ENB_IPV4_ADDRESS_FOR_X2C", str(s1c), quoted=True),
+        ]
+        tokens = {"@S1C_IFACE@": {"iface_of": str(s1c.ip)}, "@S1U_IFACE@": {"iface_of": str(s1u.ip)}}
+        return {
+            "files": [
+                {
+                    "src": "{}/{}".format(self.source_dir, TEMPLATE),
+                    "dst": PREFIX + "/enb.conf",
+                    "edits": edits,
+                    "tokens": tokens,
+                }
+            ]
+        }
+
+    def configure_body(self, values):
+        return "\n".join(
+            [
+                oai.spec_assignment("ENB_SPEC", self.render_spec(values)),
+                "require_addr {} 'the eNB S1-C service address'".format(q(str(values["s1c"].ip))),
+                "require_addr {} 'the eNB S1-U service address'".format(q(str(values["s1u"].ip))),
+                'progress "1/1 rendering enb.conf"',
+                'render_files "$ENB_SPEC"',
+            ]
+        )
+
+
+COMPONENT = Enb()

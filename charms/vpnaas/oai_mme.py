@@ -1,0 +1,148 @@
+"""The OAI MME: build, configuration and service (prior-art §5.2).
+
+The MME binds S1-C, S11 and S6a to its service addresses (on the dummy device the tunnel reconcile
+manages); the HSS and SPGW-C addresses come from explicit options or from the s6a/s11 relations.
+TAC_0 is the configured TAC (the one the eNB announces), TAC_1/TAC_2 the next two.
+"""
+
+from vpnaas import oai
+from vpnaas import oai_validation as ov
+
+q = oai.q
+PREFIX = oai.PREFIX
+
+
+def tac_bytes(tac):
+    """(low byte, high byte) in hex, as the MME's TAI lists want them."""
+    return "{:02x}".format(tac % 256), "{:02x}".format(tac // 256)
+
+
+class Mme(oai.Component):
+    name = "mme"
+    title = "MME"
+    repository = "https://github.com/simula/openairinterface-openair-mme.git"
+    ref = "dreibh/asn1c-url-fix-14Oct2020"
+    program = "mme"
+    workdir = PREFIX
+
+    def binary_candidates(self):
+        return ["/usr/local/bin/mme", self.source_dir + "/build/mme/build/mme"]
+
+    def build_steps(self):
+        return [
+            (
+                "installing the MME build dependencies",
+                "cd scripts && ./build_mme --check-installed-software --force",
+            ),
+            ("building the MME", "cd scripts && ./build_mme --clean"),
+        ]
+
+    def config_values(self, config, plan):
+        values = oai.common_values(config)
+        values.update(
+            {
+                "s6a": oai.own_address(config, "s6a", self.title),
+                "s11": oai.own_address(config, "s11", self.title),
+                "s1c": oai.own_address(config, "s1c", self.title),
+                "hss_ip": oai.peer_address(config, plan, "s6a", "hss-address"),
+                "sgw_ip": oai.peer_address(config, plan, "s11", "sgw-s11-address"),
+                "gid": ov.integer(config.get("mme-gid"), "mme-gid", 0, 65535),
+                "code": ov.integer(config.get("mme-code"), "mme-code", 0, 255),
+            }
+        )
+        return values
+
+    def run_argv(self, values):
+        return [self.binary, "-c", PREFIX + "/mme.conf"]
+
+    def setup_lines(self, values):
+        realm = values["realm"]
+        return oai.hosts_lines(
+            [(str(values["s6a"].ip), ["mme." + realm, "mme"]), (values["hss_ip"], ["hss." + realm, "hss"])]
+        )
+
+    def tokens(self, values):
+        realm, mcc, mnc, tac = values["realm"], values["mcc"], values["mnc"], values["tac"]
+        mnc3 = "{:03d}".format(int(mnc))
+        s1c, s11 = values["s1c"], values["s11"]
+        tokens = {
+            "@MME_S6A_IP_ADDR@": str(values["s6a"].ip),
+            "@INSTANCE@": "1",
+            "@PREFIX@": PREFIX,
+            "@REALM@": realm,
+            "@PID_DIRECTORY@": "/var/run",
+            "@MME_FQDN@": "mme." + realm,
+            "@HSS_HOSTNAME@": "hss",
+            "@HSS_FQDN@": "hss." + realm,
+            "@HSS_IP_ADDR@": values["hss_ip"],
+            "@HSS_REALM@": realm,
+            "@MCC@": mcc,
+            "@MNC@": mnc,
+            "@MME_GID@": str(values["gid"]),
+            "@MME_CODE@": str(values["code"]),
+            "@TAC_0@": str(tac),
+            "@TAC_1@": str(tac + 1),
+            "@TAC_2@": str(tac + 2),
+            "@MME_INTERFACE_NAME_FOR_S1_MME@": {"iface_of": str(s1c.ip)},
+            "@MME_IPV4_ADDRESS_FOR_S1_MME@": str(s1c),
+            "@MME_INTERFACE_NAME_FOR_S11@": {"iface_of": str(s11.ip)},
+            "@MME_IPV4_ADDRESS_FOR_S11@": str(s11),
+            # S10 (MME-MME) is not used: loopback, as OAI's own CI does.
+            "@MME_INTERFACE_NAME_FOR_S10@": "lo",
+            "@MME_IPV4_ADDRESS_FOR_S10@": "127.0.0.10/8",
+            "@OUTPUT@": "CONSOLE",
+            "@SGW_IPV4_ADDRESS_FOR_S11_0@": values["sgw_ip"],
+            "@SGW_IPV4_ADDRESS_FOR_S11_TEST_0@": values["sgw_ip"],
+            "@PEER_MME_IPV4_ADDRESS_FOR_S10_0@": "0.0.0.0/24",
+            "@PEER_MME_IPV4_ADDRESS_FOR_S10_1@": "0.0.0.0/24",
+        }
+        for key, value in (("SGW_TEST_0", 7), ("SGW_0", tac), ("MME_0", tac + 1), ("MME_1", tac + 2)):
+            low, high = tac_bytes(value)
+            tokens["@TAC-LB_{}@".format(key)] = low
+            tokens["@TAC-HB_{}@".format(key)] = high
+        for key in ("SGW_0", "MME_0", "MME_1"):
+            tokens["@MCC_{}@".format(key)] = mcc
+            tokens["@MNC3_{}@".format(key)] = mnc3
+        return tokens
+
+    def render_spec(self, values):
+        tokens = self.tokens(values)
+        src = self.source_dir + "/etc/"
+        return {
+            "files": [
+                {
+                    "src": src + "mme_fd.sprint.conf",
+                    "dst": PREFIX + "/freeDiameter/mme_fd.conf",
+                    "tokens": tokens,
+                },
+                {"src": src + "mme.conf", "dst": PREFIX + "/mme.conf", "tokens": tokens},
+            ]
+        }
+
+    def configure_body(self, values):
+        log = "{}/oai-mme-configure.log".format(oai.LOG_DIR)
+        lines = [
+            oai.spec_assignment("MME_SPEC", self.render_spec(values)),
+            "SRC={}; LOG={}; FD={}".format(q(self.source_dir), q(log), q(PREFIX + "/freeDiameter")),
+            ': > "$LOG"',
+        ]
+        for key, what in (("s1c", "S1-C"), ("s11", "S11"), ("s6a", "S6a")):
+            lines.append(
+                "require_addr {} {}".format(
+                    q(str(values[key].ip)), q("the MME {} service address".format(what))
+                )
+            )
+        lines += [
+            'progress "1/2 rendering mme.conf and mme_fd.conf"',
+            'render_files "$MME_SPEC"',
+            'progress "2/2 checking the S6a certificate"',
+            'before=$(cat "$FD"/*.pem 2>/dev/null | md5sum)',
+            '(cd "$SRC/scripts" && ./check_mme_s6a_certificate "$FD" {}) >> "$LOG" 2>&1 '
+            '|| fail "check_mme_s6a_certificate failed (see $LOG)"'.format(q("mme." + values["realm"])),
+            '[ "$before" = "$(cat "$FD"/*.pem 2>/dev/null | md5sum)" ]'
+            ' || OAI_CHANGED="$OAI_CHANGED certificates"',
+        ]
+        return "\n".join(lines)
+
+
+COMPONENT = Mme()

@@ -1,0 +1,241 @@
+"""The OAI SPGW-C and SPGW-U (CUPS): build, configuration and services (prior-art §5.3, §5.4).
+
+Both bind by interface name and read the address from the interface ("read"). Their service
+addresses share one dummy device, so "read" would give every interface the device's first
+address: where that is ambiguous the address is written into the file explicitly (the edit is
+then required; a template without the IPV4_ADDRESS line fails loudly instead of binding wrongly).
+"""
+
+import json
+
+from vpnaas import oai
+from vpnaas import oai_validation as ov
+
+q = oai.q
+PREFIX = oai.PREFIX
+#: S5/S8 between the S-GW and P-GW halves of the SPGW-C stays inside the VNF (OAI's own setup).
+S5_SGW, S5_PGW = "127.0.0.15", "127.0.0.16"
+
+
+def explicit_address(token, address):
+    """Edit: the IPV4_ADDRESS line right after INTERFACE_NAME = "<token>" gets ``address`` (CIDR)."""
+    return {
+        "pattern": r'(INTERFACE_NAME\s*=\s*"{}"\s*;[^\n]*\n\s*IPV4_ADDRESS\s*=\s*")read(")'.format(token),
+        "repl": r"\g<1>{}\g<2>".format(address),
+        "count": 1,
+        "required_if_shared": str(address.ip),
+        "what": "the address of " + token.strip("@"),
+    }
+
+
+def ue_range(pool):
+    """'12.1.1.2 - 12.1.1.254' for 12.1.1.0/24: the first host is the SPGW-U's own GTP address."""
+    return "{} - {}".format(pool.network_address + 2, pool.broadcast_address - 1)
+
+
+class Spgwc(oai.Component):
+    name = "spgwc"
+    title = "SPGW-C"
+    repository = "https://github.com/simula/openairinterface-openair-spgwc.git"
+    ref = "2020.w36"
+    program = "spgwc"
+    workdir = PREFIX
+
+    def binary_candidates(self):
+        return ["/usr/local/bin/spgwc", self.source_dir + "/build/spgw_c/build/spgwc"]
+
+    def build_steps(self):
+        return [
+            ("installing the SPGW-C build dependencies", "./build/scripts/build_spgwc -I -f"),
+            ("building the SPGW-C", "./build/scripts/build_spgwc -c -V -b Debug -j"),
+        ]
+
+    def config_values(self, config, plan):
+        values = oai.common_values(config)
+        values.update(
+            {
+                "s11": oai.own_address(config, "s11", self.title),
+                "sxab": oai.own_address(config, "sxab", self.title),
+                "mme_ip": oai.peer_address(config, plan, "s11", "mme-address"),
+                "spgwu_ip": oai.peer_address(config, plan, "sxab", "spgwu-address"),
+                "pool": ov.ipv4_pool(config.get("ue-ip-pool"), "ue-ip-pool"),
+                "dns1": ov.ipv4(config.get("dns-primary"), "dns-primary"),
+                "dns2": ov.ipv4(config.get("dns-secondary"), "dns-secondary"),
+            }
+        )
+        return values
+
+    def run_argv(self, values):
+        return [self.binary, "-c", PREFIX + "/spgw_c.conf", "-o"]
+
+    def setup_lines(self, values):
+        return [
+            "ip addr replace {}/8 dev lo label lo:s5c".format(S5_SGW),
+            "ip addr replace {}/8 dev lo label lo:p5c".format(S5_PGW),
+        ]
+
+    def render_spec(self, values):
+        realm = values["realm"]
+        tokens = {
+            "@INSTANCE@": "0",
+            "@PREFIX@": PREFIX,
+            "@PID_DIRECTORY@": "/var/run",
+            "@SGW_INTERFACE_NAME_FOR_S11@": {"iface_of": str(values["s11"].ip)},
+            "@PGW_INTERFACE_NAME_FOR_SX@": {"iface_of": str(values["sxab"].ip)},
+            "@SGW_INTERFACE_NAME_FOR_S5_S8_CP@": "lo:s5c",
+            "@PGW_INTERFACE_NAME_FOR_S5_S8_CP@": "lo:p5c",
+            "@SGW_IP_FOR_S5_S8_CP@": S5_SGW + "/8",
+            "@PGW_IP_FOR_S5_S8_CP@": S5_PGW + "/8",
+            "@DEFAULT_DNS_IPV4_ADDRESS@": values["dns1"],
+            "@DEFAULT_DNS_SEC_IPV4_ADDRESS@": values["dns2"],
+            "@DEFAULT_APN@": "default." + realm,
+            "@UE_IP_ADDRESS_POOL@": ue_range(values["pool"]),
+            "@PGW_IP_FOR_SX@": str(values["sxab"]),
+            "@SGW_IP_FOR_S11@": str(values["s11"]),
+        }
+        edits = [
+            explicit_address("@SGW_INTERFACE_NAME_FOR_S11@", values["s11"]),
+            explicit_address("@PGW_INTERFACE_NAME_FOR_SX@", values["sxab"]),
+            {
+                "pattern": r'APN_NI\s*=\s*"default"',
+                "repl": 'APN_NI = "default.{}"'.format(realm),
+                "required": False,
+                "what": "the default APN",
+            },
+            {
+                "pattern": r'APN_NI\s*=\s*"apn1"',
+                "repl": 'APN_NI = "internet.{}"'.format(realm),
+                "required": False,
+                "what": "the second APN",
+            },
+        ]
+        return {
+            "files": [
+                {
+                    "src": self.source_dir + "/etc/spgw_c.conf",
+                    "dst": PREFIX + "/spgw_c.conf",
+                    "tokens": tokens,
+                    "edits": edits,
+                }
+            ]
+        }
+
+    def configure_body(self, values):
+        return "\n".join(
+            [
+                oai.spec_assignment("SPGWC_SPEC", self.render_spec(values)),
+                "require_addr {} 'the SPGW-C S11 service address'".format(q(str(values["s11"].ip))),
+                "require_addr {} 'the SPGW-C SXab service address'".format(q(str(values["sxab"].ip))),
+                'progress "1/1 rendering spgw_c.conf"',
+                'render_files "$SPGWC_SPEC"',
+            ]
+        )
+
+
+class Spgwu(oai.Component):
+    name = "spgwu"
+    title = "SPGW-U"
+    repository = "https://github.com/simula/openairinterface-openair-spgwu-tiny.git"
+    ref = "dreibh/tx-checksum-ip-generic-off"
+    program = "spgwu"
+    workdir = PREFIX
+    prerequisites = oai.Component.prerequisites + ("iptables",)
+
+    def binary_candidates(self):
+        return ["/usr/local/bin/spgwu", self.source_dir + "/build/spgw_u/build/spgwu"]
+
+    def build_steps(self):
+        return [
+            ("installing the SPGW-U build dependencies", "./build/scripts/build_spgwu -I -f"),
+            ("building the SPGW-U", "./build/scripts/build_spgwu -c -V -b Debug -j"),
+        ]
+
+    def config_values(self, config, plan):
+        values = oai.common_values(config)
+        values.update(
+            {
+                "s1u": oai.own_address(config, "s1u", self.title),
+                "sxab": oai.own_address(config, "sxab", self.title),
+                "spgwc_ip": oai.peer_address(config, plan, "sxab", "spgwc-address"),
+                "pool": ov.ipv4_pool(config.get("ue-ip-pool"), "ue-ip-pool"),
+                "sgi": ov.interface_name(config.get("sgi-interface"), "sgi-interface"),
+            }
+        )
+        return values
+
+    def run_argv(self, values):
+        return [self.binary, "-c", PREFIX + "/spgw_u.conf", "-o"]
+
+    def _sgi(self, values):
+        """SGi: the configured interface, or the one of the default route (resolved on the VNF)."""
+        if values["sgi"]:
+            return q(values["sgi"])
+        return ('"$(ip -4 route show default'
+                ' | awk \'{for (i = 1; i < NF; i++) if ($i == "dev") {print $(i+1); exit}}\')"')
+
+    def setup_lines(self, values):
+        pool = str(values["pool"])
+        return [
+            "sgi={}".format(self._sgi(values)),
+            '[ -n "$sgi" ] || { echo "no SGi interface (no default route; set sgi-interface)" >&2; exit 1; }',
+            "sysctl -q -w net.ipv4.ip_forward=1",
+            "iptables -P FORWARD ACCEPT",
+            # UE traffic leaves through SGi with the VNF's address (checked first: idempotent).
+            'iptables -t nat -C POSTROUTING -s {p} -o "$sgi" -j MASQUERADE 2>/dev/null'
+            ' || iptables -t nat -A POSTROUTING -s {p} -o "$sgi" -j MASQUERADE'.format(p=q(pool)),
+        ]
+
+    def render_spec(self, values):
+        tokens = {
+            "@INSTANCE@": "0",
+            "@PREFIX@": PREFIX,
+            "@PID_DIRECTORY@": "/var/run",
+            "@SGW_INTERFACE_NAME_FOR_S1U_S12_S4_UP@": {"iface_of": str(values["s1u"].ip)},
+            "@SGW_INTERFACE_NAME_FOR_SX@": {"iface_of": str(values["sxab"].ip)},
+            "@SGW_INTERFACE_NAME_FOR_SGI@": "__SGI__",
+            "@NETWORK_UE_IP@": str(values["pool"]),
+            "@NETWORK_UE_NAT_OPTION@": "no",
+        }
+        ip = values["spgwc_ip"]
+        edits = [
+            explicit_address("@SGW_INTERFACE_NAME_FOR_S1U_S12_S4_UP@", values["s1u"]),
+            explicit_address("@SGW_INTERFACE_NAME_FOR_SX@", values["sxab"]),
+            {
+                "pattern": r"(SPGW-C_LIST\s*=\s*\(\s*)\{[^}]*\}",
+                "repl": r'\g<1>{{ IPV4_ADDRESS="{}"; }}'.format(ip),
+                "count": 1,
+                "what": "SPGW-C_LIST",
+            },
+        ]
+        return {
+            "files": [
+                {
+                    "src": self.source_dir + "/etc/spgw_u.conf",
+                    "dst": PREFIX + "/spgw_u.conf",
+                    "tokens": tokens,
+                    "edits": edits,
+                }
+            ]
+        }
+
+    def configure_body(self, values):
+        spec = self.render_spec(values)
+        return "\n".join(
+            [
+                "sgi={}".format(self._sgi(values)),
+                '[ -n "$sgi" ] || fail "no SGi interface: the VNF has no default route; set sgi-interface"',
+                'ip link show dev "$sgi" >/dev/null 2>&1'
+                ' || fail "SGi interface $sgi does not exist on this VNF"',
+                # The SGi name is only known here: put it into the spec before it is encoded.
+                "SPGWU_JSON={}".format(q(json.dumps(spec, sort_keys=True))),
+                'SPGWU_SPEC=$(printf "%s" "$SPGWU_JSON" | sed "s|__SGI__|$sgi|g" | base64 -w0)',
+                "require_addr {} 'the SPGW-U S1-U service address'".format(q(str(values["s1u"].ip))),
+                "require_addr {} 'the SPGW-U SXab service address'".format(q(str(values["sxab"].ip))),
+                'progress "1/1 rendering spgw_u.conf"',
+                'render_files "$SPGWU_SPEC"',
+            ]
+        )
+
+
+SPGWC = Spgwc()
+SPGWU = Spgwu()

@@ -1,0 +1,237 @@
+"""The desired state of a VNF's tunnels, computed from charm config and relation data.
+
+Pure functions: no ops, no SSH. ``build_plan`` is the only place that decides which devices
+exist, which peers each has and which routes point into it; the remote side only makes the VNF
+match the plan.
+"""
+import hashlib
+import ipaddress
+import json
+
+from vpnaas import refpoints, relation_data, validation
+
+
+class MissingOption(Exception):
+    """A required option that is still empty: the unit waits for it, it is not an error."""
+
+
+class TunnelEndpoint(object):
+    """A relation endpoint of the charm that carries a WireGuard tunnel."""
+    __slots__ = ("name", "role")
+
+    def __init__(self, name, role):
+        self.name = validation.endpoint_name(name, "relation endpoint")
+        self.role = role  # "provider" | "requirer"
+
+    @property
+    def device(self):
+        return refpoints.device_name(self.name)
+
+
+class Peer(object):
+    __slots__ = ("public_key", "endpoint", "allowed_ips", "source")
+
+    def __init__(self, public_key, endpoint, allowed_ips, source):
+        self.public_key = public_key
+        self.endpoint = endpoint        # "host:port" or "" (peer that only connects in)
+        self.allowed_ips = allowed_ips  # list of networks
+        self.source = source            # remote unit name, or "manual"
+
+    def as_dict(self):
+        return {"public-key": self.public_key, "endpoint": self.endpoint,
+                "allowed-ips": [str(p) for p in self.allowed_ips], "source": self.source}
+
+
+class Device(object):
+    """One WireGuard device as it must be on the VNF."""
+
+    def __init__(self, endpoint, listen_port, address, mtu, keepalive, service_addresses, publish_host):
+        self.endpoint = endpoint
+        self.name = refpoints.device_name(endpoint)
+        self.listen_port = listen_port
+        self.address = address                  # ipaddress interface
+        self.mtu = mtu
+        self.keepalive = keepalive
+        self.service_addresses = service_addresses  # interfaces on the dummy device
+        self.publish_host = publish_host        # underlay host the peer should send to
+        self.peers = []
+        self.waiting = []                       # human-readable reasons per missing peer datum
+        self.problems = []                      # invalid peer data, conflicts
+
+    def service_prefixes(self):
+        return [ipaddress.ip_network("{}/{}".format(a.ip, a.ip.max_prefixlen)) for a in self.service_addresses]
+
+    def routes(self):
+        """(prefix, preferred source) for every prefix behind every peer, tunnel /32s included.
+
+        The source is this device's first service address of the same family, so that
+        applications that do not bind explicitly still talk from their service address."""
+        out = []
+        for peer in self.peers:
+            for net in peer.allowed_ips:
+                src = next((str(a.ip) for a in self.service_addresses if a.ip.version == net.version), "")
+                out.append((str(net), src))
+        return sorted(set(out))
+
+    def publication(self, public_key):
+        bag = relation_data.encode(public_key, self.publish_host, self.listen_port, self.address,
+                                   self.service_prefixes())
+        # Tells each peer that its key is configured here, so its charm wakes up right when the
+        # tunnel can handshake (e.g. to start a service that waits for the tunnel).
+        bag["peer-keys"] = ",".join(sorted(p.public_key for p in self.peers if p.source != "manual"))
+        return bag
+
+    def as_dict(self):
+        return {"name": self.name, "endpoint": self.endpoint, "listen-port": self.listen_port,
+                "address": str(self.address), "mtu": self.mtu, "keepalive": self.keepalive,
+                "peers": [p.as_dict() for p in self.peers], "routes": self.routes()}
+
+
+class Plan(object):
+    def __init__(self):
+        self.errors = []      # configuration errors: nothing may be applied
+        self.missing = []     # configuration not given yet (OSM sets it later): wait
+        self.devices = []     # Device, in endpoint order
+        self.ssh_host = ""
+
+    @property
+    def service_addresses(self):
+        seen = []
+        for dev in self.devices:
+            for addr in dev.service_addresses:
+                if addr not in seen:
+                    seen.append(addr)
+        return seen
+
+    def device(self, endpoint):
+        return next((d for d in self.devices if d.endpoint == endpoint), None)
+
+    def fingerprint(self):
+        """Stable hash of everything that would be applied on the VNF."""
+        doc = {"devices": [d.as_dict() for d in self.devices],
+               "service": [str(a) for a in self.service_addresses]}
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def _tunnel_address(config, ep):
+    key = ep.name + "-tunnel-address"
+    value = (config.get(key) or "").strip()
+    if value:
+        return validation.interface_address(value, key)
+    net = refpoints.default_tunnel_network(ep.name)
+    if not net:
+        raise MissingOption(key)
+    network = ipaddress.ip_network(net)
+    hosts = list(network.hosts())
+    host = hosts[0] if ep.role == "provider" else hosts[1]
+    return ipaddress.ip_interface("{}/{}".format(host, network.prefixlen))
+
+
+def _int_option(config, key, low, high):
+    value = config.get(key)
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise validation.InvalidValue("{}: {!r} is not a number".format(key, value)) from None
+    if not low <= number <= high:
+        raise validation.InvalidValue("{}: {} is outside {}-{}".format(key, number, low, high))
+    return number
+
+
+def build_plan(config, endpoints, relations, manual_peers):
+    """Compute the plan.
+
+    config        -- charm config (dict)
+    endpoints     -- TunnelEndpoint list
+    relations     -- {endpoint name: [{remote unit name: databag dict}, ...]} one dict per relation
+    manual_peers  -- {endpoint name: [{"public-key", "endpoint", "allowed-ips"}]} from add-peer
+    """
+    plan = Plan()
+    try:
+        plan.ssh_host = validation.ssh_hostname(config.get("ssh-hostname") or "")
+        mtu = _int_option(config, "tunnel-mtu", 1280, 9000)
+        keepalive = _int_option(config, "persistent-keepalive", 0, 65535)
+    except validation.InvalidValue as e:
+        plan.errors.append(str(e))
+        return plan
+    used_ports = {}
+    for ep in endpoints:
+        rels = relations.get(ep.name) or []
+        manual = manual_peers.get(ep.name) or []
+        if not rels and not manual:
+            continue
+        try:
+            port = validation.port(config.get(ep.name + "-listen-port"), ep.name + "-listen-port")
+            address = _tunnel_address(config, ep)
+            service = validation.service_address_list(config.get(ep.name + "-service-addresses") or "",
+                                                      ep.name + "-service-addresses")
+            publish = (config.get(ep.name + "-endpoint-address") or "").strip()
+            publish_host = validation.host(publish, ep.name + "-endpoint-address") if publish else plan.ssh_host
+        except validation.InvalidValue as e:
+            plan.errors.append(str(e))
+            continue
+        except MissingOption as e:
+            plan.missing.append(str(e))
+            continue
+        if port in used_ports:
+            plan.errors.append("{}-listen-port: {} is already used by {}".format(ep.name, port, used_ports[port]))
+            continue
+        used_ports[port] = ep.name
+        dev = Device(ep.name, port, address, mtu, keepalive, service, publish_host)
+        for units in rels:
+            for unit in sorted(units):
+                try:
+                    info = relation_data.decode(unit, units[unit])
+                except relation_data.Incomplete as e:
+                    dev.waiting.append(str(e))
+                    continue
+                except validation.InvalidValue as e:
+                    dev.problems.append("invalid data from {}: {}".format(unit, e))
+                    continue
+                dev.peers.append(Peer(info.public_key, validation.format_endpoint(*info.endpoint),
+                                      info.allowed_ips(), unit))
+            if not units:
+                dev.waiting.append("waiting for the remote unit to join")
+        for entry in manual:
+            dev.peers.append(Peer(entry["public-key"], entry.get("endpoint", ""),
+                                  [ipaddress.ip_network(p) for p in entry["allowed-ips"]], "manual"))
+        _drop_conflicts(dev)
+        plan.devices.append(dev)
+    return plan
+
+
+def _drop_conflicts(dev):
+    """WireGuard gives an allowed prefix to one peer only; refuse ambiguous plans explicitly."""
+    owner = {}
+    keep = []
+    for peer in dev.peers:
+        clash = [str(p) for p in peer.allowed_ips if p in owner]
+        same_key = any(p.public_key == peer.public_key for p in keep)
+        if clash or same_key:
+            dev.problems.append("peer {} ignored: {}".format(
+                peer.source, "prefixes {} already belong to {}".format(", ".join(clash), owner[peer.allowed_ips[0]])
+                if clash else "its public key is already a peer of {}".format(dev.name)))
+            continue
+        for p in peer.allowed_ips:
+            owner[p] = peer.source
+        keep.append(peer)
+    dev.peers = keep
+
+
+def validate_manual_peer(params, endpoints):
+    """Check add-peer parameters; returns (endpoint name, entry dict)."""
+    names = [ep.name for ep in endpoints]
+    device = validation.endpoint_name(params.get("device", ""), "device")
+    if device.startswith("wg-"):
+        device = device[3:]
+    if device not in names:
+        raise validation.InvalidValue("device: {!r} is not one of this charm's tunnel endpoints ({})"
+                                      .format(device, ", ".join(names)))
+    key = validation.public_key(params.get("public-key", ""), "public-key")
+    endpoint = (params.get("endpoint") or "").strip()
+    if endpoint:
+        endpoint = validation.format_endpoint(*validation.endpoint(endpoint, "endpoint"))
+    allowed = validation.prefix_list(params.get("allowed-ips", ""), "allowed-ips")
+    if not allowed:
+        raise validation.InvalidValue("allowed-ips: at least one prefix is needed")
+    return device, {"public-key": key, "endpoint": endpoint, "allowed-ips": [str(p) for p in allowed]}

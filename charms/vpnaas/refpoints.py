@@ -1,0 +1,36 @@
+"""The 3GPP reference points the bundle encrypts, and their defaults.
+
+A relation endpoint named after a reference point gets a WireGuard device ``wg-<name>``, a fixed
+listen port and a small point-to-point tunnel network. The provider side takes the first host
+address of that network and the requirer the second, so a default deployment needs no tunnel
+addressing in its parameters at all; every value can still be overridden in charm config.
+"""
+
+REFERENCE_POINTS = {
+    # name: (listen port, tunnel network, what runs over it)
+    "s6a": (51821, "10.250.1.0/30", "Diameter HSS-MME"),
+    "s11": (51822, "10.250.2.0/30", "GTP-C MME-SPGW-C"),
+    "s1c": (51823, "10.250.3.0/30", "S1AP MME-eNB"),
+    "sxab": (51824, "10.250.4.0/30", "PFCP SPGW-C-SPGW-U"),
+    "s1u": (51825, "10.250.5.0/30", "GTP-U SPGW-U-eNB"),
+}
+
+#: Interface name prefix shared by every tunnel relation; the full interface is
+#: ``wireguard-<reference point>`` so that Juju refuses to relate S6a to S11 by mistake.
+INTERFACE_PREFIX = "wireguard"
+GENERIC_PORT = 51820
+
+
+def default_port(endpoint):
+    entry = REFERENCE_POINTS.get(endpoint)
+    return entry[0] if entry else GENERIC_PORT
+
+
+def default_tunnel_network(endpoint):
+    entry = REFERENCE_POINTS.get(endpoint)
+    return entry[1] if entry else ""
+
+
+def device_name(endpoint):
+    """Linux interface names are at most 15 bytes; ``wg-`` leaves 12 for the endpoint."""
+    return "wg-" + endpoint

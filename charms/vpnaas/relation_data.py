@@ -1,0 +1,68 @@
+"""The relation data schema: what a unit publishes about each of its tunnel endpoints.
+
+Each unit writes into its own unit databag, per relation:
+
+    vpnaas-schema     "1"
+    public-key        WireGuard public key of this unit's device for this relation's endpoint
+    endpoint          host:port the peer sends WireGuard packets to
+    tunnel-address    address/prefix of the device inside the tunnel, e.g. 10.250.1.1/30
+    service-prefixes  comma-separated prefixes reachable behind this unit through the tunnel
+    peer-keys         public keys of the related units this unit has configured as peers
+                      (informational: it wakes the peer once its key is in place here)
+
+Nothing secret is ever published. A unit publishes all keys at once, when its key exists on
+the VNF; the reader still accepts partial data (it reports what is missing and waits).
+"""
+from vpnaas import SCHEMA_VERSION, validation
+
+KEYS = ("vpnaas-schema", "public-key", "endpoint", "tunnel-address", "service-prefixes")
+
+
+class PeerInfo(object):
+    __slots__ = ("unit", "public_key", "endpoint", "tunnel_address", "service_prefixes")
+
+    def __init__(self, unit, public_key, endpoint, tunnel_address, service_prefixes):
+        self.unit = unit
+        self.public_key = public_key
+        self.endpoint = endpoint              # (host, port)
+        self.tunnel_address = tunnel_address  # ipaddress interface
+        self.service_prefixes = service_prefixes  # list of networks
+
+    def allowed_ips(self):
+        host = self.tunnel_address.ip
+        own = validation.prefix("{}/{}".format(host, host.max_prefixlen))
+        return [own] + [p for p in self.service_prefixes if p != own]
+
+
+def encode(public_key, endpoint_host, endpoint_port, tunnel_address, service_prefixes):
+    """The databag content for one endpoint. Inputs are already validated values."""
+    return {
+        "vpnaas-schema": SCHEMA_VERSION,
+        "public-key": public_key,
+        "endpoint": validation.format_endpoint(endpoint_host, endpoint_port),
+        "tunnel-address": str(tunnel_address),
+        "service-prefixes": ",".join(str(p) for p in service_prefixes),
+    }
+
+
+class Incomplete(Exception):
+    """The remote unit has not published everything yet (normal while it starts)."""
+
+
+def decode(unit, data):
+    """Validate a remote unit's databag. Raises Incomplete or validation.InvalidValue."""
+    missing = [k for k in KEYS if k != "service-prefixes" and not data.get(k)]
+    if missing:
+        raise Incomplete("{} has not published {} yet".format(unit, ", ".join(missing)))
+    schema = data["vpnaas-schema"]
+    if schema != SCHEMA_VERSION:
+        raise validation.InvalidValue("{} speaks relation schema {!r}; this charm speaks {!r} (upgrade both charms)"
+                                      .format(unit, schema, SCHEMA_VERSION))
+    return PeerInfo(
+        unit=unit,
+        public_key=validation.public_key(data["public-key"], "{} public-key".format(unit)),
+        endpoint=validation.endpoint(data["endpoint"], "{} endpoint".format(unit)),
+        tunnel_address=validation.interface_address(data["tunnel-address"], "{} tunnel-address".format(unit)),
+        service_prefixes=validation.prefix_list(data.get("service-prefixes", ""),
+                                                "{} service-prefixes".format(unit)),
+    )

@@ -1,0 +1,223 @@
+"""SSH from the proxy machine to the VNF, on paramiko.
+
+Why not charms.osm's SSHProxy: it passes the password on the command line (sshpass) and never
+checks host keys. Here the host key is trusted on first use and pinned afterwards (a changed key
+is refused with a message that says what to do), every connection and command has a deadline,
+and each call is one session: the caller decides how many round trips a reconcile costs (one).
+"""
+import io
+import logging
+import os
+import socket
+import time
+
+# paramiko logs every protocol step at DEBUG; in a charm that would flood juju-log.
+logging.getLogger("paramiko").setLevel(logging.WARNING)
+
+
+def _paramiko():
+    """paramiko (and cryptography below it) take most of a hook's start-up time; only the
+    hooks that really open a session pay for it."""
+    import paramiko
+    return paramiko
+
+KEY_FILE = "id_vpnaas"
+KNOWN_HOSTS = "known_hosts"
+
+
+class SshError(Exception):
+    """Connection, authentication or command failure, with a message fit for a unit status.
+
+    ``transient`` is true for what fixes itself (a VNF still booting), false for what needs
+    the operator (refused login, changed host key)."""
+
+    def __init__(self, message, transient=False):
+        super(SshError, self).__init__(message)
+        self.transient = transient
+
+
+class HostKeyChanged(SshError):
+    pass
+
+
+class Target(object):
+    def __init__(self, host, username, password="", port=22, connect_timeout=10):
+        self.host = host
+        self.username = username
+        self.password = password
+        self.port = port
+        self.connect_timeout = connect_timeout
+
+
+class KeyStore(object):
+    """The charm's own SSH identity and pinned host keys, kept beside the unit's charm directory."""
+
+    def __init__(self, directory):
+        self.directory = directory
+
+    @property
+    def key_path(self):
+        return os.path.join(self.directory, KEY_FILE)
+
+    @property
+    def known_hosts_path(self):
+        return os.path.join(self.directory, KNOWN_HOSTS)
+
+    def has_key(self):
+        return os.path.exists(self.key_path)
+
+    def generate_key(self):
+        """Create an Ed25519 key pair once; an existing key is kept (idempotent)."""
+        if self.has_key():
+            return False
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ed25519
+        key = ed25519.Ed25519PrivateKey.generate()
+        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                serialization.NoEncryption())
+        pub = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+        os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        _write_atomic(self.key_path, pem, 0o600)
+        _write_atomic(self.key_path + ".pub", pub + b" vpnaas-proxy\n", 0o644)
+        return True
+
+    def public_key(self):
+        if not self.has_key():
+            raise SshError("no SSH key yet: run the generate-ssh-key action")
+        with open(self.key_path + ".pub") as f:
+            return f.read().strip()
+
+    def private_key(self):
+        return _paramiko().Ed25519Key.from_private_key_file(self.key_path)
+
+    def forget_host(self, host, port):
+        if not os.path.exists(self.known_hosts_path):
+            return False
+        keys = _paramiko().HostKeys(self.known_hosts_path)
+        name = _host_entry(host, port)
+        if name not in keys:
+            return False
+        del keys[name]
+        buf = io.StringIO()
+        for entry in keys._entries:
+            line = entry.to_line()
+            if line:
+                buf.write(line)
+        _write_atomic(self.known_hosts_path, buf.getvalue().encode(), 0o600)
+        return True
+
+
+def _host_entry(host, port):
+    return host if port == 22 else "[{}]:{}".format(host, port)
+
+
+def _write_atomic(path, data, mode):
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.chmod(tmp, mode)
+    os.rename(tmp, path)
+
+
+class Session(object):
+    """One SSH connection. Use as a context manager; ``run`` may be called more than once."""
+
+    def __init__(self, target, keystore):
+        self.target = target
+        self.keystore = keystore
+        self.client = None
+
+    def __enter__(self):
+        self.connect()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def connect(self):
+        paramiko = _paramiko()
+        t = self.target
+        client = paramiko.SSHClient()
+        known = self.keystore.known_hosts_path
+        first_contact = True
+        if os.path.exists(known):
+            client.load_host_keys(known)
+            first_contact = _host_entry(t.host, t.port) not in client.get_host_keys()
+        # Trust on first use: accept and pin the key the first time, refuse any other key later.
+        client.set_missing_host_key_policy(paramiko.AutoAddPolicy() if first_contact else paramiko.RejectPolicy())
+        pkey = self.keystore.private_key() if (self.keystore.has_key() and not t.password) else None
+        try:
+            client.connect(t.host, port=t.port, username=t.username, password=t.password or None, pkey=pkey,
+                           timeout=t.connect_timeout, banner_timeout=t.connect_timeout,
+                           auth_timeout=t.connect_timeout, allow_agent=False, look_for_keys=False)
+        except paramiko.BadHostKeyException:
+            client.close()
+            raise HostKeyChanged("host key of {} changed since it was pinned; if the VNF was rebuilt, "
+                                 "run the reset-ssh-host-key action".format(t.host)) from None
+        except paramiko.AuthenticationException:
+            client.close()
+            raise SshError("SSH login as {} on {} refused (check ssh-username/ssh-password, or that OSM "
+                           "injected the key from get-ssh-public-key)".format(t.username, t.host)) from None
+        except paramiko.SSHException as e:
+            client.close()
+            if "not found in known_hosts" in str(e):
+                raise HostKeyChanged("host key of {} changed since it was pinned; if the VNF was rebuilt, "
+                                     "run the reset-ssh-host-key action".format(t.host)) from None
+            raise SshError("SSH to {}:{} failed: {}".format(t.host, t.port, e)) from None
+        except (socket.error, socket.timeout, EOFError) as e:
+            client.close()
+            reason = e or type(e).__name__
+            raise SshError("VNF {}:{} unreachable: {}".format(t.host, t.port, reason), transient=True) from None
+        if first_contact:
+            os.makedirs(self.keystore.directory, mode=0o700, exist_ok=True)
+            client.save_host_keys(known)
+            os.chmod(known, 0o600)
+        self.client = client
+
+    def run(self, command, stdin=b"", timeout=120, on_line=None):
+        """Run ``command`` (a string for the remote shell) with ``stdin``; returns (rc, out, err).
+
+        paramiko's exec timeout only bounds single reads, so the deadline is enforced here, and
+        both streams are drained while waiting so that a full window never blocks the exit.
+        ``on_line`` is called with each complete stdout line as it arrives (progress display)."""
+        chan = self.client.get_transport().open_session()
+        chan.settimeout(1.0)
+        chan.exec_command(command)
+        if stdin:
+            chan.sendall(stdin)
+        chan.shutdown_write()
+        out, err = [], []
+        deadline = time.monotonic() + timeout
+        pending = b""
+        while True:
+            if chan.recv_ready():
+                chunk = chan.recv(65536)
+                out.append(chunk)
+                if on_line is not None:
+                    pending += chunk
+                    *lines, pending = pending.split(b"\n")
+                    for line in lines:
+                        on_line(line.decode("utf-8", "replace"))
+            elif chan.recv_stderr_ready():
+                err.append(chan.recv_stderr(65536))
+            elif chan.exit_status_ready():
+                break
+            elif time.monotonic() > deadline:
+                chan.close()
+                raise SshError("command on {} did not finish within {} s".format(self.target.host, timeout),
+                               transient=True)
+            else:
+                chan.status_event.wait(0.05)
+        while chan.recv_ready():
+            out.append(chan.recv(65536))
+        while chan.recv_stderr_ready():
+            err.append(chan.recv_stderr(65536))
+        rc = chan.recv_exit_status()
+        chan.close()
+        return rc, b"".join(out).decode("utf-8", "replace"), b"".join(err).decode("utf-8", "replace")
+
+    def close(self):
+        if self.client is not None:
+            self.client.close()
+            self.client = None

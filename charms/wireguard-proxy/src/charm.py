@@ -1,0 +1,13 @@
+#!/usr/bin/env python3
+"""Generic WireGuard proxy charm: the VPNaaS core with no component of its own."""
+from ops.main import main
+
+from vpnaas.charm_base import VpnaasCharm
+
+
+class WireguardProxyCharm(VpnaasCharm):
+    pass
+
+
+if __name__ == "__main__":
+    main(WireguardProxyCharm)

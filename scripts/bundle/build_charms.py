@@ -1,0 +1,178 @@
+"""Offline, reproducible build of every charm (``make charms``).
+
+No charmcraft and no LXD: a charm is a directory Juju can deploy (metadata.yaml, config.yaml,
+actions.yaml, manifest.yaml, dispatch, src/, lib/ with the shared package, venv/ with the pinned
+dependencies) and the same tree zipped as ``<name>.charm``. For the default base the wheels are
+the cp36 manylinux builds that run on OSM's Ubuntu 18.04 proxy machine, fetched with pip's
+platform options; ``--base local`` builds for this machine's Python (tests and the testbed).
+The zip has sorted entries, fixed timestamps and modes, so the same sources give the same bytes.
+"""
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import yaml
+
+from bundle import BUILD_DIR, CHARMS_DIR, charmspec
+
+SHARED_PACKAGE = "vpnaas"
+REQUIREMENTS = os.path.join(CHARMS_DIR, "requirements.txt")
+BASES = {
+    "ubuntu@18.04": {"channel": "18.04", "python": "3.6", "abi": "cp36m", "platform": "manylinux2014_x86_64"},
+    "ubuntu@20.04": {"channel": "20.04", "python": "3.8", "abi": "cp38", "platform": "manylinux2014_x86_64"},
+    "local": None,
+}
+DISPATCH = """#!/bin/sh
+JUJU_DISPATCH_PATH="${JUJU_DISPATCH_PATH:-$0}" PYTHONPATH=lib:venv exec ./src/charm.py
+"""
+ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+EXCLUDE = {"__pycache__", ".unit-state.db"}
+
+
+class BuildError(Exception):
+    pass
+
+
+def output_dir(base):
+    return os.path.join(BUILD_DIR, "charms-local" if base == "local" else "charms")
+
+
+def _pip(args):
+    cmd = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"] + args
+    result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    if result.returncode != 0:
+        raise BuildError("pip failed ({}):\n{}".format(" ".join(cmd[3:6]), result.stdout[-3000:]))
+
+
+def _requirements_digest():
+    with open(REQUIREMENTS, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
+
+
+def dependency_tree(base):
+    """Install the pinned dependencies once per base into build/venvs/<base>/ and return it."""
+    target = os.path.join(BUILD_DIR, "venvs", base.replace("@", "-") + "-" + _requirements_digest())
+    if os.path.exists(os.path.join(target, ".complete")):
+        return target
+    shutil.rmtree(target, ignore_errors=True)
+    args = ["install", "--no-deps", "--no-compile", "--target", target, "-r", REQUIREMENTS]
+    spec = BASES[base]
+    if spec is not None:
+        args += ["--only-binary", ":all:", "--implementation", "cp", "--platform", spec["platform"],
+                 "--python-version", spec["python"], "--abi", spec["abi"]]
+    print("  fetching pinned dependencies for {}".format(base), flush=True)
+    _pip(args)
+    # pip records where a wheel came from; that would put this machine's paths into the charm.
+    for root, _dirs, files in os.walk(target):
+        for name in files:
+            if name == "direct_url.json":
+                os.remove(os.path.join(root, name))
+    shutil.rmtree(os.path.join(target, "bin"), ignore_errors=True)
+    open(os.path.join(target, ".complete"), "w").close()
+    return target
+
+
+def _copy_tree(src, dst):
+    shutil.copytree(src, dst, ignore=lambda _d, names: [n for n in names if n in EXCLUDE or n.endswith(".pyc")])
+
+
+def _dump(path, data):
+    with open(path, "w") as f:
+        yaml.safe_dump(data, f, sort_keys=True, default_flow_style=False)
+
+
+def manifest(base):
+    channel = BASES[base]["channel"] if BASES[base] else _local_channel()
+    return {"charmcraft-version": "none (built by scripts/bundle/build_charms.py)",
+            "bases": [{"name": "ubuntu", "channel": channel, "architectures": ["amd64"]}]}
+
+
+def _local_channel():
+    return "22.04"
+
+
+def build_charm(name, base, deps):
+    spec = charmspec.charm_spec(name)
+    if not os.path.isfile(os.path.join(CHARMS_DIR, name, "src", "charm.py")):
+        raise BuildError("charms/{}/src/charm.py is missing".format(name))
+    out = os.path.join(output_dir(base), name)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    metadata = dict(spec["metadata"])
+    if base != "ubuntu@18.04" and base != "local":
+        metadata["series"] = ["focal"]
+    _dump(os.path.join(out, "metadata.yaml"), metadata)
+    _dump(os.path.join(out, "config.yaml"), spec["config"])
+    _dump(os.path.join(out, "actions.yaml"), spec["actions"])
+    _dump(os.path.join(out, "manifest.yaml"), manifest(base))
+    with open(os.path.join(out, "dispatch"), "w") as f:
+        f.write(DISPATCH)
+    os.chmod(os.path.join(out, "dispatch"), 0o755)
+    _copy_tree(os.path.join(CHARMS_DIR, name, "src"), os.path.join(out, "src"))
+    os.chmod(os.path.join(out, "src", "charm.py"), 0o755)
+    _copy_tree(os.path.join(CHARMS_DIR, SHARED_PACKAGE), os.path.join(out, "lib", SHARED_PACKAGE))
+    _copy_tree(deps, os.path.join(out, "venv"))
+    os.remove(os.path.join(out, "venv", ".complete"))
+    charm_file = out + ".charm"
+    pack(out, charm_file)
+    return charm_file
+
+
+def pack(directory, charm_file):
+    """Zip ``directory`` deterministically (what charmcraft pack would upload)."""
+    entries = []
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if d not in EXCLUDE)
+        for name in files:
+            if name in EXCLUDE or name.endswith(".pyc"):
+                continue
+            path = os.path.join(root, name)
+            entries.append((os.path.relpath(path, directory), path))
+    tmp = charm_file + ".tmp"
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+        for arcname, path in sorted(entries):
+            info = zipfile.ZipInfo(arcname, ZIP_DATE)
+            mode = 0o755 if os.access(path, os.X_OK) else 0o644
+            info.external_attr = (0o100000 | mode) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            with open(path, "rb") as f:
+                zf.writestr(info, f.read())
+    os.replace(tmp, charm_file)
+
+
+def build_all(base="ubuntu@18.04", names=None):
+    """Build ``names`` (default: every charm) for ``base``; returns {name: path of the .charm}."""
+    if base not in BASES:
+        raise BuildError("unknown base {!r}; choose one of {}".format(base, ", ".join(BASES)))
+    names = names or charmspec.charm_names()
+    deps = dependency_tree(base)
+    built = {}
+    for i, name in enumerate(names, 1):
+        print("  [{}/{}] {} ({})".format(i, len(names), name, base), flush=True)
+        built[name] = build_charm(name, base, deps)
+    return built
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", default="ubuntu@18.04", choices=sorted(BASES))
+    parser.add_argument("names", nargs="*", help="charms to build (default: all)")
+    args = parser.parse_args(argv)
+    try:
+        built = build_all(args.base, args.names or None)
+    except (BuildError, charmspec.SpecError) as e:
+        print("error: {}".format(e), file=sys.stderr)
+        return 1
+    for name, path in sorted(built.items()):
+        with open(path, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()[:16]
+        print("{:16} {}  sha256:{}".format(name, os.path.relpath(path), digest))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""The complete metadata, config and actions of each charm, as Juju will see them.
+
+A charm's own yaml files hold only what is specific to it; the fragments named in
+``charms/charms.yaml`` and the per-tunnel options derived from its ``wireguard*`` relation
+endpoints are merged in here. The charm build writes the result, and the descriptor validator
+checks descriptors against the same result, so the two can never disagree.
+"""
+import copy
+import ipaddress
+import os
+import sys
+
+import yaml
+
+from bundle import CHARMS_DIR
+
+sys.path.insert(0, CHARMS_DIR)
+from vpnaas import refpoints  # noqa: E402
+
+SECTIONS = ("metadata", "config", "actions")
+
+
+class SpecError(Exception):
+    pass
+
+
+def _load(path):
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        data = yaml.safe_load(f)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise SpecError("{}: expected a mapping at the top level".format(path))
+    return data
+
+
+def charm_names():
+    return sorted(_load(os.path.join(CHARMS_DIR, "charms.yaml"))["charms"])
+
+
+def tunnel_endpoints(metadata):
+    """(endpoint, role, interface) for every WireGuard relation endpoint, in a stable order."""
+    out = []
+    for section, role in (("provides", "provider"), ("requires", "requirer")):
+        for name, rel in sorted((metadata.get(section) or {}).items()):
+            iface = rel.get("interface", "")
+            if iface == refpoints.INTERFACE_PREFIX or iface.startswith(refpoints.INTERFACE_PREFIX + "-"):
+                out.append((name, role, iface))
+    return out
+
+
+def tunnel_options(endpoint, role):
+    net = refpoints.default_tunnel_network(endpoint)
+    if net:
+        hosts = list(ipaddress.ip_network(net).hosts())
+        mine = hosts[0] if role == "provider" else hosts[1]
+        addr_help = "empty: {}/{} (the {} host of {})".format(
+            mine, ipaddress.ip_network(net).prefixlen, "first" if role == "provider" else "second", net)
+    else:
+        addr_help = "required for this endpoint"
+    return {
+        endpoint + "-tunnel-address": {
+            "type": "string", "default": "",
+            "description": "Address/prefix of wg-{} inside the tunnel; {}.".format(endpoint, addr_help)},
+        endpoint + "-listen-port": {
+            "type": "int", "default": refpoints.default_port(endpoint),
+            "description": "UDP port wg-{} listens on.".format(endpoint)},
+        endpoint + "-endpoint-address": {
+            "type": "string", "default": "",
+            "description": "Underlay address the peer sends {} tunnel packets to; empty uses ssh-hostname "
+                           "(the management address, as in the multi-site NS).".format(endpoint)},
+        endpoint + "-service-addresses": {
+            "type": "string", "default": "",
+            "description": "Comma-separated addresses (CIDR) of this VNF's {} service, put on the dummy "
+                           "interface and routed by the peer into wg-{}.".format(endpoint, endpoint)},
+    }
+
+
+def _merge(dst, src, where):
+    for key, value in src.items():
+        if key in dst and isinstance(dst[key], dict) and isinstance(value, dict):
+            _merge(dst[key], value, where + "." + key)
+        elif key in dst and dst[key] != value:
+            raise SpecError("{}: {} is defined twice with different values".format(where, key))
+        else:
+            dst[key] = copy.deepcopy(value)
+
+
+def charm_spec(name):
+    """Return {"metadata": ..., "config": ..., "actions": ...} for charm ``name``."""
+    manifest = _load(os.path.join(CHARMS_DIR, "charms.yaml"))["charms"]
+    if name not in manifest:
+        raise SpecError("unknown charm {!r}; known: {}".format(name, ", ".join(sorted(manifest))))
+    spec = {s: {} for s in SECTIONS}
+    for folder in list(manifest[name].get("fragments", [])) + [name]:
+        for section in SECTIONS:
+            path = os.path.join(CHARMS_DIR, folder, section + ".yaml")
+            _merge(spec[section], _load(path), "{}/{}.yaml".format(folder, section))
+    spec["config"].setdefault("options", {})
+    for endpoint, role, _iface in tunnel_endpoints(spec["metadata"]):
+        _merge(spec["config"]["options"], tunnel_options(endpoint, role), name + " tunnel options")
+    return spec

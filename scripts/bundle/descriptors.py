@@ -1,0 +1,340 @@
+"""The descriptor sources and every variant generated from them.
+
+Sources: vnf/<c>/<c>_vnfd.yaml, ns/eps_wg_nsd.yaml, nst/*_nst.yaml; ns/variants.yaml says how the
+other NS and VNF variants are derived. Both the package builder and the validator take their
+descriptors from ``load_bundle()``, so what is validated is exactly what is packaged.
+"""
+
+import copy
+import os
+
+import yaml
+
+from bundle import ROOT
+
+# libyaml's parser when present: the validator loads every file many times in the tests
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+VNF_NAMES = ("hss", "mme", "spgwc", "spgwu", "enb")
+VARIANTS_FILE = "ns/variants.yaml"
+KINDS = ("vnfd", "nsd", "nst")
+
+
+class DescriptorError(Exception):
+    pass
+
+
+class Descriptor:
+    """One descriptor document (with its envelope) and where it comes from."""
+
+    def __init__(self, kind, data, file, source, variant=None):
+        self.kind = kind
+        self.data = data
+        self.file = file  # what error messages name
+        self.source = source  # the source file it comes from (relative to ROOT)
+        self.variant = variant  # None for a source, else the variant name
+
+    @property
+    def body(self):
+        return body(self.kind, self.data)
+
+    @property
+    def id(self):
+        return self.body.get("id")
+
+    @property
+    def package(self):
+        """Package folder name (VNF/NS) or NST file name."""
+        return {"vnfd": "{}_vnf", "nsd": "{}_ns", "nst": "{}_nst.yaml"}[self.kind].format(self.id)
+
+    @property
+    def descriptor_name(self):
+        return {"vnfd": "{}_vnfd.yaml", "nsd": "{}_nsd.yaml", "nst": "{}_nst.yaml"}[self.kind].format(self.id)
+
+    def __repr__(self):
+        return "Descriptor({}, {})".format(self.kind, self.file)
+
+
+def body(kind, data):
+    """The descriptor inside its envelope (see osm-facts §1.1). Raises KeyError/IndexError/TypeError."""
+    if kind == "vnfd":
+        return data["vnfd"]
+    if kind == "nsd":
+        return data["nsd"]["nsd"][0]
+    return data["nst"][0]
+
+
+def path_prefix(kind):
+    return {"vnfd": ["vnfd"], "nsd": ["nsd", "nsd", 0], "nst": ["nst", 0]}[kind]
+
+
+def load_yaml(relpath):
+    full = os.path.join(ROOT, relpath)
+    try:
+        with open(full) as f:
+            data = yaml.load(f, Loader=SAFE_LOADER)
+    except OSError as e:
+        raise DescriptorError("{}: cannot read: {}".format(relpath, e.strerror)) from e
+    except yaml.YAMLError as e:
+        raise DescriptorError("{}: not valid YAML: {}".format(relpath, e)) from e
+    if not isinstance(data, dict):
+        raise DescriptorError("{}: expected a mapping at the top level".format(relpath))
+    return data
+
+
+def load_yaml_text(text):
+    return yaml.load(text, Loader=SAFE_LOADER)
+
+
+def day12(vnfd):
+    """The day1-2 entry of the VNF-level execution environment (id == vnfd id), or None."""
+    try:
+        entries = vnfd["df"][0]["lcm-operations-configuration"]["operate-vnf-op-config"]["day1-2"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    for entry in entries or []:
+        if isinstance(entry, dict) and entry.get("id") == vnfd.get("id"):
+            return entry
+    return None
+
+
+def charm_of(vnfd):
+    """Charm file name (e.g. hss.charm) of the first juju EE of the VNF, or None."""
+    entry = day12(vnfd) or {}
+    for ee in entry.get("execution-environment-list") or []:
+        if isinstance(ee, dict) and isinstance(ee.get("juju"), dict):
+            return ee["juju"].get("charm")
+    return None
+
+
+def cloud_init_files(vnfd):
+    return [
+        v["cloud-init-file"]
+        for v in vnfd.get("vdu") or []
+        if isinstance(v, dict) and v.get("cloud-init-file")
+    ]
+
+
+# --- VNF variants -------------------------------------------------------------------------------
+
+
+def make_vnf_variant(src, name, spec):
+    data = copy.deepcopy(src.data)
+    vnfd = data["vnfd"]
+    entry = day12(vnfd)  # looked up by the old id, before it changes
+    new_id = vnfd["id"] + spec["suffix"]
+    vnfd["id"] = vnfd["product-name"] = new_id
+    vnfd["description"] = "{} Variant {}: {}.".format(
+        vnfd.get("description", ""), name, spec["description"]
+    ).strip()
+    if entry is not None:
+        entry["id"] = new_id
+    factor = spec.get("scale-compute")
+    if factor:
+        for vcd in vnfd.get("virtual-compute-desc", []):
+            vcd["virtual-cpu"]["num-virtual-cpu"] *= factor
+            vcd["virtual-memory"]["size"] = float(vcd["virtual-memory"]["size"]) * factor
+    for link in spec.get("drop-links", []):
+        _drop_link(vnfd, link)
+    desc = Descriptor("vnfd", data, "", src.source, variant=name)
+    desc.file = "{}/{} (generated from {})".format(desc.package, desc.descriptor_name, src.source)
+    return desc
+
+
+def _drop_link(vnfd, link):
+    """Remove the connection point of reference point ``link`` and its endpoint-address option."""
+    dropped_int = set()
+    keep = []
+    for cp in vnfd.get("ext-cpd", []):
+        if cp["id"].endswith("-{}-ext".format(link)):
+            dropped_int.add(cp.get("int-cpd", {}).get("cpd"))
+        else:
+            keep.append(cp)
+    vnfd["ext-cpd"] = keep
+    for vdu in vnfd.get("vdu", []):
+        vdu["int-cpd"] = [cp for cp in vdu.get("int-cpd", []) if cp["id"] not in dropped_int]
+    entry = day12(vnfd) or {}
+    for prim in entry.get("initial-config-primitive", []):
+        if prim.get("name") == "config":
+            prim["parameter"] = [
+                p for p in prim.get("parameter", []) if p.get("name") != "{}-endpoint-address".format(link)
+            ]
+
+
+# --- NS variants --------------------------------------------------------------------------------
+
+
+def make_ns_variant(src, name, spec, vnf_ids):
+    """vnf_ids: {(vnf name, vnf variant or None): vnfd id}."""
+    data = copy.deepcopy(src.data)
+    nsd = data["nsd"]["nsd"][0]
+    nsd["id"] = nsd["name"] = spec["id"]
+    nsd["description"] = spec.get("description", nsd.get("description", ""))
+    df = nsd["df"][0]
+    gone_profiles = set(spec.get("remove-vnf-profiles", []))
+    df["vnf-profile"] = [p for p in df["vnf-profile"] if p["id"] not in gone_profiles]
+    for vnf, variant in spec.get("vnf-variants", {}).items():
+        for prof in df["vnf-profile"]:
+            if prof["vnfd-id"] == vnf_ids[(vnf, None)]:
+                prof["vnfd-id"] = vnf_ids[(vnf, variant)]
+    gone_vls = set(spec.get("remove-virtual-links", []))
+    for prof in df["vnf-profile"]:
+        prof["virtual-link-connectivity"] = [
+            c for c in prof["virtual-link-connectivity"] if c["virtual-link-profile-id"] not in gone_vls
+        ]
+    # A link that no member connects to any more is dropped too (uu once the eNB is gone).
+    used = {c["virtual-link-profile-id"] for p in df["vnf-profile"] for c in p["virtual-link-connectivity"]}
+    nsd["virtual-link-desc"] = [vl for vl in nsd["virtual-link-desc"] if vl["id"] in used]
+    df["virtual-link-profile"] = [
+        p for p in df.get("virtual-link-profile", []) if p["virtual-link-desc-id"] in used
+    ]
+    nsd["sapd"] = [s for s in nsd.get("sapd", []) if s["virtual-link-desc"] in used]
+    for vlp in df["virtual-link-profile"]:
+        cidr = spec.get("cidrs", {}).get(vlp["virtual-link-desc-id"])
+        if cidr:
+            vlp["virtual-link-protocol-data"]["l3-protocol-data"]["cidr"] = cidr
+    nsd["vnfd-id"] = sorted({p["vnfd-id"] for p in df["vnf-profile"]}, key=_vnfd_order)
+    if spec.get("relations", True) is False:
+        nsd.pop("ns-configuration", None)
+    else:
+        rels = nsd.get("ns-configuration", {}).get("relation", [])
+        rels[:] = [
+            r
+            for r in rels
+            if r["provider"]["vnf-profile-id"] not in gone_profiles
+            and r["requirer"]["vnf-profile-id"] not in gone_profiles
+        ]
+    desc = Descriptor("nsd", data, "", src.source, variant=name)
+    desc.file = "{}/{} (generated from {})".format(desc.package, desc.descriptor_name, src.source)
+    return desc
+
+
+def _vnfd_order(vnfd_id):
+    for i, name in enumerate(VNF_NAMES):
+        if vnfd_id == "oai-" + name or vnfd_id.startswith("oai-{}-".format(name)):
+            return (i, vnfd_id)
+    return (len(VNF_NAMES), vnfd_id)
+
+
+def make_osm10(ns_desc, suffix):
+    """The same NS with OSM 10 relation syntax: `entities`, first = provider."""
+    data = copy.deepcopy(ns_desc.data)
+    nsd = data["nsd"]["nsd"][0]
+    nsd["id"] = nsd["name"] = nsd["id"] + suffix
+    nsd["description"] = nsd.get("description", "") + " OSM 10 relation syntax."
+    for rel in nsd.get("ns-configuration", {}).get("relation", []):
+        prov, req = rel.pop("provider"), rel.pop("requirer")
+        rel["entities"] = [
+            {"id": prov["vnf-profile-id"], "endpoint": prov["endpoint"]},
+            {"id": req["vnf-profile-id"], "endpoint": req["endpoint"]},
+        ]
+    desc = Descriptor("nsd", data, "", ns_desc.source, variant=ns_desc.variant + "_osm10")
+    desc.file = "{}/{} (generated from {})".format(desc.package, desc.descriptor_name, ns_desc.source)
+    return desc
+
+
+# --- the whole bundle ---------------------------------------------------------------------------
+
+
+class Bundle:
+    def __init__(self, vnfs, nss, nsts, variants, sources):
+        self.vnfs = vnfs  # [Descriptor] sources first, then generated
+        self.nss = nss
+        self.nsts = nsts
+        self.variants = variants  # {key: {"kind", "descriptor_ids", "params", "vnfd_ids"}}
+        self.sources = sources  # [Descriptor] the source descriptors only
+
+    def vnfd(self, vnfd_id):
+        return next((d for d in self.vnfs if d.id == vnfd_id), None)
+
+    def nsd(self, nsd_id):
+        return next((d for d in self.nss if d.id == nsd_id), None)
+
+
+def load_sources():
+    vnfs = {
+        n: Descriptor(
+            "vnfd",
+            load_yaml("vnf/{0}/{0}_vnfd.yaml".format(n)),
+            "vnf/{0}/{0}_vnfd.yaml".format(n),
+            "vnf/{0}/{0}_vnfd.yaml".format(n),
+        )
+        for n in VNF_NAMES
+    }
+    spec = load_yaml(VARIANTS_FILE)
+    ns_src = Descriptor("nsd", load_yaml(spec["source"]), spec["source"], spec["source"])
+    nsts = {}
+    for name, s in spec.get("slices", {}).items():
+        nsts[name] = Descriptor("nst", load_yaml(s["file"]), s["file"], s["file"], variant=name)
+    return vnfs, ns_src, nsts, spec
+
+
+def load_bundle():
+    vnf_src, ns_src, nst_src, spec = load_sources()
+    vnf_ids = {}
+    vnfs = []
+    for name, desc in vnf_src.items():
+        vnfs.append(desc)
+        vnf_ids[(name, None)] = desc.id
+    needed = set()
+    for ns in spec["ns-variants"].values():
+        needed.update(ns.get("vnf-variants", {}).items())
+    for vname, vspec in spec.get("vnf-variants", {}).items():
+        for name in VNF_NAMES:
+            if (name, vname) in needed:
+                desc = make_vnf_variant(vnf_src[name], vname, vspec)
+                vnfs.append(desc)
+                vnf_ids[(name, vname)] = desc.id
+    nss, variants = [], {}
+    osm10 = spec.get("osm10")
+    for key, nspec in spec["ns-variants"].items():
+        desc = make_ns_variant(ns_src, key, nspec, vnf_ids)
+        nss.append(desc)
+        variants[key] = _ns_variant_entry(desc, nspec["params"])
+    if osm10:
+        for key, nspec in spec["ns-variants"].items():
+            desc = make_osm10(next(d for d in nss if d.variant == key), osm10["suffix"])
+            nss.append(desc)
+            variants[key + "_osm10"] = _ns_variant_entry(desc, nspec["params"])
+    nsts = list(nst_src.values())
+    for name, desc in nst_src.items():
+        variants[name] = _nsi_variant_entry([desc], spec["slices"][name]["params"], nss)
+    if nsts:
+        variants["slices"] = _nsi_variant_entry(nsts, spec["slices"][next(iter(nst_src))]["params"], nss)
+    sources = list(vnf_src.values()) + [ns_src] + nsts
+    return Bundle(vnfs, nss, nsts, variants, sources)
+
+
+def _ns_variant_entry(desc, params):
+    return {
+        "kind": "ns",
+        "descriptor_ids": [desc.id],
+        "params": params,
+        "nsd_ids": [desc.id],
+        "vnfd_ids": list(desc.body["vnfd-id"]),
+    }
+
+
+def _nsi_variant_entry(nsts, params, nss):
+    nsd_ids, vnfd_ids = [], []
+    for nst in nsts:
+        for sub in nst.body.get("netslice-subnet", []):
+            if sub.get("nsd-ref") not in nsd_ids:
+                nsd_ids.append(sub.get("nsd-ref"))
+    for nsd_id in nsd_ids:
+        ns = next((d for d in nss if d.id == nsd_id), None)
+        for v in ns.body["vnfd-id"] if ns else []:
+            if v not in vnfd_ids:
+                vnfd_ids.append(v)
+    return {
+        "kind": "nsi",
+        "descriptor_ids": [n.id for n in nsts],
+        "params": params,
+        "nsd_ids": nsd_ids,
+        "vnfd_ids": vnfd_ids,
+    }
+
+
+def dump(data):
+    """Descriptor YAML as written into packages: stable key order, block style."""
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=100)

@@ -1,0 +1,334 @@
+"""The cross-checks OSM's NBI and osmclient make at onboarding (osm-facts §1.3-1.5, §6.2).
+
+Each function takes descriptors that already passed the schema, so it may rely on their shape.
+"""
+
+import os
+
+from bundle import descriptors
+from bundle.validate.problems import Problem
+
+SUFFIX = {"vnfd": "nfd.yaml", "nsd": "nsd.yaml"}
+
+
+def _dupes(items, key="id"):
+    seen, out = set(), []
+    for i, item in enumerate(items):
+        value = item.get(key)
+        if value in seen:
+            out.append((i, value))
+        seen.add(value)
+    return out
+
+
+def check_file_name(desc):
+    """osmclient builds only descriptors named *nfd.yaml / *nsd.yaml (osm-facts §6.2)."""
+    problems = []
+    suffix = SUFFIX.get(desc.kind)
+    names = {desc.descriptor_name}
+    if desc.variant is None:
+        names.add(os.path.basename(desc.source))
+    for name in sorted(names):
+        if suffix and not name.endswith("_" + desc.kind + ".yaml"):
+            problems.append(
+                Problem(
+                    desc.file,
+                    "(file name)",
+                    "descriptor file {!r} must end in _{}.yaml".format(name, desc.kind),
+                )
+            )
+    return problems
+
+
+def check_vnfd(desc, cloud_init_dir):
+    v = desc.body
+    pre = descriptors.path_prefix("vnfd")
+    out = []
+    ext_ids = [c["id"] for c in v["ext-cpd"]]
+    if v["mgmt-cp"] not in ext_ids:
+        out.append(
+            Problem(
+                desc.file,
+                pre + ["mgmt-cp"],
+                "mgmt-cp={!r} must match an existing ext-cpd ({})".format(v["mgmt-cp"], ", ".join(ext_ids)),
+            )
+        )
+    for i, dup in _dupes(v["ext-cpd"]):
+        out.append(Problem(desc.file, pre + ["ext-cpd", i, "id"], "duplicate ext-cpd id {!r}".format(dup)))
+    vdus = {vdu["id"]: vdu for vdu in v["vdu"]}
+    for i, dup in _dupes(v["vdu"]):
+        out.append(Problem(desc.file, pre + ["vdu", i, "id"], "duplicate vdu id {!r}".format(dup)))
+    for i, cp in enumerate(v["ext-cpd"]):
+        ref = cp.get("int-cpd")
+        if ref is None:
+            continue
+        vdu = vdus.get(ref["vdu-id"])
+        if vdu is None:
+            out.append(
+                Problem(
+                    desc.file, pre + ["ext-cpd", i, "int-cpd", "vdu-id"], "no vdu {!r}".format(ref["vdu-id"])
+                )
+            )
+        elif ref["cpd"] not in [c["id"] for c in vdu["int-cpd"]]:
+            out.append(
+                Problem(
+                    desc.file,
+                    pre + ["ext-cpd", i, "int-cpd", "cpd"],
+                    "vdu {!r} has no int-cpd {!r}".format(ref["vdu-id"], ref["cpd"]),
+                )
+            )
+    compute = {c["id"] for c in v["virtual-compute-desc"]}
+    storage = {s["id"] for s in v["virtual-storage-desc"]}
+    images = {s["id"] for s in v["sw-image-desc"]}
+    for i, vdu in enumerate(v["vdu"]):
+        at = pre + ["vdu", i]
+        for j, dup in _dupes(vdu["int-cpd"]):
+            out.append(Problem(desc.file, at + ["int-cpd", j, "id"], "duplicate int-cpd id {!r}".format(dup)))
+        if vdu["virtual-compute-desc"] not in compute:
+            out.append(
+                Problem(
+                    desc.file,
+                    at + ["virtual-compute-desc"],
+                    "no virtual-compute-desc {!r}".format(vdu["virtual-compute-desc"]),
+                )
+            )
+        for j, sid in enumerate(vdu["virtual-storage-desc"]):
+            if sid not in storage:
+                out.append(
+                    Problem(
+                        desc.file,
+                        at + ["virtual-storage-desc", j],
+                        "no virtual-storage-desc {!r}".format(sid),
+                    )
+                )
+        if vdu["sw-image-desc"] not in images:
+            out.append(
+                Problem(
+                    desc.file, at + ["sw-image-desc"], "no sw-image-desc {!r}".format(vdu["sw-image-desc"])
+                )
+            )
+        cif = vdu.get("cloud-init-file")
+        if cif and not os.path.isfile(os.path.join(cloud_init_dir, cif)):
+            out.append(
+                Problem(
+                    desc.file,
+                    at + ["cloud-init-file"],
+                    "cloud-init file {!r} not found in {}/".format(cif, os.path.basename(cloud_init_dir)),
+                )
+            )
+    for i, df in enumerate(v["df"]):
+        for j, prof in enumerate(df["vdu-profile"]):
+            if prof["id"] not in vdus:
+                out.append(
+                    Problem(
+                        desc.file, pre + ["df", i, "vdu-profile", j, "id"], "no vdu {!r}".format(prof["id"])
+                    )
+                )
+        for j, lvl in enumerate(df.get("instantiation-level", [])):
+            for k, vl in enumerate(lvl["vdu-level"]):
+                if vl["vdu-id"] not in vdus:
+                    out.append(
+                        Problem(
+                            desc.file,
+                            pre + ["df", i, "instantiation-level", j, "vdu-level", k, "vdu-id"],
+                            "no vdu {!r}".format(vl["vdu-id"]),
+                        )
+                    )
+    entry = descriptors.day12(v)
+    day12_list = (
+        v["df"][0].get("lcm-operations-configuration", {}).get("operate-vnf-op-config", {}).get("day1-2", [])
+    )
+    for i, e in enumerate(day12_list):
+        if e["id"] != v["id"] and e["id"] not in vdus:
+            out.append(
+                Problem(
+                    desc.file,
+                    pre
+                    + ["df", 0, "lcm-operations-configuration", "operate-vnf-op-config", "day1-2", i, "id"],
+                    "day1-2 id {!r} is neither the vnfd id nor a vdu id, so OSM ignores it".format(e["id"]),
+                )
+            )
+    if entry and entry.get("execution-environment-list"):
+        for i, ee in enumerate(entry["execution-environment-list"]):
+            ref = ee.get("external-connection-point-ref")
+            if ref and ref not in ext_ids:
+                idx = day12_list.index(entry)
+                out.append(
+                    Problem(
+                        desc.file,
+                        pre
+                        + [
+                            "df",
+                            0,
+                            "lcm-operations-configuration",
+                            "operate-vnf-op-config",
+                            "day1-2",
+                            idx,
+                            "execution-environment-list",
+                            i,
+                            "external-connection-point-ref",
+                        ],
+                        "no ext-cpd {!r}".format(ref),
+                    )
+                )
+    return out
+
+
+def check_nsd(desc, vnfds):
+    """vnfds: {vnfd id: Descriptor} of every schema-valid VNFD the bundle onboards."""
+    n = desc.body
+    pre = descriptors.path_prefix("nsd")
+    out = []
+    vl_ids = [vl["id"] for vl in n["virtual-link-desc"]]
+    for i, dup in _dupes(n["virtual-link-desc"]):
+        out.append(
+            Problem(
+                desc.file,
+                pre + ["virtual-link-desc", i, "id"],
+                "duplicate virtual-link-desc {!r}".format(dup),
+            )
+        )
+    for i, vnfd_id in enumerate(n["vnfd-id"]):
+        if vnfd_id not in vnfds:
+            out.append(
+                Problem(
+                    desc.file,
+                    pre + ["vnfd-id", i],
+                    "vnfd {!r} is not a VNFD of the bundle (OSM needs it onboarded first)".format(vnfd_id),
+                )
+            )
+    for i, sap in enumerate(n.get("sapd", [])):
+        if sap["virtual-link-desc"] not in vl_ids:
+            out.append(
+                Problem(
+                    desc.file,
+                    pre + ["sapd", i, "virtual-link-desc"],
+                    "no virtual-link-desc {!r}".format(sap["virtual-link-desc"]),
+                )
+            )
+    mgmt = {vl["id"] for vl in n["virtual-link-desc"] if vl.get("mgmt-network")}
+    for i, df in enumerate(n["df"]):
+        for j, vlp in enumerate(df.get("virtual-link-profile", [])):
+            at = pre + ["df", i, "virtual-link-profile", j]
+            if vlp["virtual-link-desc-id"] not in vl_ids:
+                out.append(
+                    Problem(
+                        desc.file,
+                        at + ["virtual-link-desc-id"],
+                        "no virtual-link-desc {!r}".format(vlp["virtual-link-desc-id"]),
+                    )
+                )
+            if vlp["id"] != vlp["virtual-link-desc-id"]:
+                out.append(
+                    Problem(
+                        desc.file, at + ["id"], "virtual-link-profile id must equal its virtual-link-desc-id"
+                    )
+                )
+            if vlp["virtual-link-desc-id"] in mgmt and "virtual-link-protocol-data" in vlp:
+                out.append(
+                    Problem(
+                        desc.file,
+                        at + ["virtual-link-protocol-data"],
+                        "a mgmt-network virtual link may not have virtual-link-protocol-data",
+                    )
+                )
+        for j, dup in _dupes(df["vnf-profile"]):
+            out.append(
+                Problem(
+                    desc.file,
+                    pre + ["df", i, "vnf-profile", j, "id"],
+                    "duplicate vnf-profile {!r}".format(dup),
+                )
+            )
+        for j, prof in enumerate(df["vnf-profile"]):
+            at = pre + ["df", i, "vnf-profile", j]
+            if prof["vnfd-id"] not in n["vnfd-id"]:
+                out.append(
+                    Problem(
+                        desc.file,
+                        at + ["vnfd-id"],
+                        "vnfd-id {!r} does not match any vnfd-id of the NSD".format(prof["vnfd-id"]),
+                    )
+                )
+            vnfd = vnfds.get(prof["vnfd-id"])
+            ext = {c["id"] for c in vnfd.body["ext-cpd"]} if vnfd else None
+            for k, conn in enumerate(prof["virtual-link-connectivity"]):
+                cat = at + ["virtual-link-connectivity", k]
+                if conn["virtual-link-profile-id"] not in vl_ids:
+                    out.append(
+                        Problem(
+                            desc.file,
+                            cat + ["virtual-link-profile-id"],
+                            "no virtual-link-desc {!r}".format(conn["virtual-link-profile-id"]),
+                        )
+                    )
+                for m, cpd in enumerate(conn["constituent-cpd-id"]):
+                    if cpd["constituent-base-element-id"] != prof["id"]:
+                        out.append(
+                            Problem(
+                                desc.file,
+                                cat + ["constituent-cpd-id", m, "constituent-base-element-id"],
+                                "must be the vnf-profile id {!r}, not {!r}".format(
+                                    prof["id"], cpd["constituent-base-element-id"]
+                                ),
+                            )
+                        )
+                    if ext is not None and cpd["constituent-cpd-id"] not in ext:
+                        out.append(
+                            Problem(
+                                desc.file,
+                                cat + ["constituent-cpd-id", m, "constituent-cpd-id"],
+                                "{!r} is not an ext-cpd of vnfd {!r}".format(
+                                    cpd["constituent-cpd-id"], prof["vnfd-id"]
+                                ),
+                            )
+                        )
+    return out
+
+
+def check_nst(desc, nsds):
+    """nsds: {nsd id: Descriptor} of every schema-valid NSD the bundle onboards."""
+    t = desc.body
+    pre = descriptors.path_prefix("nst")
+    out = []
+    subnets = {}
+    for i, sub in enumerate(t["netslice-subnet"]):
+        subnets[sub["id"]] = sub
+        if sub["nsd-ref"] not in nsds:
+            out.append(
+                Problem(
+                    desc.file,
+                    pre + ["netslice-subnet", i, "nsd-ref"],
+                    "nsd-ref {!r} is not an NSD of the bundle".format(sub["nsd-ref"]),
+                )
+            )
+    for i, vld in enumerate(t.get("netslice-vld", [])):
+        for j, ref in enumerate(vld.get("nss-connection-point-ref", [])):
+            at = pre + ["netslice-vld", i, "nss-connection-point-ref", j]
+            sub = subnets.get(ref["nss-ref"])
+            if sub is None:
+                out.append(
+                    Problem(
+                        desc.file,
+                        at + ["nss-ref"],
+                        "nss-ref {!r} must be a netslice-subnet id ({})".format(
+                            ref["nss-ref"], ", ".join(sorted(subnets))
+                        ),
+                    )
+                )
+                continue
+            nsd = nsds.get(sub["nsd-ref"])
+            if nsd is None:
+                continue
+            saps = [s["id"] for s in nsd.body.get("sapd", [])]
+            if ref["nsd-connection-point-ref"] not in saps:
+                out.append(
+                    Problem(
+                        desc.file,
+                        at + ["nsd-connection-point-ref"],
+                        "{!r} is not a sapd of nsd {!r} ({})".format(
+                            ref["nsd-connection-point-ref"], nsd.id, ", ".join(saps) or "none"
+                        ),
+                    )
+                )
+    return out

@@ -1,0 +1,235 @@
+"""Deploy configuration: defaults < deploy.env file < process environment.
+
+The file is plain KEY=VALUE lines (``export`` prefix and quotes allowed, ``#`` comments); it is
+read as data, never sourced by a shell, so values are not expanded. The process environment wins
+so that ``DRY_RUN=1 make deploy`` or ``VIM_ACCOUNT=x make deploy`` override the file.
+"""
+
+import os
+import re
+
+from deploy import ROOT
+
+DEFAULTS = {
+    "DRY_RUN": "0",
+    "OSM_HOSTNAME": "",
+    "OSM_CLI": "osm",
+    # Empty: the openstack client of the project's virtualenv, else the one on PATH.
+    # MicroStack users may set microstack.openstack.
+    "OPENSTACK_CLI": "",
+    # VIM accounts (names as OSM knows them) and how they reach OpenStack.
+    "VIM_ACCOUNT": "microstack",
+    "VIM_ACCOUNT_SITE2": "microstack-site2",
+    "VIM_USE_FLOATING_IP": "true",
+    "VIM_INSECURE": "true",
+    # MicroStack's own `microstack init` creates network test / test-subnet / test-router on
+    # 192.168.222.0/24 behind `external`; these defaults therefore find and reuse them.
+    "MGMT_NETWORK": "test",
+    "MGMT_SUBNET": "",  # empty: <MGMT_NETWORK>-subnet
+    "MGMT_ROUTER": "",  # empty: <MGMT_NETWORK>-router
+    "MGMT_SUBNET_CIDR": "192.168.222.0/24",
+    "DNS_SERVER": "8.8.8.8",
+    "EXTERNAL_NETWORK": "external",
+    "SECURITY_GROUP": "default",
+    "IMAGE": "",  # path or http(s) URL of the Ubuntu 18.04 cloud image
+    "IMAGE_NAME": "ubuntu18.04",
+    "EXTRA_IMAGES": "",  # name=path-or-url,name=path-or-url (e.g. ubuntu20.04=...)
+    "IMAGE_CACHE_DIR": "build/deploy/images",
+    "FLAVOR_PREFIX": "vpnaas",
+    "NS_NAME_PREFIX": "vpnaas",
+    "SSH_KEYS": "",  # comma-separated public key files for ns-create --ssh_keys
+    "LTE_K": "",
+    "LTE_OP": "",
+    # Bounded waits (seconds).
+    "CMD_TIMEOUT": "300",
+    "IMAGE_TIMEOUT": "3600",
+    "NS_READY_TIMEOUT": "5400",  # OAI is built from source on the VNFs: this is the long one
+    "TUNNEL_TIMEOUT": "900",
+    "ACTION_TIMEOUT": "900",
+    "DELETE_TIMEOUT": "1800",
+    "POLL_INTERVAL": "30",
+    # Measurements (thesis defaults: 600 s iperf3 with 60 s reports, 1000 pings at 0.2 s).
+    "MEASURE_SECONDS": "600",
+    "MEASURE_INTERVAL": "60",
+    "PING_COUNT": "1000",
+    "PING_INTERVAL": "0.2",
+    "MEASURE_MSS_S6A": "1362",
+}
+
+#: Values never printed: redacted wherever a command line or message is shown.
+SECRET_KEYS = (
+    "LTE_K",
+    "LTE_OP",
+    "OS_PASSWORD",
+    "SITE2_OS_PASSWORD",
+    "VIM_PASSWORD",
+    "VIM2_PASSWORD",
+    "OS_TOKEN",
+    "SITE2_OS_TOKEN",
+)
+_SECRET_PATTERN = re.compile(r"(PASSWORD|SECRET|TOKEN)$|^LTE_(K|OP|OPC)$")
+
+#: OpenStack client variables that make up one site's credentials.
+OS_VARS = (
+    "OS_CLOUD",
+    "OS_AUTH_URL",
+    "OS_USERNAME",
+    "OS_PASSWORD",
+    "OS_PROJECT_NAME",
+    "OS_PROJECT_ID",
+    "OS_USER_DOMAIN_NAME",
+    "OS_PROJECT_DOMAIN_NAME",
+    "OS_REGION_NAME",
+    "OS_CACERT",
+    "OS_INSECURE",
+    "OS_IDENTITY_API_VERSION",
+    "OS_INTERFACE",
+    "OS_TOKEN",
+    "OS_AUTH_TYPE",
+)
+
+_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
+
+
+class ConfigError(Exception):
+    pass
+
+
+def parse_env_file(text, where="deploy.env"):
+    values = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        match = _LINE.match(line)
+        if not match:
+            raise ConfigError("{}:{}: expected KEY=VALUE, got {!r}".format(where, lineno, line.strip()))
+        key, value = match.groups()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        else:
+            value = re.sub(r"\s+#.*$", "", value)  # trailing comment on an unquoted value
+        values[key] = value
+    return values
+
+
+class Config:
+    def __init__(self, environ=None, env_file=None, root=None):
+        environ = dict(os.environ if environ is None else environ)
+        # DEPLOY_ROOT: another checkout or a test tree holding build/ and params/.
+        self.root = root or environ.get("DEPLOY_ROOT") or ROOT
+        if env_file is None:
+            env_file = environ.get("DEPLOY_ENV") or os.path.join(root, "deploy.env")
+            required = "DEPLOY_ENV" in environ
+        else:
+            required = True
+        file_values = {}
+        if os.path.exists(env_file):
+            with open(env_file) as f:
+                file_values = parse_env_file(f.read(), env_file)
+        elif required:
+            raise ConfigError("configuration file {} does not exist".format(env_file))
+        self.env_file = env_file if os.path.exists(env_file) else None
+        self.values = dict(DEFAULTS)
+        self.values.update(file_values)
+        self.values.update({k: v for k, v in environ.items()})
+
+    # -- plain access ---------------------------------------------------------------------
+    def get(self, key, default=""):
+        return self.values.get(key, default)
+
+    def flag(self, key):
+        return str(self.get(key, "")).strip().lower() in ("1", "true", "yes", "on")
+
+    def seconds(self, key):
+        value = self.get(key)
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ConfigError("{} must be a number of seconds, got {!r}".format(key, value)) from None
+        if number <= 0:
+            raise ConfigError("{} must be positive, got {!r}".format(key, value))
+        return number
+
+    def path(self, key):
+        value = self.get(key)
+        return value if os.path.isabs(value) else os.path.join(self.root, value)
+
+    @property
+    def dry_run(self):
+        return self.flag("DRY_RUN")
+
+    def secrets(self):
+        """Every secret value currently configured (non-empty), longest first for redaction."""
+        found = set()
+        for key, value in self.values.items():
+            if value and len(value) >= 4 and (key in SECRET_KEYS or _SECRET_PATTERN.search(key)):
+                found.add(value)
+        return sorted(found, key=len, reverse=True)
+
+    # -- derived names --------------------------------------------------------------------
+    @property
+    def mgmt_subnet(self):
+        return self.get("MGMT_SUBNET") or self.get("MGMT_NETWORK") + "-subnet"
+
+    @property
+    def mgmt_router(self):
+        return self.get("MGMT_ROUTER") or self.get("MGMT_NETWORK") + "-router"
+
+    def images(self):
+        """[(image name, path or URL)] to upload; the main Ubuntu 18.04 image first."""
+        out = []
+        if self.get("IMAGE"):
+            out.append((self.get("IMAGE_NAME"), self.get("IMAGE")))
+        for item in filter(None, (x.strip() for x in self.get("EXTRA_IMAGES").split(","))):
+            name, sep, source = item.partition("=")
+            if not sep or not name.strip() or not source.strip():
+                raise ConfigError("EXTRA_IMAGES: expected name=path-or-url, got {!r}".format(item))
+            out.append((name.strip(), source.strip()))
+        return out
+
+    # -- sites ----------------------------------------------------------------------------
+    def site_env(self, site):
+        """Environment overrides for the openstack client of site 1 or 2.
+
+        Site 1 uses OS_*; site 2 uses SITE2_OS_* (every OS_* of site 1 is removed so that the two
+        sets can never mix)."""
+        if site == 1:
+            return {k: self.values[k] for k in OS_VARS if self.values.get(k)}
+        env = {k: None for k in OS_VARS}
+        for k in OS_VARS:
+            value = self.values.get("SITE2_" + k)
+            if value:
+                env[k] = value
+        return env
+
+    def site_has_credentials(self, site):
+        env = {k: v for k, v in self.site_env(site).items() if v}
+        if env.get("OS_CLOUD"):
+            return True, []
+        missing = [
+            k for k in ("OS_AUTH_URL", "OS_USERNAME", "OS_PASSWORD", "OS_PROJECT_NAME") if not env.get(k)
+        ]
+        prefix = "" if site == 1 else "SITE2_"
+        return not missing, [prefix + k for k in missing]
+
+    def vim_credentials(self, site):
+        """(auth_url, user, password, tenant) for `osm vim-create`; VIM_* / VIM2_* override OS_*."""
+        vim, os_prefix = ("VIM_", "") if site == 1 else ("VIM2_", "SITE2_")
+        pick = [
+            self.get(vim + a) or self.get(os_prefix + b)
+            for a, b in (
+                ("AUTH_URL", "OS_AUTH_URL"),
+                ("USER", "OS_USERNAME"),
+                ("PASSWORD", "OS_PASSWORD"),
+                ("TENANT", "OS_PROJECT_NAME"),
+            )
+        ]
+        missing = [vim + a for a, v in zip(("AUTH_URL", "USER", "PASSWORD", "TENANT"), pick) if not v]
+        return pick, missing
+
+    def vim_account(self, site):
+        return self.get("VIM_ACCOUNT") if site == 1 else self.get("VIM_ACCOUNT_SITE2")
+
+    def render_env(self):
+        """The mapping params templates are rendered with (${VAR} references)."""
+        return dict(self.values)

@@ -1,0 +1,288 @@
+"""Preparing a MicroStack (or any OpenStack) site with the openstack CLI: images, flavors, the
+management network and the security-group rules the VNFs need. Each resource is looked up first
+(`show`/`list -f json`) and only created when missing."""
+
+import json
+import os
+import urllib.parse
+import urllib.request
+
+from deploy.catalog import vdu_resources
+from vpnaas import refpoints
+
+
+class PrepareError(Exception):
+    pass
+
+
+def _json(result, default):
+    if not result.ok or not result.stdout.strip():
+        return default
+    try:
+        return json.loads(result.stdout)
+    except ValueError:
+        raise PrepareError(
+            "unexpected output from {}: {!r}".format(" ".join(result.argv[:4]), result.stdout[:200])
+        ) from None
+
+
+# -- flavors and images derived from the packages --------------------------------------------
+
+
+def flavor_name(cfg, vnfd_id, vdu_id, single_vdu):
+    base = "{}.{}".format(cfg.get("FLAVOR_PREFIX"), vnfd_id)
+    return base if single_vdu else "{}.{}".format(base, vdu_id)
+
+
+def flavors_for(cfg, catalog, vnfd_ids):
+    """[(flavor name, vcpus, ram MiB, disk GB)] for the VNFDs, from their own compute descriptors:
+    the double-resource variants have their own VNFD ids, so they get their own flavors."""
+    out = []
+    for vnfd_id in vnfd_ids:
+        vdus = vdu_resources(catalog.vnfd(vnfd_id))
+        for vdu_id, vcpus, ram, disk, _ in vdus:
+            out.append((flavor_name(cfg, vnfd_id, vdu_id, len(vdus) == 1), vcpus, ram, disk))
+    return out
+
+
+def images_for(catalog, vnfd_ids):
+    names = []
+    for vnfd_id in vnfd_ids:
+        for *_, image in vdu_resources(catalog.vnfd(vnfd_id)):
+            if image and image not in names:
+                names.append(image)
+    return names
+
+
+# -- steps ----------------------------------------------------------------------------------
+
+
+class Site:
+    """One OpenStack site: its client command and credentials."""
+
+    def __init__(self, runner, cfg, openstack, number, state):
+        self.runner = runner
+        self.cfg = cfg
+        self.os = openstack
+        self.number = number
+        self.env = cfg.site_env(number)
+        self.state = state
+        self.scope = "site{}".format(number)
+
+    def read(self, *args, dry_present=False):
+        return self.runner.read([self.os] + list(args), env=self.env, dry_present=dry_present)
+
+    def run(self, *args, timeout=None):
+        return self.runner.run([self.os] + list(args), env=self.env, timeout=timeout)
+
+    def exists(self, kind, name):
+        return self.read(kind, "show", name, "-f", "json").ok
+
+    # images ---------------------------------------------------------------------------------
+    def ensure_images(self, needed):
+        configured = dict(self.cfg.images())
+        for name, source in self.cfg.images():
+            if self.exists("image", name):
+                self.runner.say("    image {} exists".format(name))
+                continue
+            path = self._local_image(source)
+            self.run(
+                "image",
+                "create",
+                "--file",
+                path,
+                "--disk-format",
+                self.cfg.get("IMAGE_DISK_FORMAT", "qcow2"),
+                "--container-format",
+                "bare",
+                "--public",
+                name,
+                timeout=self.cfg.seconds("IMAGE_TIMEOUT"),
+            )
+            self.state.record(self.scope, "images", name)
+        for name in needed:
+            if name in configured:
+                continue
+            if not self.exists("image", name):
+                message = (
+                    "the VNFDs use image {!r}, which site {} does not have: set IMAGE (and IMAGE_NAME={}) "
+                    "or EXTRA_IMAGES={}=<path or URL>".format(name, self.number, name, name)
+                )
+                if not self.runner.dry_run:
+                    raise PrepareError(message)
+                self.runner.say("    warning (dry run): " + message)
+
+    def _local_image(self, source):
+        parsed = urllib.parse.urlparse(source)
+        if parsed.scheme not in ("http", "https"):
+            path = os.path.abspath(os.path.expanduser(source))
+            if not os.path.isfile(path) and not self.runner.dry_run:
+                raise PrepareError("image file {} does not exist".format(path))
+            return path
+        cache = self.cfg.path("IMAGE_CACHE_DIR")
+        path = os.path.join(cache, os.path.basename(parsed.path) or "image.img")
+        if os.path.isfile(path):
+            return path
+        self.runner.say("+ download {} -> {}".format(source, path))
+        if self.runner.dry_run:
+            return path
+        os.makedirs(cache, exist_ok=True)
+        tmp = path + ".part"
+        # A bounded socket timeout: a stalled mirror fails instead of hanging the deploy.
+        with urllib.request.urlopen(source, timeout=self.cfg.seconds("CMD_TIMEOUT")) as resp, open(
+            tmp, "wb"
+        ) as f:
+            while True:
+                chunk = resp.read(1 << 20)
+                if not chunk:
+                    break
+                f.write(chunk)
+        os.replace(tmp, path)
+        return path
+
+    # flavors --------------------------------------------------------------------------------
+    def ensure_flavors(self, flavors):
+        for name, vcpus, ram, disk in flavors:
+            found = _json(self.read("flavor", "show", name, "-f", "json"), None)
+            if found is not None:
+                have = (int(found.get("vcpus", -1)), int(found.get("ram", -1)), int(found.get("disk", -1)))
+                if have != (vcpus, ram, disk):
+                    # Flavors cannot be edited; deleting one in use would break running VMs.
+                    raise PrepareError(
+                        "flavor {} exists with vcpus/ram/disk {} but the VNFD needs {}; delete it "
+                        "(openstack flavor delete {}) or change FLAVOR_PREFIX".format(
+                            name, have, (vcpus, ram, disk), name
+                        )
+                    )
+                self.runner.say("    flavor {} exists".format(name))
+                continue
+            self.run("flavor", "create", "--vcpus", str(vcpus), "--ram", str(ram), "--disk", str(disk), name)
+            self.state.record(self.scope, "flavors", name)
+
+    # management network ---------------------------------------------------------------------
+    def ensure_mgmt_network(self):
+        net, subnet, router = self.cfg.get("MGMT_NETWORK"), self.cfg.mgmt_subnet, self.cfg.mgmt_router
+        external = self.cfg.get("EXTERNAL_NETWORK")
+        if self.exists("network", net):
+            self.runner.say("    network {} exists".format(net))
+        else:
+            self.run("network", "create", net)
+            self.state.record(self.scope, "networks", net)
+        if self.exists("subnet", subnet):
+            self.runner.say("    subnet {} exists".format(subnet))
+        else:
+            self.run(
+                "subnet",
+                "create",
+                "--network",
+                net,
+                "--subnet-range",
+                self.cfg.get("MGMT_SUBNET_CIDR"),
+                "--dns-nameserver",
+                self.cfg.get("DNS_SERVER"),
+                subnet,
+            )
+            self.state.record(self.scope, "subnets", subnet)
+        if external and not self.exists("network", external):
+            message = (
+                "external network {!r} not found on site {}: MicroStack creates `external` at init; "
+                "set EXTERNAL_NETWORK".format(external, self.number)
+            )
+            if not self.runner.dry_run:
+                raise PrepareError(message)
+            self.runner.say("    note (dry run): " + message)
+        if self.exists("router", router):
+            self.runner.say("    router {} exists".format(router))
+        else:
+            self.run("router", "create", router)
+            self.state.record(self.scope, "routers", router)
+            if external:
+                self.run("router", "set", "--external-gateway", external, router)
+        ports = _json(
+            self.read("port", "list", "--router", router, "--fixed-ip", "subnet=" + subnet, "-f", "json"), []
+        )
+        if ports:
+            self.runner.say("    router {} already has an interface on {}".format(router, subnet))
+        else:
+            self.run("router", "add", "subnet", router, subnet)
+            self.state.record(self.scope, "router_interfaces", [router, subnet])
+
+    # security group -------------------------------------------------------------------------
+    def wanted_rules(self):
+        ports = [refpoints.GENERIC_PORT] + [p for p, _, _ in refpoints.REFERENCE_POINTS.values()]
+        return [
+            ("tcp", "22:22", "SSH: the proxy charms log in to the VNFs"),
+            ("udp", "{}:{}".format(min(ports), max(ports)), "WireGuard listen ports"),
+            ("icmp", None, "ping (measurements, reachability)"),
+            ("tcp", "5201:5201", "iperf3 (measurements between sites)"),
+        ]
+
+    def ensure_security_rules(self):
+        group = self.cfg.get("SECURITY_GROUP")
+        rules = _json(self.read("security", "group", "rule", "list", group, "--ingress", "-f", "json"), [])
+        for proto, ports, why in self.wanted_rules():
+            if any(_rule_covers(rule, proto, ports) for rule in rules):
+                self.runner.say("    {} {} already allowed in {} ({})".format(proto, ports or "", group, why))
+                continue
+            argv = [
+                "security",
+                "group",
+                "rule",
+                "create",
+                "--ingress",
+                "--ethertype",
+                "IPv4",
+                "--protocol",
+                proto,
+            ]
+            if ports:
+                argv += ["--dst-port", ports]
+            argv += ["--remote-ip", "0.0.0.0/0", "--description", "vpnaas: " + why, "-f", "json", group]
+            result = self.run(*argv)
+            created = _json(result, {})
+            if created.get("id"):
+                self.state.record(self.scope, "security_rules", created["id"])
+
+
+def _rule_covers(rule, proto, ports):
+    """Whether an existing rule (a row of `security group rule list -f json`; column names differ
+    between client versions) already allows proto/ports from anywhere."""
+    norm = {k.lower().replace("_", " "): v for k, v in rule.items()}
+    if str(norm.get("ethertype", "IPv4")).lower() not in ("ipv4", ""):
+        return False
+    rule_proto = norm.get("ip protocol") or norm.get("protocol") or "any"
+    if str(rule_proto).lower() not in (proto, "any", "none", ""):
+        return False
+    remote = norm.get("ip range") or norm.get("remote ip prefix") or "0.0.0.0/0"
+    if remote != "0.0.0.0/0" or norm.get("remote security group"):
+        return False
+    if ports is None:
+        return True
+    want_lo, want_hi = (int(x) for x in ports.split(":"))
+    have = norm.get("port range") or ""
+    if not have:  # no port range = every port
+        return True
+    lo, _, hi = str(have).partition(":")
+    try:
+        return int(lo) <= want_lo and int(hi or lo) >= want_hi
+    except ValueError:
+        return False
+
+
+def host_settings(cfg, multi_site):
+    """What the tool cannot do for the operator: settings on the MicroStack hosts themselves."""
+    lines = [
+        "On every MicroStack host (root; the thesis did the same, appendix A):",
+        "  sudo sysctl -w net.ipv4.ip_forward=1",
+        "  echo net.ipv4.ip_forward=1 | sudo tee /etc/sysctl.d/60-vpnaas.conf   # keep it after reboot",
+        "  # VNFs reach the internet (OAI is built from source on them) only if the host NATs MicroStack's",
+        "  # external network, e.g.: sudo iptables -t nat -A POSTROUTING -s 10.20.20.0/24 ! -d 10.20.20.0/24 "
+        "-j MASQUERADE",
+    ]
+    if multi_site:
+        lines += [
+            "Multi-site: the two sites' external (floating-IP) networks must route to each other, and OSM",
+            "  must reach both Keystone endpoints; the WireGuard UDP ports {}-{} must pass between "
+            "them.".format(refpoints.GENERIC_PORT, max(p for p, _, _ in refpoints.REFERENCE_POINTS.values())),
+        ]
+    return lines

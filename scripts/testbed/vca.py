@@ -1,0 +1,313 @@
+"""VCA emulation: built charms run through ``dispatch`` exactly as a Juju 2.9 unit agent would.
+
+Each unit gets its own copy of the built charm directory (ops keeps ``.unit-state.db`` there),
+its own config, status and relation databags in one JSON model state, and the hook tools of
+``hooktool.py`` on PATH. Hooks run one at a time; after each, relation data the unit changed
+wakes the remote units with relation-changed, until nothing changes any more (``settle``).
+That is how Juju propagates data, minus the controller.
+"""
+import collections
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import yaml
+
+HOOK_TOOLS = ("config-get", "is-leader", "relation-ids", "relation-list", "relation-get", "relation-set",
+              "status-set", "status-get", "action-get", "action-set", "action-fail", "action-log",
+              "juju-log", "application-version-set", "goal-state")
+JUJU_VERSION = "2.9.43"
+MAX_HOOKS_PER_SETTLE = 500
+
+
+class VcaError(Exception):
+    pass
+
+
+class ActionResult(object):
+    def __init__(self, unit, name, status, results, message, log):
+        self.unit, self.name, self.status = unit, name, status
+        self.results, self.message, self.log = results, message, log
+
+    def __repr__(self):
+        return "ActionResult({} {} {} {!r})".format(self.unit, self.name, self.status, self.message)
+
+
+class Model(object):
+    """An emulated Juju model. ``runner`` wraps each hook command (e.g. to enter a netns)."""
+
+    def __init__(self, workdir, name="vpnaas", runner=None, hook_timeout=300):
+        self.workdir = os.path.abspath(workdir)
+        self.name = name
+        self.runner = runner or []
+        self.hook_timeout = hook_timeout
+        self.state_path = os.path.join(self.workdir, "model.json")
+        self.bin = os.path.join(self.workdir, "bin")
+        os.makedirs(self.bin, exist_ok=True)
+        tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hooktool.py")
+        # The emulated machine's python3 is this interpreter (a version manager's shim on PATH
+        # would add a third of a second to every hook).
+        py = os.path.join(self.bin, "python3")
+        if not os.path.lexists(py):
+            os.symlink(sys.executable, py)
+        for name_ in HOOK_TOOLS:
+            # One small wrapper per tool name; hooktool.py learns which tool it is from its first argument.
+            with open(os.path.join(self.bin, name_), "w") as f:
+                f.write("#!/bin/sh\nexec {} {} {} \"$@\"\n".format(sys.executable, tool, name_))
+            os.chmod(os.path.join(self.bin, name_), 0o755)
+        self._write({"units": {}, "relations": {}, "next_relation_id": 0})
+        self.hook_runs = collections.Counter()        # unit -> hooks run
+        self.hook_log = []                            # (time, unit, hook, seconds)
+        self.queue = collections.deque()
+
+    # ------------------------------------------------------------------ state
+    def _read(self):
+        with open(self.state_path) as f:
+            return json.load(f)
+
+    def _write(self, state):
+        tmp = self.state_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(state, f, indent=1, sort_keys=True)
+        os.replace(tmp, self.state_path)
+
+    def unit_state(self, unit):
+        return self._read()["units"][unit]
+
+    def status(self, unit):
+        st = self.unit_state(unit).get("status", {})
+        return st.get("status", "unknown"), st.get("message", "")
+
+    def logs(self, unit):
+        return self.unit_state(unit).get("log", [])
+
+    def relation_data(self, rid):
+        return self._read()["relations"][str(rid)]["data"]
+
+    def units(self, app=None):
+        return sorted(u for u in self._read()["units"] if app is None or u.split("/")[0] == app)
+
+    # ------------------------------------------------------------------ deploy
+    def deploy(self, app, charm_dir, units=1):
+        """install, leader-elected (first unit), config-changed, start -- as Juju 2.9 does."""
+        with open(os.path.join(charm_dir, "config.yaml")) as f:
+            options = (yaml.safe_load(f) or {}).get("options", {})
+        defaults = {k: v["default"] for k, v in options.items() if "default" in v}
+        state = self._read()
+        names = []
+        for i in range(units):
+            unit = "{}/{}".format(app, i)
+            unit_dir = os.path.join(self.workdir, "units", unit.replace("/", "-"))
+            shutil.rmtree(unit_dir, ignore_errors=True)
+            shutil.copytree(charm_dir, os.path.join(unit_dir, "charm"), symlinks=True)
+            state["units"][unit] = {"app": app, "leader": i == 0, "config": dict(defaults), "dir": unit_dir,
+                                    "status": {"status": "unknown", "message": ""}, "log": [],
+                                    "action": {"params": {}, "results": {}, "failed": None, "log": []}}
+            names.append(unit)
+        self._write(state)
+        for unit in names:
+            self.run_hook(unit, "install")
+            if self._read()["units"][unit]["leader"]:
+                self.run_hook(unit, "leader-elected")
+            self.run_hook(unit, "config-changed")
+            self.run_hook(unit, "start")
+        self.settle()
+        return names
+
+    def set_config(self, app, values):
+        state = self._read()
+        changed = []
+        for unit, u in state["units"].items():
+            if u["app"] != app:
+                continue
+            new = dict(u["config"], **values)
+            if new != u["config"]:
+                u["config"] = new
+                changed.append(unit)
+        self._write(state)
+        for unit in sorted(changed):
+            self.run_hook(unit, "config-changed")
+        self.settle()
+
+    # ------------------------------------------------------------------ relations
+    def relate(self, provider, requirer):
+        """``provider``/``requirer`` are "app:endpoint". Runs created, joined, changed on both sides."""
+        (app1, ep1), (app2, ep2) = provider.split(":"), requirer.split(":")
+        state = self._read()
+        rid = str(state["next_relation_id"])
+        state["next_relation_id"] += 1
+        units = [u for u in state["units"] if state["units"][u]["app"] in (app1, app2)]
+        state["relations"][rid] = {"endpoints": [[app1, ep1], [app2, ep2]], "units": sorted(units),
+                                   "data": {u: {} for u in units}}
+        state["relations"][rid]["data"].update({app1: {}, app2: {}})
+        self._write(state)
+        for unit in sorted(units):
+            self.run_hook(unit, ep1 if unit.startswith(app1 + "/") else ep2, suffix="relation-created", rid=rid)
+        for unit in sorted(units):
+            for remote in sorted(u for u in units if u.split("/")[0] != unit.split("/")[0]):
+                self.run_hook(unit, self._endpoint(rid, unit), suffix="relation-joined", rid=rid, remote=remote)
+                self.run_hook(unit, self._endpoint(rid, unit), suffix="relation-changed", rid=rid, remote=remote)
+        self.settle()
+        return int(rid)
+
+    def _endpoint(self, rid, unit):
+        rel = self._read()["relations"][str(rid)]
+        app = unit.split("/")[0]
+        return next(ep for a, ep in rel["endpoints"] if a == app)
+
+    def remove_relation(self, rid):
+        rid = str(rid)
+        rel = self._read()["relations"][rid]
+        units = list(rel["units"])
+        for unit in units:
+            for remote in (u for u in units if u.split("/")[0] != unit.split("/")[0]):
+                self.run_hook(unit, self._endpoint(rid, unit), suffix="relation-departed", rid=rid, remote=remote,
+                              departing=remote)
+        state = self._read()
+        state["relations"][rid]["units"] = []
+        self._write(state)
+        for unit in units:
+            self.run_hook(unit, self._endpoint(rid, unit), suffix="relation-broken", rid=rid)
+        state = self._read()
+        del state["relations"][rid]
+        self._write(state)
+        self.settle()
+
+    def set_relation_data(self, rid, owner, values):
+        """Write into a databag from outside (tests: data arriving in pieces) and wake the peers."""
+        state = self._read()
+        bag = state["relations"][str(rid)]["data"].setdefault(owner, {})
+        for k, v in values.items():
+            if v is None:
+                bag.pop(k, None)
+            else:
+                bag[k] = v
+        self._write(state)
+        self._wake_remotes(str(rid), owner)
+        self.settle()
+
+    # ------------------------------------------------------------------ hooks
+    def _env(self, unit, dispatch_path, extra):
+        u = self._read()["units"][unit]
+        env = dict(os.environ)
+        for k in list(env):
+            if k.startswith("JUJU_"):
+                del env[k]
+        env.update({
+            "PATH": self.bin + os.pathsep + env.get("PATH", "/usr/bin:/bin"),
+            "VPNAAS_VCA_STATE": self.state_path,
+            "JUJU_UNIT_NAME": unit,
+            "JUJU_CHARM_DIR": os.path.join(u["dir"], "charm"),
+            "JUJU_MODEL_NAME": self.name,
+            "JUJU_VERSION": JUJU_VERSION,
+            "JUJU_DISPATCH_PATH": dispatch_path,
+            "JUJU_CONTEXT_ID": "{}-{}".format(unit, len(self.hook_log)),
+        })
+        env.update(extra)
+        return env
+
+    def _dispatch(self, unit, dispatch_path, extra):
+        u = self._read()["units"][unit]
+        charm_dir = os.path.join(u["dir"], "charm")
+        started = time.monotonic()
+        proc = subprocess.run(self.runner + ["./dispatch"], cwd=charm_dir, env=self._env(unit, dispatch_path, extra),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                              timeout=self.hook_timeout)
+        took = time.monotonic() - started
+        self.hook_runs[unit] += 1
+        self.hook_log.append((time.time(), unit, dispatch_path, took))
+        if proc.returncode != 0:
+            raise VcaError("{} {} failed (exit {}):\n{}".format(unit, dispatch_path, proc.returncode,
+                                                                 proc.stdout[-4000:]))
+        return proc
+
+    def run_hook(self, unit, name, suffix=None, rid=None, remote=None, departing=None):
+        hook = "{}-{}".format(name, suffix) if suffix else name
+        extra = {}
+        if rid is not None:
+            extra["JUJU_RELATION"] = name
+            extra["JUJU_RELATION_ID"] = "{}:{}".format(name, rid)
+            rel = self._read()["relations"][str(rid)]
+            remote_app = next((a for a, _ in rel["endpoints"] if a != unit.split("/")[0]), "")
+            extra["JUJU_REMOTE_APP"] = remote_app
+            if remote:
+                extra["JUJU_REMOTE_UNIT"] = remote
+            if departing:
+                extra["JUJU_DEPARTING_UNIT"] = departing
+        before = self._bags_of(unit)
+        self._dispatch(unit, "hooks/" + hook, extra)
+        self._after(unit, before)
+
+    def _bags_of(self, unit):
+        app = unit.split("/")[0]
+        out = {}
+        for rid, rel in self._read()["relations"].items():
+            out[rid] = (json.dumps(rel["data"].get(unit, {}), sort_keys=True),
+                        json.dumps(rel["data"].get(app, {}), sort_keys=True))
+        return out
+
+    def _after(self, unit, before):
+        after = self._bags_of(unit)
+        for rid, bags in after.items():
+            if before.get(rid) != bags:
+                self._wake_remotes(rid, unit)
+
+    def _wake_remotes(self, rid, writer):
+        rel = self._read()["relations"].get(rid)
+        if not rel:
+            return
+        writer_app = writer.split("/")[0]
+        for unit in rel["units"]:
+            if unit.split("/")[0] == writer_app:
+                continue
+            event = (unit, rid, writer if "/" in writer else None)
+            if event not in self.queue:
+                self.queue.append(event)
+
+    def settle(self):
+        """Deliver relation-changed until no databag changes any more."""
+        count = 0
+        while self.queue:
+            unit, rid, remote = self.queue.popleft()
+            if rid not in self._read()["relations"]:
+                continue
+            count += 1
+            if count > MAX_HOOKS_PER_SETTLE:
+                raise VcaError("the model did not settle after {} relation-changed hooks".format(count))
+            self.run_hook(unit, self._endpoint(rid, unit), suffix="relation-changed", rid=rid, remote=remote)
+
+    def update_status(self, units=None):
+        for unit in units or self.units():
+            self.run_hook(unit, "update-status")
+        self.settle()
+
+    def upgrade_charm(self, app, charm_dir):
+        for unit in self.units(app):
+            target = os.path.join(self.unit_state(unit)["dir"], "charm")
+            db = os.path.join(target, ".unit-state.db")
+            keep = open(db, "rb").read() if os.path.exists(db) else None
+            shutil.rmtree(target)
+            shutil.copytree(charm_dir, target, symlinks=True)
+            if keep is not None:
+                with open(db, "wb") as f:
+                    f.write(keep)
+            self.run_hook(unit, "upgrade-charm")
+            self.run_hook(unit, "config-changed")
+        self.settle()
+
+    # ------------------------------------------------------------------ actions
+    def run_action(self, unit, name, params=None):
+        state = self._read()
+        state["units"][unit]["action"] = {"params": dict(params or {}), "results": {}, "failed": None, "log": []}
+        self._write(state)
+        before = self._bags_of(unit)
+        self._dispatch(unit, "actions/" + name, {"JUJU_ACTION_NAME": name,
+                                                  "JUJU_ACTION_UUID": str(len(self.hook_log))})
+        self._after(unit, before)
+        act = self._read()["units"][unit]["action"]
+        self.settle()
+        return ActionResult(unit, name, "failed" if act["failed"] else "completed", act["results"],
+                            act["failed"] or "", act["log"])

@@ -1,0 +1,306 @@
+"""VIM emulation: VNFs as network namespaces, virtual links as bridges, a real sshd per VNF.
+
+Layout for a testbed with id ``tb``:
+  netns ``<tb>-infra``  the bridges (one per virtual link, ``br-<link>``), the management bridge
+                        with the VCA's address, and every VNF's veth peer; the emulated VCA runs
+                        its hooks here, so the charms reach the VNFs exactly as OSM's LXD proxy
+                        machine would: over the management network.
+  netns ``<tb>-<vnf>``  eth0 on the management network, eth1... on the links, and sshd in a
+                        private mount and UTS namespace with its own /etc/wireguard and
+                        /run/wireguard (userspace WireGuard keeps its UAPI sockets there), so two
+                        VNFs can both have a device ``wg-s6a``.
+Nothing is created in the host's own network namespace. ``teardown`` removes everything, and
+``cleanup_stale`` removes what an interrupted earlier run left.
+"""
+import ipaddress
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+NETNS_PREFIX = "vpnaas-tb"
+MGMT_CIDR = "198.18.0.0/24"   # RFC 2544 benchmarking range: never a real network
+
+
+class VimError(Exception):
+    pass
+
+
+def sh(argv, check=True, **kw):
+    kw.setdefault("stdout", subprocess.PIPE)
+    kw.setdefault("stderr", subprocess.PIPE)
+    proc = subprocess.run(argv, universal_newlines=True, **kw)
+    if check and proc.returncode != 0:
+        raise VimError("{} failed ({}): {}".format(" ".join(argv), proc.returncode, (proc.stderr or "").strip()))
+    return proc
+
+
+def list_testbed_netns():
+    out = sh(["ip", "netns", "list"], check=False).stdout
+    return [line.split()[0] for line in out.splitlines() if line.startswith(NETNS_PREFIX)]
+
+
+def kill_netns_processes(ns):
+    pids = sh(["ip", "netns", "pids", ns], check=False).stdout.split()
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        alive = []
+        for pid in pids:
+            try:
+                os.kill(int(pid), sig)
+                alive.append(pid)
+            except (ProcessLookupError, ValueError):
+                pass
+        if not alive:
+            return
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and any(os.path.exists("/proc/" + p) for p in alive):
+            time.sleep(0.05)
+        pids = [p for p in alive if os.path.exists("/proc/" + p)]
+
+
+def userspace_wireguard():
+    """The newest wireguard-go built by `make wireguard-go` (several times faster than the 2022
+    distribution build, see the README), else the distribution's, else None."""
+    built = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                         "build", "tools", "wireguard-go")
+    if os.access(built, os.X_OK):
+        return built
+    return shutil.which("wireguard-go")
+
+
+def _ipv4_only(ns):
+    """The testbed's IP plan is IPv4; without IPv6, no neighbour discovery or MLD chatter
+    appears in the captures that prove the links carry only WireGuard."""
+    sh(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
+        "net.ipv6.conf.default.disable_ipv6=1"])
+
+
+def _comm(pid):
+    try:
+        with open("/proc/{}/comm".format(pid)) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def cleanup_stale():
+    """Remove every testbed namespace (and its processes) left by an interrupted run."""
+    removed = []
+    for ns in list_testbed_netns():
+        kill_netns_processes(ns)
+        sh(["ip", "netns", "del", ns], check=False)
+        removed.append(ns)
+    return removed
+
+
+class Vnf(object):
+    def __init__(self, testbed, name, index, mgmt_ip):
+        self.testbed = testbed
+        self.name = name
+        self.index = index
+        self.mgmt_ip = mgmt_ip
+        self.netns = "{}-{}".format(testbed.id, name)
+        self.state_dir = os.path.join(testbed.workdir, "vnf", name)
+        self.links = {}       # link name -> (interface, address/prefix)
+        self.sshd = None
+        self.anchor = None
+
+    @property
+    def ns_pid(self):
+        return self.anchor.pid
+
+    def exec(self, argv, check=True, timeout=60, **kw):
+        """Run argv inside this VNF: its network, mount (own /etc/wireguard) and UTS namespaces."""
+        return sh(["nsenter", "-t", str(self.ns_pid), "-m", "-n", "-u", "--"] + list(argv), check=check,
+                  timeout=timeout, **kw)
+
+    def popen(self, argv, **kw):
+        return subprocess.Popen(["nsenter", "-t", str(self.ns_pid), "-m", "-n", "-u", "--"] + list(argv), **kw)
+
+    def address(self, link):
+        return self.links[link][1]
+
+
+class Testbed(object):
+    def __init__(self, workdir, tb_id=None, userspace_wireguard=None):
+        self.workdir = os.path.abspath(workdir)
+        self.id = tb_id or "{}{}".format(NETNS_PREFIX, os.getpid() % 10000)
+        self.infra = self.id + "-infra"
+        self.userspace_wireguard = userspace_wireguard
+        self.vnfs = {}
+        self.links = {}       # name -> ip_network
+        self._mgmt_hosts = ipaddress.ip_network(MGMT_CIDR).hosts()
+        self.vca_ip = str(next(self._mgmt_hosts))
+        self.created = False
+
+    # ------------------------------------------------------------------ lifecycle
+    def create(self):
+        if len(self.infra) > 32:
+            raise VimError("testbed id too long")
+        os.makedirs(self.workdir, exist_ok=True)
+        sh(["ip", "netns", "add", self.infra])
+        self.created = True
+        _ipv4_only(self.infra)
+        self._infra(["link", "set", "lo", "up"])
+        self._bridge("br-mgmt")
+        self._infra(["addr", "add", "{}/{}".format(self.vca_ip, ipaddress.ip_network(MGMT_CIDR).prefixlen),
+                     "dev", "br-mgmt"])
+        return self
+
+    def teardown(self):
+        for vnf in list(self.vnfs.values()):
+            kill_netns_processes(vnf.netns)
+            sh(["ip", "netns", "del", vnf.netns], check=False)
+        if self.created:
+            kill_netns_processes(self.infra)
+            sh(["ip", "netns", "del", self.infra], check=False)
+        self.vnfs.clear()
+        self.created = False
+        shutil.rmtree(os.path.join(self.workdir, "vnf"), ignore_errors=True)
+
+    def __enter__(self):
+        return self.create()
+
+    def __exit__(self, *exc):
+        self.teardown()
+
+    def runner(self):
+        """Command prefix for processes of the emulated VCA (the proxy charms)."""
+        return ["ip", "netns", "exec", self.infra]
+
+    # ------------------------------------------------------------------ networks
+    def _infra(self, args, check=True):
+        return sh(["ip", "-n", self.infra] + args, check=check)
+
+    def _bridge(self, name):
+        self._infra(["link", "add", name, "type", "bridge"])
+        # No STP and no forwarding delay: a VIM network is usable as soon as the port is up.
+        self._infra(["link", "set", name, "type", "bridge", "forward_delay", "0", "stp_state", "0"])
+        self._infra(["link", "set", name, "up"])
+
+    def add_link(self, name, cidr):
+        if name in self.links:
+            raise VimError("link {} exists".format(name))
+        self._bridge(self.bridge(name))
+        self.links[name] = ipaddress.ip_network(cidr)
+        return self.bridge(name)
+
+    @staticmethod
+    def bridge(link):
+        return "br-" + link[:12]
+
+    # ------------------------------------------------------------------ VNFs
+    def add_vnf(self, name, links=None):
+        """links: {link name: "address/prefix"}. Returns the Vnf with sshd running."""
+        vnf = Vnf(self, name, len(self.vnfs) + 1, str(next(self._mgmt_hosts)))
+        self.vnfs[name] = vnf
+        sh(["ip", "netns", "add", vnf.netns])
+        _ipv4_only(vnf.netns)
+        sh(["ip", "-n", vnf.netns, "link", "set", "lo", "up"])
+        self._plug(vnf, "br-mgmt", "eth0", "{}/{}".format(vnf.mgmt_ip, ipaddress.ip_network(MGMT_CIDR).prefixlen), 0)
+        for i, (link, address) in enumerate(sorted((links or {}).items()), 1):
+            if link not in self.links:
+                raise VimError("VNF {}: unknown link {}".format(name, link))
+            iface = ipaddress.ip_interface(address)
+            if iface.ip not in self.links[link]:
+                raise VimError("VNF {}: {} is outside link {} ({})".format(name, address, link, self.links[link]))
+            self._plug(vnf, self.bridge(link), "eth{}".format(i), address, i)
+            vnf.links[link] = ("eth{}".format(i), str(iface.ip))
+        self._start_sshd(vnf)
+        return vnf
+
+    @staticmethod
+    def port(vnf, link):
+        """The infra-side veth of ``vnf`` on ``link``: where a capture sees that VNF's traffic
+        (a bridge device itself only sees frames addressed to it, not the ones it forwards)."""
+        if link == "mgmt":
+            return "v{}-0".format(vnf.index)
+        names = sorted(vnf.links)
+        return "v{}-{}".format(vnf.index, names.index(link) + 1)
+
+    def _plug(self, vnf, bridge, ifname, address, n):
+        outer = "v{}-{}".format(vnf.index, n)
+        self._infra(["link", "add", outer, "type", "veth", "peer", "name", ifname, "netns", vnf.netns])
+        self._infra(["link", "set", outer, "master", bridge, "up"])
+        sh(["ip", "-n", vnf.netns, "addr", "add", address, "dev", ifname])
+        sh(["ip", "-n", vnf.netns, "link", "set", ifname, "up"])
+
+    def _start_sshd(self, vnf):
+        """Start the VNF's anchor (its "PID 1": holds the private mounts) and its sshd."""
+        d = vnf.state_dir
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(os.path.join(d, "etc-wireguard"), mode=0o700)
+        self.sshd_host_key(vnf)
+        open(os.path.join(d, "authorized_keys"), "a").close()
+        config = [
+            "Port 22", "ListenAddress " + vnf.mgmt_ip,
+            "HostKey " + os.path.join(d, "ssh_host_ed25519_key"),
+            "PidFile " + os.path.join(d, "sshd.pid"),
+            "AuthorizedKeysFile " + os.path.join(d, "authorized_keys"),
+            "StrictModes no", "PermitRootLogin prohibit-password", "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no", "UsePAM no", "PrintMotd no", "UseDNS no",
+            "MaxStartups 50", "LogLevel INFO",
+        ]
+        if self.userspace_wireguard:
+            config.append("SetEnv WG_QUICK_USERSPACE_IMPLEMENTATION=" + self.userspace_wireguard)
+        with open(os.path.join(d, "sshd_config"), "w") as f:
+            f.write("\n".join(config) + "\n")
+        os.makedirs("/run/sshd", exist_ok=True)
+        os.makedirs("/run/wireguard", exist_ok=True)
+        inner = ('hostname "$1" && mount -t tmpfs -o mode=0700 tmpfs /run/wireguard && '
+                 'mount --bind "$2" /etc/wireguard && exec sleep infinity')
+        vnf.anchor = subprocess.Popen(
+            ["ip", "netns", "exec", vnf.netns, "unshare", "--mount", "--uts", "--propagation", "private", "--",
+             "sh", "-c", inner, "sh", vnf.name, os.path.join(d, "etc-wireguard")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 10
+        while _comm(vnf.anchor.pid) != "sleep":
+            if vnf.anchor.poll() is not None or time.monotonic() > deadline:
+                raise VimError("the namespace anchor of {} did not start".format(vnf.name))
+            time.sleep(0.02)
+        self.start_sshd(vnf)
+
+    @staticmethod
+    def sshd_host_key(vnf):
+        """A new host key, as a rebuilt VM would have (takes effect at the next sshd start)."""
+        key = os.path.join(vnf.state_dir, "ssh_host_ed25519_key")
+        for path in (key, key + ".pub"):
+            if os.path.exists(path):
+                os.remove(path)
+        sh(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key])
+
+    def start_sshd(self, vnf):
+        d = vnf.state_dir
+        pidfile = os.path.join(d, "sshd.pid")
+        if os.path.exists(pidfile):
+            os.remove(pidfile)
+        log = open(os.path.join(d, "sshd.log"), "a")
+        vnf.sshd = subprocess.Popen(
+            ["nsenter", "-t", str(vnf.anchor.pid), "-m", "-n", "-u", "--", "/usr/sbin/sshd", "-D", "-e",
+             "-f", os.path.join(d, "sshd_config")], stdout=log, stderr=log, start_new_session=True)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if vnf.sshd.poll() is not None:
+                raise VimError("sshd of {} exited: see {}".format(vnf.name, os.path.join(d, "sshd.log")))
+            out = sh(["ip", "netns", "exec", vnf.netns, "ss", "-Hltn", "sport", "= :22"], check=False).stdout
+            if out.strip() and os.path.exists(pidfile):
+                return
+            time.sleep(0.05)
+        raise VimError("sshd of {} did not start listening".format(vnf.name))
+
+    def restart_sshd(self, vnf):
+        """Stop sshd and start it again in the same VNF (its tunnels keep running)."""
+        vnf.sshd.terminate()
+        vnf.sshd.wait(10)
+        self.start_sshd(vnf)
+
+    def authorize(self, vnf, public_key):
+        """What OSM does with get-ssh-public-key's result: put the key in the VNF user's authorized_keys."""
+        path = os.path.join(vnf.state_dir, "authorized_keys")
+        lines = open(path).read().splitlines()
+        if public_key.strip() not in lines:
+            lines.append(public_key.strip())
+        with open(path + ".tmp", "w") as f:
+            f.write("\n".join(lines) + "\n")
+        os.replace(path + ".tmp", path)

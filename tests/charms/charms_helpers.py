@@ -1,0 +1,160 @@
+"""Shared fixtures of the OAI charm tests: component configs, plans, and a fake VNF over SSH."""
+
+import base64
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from bundle.charmspec import charm_spec
+from vpnaas import oai_enb, oai_hss, oai_mme, oai_spgw
+from vpnaas import plan as planning
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LTE_K = "8baf473f2f8fd09487cccbd7097c6862"
+LTE_OP = "1006020f0a478bf6b699f15c062e42b3"
+SECRETS = (LTE_K, LTE_OP)
+PEER_KEY = base64.b64encode(b"p" * 32).decode()
+OWN_KEY = base64.b64encode(b"o" * 32).decode()
+
+COMPONENTS = {
+    "hss": oai_hss.COMPONENT,
+    "mme": oai_mme.COMPONENT,
+    "spgwc": oai_spgw.SPGWC,
+    "spgwu": oai_spgw.SPGWU,
+    "enb": oai_enb.COMPONENT,
+}
+COMMON = {
+    "realm": "ntnu.no",
+    "mcc": "208",
+    "mnc": "95",
+    "tac": 600,
+    "ssh-hostname": "10.0.0.5",
+    "ssh-password": "pw",
+    "ssh-username": "ubuntu",
+}
+CONFIGS = {
+    "hss": {
+        "lte-k": LTE_K,
+        "lte-op": LTE_OP,
+        "imsi-first": "208951234500000",
+        "msisdn-first": "20895880000000",
+        "number-of-users": 1024,
+        "s6a-service-addresses": "172.16.6.129/32",
+        "mme-address": "172.16.6.2",
+    },
+    "mme": {
+        "s6a-service-addresses": "172.16.6.2/32",
+        "s11-service-addresses": "172.16.1.102/32",
+        "s1c-service-addresses": "192.168.247.102/32",
+        "hss-address": "172.16.6.129",
+        "sgw-s11-address": "172.16.1.104",
+        "mme-gid": 32768,
+        "mme-code": 3,
+    },
+    "spgwc": {
+        "s11-service-addresses": "172.16.1.104/32",
+        "sxab-service-addresses": "172.55.55.101/32",
+        "mme-address": "172.16.1.102",
+        "spgwu-address": "172.55.55.102",
+        "ue-ip-pool": "12.1.1.0/24",
+        "dns-primary": "10.1.1.1",
+        "dns-secondary": "10.1.2.1",
+    },
+    "spgwu": {
+        "sxab-service-addresses": "172.55.55.102/32",
+        "s1u-service-addresses": "192.168.248.159/32",
+        "spgwc-address": "172.55.55.101",
+        "ue-ip-pool": "12.1.1.0/24",
+        "sgi-interface": "",
+    },
+    "enb": {
+        "s1c-service-addresses": "192.168.247.101/32",
+        "s1u-service-addresses": "192.168.248.57/32",
+        "mme-address": "192.168.247.102",
+        "downlink-frequency": 2685000000,
+        "prb": 50,
+    },
+}
+
+
+def config_for(name, **overrides):
+    """The charm's defaults (merged spec) + the EPS-with-WireGuard values + overrides."""
+    spec = charm_spec(name)["config"]["options"]
+    cfg = {k: v.get("default") for k, v in spec.items()}
+    cfg.update(COMMON)
+    cfg.update(CONFIGS[name])
+    cfg.update(overrides)
+    return cfg
+
+
+def plan_with_peer(endpoint, role, peer_service="172.16.6.2/32"):
+    """A plan with one tunnel endpoint whose related unit published ``peer_service``."""
+    ep = planning.TunnelEndpoint(endpoint, role)
+    bag = {
+        "vpnaas-schema": "1",
+        "public-key": PEER_KEY,
+        "endpoint": "192.168.8.2:51821",
+        "tunnel-address": "10.250.1.1/30",
+        "service-prefixes": peer_service,
+    }
+    return planning.build_plan(
+        {
+            "ssh-hostname": "10.0.0.5",
+            "tunnel-mtu": 1420,
+            "persistent-keepalive": 25,
+            "{}-listen-port".format(endpoint): 51821,
+            "{}-service-addresses".format(endpoint): "172.16.6.129/32",
+        },
+        [ep],
+        {endpoint: [{"peer/0": bag}]},
+        {},
+    )
+
+
+def bash_syntax_ok(script):
+    result = subprocess.run(
+        ["bash", "-n"], input=script.encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    return result.returncode == 0, result.stderr.decode()
+
+
+def decoded_assignments(script):
+    """Every base64 value assigned in ``script`` (VAR='...'), decoded; for checking what travels."""
+    out = []
+    for value in re.findall(r"[A-Z_]+='?([A-Za-z0-9+/=]{16,})'?", script):
+        try:
+            out.append(base64.b64decode(value).decode("utf-8", "replace"))
+        except ValueError:
+            continue
+    return out
+
+
+def load_charm_class(name):
+    path = os.path.join(ROOT, "charms", name, "src", "charm.py")
+    spec = importlib.util.spec_from_file_location("charm_" + name.replace("-", "_"), path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # Harness looks the class's file up through sys.modules
+    spec.loader.exec_module(module)
+    return next(v for k, v in vars(module).items() if k.endswith("Charm") and k != "OaiCharm")
+
+
+def harness_for(name):
+    from ops.testing import Harness
+
+    spec = charm_spec(name)
+    return Harness(
+        load_charm_class(name),
+        meta=yaml.safe_dump(spec["metadata"]),
+        config=yaml.safe_dump(spec["config"]),
+        actions=yaml.safe_dump(spec["actions"]),
+    )
+
+
+@pytest.fixture(params=sorted(COMPONENTS))
+def component_name(request):
+    return request.param

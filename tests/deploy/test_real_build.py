@@ -1,0 +1,95 @@
+"""The dry-run flows against the REAL packages, built by the bundle's own package build
+(bundle.packages.build, what `make packages` runs) into a temporary folder once per session."""
+
+import io
+import os
+import sys
+
+import pytest
+import yaml
+from deploy_helpers import ROOT, Printed, base_env, no_subprocess
+
+from deploy.catalog import Catalog
+from deploy.cli import main
+
+
+@pytest.fixture(scope="session")
+def real_catalog(tmp_path_factory):
+    from bundle import packages  # the other half of the contract: it must exist
+
+    out = str(tmp_path_factory.mktemp("real") / "packages")
+    packages.build(out_dir=out)
+    return os.path.join(out, "catalog.json")
+
+
+def _dry(catalog, *argv, **extra):
+    out, err = io.StringIO(), io.StringIO()
+    old, sys.stderr = sys.stderr, err
+    env = base_env(str(os.path.dirname(catalog)), DRY_RUN="1", **extra)
+    env["DEPLOY_ROOT"] = ROOT
+    try:
+        code = main(["--catalog", catalog] + list(argv), environ=env, out=out, execute=no_subprocess)
+    finally:
+        sys.stderr = old
+    return code, Printed(out.getvalue()), err.getvalue()
+
+
+def _named_files(printed):
+    named = []
+    for argv in printed.runs("osm"):
+        if argv[1] in ("nfpkg-create", "nspkg-create", "nst-create"):
+            named.append(argv[2])
+        if "--config_file" in argv:
+            named.append(argv[argv.index("--config_file") + 1])
+    return named
+
+
+@pytest.mark.parametrize(
+    "variant", ["eps_wg", "eps_wg_multisite", "eps_wg_2x_osm10", "epc", "slices", "embb"]
+)
+def test_real_variant_dry_run(real_catalog, variant):
+    code, printed, err = _dry(real_catalog, "deploy", "--ns", variant)
+    assert code == 0, err
+    cat = Catalog.load(ROOT, real_catalog)
+    v = cat.variant(variant)
+    named = _named_files(printed)
+    for path in named:
+        full = path if os.path.isabs(path) else os.path.join(ROOT, path)
+        assert os.path.isfile(full), path
+    # every package of the variant is onboarded, VNFs first, then NSs, then NSTs
+    onboarded = [a[2] for a in printed.runs("osm") if a[1] in ("nfpkg-create", "nspkg-create", "nst-create")]
+    assert sorted(onboarded) == sorted(v.packages)
+    kinds = [a[1] for a in printed.runs("osm") if a[1] in ("nfpkg-create", "nspkg-create", "nst-create")]
+    assert kinds == sorted(kinds, key=["nfpkg-create", "nspkg-create", "nst-create"].index)
+    # the instance is created from the catalog's descriptor id(s), with the rendered params
+    create = printed.runs("osm", "ns-create" if v.kind == "ns" else "nsi-create")
+    flag = "--nsd_name" if v.kind == "ns" else "--nst_name"
+    assert [a[a.index(flag) + 1] for a in create] == v.descriptor_ids
+    rendered = yaml.safe_load(open(os.path.join(ROOT, create[0][create[0].index("--config_file") + 1])))
+    assert isinstance(rendered, dict)
+    # the tunnel wait asks exactly the members the NSD relates (none for the plain variants)
+    members = {a[a.index("--vnf_name") + 1] for a in printed.reads("osm", "ns-action")}
+    if variant == "epc":
+        assert members == set()
+    else:
+        assert members == {"hss", "mme", "spgwc", "spgwu", "enb"}
+
+
+def test_real_multisite_uses_second_vim(real_catalog):
+    code, printed, err = _dry(real_catalog, "deploy", "--ns", "eps_wg_multisite")
+    assert code == 0, err
+    assert [a[a.index("--name") + 1] for a in printed.runs("osm", "vim-create")] == [
+        "microstack",
+        "microstack-site2",
+    ]
+    rendered = yaml.safe_load(open(os.path.join(ROOT, "build/deploy/eps_wg_multisite.params.yaml")))
+    hss = [v for v in rendered["vnf"] if v["member-vnf-index"] == "hss"][0]
+    assert hss["vim_account"] == "microstack-site2"
+
+
+def test_real_flavors_double_resources(real_catalog):
+    code, printed, err = _dry(real_catalog, "deploy", "--ns", "eps_wg_2x")
+    assert code == 0, err
+    hss = [a for a in printed.runs("openstack", "flavor", "create") if "hss" in a[-1]][0]
+    # thesis Table 4.4: HSS 8 vCPU / 16 GB / 20 GB
+    assert hss[hss.index("--vcpus") + 1] == "8" and hss[hss.index("--ram") + 1] == "16384"

@@ -1,0 +1,90 @@
+"""The positive side: the real sources and every generated variant validate clean."""
+
+import subprocess
+import sys
+
+from descriptors_helpers import problems_of
+
+from bundle import ROOT, descriptors
+
+
+def test_sources_and_variants_are_valid(bundle):
+    assert problems_of(bundle) == []
+
+
+def test_variants_are_the_required_set(bundle):
+    base = ["epc", "eps", "eps_wg", "eps_wg_multisite", "eps_wg_2x"]
+    assert set(bundle.variants) == set(base + [b + "_osm10" for b in base] + ["embb", "urllc", "slices"])
+
+
+def test_every_generated_descriptor_has_a_unique_id(bundle):
+    ids = [d.id for d in bundle.vnfs + bundle.nss + bundle.nsts]
+    assert len(ids) == len(set(ids))
+
+
+def test_double_resources_doubles_cpu_and_ram_only(bundle):
+    for name in descriptors.VNF_NAMES:
+        one = bundle.vnfd("oai-" + name).body
+        two = bundle.vnfd("oai-{}-2x".format(name)).body
+        assert (
+            two["virtual-compute-desc"][0]["virtual-cpu"]["num-virtual-cpu"]
+            == 2 * one["virtual-compute-desc"][0]["virtual-cpu"]["num-virtual-cpu"]
+        )
+        assert (
+            two["virtual-compute-desc"][0]["virtual-memory"]["size"]
+            == 2 * one["virtual-compute-desc"][0]["virtual-memory"]["size"]
+        )
+        assert two["virtual-storage-desc"] == one["virtual-storage-desc"]
+        assert descriptors.day12(two)["id"] == two["id"]
+
+
+def test_thesis_table_4_3_sizes(bundle):
+    sizes = {
+        "hss": (4, 8.0, 20),
+        "mme": (2, 4.0, 20),
+        "spgwc": (3, 4.0, 30),
+        "spgwu": (1, 3.0, 20),
+        "enb": (4, 8.0, 20),
+    }
+    for name, (cpu, ram, disk) in sizes.items():
+        v = bundle.vnfd("oai-" + name).body
+        assert v["virtual-compute-desc"][0]["virtual-cpu"]["num-virtual-cpu"] == cpu
+        assert v["virtual-compute-desc"][0]["virtual-memory"]["size"] == ram
+        assert v["virtual-storage-desc"][0]["size-of-storage"] == disk
+
+
+def test_multisite_has_no_s6a_link_and_no_s6a_endpoint_address(bundle):
+    nsd = bundle.nsd("oai-eps-wg-multisite").body
+    assert "s6a" not in [vl["id"] for vl in nsd["virtual-link-desc"]]
+    assert [r["name"] for r in nsd["ns-configuration"]["relation"]].count("s6a") == 1
+    for vnfd_id in ("oai-hss-ms", "oai-mme-ms"):
+        config = descriptors.day12(bundle.vnfd(vnfd_id).body)["initial-config-primitive"][0]
+        names = [p["name"] for p in config["parameter"]]
+        assert "s6a-endpoint-address" not in names and "s6a-service-addresses" in names
+
+
+def test_osm10_variant_uses_entities_with_provider_first(bundle):
+    rels = bundle.nsd("oai-eps-wg-osm10").body["ns-configuration"]["relation"]
+    s6a = next(r for r in rels if r["name"] == "s6a")
+    assert s6a == {
+        "name": "s6a",
+        "entities": [{"id": "mme", "endpoint": "s6a"}, {"id": "hss", "endpoint": "s6a"}],
+    }
+
+
+def test_no_tunnel_variants_have_no_relations(bundle):
+    for nsd_id in ("oai-epc", "oai-eps"):
+        assert "ns-configuration" not in bundle.nsd(nsd_id).body
+    assert "enb" not in [p["id"] for p in bundle.nsd("oai-epc").body["df"][0]["vnf-profile"]]
+
+
+def test_cli_exits_zero_with_summary():
+    out = subprocess.run(
+        [sys.executable, "-m", "bundle.validate"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": "scripts:charms", "PATH": "/usr/bin:/bin"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("validate: OK:")

@@ -1,0 +1,224 @@
+"""(c) Params templates against the descriptors: placeholders, IP plan, secrets; and render()."""
+
+import pytest
+from descriptors_helpers import assert_problem, day12, find, problems_of
+
+from bundle import params
+
+EPS_WG = "params/eps_wg.yaml"
+NSI = "params/nsi_eps_wg.yaml"
+
+
+def run(bundle, file, mutate):
+    return problems_of(bundle, params_override={file: mutate})
+
+
+def test_every_placeholder_must_be_supplied(bundle):
+    def drop(t):
+        del t["additionalParamsForVnf"][0]["additionalParams"]["lte_k"]
+
+    assert_problem(
+        run(bundle, EPS_WG, drop),
+        EPS_WG,
+        "additionalParamsForVnf[0].additionalParams",
+        "member hss: parameter 'lte_k' is not supplied (needed by vnf/hss/hss_vnfd.yaml vnfd.df[0]",
+    )
+
+
+def test_new_placeholder_in_a_vnfd_must_be_supplied(bundle):
+    cfg = day12(find(bundle, "vnfd", "oai-spgwc"))["initial-config-primitive"][0]
+    cfg["parameter"].append({"name": "ue-ip-pool", "value": "<ue_ip_pool>"})
+    assert_problem(
+        problems_of(bundle),
+        "params/eps.yaml",
+        "additionalParamsForVnf[2].additionalParams",
+        "member spgwc: parameter 'ue_ip_pool' is not supplied",
+    )
+
+
+def test_unused_parameter_is_reported(bundle):
+    def typo(t):
+        t["additionalParamsForVnf"][1]["additionalParams"]["hss_adress"] = "172.16.6.129"
+
+    assert_problem(
+        run(bundle, EPS_WG, typo),
+        EPS_WG,
+        "additionalParamsForVnf[1].additionalParams.hss_adress",
+        "not used by any primitive or cloud-init of vnfd oai-mme",
+    )
+
+
+def test_ip_must_be_inside_the_link_cidr(bundle):
+    def move(t):
+        t["vld"][1]["vnfd-connection-point-ref"][0]["ip-address"] = (
+            "172.16.6.129"  # plain plan on the WG link
+        )
+
+    assert_problem(
+        run(bundle, EPS_WG, move),
+        EPS_WG,
+        "vld[1].vnfd-connection-point-ref[0].ip-address",
+        "172.16.6.129 is not a host address of 192.168.8.0/24 (link s6a)",
+    )
+
+
+def test_ip_must_be_unique_per_link(bundle):
+    def dup(t):
+        refs = t["vld"][1]["vnfd-connection-point-ref"]
+        refs[1]["ip-address"] = refs[0]["ip-address"]
+
+    assert_problem(
+        run(bundle, EPS_WG, dup),
+        EPS_WG,
+        "vld[1].vnfd-connection-point-ref[1].ip-address",
+        "192.168.8.129 is already used on link s6a",
+    )
+
+
+def test_ip_may_not_be_the_gateway(bundle):
+    def gw(t):
+        sgi = next(v for v in t["vld"] if v["name"] == "sgi")
+        sgi["vnfd-connection-point-ref"][0]["ip-address"] = "10.254.1.1"
+
+    assert_problem(
+        run(bundle, EPS_WG, gw),
+        EPS_WG,
+        "vld[6].vnfd-connection-point-ref[0].ip-address",
+        "is the gateway of link sgi",
+    )
+
+
+def test_member_index_must_exist(bundle):
+    def bad(t):
+        t["vld"][2]["vnfd-connection-point-ref"][0]["member-vnf-index-ref"] = "2"
+
+    assert_problem(
+        run(bundle, EPS_WG, bad),
+        EPS_WG,
+        "vld[2].vnfd-connection-point-ref[0].member-vnf-index-ref",
+        "no member-vnf-index '2'",
+    )
+
+
+def test_connection_point_must_be_on_that_link(bundle):
+    def bad(t):
+        t["vld"][2]["vnfd-connection-point-ref"][0]["vnfd-connection-point-ref"] = "mme-s6a-ext"
+
+    assert_problem(
+        run(bundle, EPS_WG, bad),
+        EPS_WG,
+        "vld[2].vnfd-connection-point-ref[0].vnfd-connection-point-ref",
+        "'mme-s6a-ext' of member mme is not connected to s11",
+    )
+
+
+def test_vld_name_must_be_a_virtual_link(bundle):
+    def bad(t):
+        t["vld"][0]["name"] = "mgmt"
+
+    assert_problem(
+        run(bundle, EPS_WG, bad), EPS_WG, "vld[0].name", "'mgmt' is not a virtual-link-desc of nsd oai-eps-wg"
+    )
+
+
+def test_multisite_vim_member_must_exist(bundle):
+    def bad(t):
+        t["vnf"][0]["member-vnf-index"] = "1"
+
+    assert_problem(
+        run(bundle, "params/eps_wg_multisite.yaml", bad),
+        "params/eps_wg_multisite.yaml",
+        "vnf[0].member-vnf-index",
+        "no member-vnf-index '1'",
+    )
+
+
+def test_endpoint_address_must_be_the_members_link_address(bundle):
+    def bad(t):
+        t["additionalParamsForVnf"][2]["additionalParams"]["sxab_endpoint_address"] = "192.168.16.102"
+
+    assert_problem(
+        run(bundle, EPS_WG, bad),
+        EPS_WG,
+        "additionalParamsForVnf[2].additionalParams.sxab_endpoint_address",
+        "192.168.16.102 but member spgwc has 192.168.16.101 on link sxab",
+    )
+
+
+def test_secrets_must_be_env_references(bundle):
+    def leak(t):
+        t["additionalParamsForVnf"][0]["additionalParams"]["lte_op"] = "1006020f0a478bf6b699f15c062e42b3"
+
+    assert_problem(
+        run(bundle, "params/eps.yaml", leak),
+        "params/eps.yaml",
+        "additionalParamsForVnf[0].additionalParams.lte_op",
+        "a secret must be a ${VAR} reference",
+    )
+
+
+def test_nsi_subnet_must_exist(bundle):
+    def bad(t):
+        t["netslice-subnet"][0]["id"] = "1"
+
+    problems = run(bundle, NSI, bad)
+    assert_problem(
+        problems, NSI, "netslice-subnet[0].id", "'1' is not a netslice-subnet of nst oai-eps-wg-embb"
+    )
+
+
+def test_nsi_plan_must_not_drift_from_the_ns_plan(bundle):
+    def drift(t):
+        t["netslice-subnet"][0]["vld"][0]["vnfd-connection-point-ref"][0]["ip-address"] = "192.168.8.130"
+
+    assert_problem(
+        run(bundle, NSI, drift),
+        NSI,
+        "netslice-subnet[0].vld",
+        "differs from the vld plan of params/eps_wg.yaml",
+    )
+
+
+def test_nsi_placeholders_are_checked_per_subnet(bundle):
+    def drop(t):
+        del t["additionalParamsForSubnet"][0]["additionalParamsForVnf"][4]["additionalParams"]["mme_address"]
+
+    assert_problem(
+        run(bundle, NSI, drop),
+        NSI,
+        "additionalParamsForSubnet[0].additionalParamsForVnf[4].additionalParams",
+        "member enb: parameter 'mme_address' is not supplied",
+    )
+
+
+def test_render_substitutes_every_variable():
+    env = {
+        "MGMT_NETWORK": "osm-ext",
+        "LTE_K": "8baf473f2f8fd09487cccbd7097c6862",
+        "LTE_OP": "11111111111111111111111111111111",
+    }
+    data = params.render("params/eps_wg.yaml", env)
+    assert data["vld"][0]["vim-network-name"] == "osm-ext"
+    assert data["additionalParamsForVnf"][0]["additionalParams"]["lte_k"] == env["LTE_K"]
+    assert "${" not in repr(data)
+
+
+def test_render_names_the_missing_variable():
+    with pytest.raises(
+        params.ParamsError,
+        match=r"params/eps_wg_multisite.yaml: environment variable\(s\) not set: "
+        r"LTE_OP, VIM_ACCOUNT_SITE2",
+    ):
+        params.render(
+            "params/eps_wg_multisite.yaml", {"LTE_K": "0" * 32, "MGMT_NETWORK": "m", "VIM_ACCOUNT": "v"}
+        )
+
+
+def test_render_refuses_a_missing_file():
+    with pytest.raises(params.ParamsError, match="params/nope.yaml: cannot read"):
+        params.render("params/nope.yaml", {})
+
+
+def test_substitution_does_not_inject_yaml():
+    data = params.substitute({"a": "${X}"}, {"X": "b: c\nd: [e"})
+    assert data == {"a": "b: c\nd: [e"}

@@ -1,0 +1,182 @@
+"""The VPNaaS core end to end on one pair of VNFs (real sshd, real WireGuard), two built charms run
+through dispatch, peering with no manual step in OSM's event order. The tests share the pair and
+run in file order; the last one removes the relation."""
+import hashlib
+import json
+import os
+import uuid
+
+import e2e_pairs as pairs
+import pytest
+
+from testbed import capture, lcm, vca, vim
+
+
+def state_of(vnf):
+    """Everything the charms manage on a VNF, as a digest (private keys included, never shown)."""
+    parts = []
+    for argv in (["wg", "showconf", "wg-vpn"], ["wg", "showconf", "wg-vpn-peer"], ["ip", "-o", "route", "show"],
+                 ["ip", "-o", "addr", "show", "scope", "global"],
+                 ["sh", "-c", "cd /etc/wireguard && stat -c '%n %a %s' * && sha256sum *"]):
+        parts.append(vnf.exec(argv, check=False).stdout)
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def sessions(model, unit):
+    return lcm.ssh_sessions(model, unit)
+
+
+@pytest.fixture(scope="module")
+def shared(environment_ready, local_charms, tmp_path_factory):
+    """One pair for the tests below, which run in file order; the last one removes the relation."""
+    base = tmp_path_factory.mktemp("pair")
+    tb = vim.Testbed(str(base / "tb"), tb_id="{}{}".format(vim.NETNS_PREFIX, uuid.uuid4().hex[:5]),
+                     userspace_wireguard=vim.userspace_wireguard())
+    tb.create()
+    try:
+        model = vca.Model(str(base / "vca"), runner=tb.runner())
+        report = pairs.bring_up(tb, model, local_charms)
+        yield tb, model, report
+    finally:
+        tb.teardown()
+
+
+@pytest.fixture
+def pair(shared):
+    tb, _model, report = shared
+    return tb.vnfs["a"], tb.vnfs["b"], report
+
+
+@pytest.fixture
+def model(shared):
+    return shared[1]
+
+
+@pytest.fixture
+def testbed(shared):
+    return shared[0]
+
+def test_peering_in_osm_order_gives_encrypted_tunnel(pair, model, testbed, tmp_path):
+    a, b, report = pair
+    assert all(pairs.handshakes(a, "wg-vpn")), "no handshake on a"
+    assert all(pairs.handshakes(b, "wg-vpn-peer")), "no handshake on b"
+    assert pairs.ping(a, pairs.A_SVC, pairs.B_SVC).returncode == 0
+    assert pairs.ping(b, pairs.B_SVC, pairs.A_SVC).returncode == 0
+    status, message = model.status("a/0")
+    assert status == "active" and message.startswith("vpn: up"), message
+
+    probe = "VPNAAS-PROBE-{}".format(os.getpid())
+    path = str(tmp_path / "s6a.pcap")
+    with capture.Capture(testbed.infra, testbed.port(a, pairs.LINK), path):
+        capture.send_probe(a, pairs.A_SVC, pairs.B_SVC, probe)
+        assert pairs.ping(a, pairs.A_SVC, pairs.B_SVC, count=2).returncode == 0
+    verdict = capture.judge(path, probe, [51820])
+    assert verdict["packets"] >= 4
+    assert not verdict["plaintext_seen"]
+    assert verdict["non_wireguard"] == []
+
+    # The same probe between the underlay addresses IS visible: the capture can see plaintext.
+    with capture.Capture(testbed.infra, testbed.port(a, pairs.LINK), path):
+        capture.send_probe(a, a.address(pairs.LINK), b.address(pairs.LINK), probe)
+    assert capture.judge(path, probe, [51820])["plaintext_seen"]
+
+
+def test_rerunning_every_event_and_action_changes_nothing(pair, model, local_charms):
+    a, b, _ = pair
+    before = (state_of(a), state_of(b), json.dumps(model.relation_data(0), sort_keys=True))
+    for unit in ("a/0", "b/0"):
+        app = unit.split("/")[0]
+        ep = "vpn" if app == "a" else "vpn-peer"
+        for hook in ("config-changed", "update-status", "upgrade-charm", "start"):
+            model.run_hook(unit, hook)
+        model.run_hook(unit, ep, suffix="relation-changed", rid=0, remote=("b/0" if app == "a" else "a/0"))
+        for action in ("generate-ssh-key", "verify-ssh-credentials", "tunnel-status"):
+            assert model.run_action(unit, action).status == "completed", action
+        model.settle()
+    model.upgrade_charm("a", os.path.join(local_charms, "wireguard-proxy"))
+    after = (state_of(a), state_of(b), json.dumps(model.relation_data(0), sort_keys=True))
+    assert before == after
+    assert pairs.ping(a, pairs.A_SVC, pairs.B_SVC).returncode == 0
+
+
+def test_no_secret_leaves_the_vnf(pair, model, testbed):
+    a, b, _ = pair
+    secrets = []
+    for vnf in (a, b):
+        for name in vnf.exec(["ls", "/etc/wireguard"]).stdout.split():
+            if name.endswith(".key"):
+                secrets.append(vnf.exec(["cat", "/etc/wireguard/" + name]).stdout.strip())
+    for unit in ("a/0", "b/0"):
+        with open(os.path.join(model.unit_state(unit)["dir"], "vpnaas", "id_vpnaas")) as f:
+            secrets.append("".join(f.read().splitlines()[1:3]))   # the SSH key body
+        model.run_action(unit, "tunnel-status")
+    assert len(secrets) == 4 and all(len(s) > 20 for s in secrets)
+    with open(model.state_path) as f:
+        everything = f.read()   # relation data, statuses, action results, every juju-log line
+    for s in secrets:
+        assert s not in everything
+
+
+def test_manual_peer_add_and_remove(pair, model, wg_key):
+    a, _b, _ = pair
+    key = wg_key()
+    bad = model.run_action("a/0", "add-peer", {"device": "vpn", "public-key": "x", "allowed-ips": "10.9.0.0/24"})
+    assert bad.status == "failed" and "public-key" in bad.message
+    ok = model.run_action("a/0", "add-peer", {"device": "vpn", "public-key": key, "endpoint": "203.0.113.7:51820",
+                                              "allowed-ips": "10.9.0.0/24"})
+    assert ok.status == "completed", ok.message
+    assert key in a.exec(["wg", "show", "wg-vpn", "peers"]).stdout
+    assert "10.9.0.0/24 dev wg-vpn" in a.exec(["ip", "route", "show"]).stdout
+    gone = model.run_action("a/0", "remove-peer", {"device": "wg-vpn", "public-key": key})
+    assert gone.status == "completed"
+    assert key not in a.exec(["wg", "show", "wg-vpn", "peers"]).stdout
+    assert "10.9.0.0/24" not in a.exec(["ip", "route", "show"]).stdout
+    assert all(pairs.handshakes(a, "wg-vpn"))
+
+
+def test_rotate_keys_is_followed_by_the_peer(pair, model):
+    a, b, _ = pair
+    old = model.relation_data(0)["a/0"]["public-key"]
+    result = model.run_action("a/0", "rotate-keys", {"device": "vpn"})
+    assert result.status == "completed", result.message
+    new = model.relation_data(0)["a/0"]["public-key"]
+    assert new != old and result.results["public-key-wg-vpn"] == new
+    assert new in b.exec(["wg", "show", "wg-vpn-peer", "peers"]).stdout
+    assert pairs.ping(b, pairs.B_SVC, pairs.A_SVC).returncode == 0
+
+
+def test_repair_after_killed_wireguard_and_restarted_sshd(pair, model, testbed):
+    a, b, _ = pair
+    a.exec(["pkill", "-f", "wireguard"], check=False)
+    assert a.exec(["wg", "show", "wg-vpn"], check=False).returncode != 0
+    testbed.restart_sshd(b)
+    model.update_status()
+    assert all(pairs.handshakes(b, "wg-vpn-peer"))
+    assert pairs.ping(a, pairs.A_SVC, pairs.B_SVC).returncode == 0
+    assert model.status("a/0")[0] == "active"
+
+
+def test_changed_host_key_is_refused_until_reset(pair, model, testbed):
+    a, _b, _ = pair
+    key = os.path.join(a.state_dir, "ssh_host_ed25519_key")
+    os.remove(key)
+    os.remove(key + ".pub")
+    testbed.sshd_host_key(a)
+    testbed.restart_sshd(a)
+    model.run_hook("a/0", "update-status")
+    status, message = model.status("a/0")
+    assert status == "blocked" and "host key" in message and "reset-ssh-host-key" in message
+    assert model.run_action("a/0", "reset-ssh-host-key").results["forgotten"] == "true"
+    assert model.status("a/0")[0] == "active"
+
+
+def test_departed_peer_is_removed_with_its_routes(pair, model):
+    a, b, _ = pair
+    model.remove_relation(0)
+    for vnf, dev in ((a, "wg-vpn"), (b, "wg-vpn-peer")):
+        assert vnf.exec(["wg", "show", dev], check=False).returncode != 0, "device still there"
+        routes = vnf.exec(["ip", "-o", "route", "show"]).stdout
+        assert pairs.B_SVC not in routes and pairs.A_SVC not in routes.replace("src " + pairs.A_SVC, "")
+        assert "wg-" not in vnf.exec(["ls", "/etc/wireguard"]).stdout
+    assert model.status("a/0")[1].startswith("ready, no tunnel related")
+
