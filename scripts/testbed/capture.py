@@ -16,8 +16,11 @@ CAPTURE_FILTER = "(ip or ip6) and not igmp"
 
 
 class Capture(object):
-    def __init__(self, netns, interface, path):
+    def __init__(self, netns, interface, path, hosts=()):
+        """``hosts``: only traffic between these addresses counts (a shared network such as the
+        management network also carries other VNFs' traffic)."""
         self.netns, self.interface, self.path = netns, interface, path
+        self.filter = CAPTURE_FILTER + "".join(" and host {}".format(h) for h in hosts)
         self.proc = None
 
     def __enter__(self):
@@ -26,7 +29,7 @@ class Capture(object):
         # Immediate mode and -U: each packet is delivered and written at once, so stopping the
         # capture right after the traffic loses nothing (the ring buffer would hold it back ~1 s).
         argv = ["ip", "netns", "exec", self.netns, "tcpdump", "--immediate-mode", "-i", self.interface, "-U",
-                "-s", "0", "-w", self.path, "-n", CAPTURE_FILTER]
+                "-s", "0", "-w", self.path, "-n", self.filter]
         self.proc = subprocess.Popen(argv,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 10

@@ -15,13 +15,14 @@ class InstantiationFailed(Exception):
 
 
 class VnfSpec(object):
-    def __init__(self, name, charm_dir, links, config, primitives=(), skip=()):
+    def __init__(self, name, charm_dir, links, config, primitives=(), skip=(), env=None):
         self.name = name              # member name = Juju application name
         self.charm_dir = charm_dir
         self.links = links            # {link name: "address/prefix"}
         self.config = config          # config primitive params; "<rw_mgmt_ip>" is substituted
         self.primitives = list(primitives)   # [(name, params)] after config, in seq order
         self.skip = set(skip)         # primitive names that cannot run here (need the internet)
+        self.env = env or {}          # environment of login sessions on the emulated VM
 
 
 class Report(object):
@@ -30,6 +31,7 @@ class Report(object):
         self.skipped = []             # (vnf, primitive, reason)
         self.t0 = time.monotonic()
         self.config_done_at = None
+        self.last_config_at = None
         self.hooks_at_config = None
         self.sessions_at_config = None
 
@@ -43,15 +45,19 @@ def ssh_sessions(model, unit):
     return sum(1 for _level, msg in model.logs(unit) if msg.startswith("reconcile: ssh session"))
 
 
-def instantiate(testbed, model, links, vnfs, relations, progress=None, verify_tries=20):
-    """Bring up ``vnfs`` on ``testbed`` (VIM) through ``model`` (VCA). Returns a Report."""
+def instantiate(testbed, model, links, vnfs, relations, progress=None, verify_tries=20, after_config=None,
+                before_primitives=None):
+    """Bring up ``vnfs`` on ``testbed`` (VIM) through ``model`` (VCA). Returns a Report.
+
+    ``after_config(report)`` runs right after the last config primitive (e.g. to time the tunnels);
+    ``before_primitives(spec, vnf)`` prepares a VM before its remaining primitives run."""
     report = Report()
     for name, cidr in sorted(links.items()):
         testbed.add_link(name, cidr)
     report.step("VIM: {} link(s) created".format(len(links)), progress)
     machines = {}
     for spec in vnfs:
-        machines[spec.name] = testbed.add_vnf(spec.name, spec.links)
+        machines[spec.name] = testbed.add_vnf(spec.name, spec.links, spec.env)
         report.step("VIM: VNF {} up (mgmt {})".format(spec.name, machines[spec.name].mgmt_ip), progress)
     for spec in vnfs:
         model.deploy(spec.name, spec.charm_dir)
@@ -67,6 +73,7 @@ def instantiate(testbed, model, links, vnfs, relations, progress=None, verify_tr
         report.step("RO: SSH key of {}'s charm injected".format(spec.name), progress)
     for spec in vnfs:
         config = {k: (machines[spec.name].mgmt_ip if v == "<rw_mgmt_ip>" else v) for k, v in spec.config.items()}
+        report.last_config_at = time.monotonic()
         model.set_config(spec.name, config)
         report.step("config primitive on {}".format(spec.name), progress)
         for _attempt in range(verify_tries):
@@ -77,7 +84,11 @@ def instantiate(testbed, model, links, vnfs, relations, progress=None, verify_tr
             report.step("verify-ssh-credentials on {} still failing after {} tries (OSM only logs this)".format(
                 spec.name, verify_tries), progress)
     report.config_done_at = time.monotonic()
+    if after_config:
+        after_config(report)
     for spec in vnfs:
+        if before_primitives:
+            before_primitives(spec, machines[spec.name])
         for name, params in spec.primitives:
             if name in spec.skip:
                 report.skipped.append((spec.name, name, "needs the internet (OAI sources)"))

@@ -14,12 +14,15 @@ Nothing is created in the host's own network namespace. ``teardown`` removes eve
 """
 import ipaddress
 import os
+import secrets
 import shutil
 import signal
 import subprocess
 import time
 
 NETNS_PREFIX = "vpnaas-tb"
+#: One file per live testbed, naming the process that owns it: cleanup_stale leaves those alone.
+OWNERS_DIR = "/run/vpnaas-testbed"
 MGMT_CIDR = "198.18.0.0/24"   # RFC 2544 benchmarking range: never a real network
 
 
@@ -84,14 +87,31 @@ def _comm(pid):
         return ""
 
 
+def _owner_alive(tb_id):
+    try:
+        with open(os.path.join(OWNERS_DIR, tb_id)) as f:
+            pid = int(f.read().strip())
+    except (OSError, ValueError):
+        return False
+    return os.path.exists("/proc/{}".format(pid))
+
+
 def cleanup_stale():
-    """Remove every testbed namespace (and its processes) left by an interrupted run."""
+    """Remove the testbed namespaces (and their processes) left by interrupted runs; those of a
+    testbed whose owning process is still alive (another test or demo running now) stay."""
     removed = []
     for ns in list_testbed_netns():
+        if any(_owner_alive(ns[:i]) for i in _id_cuts(ns)):
+            continue
         kill_netns_processes(ns)
         sh(["ip", "netns", "del", ns], check=False)
         removed.append(ns)
     return removed
+
+
+def _id_cuts(ns):
+    """Every prefix of ``ns`` ending before a '-' (a testbed id is one of them)."""
+    return [i for i, ch in enumerate(ns) if ch == "-"] + [len(ns)]
 
 
 class Vnf(object):
@@ -105,6 +125,7 @@ class Vnf(object):
         self.links = {}       # link name -> (interface, address/prefix)
         self.sshd = None
         self.anchor = None
+        self.env = {}
 
     @property
     def ns_pid(self):
@@ -125,7 +146,7 @@ class Vnf(object):
 class Testbed(object):
     def __init__(self, workdir, tb_id=None, userspace_wireguard=None):
         self.workdir = os.path.abspath(workdir)
-        self.id = tb_id or "{}{}".format(NETNS_PREFIX, os.getpid() % 10000)
+        self.id = tb_id or "{}{:x}".format(NETNS_PREFIX, secrets.randbits(24))
         self.infra = self.id + "-infra"
         self.userspace_wireguard = userspace_wireguard
         self.vnfs = {}
@@ -139,6 +160,9 @@ class Testbed(object):
         if len(self.infra) > 32:
             raise VimError("testbed id too long")
         os.makedirs(self.workdir, exist_ok=True)
+        os.makedirs(OWNERS_DIR, exist_ok=True)
+        with open(os.path.join(OWNERS_DIR, self.id), "w") as f:
+            f.write(str(os.getpid()))
         sh(["ip", "netns", "add", self.infra])
         self.created = True
         _ipv4_only(self.infra)
@@ -157,6 +181,10 @@ class Testbed(object):
             sh(["ip", "netns", "del", self.infra], check=False)
         self.vnfs.clear()
         self.created = False
+        try:
+            os.remove(os.path.join(OWNERS_DIR, self.id))
+        except OSError:
+            pass
         shutil.rmtree(os.path.join(self.workdir, "vnf"), ignore_errors=True)
 
     def __enter__(self):
@@ -191,9 +219,11 @@ class Testbed(object):
         return "br-" + link[:12]
 
     # ------------------------------------------------------------------ VNFs
-    def add_vnf(self, name, links=None):
-        """links: {link name: "address/prefix"}. Returns the Vnf with sshd running."""
+    def add_vnf(self, name, links=None, env=None):
+        """links: {link name: "address/prefix"}; env: variables every login session on the VNF
+        gets ("{state}" is replaced by the VNF's state directory). Returns the Vnf, sshd running."""
         vnf = Vnf(self, name, len(self.vnfs) + 1, str(next(self._mgmt_hosts)))
+        vnf.env = {k: v.replace("{state}", vnf.state_dir) for k, v in (env or {}).items()}
         self.vnfs[name] = vnf
         sh(["ip", "netns", "add", vnf.netns])
         _ipv4_only(vnf.netns)
@@ -242,8 +272,11 @@ class Testbed(object):
             "KbdInteractiveAuthentication no", "UsePAM no", "PrintMotd no", "UseDNS no",
             "MaxStartups 50", "LogLevel INFO",
         ]
+        env = dict(vnf.env)
         if self.userspace_wireguard:
-            config.append("SetEnv WG_QUICK_USERSPACE_IMPLEMENTATION=" + self.userspace_wireguard)
+            env["WG_QUICK_USERSPACE_IMPLEMENTATION"] = self.userspace_wireguard
+        if env:
+            config.append("SetEnv " + " ".join("{}={}".format(k, v) for k, v in sorted(env.items())))
         with open(os.path.join(d, "sshd_config"), "w") as f:
             f.write("\n".join(config) + "\n")
         os.makedirs("/run/sshd", exist_ok=True)

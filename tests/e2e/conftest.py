@@ -6,7 +6,6 @@ message saying what is missing -- they are never skipped.
 """
 import os
 import shutil
-import uuid
 
 import pytest
 
@@ -39,7 +38,7 @@ def local_charms(environment_ready):
 
 @pytest.fixture
 def testbed(environment_ready, tmp_path):
-    tb = vim.Testbed(str(tmp_path / "tb"), tb_id="{}{}".format(vim.NETNS_PREFIX, uuid.uuid4().hex[:5]),
+    tb = vim.Testbed(str(tmp_path / "tb"), tb_id=None,
                      userspace_wireguard=vim.userspace_wireguard())
     tb.create()
     yield tb

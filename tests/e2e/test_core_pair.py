@@ -4,7 +4,6 @@ run in file order; the last one removes the relation."""
 import hashlib
 import json
 import os
-import uuid
 
 import e2e_pairs as pairs
 import pytest
@@ -30,7 +29,7 @@ def sessions(model, unit):
 def shared(environment_ready, local_charms, tmp_path_factory):
     """One pair for the tests below, which run in file order; the last one removes the relation."""
     base = tmp_path_factory.mktemp("pair")
-    tb = vim.Testbed(str(base / "tb"), tb_id="{}{}".format(vim.NETNS_PREFIX, uuid.uuid4().hex[:5]),
+    tb = vim.Testbed(str(base / "tb"), tb_id=None,
                      userspace_wireguard=vim.userspace_wireguard())
     tb.create()
     try:

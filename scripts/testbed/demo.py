@@ -1,0 +1,316 @@
+"""`make demo`: the WireGuard EPS of the bundle, locally, in network namespaces.
+
+1. VIM emulation from the NSD and its params file (vim.py), VCA emulation with the BUILT charms
+   (vca.py), sequenced like OSM's LCM (lcm.py): relations before config, config, verify, the
+   VNFD's initial primitives in seq order -- the OAI builds are SKIPPED (they need the internet),
+   and each VNF gets a stand-in service that the charm's own start gate starts only once the
+   VNF's tunnels have a handshake.
+2. Per reference point: handshake, a capture of the underlay while a plaintext probe crosses the
+   tunnel, iperf3 and ping with and without WireGuard, next to the thesis' numbers.
+3. build/demo/report.json, report.png, and a table; then everything is torn down, also on Ctrl-C
+   or failure.
+"""
+import argparse
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import measure_parse
+
+from bundle import BUILD_DIR, build_charms
+from testbed import capture, lcm, measure, nsmodel, report, standin, thesis, vca, vim
+
+OUT_DIR = os.path.join(BUILD_DIR, "demo")
+HANDSHAKE_TIMEOUT = 60
+#: Where the emulated VMs keep what OAI's steps would write in /var/lib, /usr/local/sbin ...:
+#: inside the VNF's own state directory (all namespaces share the machine's filesystem).
+VM_ENV = {"OAI_STATE_DIR": "{state}/oai/state", "OAI_SBIN": "{state}/oai/sbin", "OAI_LOG_DIR": "{state}/oai/log",
+          "OAI_RUN_DIR": "{state}/oai/run", "OAI_UNIT_DIR": "{state}/oai/units"}
+
+
+class DemoError(Exception):
+    pass
+
+
+class Progress(object):
+    def __init__(self, stream=sys.stdout):
+        self.t0 = time.monotonic()
+        self.stream = stream
+
+    def __call__(self, text):
+        self.stream.write("[{:6.1f}s] {}\n".format(time.monotonic() - self.t0, text))
+        self.stream.flush()
+
+
+def _terminate(signum, _frame):
+    raise KeyboardInterrupt("signal {}".format(signum))
+
+
+def handshakes_up(testbed, inst):
+    """{refpoint: True/False}: both ends of each tunnel have a completed handshake."""
+    out = {}
+    for rp in inst.refpoints:
+        ok = True
+        for app in (rp.provider, rp.requirer):
+            text = testbed.vnfs[app].exec(["wg", "show", "wg-" + rp.name, "latest-handshakes"], check=False).stdout
+            stamps = [int(x) for x in text.split()[1::2]]
+            ok = ok and bool(stamps) and all(stamps)
+        out[rp.name] = ok
+    return out
+
+
+def wait_tunnels(testbed, inst, timeout=HANDSHAKE_TIMEOUT):
+    deadline = time.monotonic() + timeout
+    while True:
+        state = handshakes_up(testbed, inst)
+        if all(state.values()) or time.monotonic() > deadline:
+            return state
+        time.sleep(0.05)
+
+
+def prepare_standin(spec, vnf):
+    """What oai-install + oai-configure would leave on the VM, with the stand-in as the program."""
+    component = os.path.basename(spec.charm_dir)
+    base = os.path.join(vnf.state_dir, "oai")
+    for sub in ("state", "sbin", "log", "run", "units"):
+        os.makedirs(os.path.join(base, sub), exist_ok=True)
+    for marker in ("built", "configured"):
+        with open(os.path.join(base, "state", "{}.{}".format(component, marker)), "w") as f:
+            f.write("testbed stand-in\n")
+    addresses = []
+    for key, value in sorted(spec.config.items()):
+        if key.endswith("-service-addresses") and value:
+            addresses += [a.split("/")[0] for a in str(value).split(",") if a.strip()]
+    run = os.path.join(base, "sbin", "oai-{}-run".format(component))
+    with open(run, "w") as f:
+        f.write("#!/bin/sh\nexec {} {} oai-{} {}\n".format(sys.executable, standin.__file__, component,
+                                                          " ".join(addresses)))
+    os.chmod(run, 0o755)
+
+
+def standin_reachable(testbed, rp):
+    """The requirer's stand-in, reached from the provider through the tunnel (service addresses)."""
+    src, dst = rp.service[rp.provider], rp.service[rp.requirer]
+    code = ("import socket,sys\ns=socket.create_connection((sys.argv[2],{}),timeout=5,source_address=(sys.argv[1],0))\n"
+            "print(s.recv(100).decode().strip())").format(standin.STANDIN_PORT)
+    out = testbed.vnfs[rp.provider].exec(["python3", "-c", code, src, dst], check=False)
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def verdict(testbed, inst, rp, out_dir, progress):
+    """Capture on the provider's port of the link while a probe crosses between service addresses."""
+    a, b = testbed.vnfs[rp.provider], testbed.vnfs[rp.requirer]
+    link = rp.link or "mgmt"
+    path = os.path.join(out_dir, "capture-{}{}.pcap".format(inst.prefix, rp.name))
+    probe = "VPNAAS-PROBE-{}-{}".format(rp.name, secrets.token_hex(4))
+    with capture.Capture(testbed.infra, testbed.port(a, link), path,
+                         hosts=(rp.underlay[rp.provider] or a.mgmt_ip, rp.underlay[rp.requirer] or b.mgmt_ip)):
+        capture.send_probe(a, rp.service[rp.provider], rp.service[rp.requirer], probe)
+        capture.send_probe(b, rp.service[rp.requirer], rp.service[rp.provider], probe)
+    judged = capture.judge(path, probe, rp.ports)
+    progress("capture {}: {} packets, plaintext probe {}, non-WireGuard packets {}".format(
+        rp.name, judged["packets"], "SEEN" if judged["plaintext_seen"] else "absent", len(judged["non_wireguard"])))
+    return judged
+
+
+def measure_refpoint(testbed, rp, seconds, pings, tunnelled):
+    a, b = testbed.vnfs[rp.provider], testbed.vnfs[rp.requirer]
+    result = {}
+    paths = [("plain", rp.underlay[rp.provider], rp.underlay[rp.requirer])]
+    if tunnelled:
+        paths.insert(0, ("wg", rp.service[rp.provider], rp.service[rp.requirer]))
+    for label, src, dst in paths:
+        if not src or not dst:
+            continue
+        result[label + "_iperf"] = measure.iperf(b, dst, a, src, seconds=seconds)
+        result[label + "_ping"] = measure.ping(a, src, dst, count=pings)
+    return result
+
+
+def load_instances(ns):
+    """The NS variant's instances, with the emulated VMs' environment."""
+    env = dict(os.environ)
+    for key in ("LTE_K", "LTE_OP"):
+        env.setdefault(key, secrets.token_hex(16))   # never printed; the testbed runs no HSS
+    env.setdefault("MGMT_NETWORK", "mgmt")
+    env.setdefault("VIM_ACCOUNT", "testbed")
+    env.setdefault("VIM_ACCOUNT_SITE2", "testbed-site2")
+    instances = nsmodel.load(ns, build_charms.output_dir("local"), env)
+    for inst in instances:
+        for spec in inst.vnfs:
+            spec.env = VM_ENV
+    return instances
+
+
+def bring_up(tb, instances, out_dir, progress):
+    """Instantiate every instance on the (created) testbed like OSM would; returns
+    {instance name: {"inst", "model", "lcm", "timing"}}."""
+    out = {}
+    for inst in instances:
+        model = vca.Model(os.path.join(out_dir, "vca-" + inst.name), name=inst.name, runner=tb.runner())
+        timing = {}
+
+        def after_config(lcm_report, inst=inst, timing=timing):
+            if inst.tunnelled:
+                state = wait_tunnels(tb, inst)
+                timing["seconds"] = time.monotonic() - lcm_report.last_config_at
+                timing["state"] = state
+                progress("tunnels of {}: {} ({:.1f} s after the last config primitive)".format(
+                    inst.name, ", ".join("{} {}".format(k, "up" if v else "DOWN") for k, v in state.items()),
+                    timing["seconds"]))
+
+        lcm_report = lcm.instantiate(tb, model, inst.links, inst.vnfs, inst.relations, progress=progress,
+                                     after_config=after_config, before_primitives=prepare_standin)
+        out[inst.name] = {"inst": inst, "model": model, "lcm": lcm_report, "timing": timing}
+    return out
+
+
+def run(ns, seconds, pings, out_dir, progress):
+    instances = load_instances(ns)
+    os.makedirs(out_dir, exist_ok=True)
+    tb = vim.Testbed(os.path.join(out_dir, "tb"), userspace_wireguard=vim.userspace_wireguard())
+    impl = _implementation(tb)
+    progress("NS {}: {} instance(s), WireGuard: {}".format(ns, len(instances), impl))
+    results = {"ns": ns, "wireguard": {"implementation": impl}, "instances": {}}
+    try:
+        tb.create()
+        results["instances"] = bring_up(tb, instances, out_dir, progress)
+        for r in results["instances"].values():
+            r["entries"] = _check_and_measure(tb, r, seconds, pings, out_dir, progress)
+        if len(instances) > 1:
+            results["simultaneous"] = _simultaneous(tb, results, seconds, pings, progress)
+        return _final_report(results)
+    finally:
+        progress("tearing down")
+        tb.teardown()
+        left = vim.list_testbed_netns()
+        progress("teardown: {}".format("nothing left behind" if not left else "LEFT: " + ", ".join(left)))
+
+
+def _check_and_measure(tb, r, seconds, pings, out_dir, progress):
+    inst = r["inst"]
+    entries = {}
+    state = handshakes_up(tb, inst) if inst.tunnelled else {}
+    for rp in inst.refpoints:
+        entry = {"provider": rp.provider, "requirer": rp.requirer, "underlay": rp.underlay, "service": rp.service}
+        judged = None
+        if inst.tunnelled:
+            judged = verdict(tb, inst, rp, out_dir, progress)
+            entry["standin"] = standin_reachable(tb, rp)
+        progress("measuring {} {} ({} s iperf3, {} pings per path)".format(inst.name, rp.name, seconds, pings))
+        m = measure_refpoint(tb, rp, seconds, pings, inst.tunnelled)
+        entries[rp.name] = measure_parse.interface_entry(
+            handshake=state.get(rp.name) if inst.tunnelled else None,
+            plaintext_seen=judged["plaintext_seen"] if judged else None,
+            wg_iperf=m.get("wg_iperf"), plain_iperf=m.get("plain_iperf"),
+            wg_ping=m.get("wg_ping"), plain_ping=m.get("plain_ping"),
+            only_wireguard=(not judged["non_wireguard"] and judged["packets"] > 0) if judged else None,
+            captured_packets=judged["packets"] if judged else None,
+            thesis=thesis.values(rp.name), **entry)
+    skipped = [{"vnf": v, "primitive": p, "reason": why} for v, p, why in r["lcm"].skipped]
+    status = {u: r["model"].status(u) for u in r["model"].units()}
+    r["skipped"], r["status"] = skipped, status
+    return entries
+
+
+def _simultaneous(tb, results, seconds, pings, progress):
+    """The same refpoint measured in every slice at once (thesis §5.2 "simultaneous")."""
+    out = {}
+    names = list(results["instances"])
+    rps = [rp.name for rp in results["instances"][names[0]]["inst"].refpoints]
+    for rp_name in rps:
+        found, threads = {}, []
+        for port_offset, name in enumerate(names):
+            inst = results["instances"][name]["inst"]
+            rp = next(r for r in inst.refpoints if r.name == rp_name)
+
+            def work(rp=rp, name=name, off=port_offset, found=found):
+                a, b = tb.vnfs[rp.provider], tb.vnfs[rp.requirer]
+                src, dst = rp.service[rp.provider], rp.service[rp.requirer]
+                found[name] = {"iperf": measure.iperf(b, dst, a, src, seconds=seconds, port=measure.IPERF_PORT + off),
+                               "ping": measure.ping(a, src, dst, count=pings)}
+            threads.append(threading.Thread(target=work))
+        progress("measuring {} in {} slices at once".format(rp_name, len(names)))
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        out[rp_name] = {n: {"wg_throughput_bps": v["iperf"]["throughput_bps"], "wg_rtt_avg_ms": v["ping"]["rtt_avg_ms"]}
+                        for n, v in found.items()}
+    return out
+
+
+def _final_report(results):
+    per_instance = {}
+    for name, r in results["instances"].items():
+        per_instance[name] = measure_parse.build_report(
+            r["entries"], seconds_to_all_tunnels_up=(round(r["timing"]["seconds"], 2) if r["timing"] else None),
+            ns=results["ns"] if len(results["instances"]) == 1 else name, descriptor_id=r["inst"].descriptor_id,
+            wireguard=results["wireguard"], skipped_primitives=r["skipped"],
+            unit_status={u: list(s) for u, s in r["status"].items()})
+    if len(per_instance) == 1:
+        return next(iter(per_instance.values()))
+    return {"schema": measure_parse.REPORT_SCHEMA_VERSION, "ns": results["ns"], "wireguard": results["wireguard"],
+            "slices": per_instance, "simultaneous": results.get("simultaneous", {})}
+
+
+def _implementation(tb):
+    if tb.userspace_wireguard:
+        out = subprocess.run([tb.userspace_wireguard, "--version"], stdout=subprocess.PIPE, universal_newlines=True)
+        version = out.stdout.split()[1] if out.stdout.split()[1:] else "unknown"
+        return "wireguard-go {} ({})".format(version, "newest, built from the Go module proxy"
+                                             if "build" in tb.userspace_wireguard else "distribution package")
+    return "kernel"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Bring up an NS of the bundle locally and measure it.")
+    parser.add_argument("--ns", default="eps_wg", help="variant: eps_wg (default), eps (baseline), slices, ...")
+    parser.add_argument("--seconds", type=int, default=5, help="iperf3 duration per path (thesis: 600)")
+    parser.add_argument("--pings", type=int, default=200, help="pings per path (thesis: 1000)")
+    parser.add_argument("--out", default=OUT_DIR)
+    args = parser.parse_args(argv)
+    if os.geteuid() != 0:
+        print("make demo needs root (network namespaces): run `sudo make demo`", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, _terminate)
+    progress = Progress()
+    removed = vim.cleanup_stale()
+    if removed:
+        progress("removed namespaces left by an interrupted run: " + ", ".join(removed))
+    try:
+        rep = run(args.ns, args.seconds, args.pings, args.out, progress)
+    except KeyboardInterrupt:
+        print("interrupted; everything was torn down", file=sys.stderr)
+        return 130
+    except (nsmodel.NsModelError, lcm.InstantiationFailed, measure.MeasureError, vim.VimError,
+            vca.VcaError, DemoError) as e:
+        print("demo failed: {}".format(e), file=sys.stderr)
+        return 1
+    reports = rep["slices"] if "slices" in rep else {args.ns: rep}
+    for name, r in reports.items():
+        print("\n{} (thesis: {})".format(name, thesis.SOURCE))
+        print(report.table(r))
+        if r.get("seconds_to_all_tunnels_up") is not None:
+            print("all tunnels up {:.1f} s after the last config primitive".format(r["seconds_to_all_tunnels_up"]))
+        for s in r.get("skipped_primitives", []):
+            print("SKIPPED {} on {}: {}".format(s["primitive"], s["vnf"], s["reason"]))
+    if "simultaneous" in rep:
+        print("\nslices under simultaneous load (WireGuard path, Mbit/s / ms):")
+        for rp, per in rep["simultaneous"].items():
+            cells = ["{} {:,.0f} / {:.3f}".format(n, v["wg_throughput_bps"] / 1e6, v["wg_rtt_avg_ms"])
+                     for n, v in per.items()]
+            print("  {:5} {}".format(rp, "  ".join(cells)))
+    path, pngs = report.write(rep, args.out)
+    print("\nreport: {}\nplot:   {}".format(os.path.relpath(path), ", ".join(os.path.relpath(p) for p in pngs)))
+    return 0
+
+
+if __name__ == "__main__":
+    socket.setdefaulttimeout(30)
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""The whole WireGuard EPS on the local testbed (issue: Local EPS testbed): five VNFs from the
+bundle's own NSD and params, the built charms in OSM's order, five tunnels. The tests share one
+instantiation and run in file order."""
+import hashlib
+import os
+
+import pytest
+
+from testbed import capture, demo, vim
+
+REFPOINTS = ("s6a", "s11", "s1c", "sxab", "s1u")
+
+
+@pytest.fixture(scope="module")
+def eps(environment_ready, local_charms, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("eps"))
+    tb = vim.Testbed(os.path.join(out, "tb"), userspace_wireguard=vim.userspace_wireguard())
+    tb.create()
+    try:
+        instances = demo.load_instances("eps_wg")
+        steps = []
+        results = demo.bring_up(tb, instances, out, steps.append)
+        yield tb, results["eps_wg"], out, steps
+    finally:
+        tb.teardown()
+    left = [ns for ns in vim.list_testbed_netns() if ns.startswith(tb.id)]
+    assert not left, "teardown left namespaces: {}".format(left)
+
+
+def digest(vnf):
+    out = vnf.exec(["sh", "-c", "wg showconf all 2>/dev/null; for d in $(wg show interfaces); do wg showconf $d; done;"
+                    " ip -o route show; ip -o addr show scope global; cd /etc/wireguard && sha256sum *"],
+                   check=False).stdout
+    return hashlib.sha256(out.encode()).hexdigest()
+
+
+def test_all_five_tunnels_handshake_after_osm_order(eps):
+    tb, r, _out, steps = eps
+    inst = r["inst"]
+    assert sorted(rp.name for rp in inst.refpoints) == sorted(REFPOINTS)
+    assert all(r["timing"]["state"].values()), r["timing"]["state"]
+    assert demo.handshakes_up(tb, inst) == {rp: True for rp in REFPOINTS}
+    # Relations came before any config primitive, as OSM's LCM does it.
+    first_config = next(i for i, s in enumerate(steps) if s.startswith("config primitive"))
+    assert max(i for i, s in enumerate(steps) if "relation" in s) < first_config
+    # The OAI builds are reported SKIPPED by name, never as done.
+    skipped = {(v, p) for v, p, _ in r["lcm"].skipped}
+    assert ("hss", "oai-install") in skipped and ("enb", "oai-configure") in skipped
+    assert not any(s.startswith("oai-install on") for s in steps)
+
+
+def test_no_plaintext_on_any_underlay_link(eps):
+    tb, r, out, _steps = eps
+    for rp in r["inst"].refpoints:
+        judged = demo.verdict(tb, r["inst"], rp, out, lambda _t: None)
+        assert judged["packets"] >= 2, rp.name
+        assert not judged["plaintext_seen"], rp.name
+        assert judged["non_wireguard"] == [], (rp.name, judged["non_wireguard"][:3])
+    # The same probe between underlay addresses is seen: the capture would notice a leak.
+    rp = r["inst"].refpoints[0]
+    path = os.path.join(out, "control.pcap")
+    a = tb.vnfs[rp.provider]
+    with capture.Capture(tb.infra, tb.port(a, rp.link), path):
+        capture.send_probe(a, rp.underlay[rp.provider], rp.underlay[rp.requirer], "CONTROL-PROBE")
+    assert capture.judge(path, "CONTROL-PROBE", rp.ports)["plaintext_seen"]
+
+
+def test_services_started_only_after_handshake_and_reachable_through_tunnels(eps):
+    tb, r, _out, _steps = eps
+    for rp in r["inst"].refpoints:
+        assert demo.standin_reachable(tb, rp) == "oai-{} stand-in".format(rp.requirer), rp.name
+    model = r["model"]
+    for unit in model.units():
+        status, message = model.status(unit)
+        assert status == "active", (unit, message)
+        assert "running" in message and "no boot persistence (no systemd)" in message, message
+
+
+def test_rerunning_every_primitive_changes_nothing(eps):
+    tb, r, _out, _steps = eps
+    model = r["model"]
+    before = {name: digest(vnf) for name, vnf in tb.vnfs.items()}
+    for spec in r["inst"].vnfs:
+        unit = spec.name + "/0"
+        model.run_hook(unit, "config-changed")
+        for action in ("verify-ssh-credentials", "tunnel-status", "oai-start"):
+            result = model.run_action(unit, action)
+            assert result.status == "completed", (unit, action, result.message)
+    model.update_status()
+    assert {name: digest(vnf) for name, vnf in tb.vnfs.items()} == before
+    assert demo.handshakes_up(tb, r["inst"]) == {rp: True for rp in REFPOINTS}
+
+
+def test_rotate_keys_on_mme_reestablishes_its_three_tunnels(eps):
+    tb, r, _out, _steps = eps
+    model = r["model"]
+    old = tb.vnfs["mme"].exec(["wg", "show", "all", "public-key"]).stdout
+    result = model.run_action("mme/0", "rotate-keys")
+    assert result.status == "completed", result.message
+    assert tb.vnfs["mme"].exec(["wg", "show", "all", "public-key"]).stdout != old
+    state = demo.wait_tunnels(tb, r["inst"], timeout=20)
+    assert state == {rp: True for rp in REFPOINTS}
+    for rp in r["inst"].refpoints:
+        assert demo.standin_reachable(tb, rp), rp.name
+
+
+def test_killed_wireguard_and_restarted_sshd_are_repaired_by_update_status(eps):
+    tb, r, _out, _steps = eps
+    spgwu, hss = tb.vnfs["spgwu"], tb.vnfs["hss"]
+    spgwu.exec(["pkill", "-f", "wireguard"], check=False)
+    assert spgwu.exec(["wg", "show", "wg-s1u"], check=False).returncode != 0
+    tb.restart_sshd(hss)
+    r["model"].update_status()
+    assert demo.wait_tunnels(tb, r["inst"], timeout=20) == {rp: True for rp in REFPOINTS}
