@@ -70,6 +70,7 @@ def test_services_started_only_after_handshake_and_reachable_through_tunnels(eps
     for rp in r["inst"].refpoints:
         assert demo.standin_reachable(tb, rp) == "oai-{} stand-in".format(rp.requirer), rp.name
     model = r["model"]
+    model.update_status()       # the status catches up with a service that was still starting
     for unit in model.units():
         status, message = model.status(unit)
         assert status == "active", (unit, message)
