@@ -118,7 +118,7 @@ class Config:
         # DEPLOY_ROOT: another checkout or a test tree holding build/ and params/.
         self.root = root or environ.get("DEPLOY_ROOT") or ROOT
         if env_file is None:
-            env_file = environ.get("DEPLOY_ENV") or os.path.join(root, "deploy.env")
+            env_file = environ.get("DEPLOY_ENV") or os.path.join(self.root, "deploy.env")
             required = "DEPLOY_ENV" in environ
         else:
             required = True

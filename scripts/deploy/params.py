@@ -7,11 +7,9 @@ LTE secrets, so it is written with mode 0600 and its content is never printed.
 """
 
 import os
-import re
 
 import yaml
 
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 RENDERED_DIR = os.path.join("build", "deploy")
 
 
@@ -20,8 +18,9 @@ class ParamsError(Exception):
 
 
 def referenced_vars(path):
-    with open(path) as f:
-        return sorted(set(_VAR.findall(f.read())))
+    """The ${VAR}s the template uses in its data (a ${VAR} in a comment is documentation)."""
+    from bundle import params as bundle_params
+    return bundle_params.variables(bundle_params.load(path))
 
 
 def _render(path, env):

@@ -201,7 +201,7 @@ def _check_and_measure(tb, r, seconds, pings, out_dir, progress):
         judged = None
         if inst.tunnelled:
             judged = verdict(tb, inst, rp, out_dir, progress)
-            entry["standin"] = standin_reachable(tb, rp)
+        entry["standin"] = standin_reachable(tb, rp)
         progress("measuring {} {} ({} s iperf3, {} pings per path)".format(inst.name, rp.name, seconds, pings))
         m = measure_refpoint(tb, rp, seconds, pings, inst.tunnelled)
         entries[rp.name] = measure_parse.interface_entry(

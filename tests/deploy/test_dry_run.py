@@ -280,3 +280,10 @@ def test_missing_secret_fails_for_real_but_not_in_dry_run(dry_run, fake_root):
     finally:
         sys.stderr = old
     assert code == 1 and "LTE_K" in err
+
+
+def test_config_without_env_file_uses_the_project_root(tmp_path):
+    """No DEPLOY_ENV and no deploy.env: defaults apply (the plain `make deploy` case)."""
+    from deploy.config import Config
+    cfg = Config(environ={"DEPLOY_ROOT": str(tmp_path)})
+    assert cfg.root == str(tmp_path)
