@@ -7,6 +7,7 @@ when this unit's key is published, Juju wakes the peer with relation-changed, an
 
 Written against the ops API that ops 1.5.4 (Python 3.6, OSM's proxy machine) and later share.
 """
+import ipaddress
 import json
 import logging
 import os
@@ -31,6 +32,14 @@ class ReconcileFailed(Exception):
     pass
 
 
+def _is_ip(text):
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        return False
+
+
 class VpnaasCharm(CharmBase):
     _stored = StoredState()
 
@@ -39,6 +48,7 @@ class VpnaasCharm(CharmBase):
         self._stored.set_default(manual_peers="{}", public_keys="{}", applied="", last_status="",
                                  implementation="")
         self.endpoints = self._tunnel_endpoints()
+        self._breaking = None
         self.keystore = ssh.KeyStore(os.path.join(os.path.dirname(str(self.charm_dir)), "vpnaas"))
         on = self.on
         for event in (on.install, on.start, on.config_changed, on.upgrade_charm, on.update_status,
@@ -92,10 +102,11 @@ class VpnaasCharm(CharmBase):
     def _ssh_target(self, plan):
         cfg = self.config
         return ssh.Target(plan.ssh_host, cfg.get("ssh-username") or "ubuntu", cfg.get("ssh-password") or "",
-                          int(cfg.get("ssh-port") or 22), int(cfg.get("ssh-connect-timeout") or 10))
+                          plan.ssh_port, plan.ssh_connect_timeout)
 
     def build_plan(self, event=None):
         skip = event.relation if isinstance(event, RelationBrokenEvent) else None
+        self._breaking = skip.id if skip is not None else None
         return planning.build_plan(dict(self.config), self.endpoints, self._relations_snapshot(skip),
                                    self._manual_peers())
 
@@ -136,16 +147,17 @@ class VpnaasCharm(CharmBase):
         err = ""
         try:
             with ssh.Session(target, self.keystore) as session:
-                rc, out, err = session.run(remote.remote_command(target.username), script.encode(), REMOTE_TIMEOUT)
-            if rc == 1 and "sudo" in err:
+                rc, out, err = session.run(remote.remote_command(target.username, REMOTE_TIMEOUT - 10),
+                                           script.encode(), REMOTE_TIMEOUT)
+            if rc != 0 and "a password is required" in err:
                 raise remote.RemoteError("{} cannot run sudo without a password".format(target.username))
-            obs = remote.parse_report(out)
+            obs = remote.parse_report(out, rc, err)
         except (ssh.SshError, remote.RemoteError) as e:
             self._stored.applied = ""
             transient = isinstance(e, ssh.SshError) and e.transient
             self._set_status(WaitingStatus(str(e)) if transient else BlockedStatus(str(e)))
             if isinstance(e, remote.RemoteError) and err.strip():
-                logger.warning("remote step stderr: %s", err.strip()[-500:])
+                logger.warning("remote step stderr: %s", remote.scrub(err.strip()[-500:]))
             raise ReconcileFailed(str(e)) from None
         self._publish(plan, obs)
         self._stored.applied = fingerprint
@@ -175,13 +187,18 @@ class VpnaasCharm(CharmBase):
             raise ssh.SshError("ssh-hostname is not set")
         return ssh.Session(self._ssh_target(plan), self.keystore)
 
+    def _live_relations(self, endpoint):
+        """The endpoint's relations, without one being broken in this hook (ops 1.5.4 still lists
+        it, and Juju refuses writes to it)."""
+        return [rel for rel in self.model.relations[endpoint] if rel.id != self._breaking]
+
     def _publish(self, plan, obs):
         for dev in plan.devices:
             key = obs.public_keys.get(dev.name)
             if not key:
                 continue
             bag = dev.publication(key)
-            for rel in self.model.relations[dev.endpoint]:
+            for rel in self._live_relations(dev.endpoint):
                 mine = rel.data[self.unit]
                 for k, v in bag.items():
                     if mine.get(k) != v:
@@ -194,7 +211,7 @@ class VpnaasCharm(CharmBase):
             if not key:
                 return False
             bag = dev.publication(key)
-            for rel in self.model.relations[dev.endpoint]:
+            for rel in self._live_relations(dev.endpoint):
                 mine = rel.data[self.unit]
                 if any(mine.get(k) != v for k, v in bag.items()):
                     return False
@@ -276,7 +293,10 @@ class VpnaasCharm(CharmBase):
             event.fail("not verified: {}".format(e))
 
     def _on_run(self, event):
-        command = event.params.get("command", "")
+        command = (event.params.get("command") or "").strip()
+        if not command:
+            event.fail("command is empty")
+            return
         plan = self.build_plan(event)
         if not plan.ssh_host:
             event.fail("ssh-hostname is not set")
@@ -287,9 +307,10 @@ class VpnaasCharm(CharmBase):
         except ssh.SshError as e:
             event.fail(str(e))
             return
-        event.set_results({"output": out, "stderr": err, "return-code": str(rc)})
+        # "stdout"/"stderr" are reserved action keys in Juju: action-set refuses them.
+        event.set_results({"output": out, "errors": err, "return-code": str(rc)})
         if rc != 0:
-            event.fail("command exited with {}".format(rc))
+            event.fail("command exited with {}: {}".format(rc, (err.strip().splitlines() or [""])[-1][-200:]))
         self._after_action(event)
 
     def _on_reset_ssh_host_key(self, event):
@@ -316,8 +337,33 @@ class VpnaasCharm(CharmBase):
             return
         peers = self._manual_peers()
         peers[endpoint] = [p for p in peers.get(endpoint, []) if p["public-key"] != entry["public-key"]] + [entry]
+        refusal = self._refuse_manual_peer(event, endpoint, entry, peers)
+        if refusal:
+            event.fail(refusal)
+            return
         self._stored.manual_peers = json.dumps(peers, sort_keys=True)
         self._finish_tunnel_action(event, {"device": refpoints.device_name(endpoint)})
+
+    def _refuse_manual_peer(self, event, endpoint, entry, peers):
+        """Why the candidate peer must not be stored (None if it may): nothing is stored for a
+        peer that the plan would ignore, or that would capture this VNF's own traffic."""
+        before = self.build_plan(event).device(endpoint)
+        candidate = planning.build_plan(dict(self.config), self.endpoints, self._relations_snapshot(), peers)
+        if candidate.errors or candidate.missing:
+            return "the tunnel configuration is incomplete: {}".format("; ".join(candidate.errors + candidate.missing))
+        dev = candidate.device(endpoint)
+        new = [p for p in dev.problems if p not in (before.problems if before else [])]
+        if new:
+            return "; ".join(new)
+        own = [candidate.ssh_host] if candidate.ssh_host else []
+        own += [str(a.ip) for d in candidate.devices for a in [d.address] + list(d.service_addresses)]
+        for prefix in entry["allowed-ips"]:
+            net = ipaddress.ip_network(prefix)
+            covered = [a for a in own if _is_ip(a) and ipaddress.ip_address(a) in net]
+            if covered:
+                return "allowed-ips {} would route this VNF's own address {} into the tunnel".format(
+                    prefix, covered[0])
+        return None
 
     def _on_remove_peer(self, event):
         try:

@@ -93,6 +93,8 @@ class Plan(object):
         self.missing = []     # configuration not given yet (OSM sets it later): wait
         self.devices = []     # Device, in endpoint order
         self.ssh_host = ""
+        self.ssh_port = 22
+        self.ssh_connect_timeout = 10
 
     @property
     def service_addresses(self):
@@ -149,6 +151,9 @@ def build_plan(config, endpoints, relations, manual_peers):
     plan = Plan()
     try:
         plan.ssh_host = validation.ssh_hostname(config.get("ssh-hostname") or "")
+        plan.ssh_port = validation.port(config.get("ssh-port", 22), "ssh-port")
+        plan.ssh_connect_timeout = _int_option(config, "ssh-connect-timeout", 1, 600) \
+            if config.get("ssh-connect-timeout") is not None else 10
         mtu = _int_option(config, "tunnel-mtu", 1280, 9000)
         keepalive = _int_option(config, "persistent-keepalive", 0, 65535)
     except validation.InvalidValue as e:
@@ -205,11 +210,12 @@ def _drop_conflicts(dev):
     owner = {}
     keep = []
     for peer in dev.peers:
-        clash = [str(p) for p in peer.allowed_ips if p in owner]
+        clash = [p for p in peer.allowed_ips if p in owner]
         same_key = any(p.public_key == peer.public_key for p in keep)
         if clash or same_key:
             dev.problems.append("peer {} ignored: {}".format(
-                peer.source, "prefixes {} already belong to {}".format(", ".join(clash), owner[peer.allowed_ips[0]])
+                peer.source, "prefixes {} already belong to {}".format(", ".join(str(p) for p in clash),
+                                                                       owner[clash[0]])
                 if clash else "its public key is already a peer of {}".format(dev.name)))
             continue
         for p in peer.allowed_ips:

@@ -11,12 +11,13 @@ script is idempotent, so running it twice leaves the same state.
 The report never contains the private key: only peer lines of ``wg show dump`` are read.
 """
 import base64
+import re
 import shlex
 
-from vpnaas import wgconfig
+from vpnaas import validation, wgconfig
 
 _LIBRARY = r'''
-set -eo pipefail
+set -Eeo pipefail   # -E: the ERR trap below also fires inside functions
 umask 077
 export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:${PATH:-}"
 out() { printf '%s\n' "$*"; }
@@ -27,6 +28,7 @@ for t in wg wg-quick ip base64; do
 done
 if [ -d /run/systemd/system ]; then init=systemd; else init=none; fi
 out "INIT $init"
+ip link del vpnaas-probe 2>/dev/null || true   # left over if an earlier run was killed here
 if ip link add vpnaas-probe type wireguard 2>/dev/null; then
   ip link del vpnaas-probe; out "IMPL kernel"
 else
@@ -80,9 +82,14 @@ sync_routes() {  # dev, then "prefix|src" items: exactly these routes point into
     if [ -n "$s" ]; then ip route replace "$p" dev "$dev" src "$s"; else ip route replace "$p" dev "$dev"; fi
   done
   for fam in -4 -6; do
-    ip "$fam" -o route show dev "$dev" | while read -r dst rest; do
+    # (a VNF booted without IPv6 has no -6 table: nothing to clean there)
+    { ip "$fam" -o route show dev "$dev" 2>/dev/null || true; } | while read -r dst rest; do
       case " $rest " in *" proto kernel "*) continue ;; esac
-      case "$dst" in */*) ;; *) if [ "$fam" = -4 ]; then dst="$dst/32"; else dst="$dst/128"; fi ;; esac
+      case "$dst" in
+        default) if [ "$fam" = -4 ]; then dst=0.0.0.0/0; else dst=::/0; fi ;;
+        */*) ;;
+        *) if [ "$fam" = -4 ]; then dst="$dst/32"; else dst="$dst/128"; fi ;;
+      esac
       keep=0
       for r in "$@"; do [ "${r%%|*}" = "$dst" ] && keep=1; done
       [ "$keep" = 1 ] || ip route del "$dst" dev "$dev" || true
@@ -92,15 +99,22 @@ sync_routes() {  # dev, then "prefix|src" items: exactly these routes point into
 
 ensure_device() {  # dev rotate(0|1) restart(0|1) body-base64 routes...
   local dev=$1 rotate=$2 restart=$3 body=$4; shift 4
-  local key="/etc/wireguard/$dev.key" conf="/etc/wireguard/$dev.conf"
-  if [ "$rotate" = 1 ] || [ ! -s "$key" ]; then wg genkey > "$key.vpnaas-tmp"; mv -f "$key.vpnaas-tmp" "$key"; fi
-  out "PUBKEY $dev $(wg pubkey < "$key")"
-  { printf '[Interface]\nPrivateKey = %s\n' "$(cat "$key")"; printf '%s' "$body" | base64 -d; } > "$conf.vpnaas-tmp"
+  local key="/etc/wireguard/$dev.key" conf="/etc/wireguard/$dev.conf" pub priv stripped
+  # A missing, empty or corrupt key (wg pubkey refuses it) is replaced by a new one.
+  if [ "$rotate" = 1 ] || ! pub=$(wg pubkey < "$key" 2>/dev/null); then
+    wg genkey > "$key.vpnaas-tmp"; mv -f "$key.vpnaas-tmp" "$key"
+    pub=$(wg pubkey < "$key")
+  fi
+  out "PUBKEY $dev $pub"
+  priv=$(cat "$key")
+  { printf '[Interface]\nPrivateKey = %s\n' "$priv"; printf '%s' "$body" | base64 -d; } > "$conf.vpnaas-tmp"
   chmod 600 "$conf.vpnaas-tmp"
   if [ "$restart" = 0 ] && wg show "$dev" >/dev/null 2>&1 \
      && [ "$(iface_signature "$conf")" = "$(iface_signature "$conf.vpnaas-tmp")" ]; then
     install_file "$conf.vpnaas-tmp" "$conf"
-    wg syncconf "$dev" <(wg-quick strip "$dev")
+    # strip first: a failure inside <(...) would go unnoticed and syncconf would apply nothing
+    stripped=$(wg-quick strip "$dev")
+    wg syncconf "$dev" <(printf '%s\n' "$stripped")
     sync_routes "$dev" "$@"
     out "APPLIED $dev syncconf"
   else
@@ -177,9 +191,17 @@ def build_script(plan, rotate=(), restart=False, component=""):
     return "\n".join(lines) + "\n"
 
 
-def remote_command(username):
-    """The command line the SSH session runs; the script itself comes on stdin."""
-    return "bash -s" if username == "root" else "sudo -n bash -s"
+def remote_command(username, timeout=None):
+    """The command line the SSH session runs; the script itself comes on stdin.
+
+    The script is saved to a private temporary file first and run with stdin from /dev/null, so
+    that no program it starts can swallow the rest of the script; ``timeout`` stops it on the VNF
+    too (closing the channel alone would leave it running and racing the next reconcile)."""
+    runner = "bash \"$f\" </dev/null"
+    if timeout:
+        runner = "timeout -k 5 {} {}".format(int(timeout), runner)
+    inner = 'f=$(mktemp) && cat > "$f" && {}; rc=$?; rm -f "$f"; exit $rc'.format(runner)
+    return ("bash -c " if username == "root" else "sudo -n bash -c ") + shlex.quote(inner)
 
 
 class RemoteError(Exception):
@@ -216,13 +238,30 @@ class Observation(object):
         return out
 
 
-def parse_report(text):
+_KEYLIKE = re.compile(r"[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=")
+
+
+def scrub(text):
+    """Remote error text with anything shaped like a WireGuard key replaced: wg echoes a value it
+    cannot parse, and such text ends up in logs and the unit status."""
+    return _KEYLIKE.sub("<key>", text)
+
+
+def parse_report(text, rc=0, stderr=""):
+    """Parse the remote step's report. ``rc`` and ``stderr`` only make a failure's message precise."""
+    try:
+        return _parse_report(text, rc, stderr)
+    except (ValueError, IndexError) as e:
+        raise RemoteError("unexpected report from the VNF: {}".format(scrub(str(e)))) from None
+
+
+def _parse_report(text, rc, stderr):
     obs = Observation()
     finished = False
     for line in text.splitlines():
         kind, _, rest = line.partition(" ")
         if kind == "ERROR":
-            raise RemoteError(rest)
+            raise RemoteError(scrub(rest))
         if kind == "INIT":
             obs.init = rest
         elif kind == "IMPL":
@@ -231,7 +270,10 @@ def parse_report(text):
             obs.implementation_detail = " ".join(parts[1:])
         elif kind == "PUBKEY":
             dev, _, key = rest.partition(" ")
-            obs.public_keys[dev] = key.strip()
+            try:
+                obs.public_keys[dev] = validation.public_key(key, "public key of " + dev)
+            except validation.InvalidValue as e:
+                raise RemoteError("the VNF reported a malformed key: {}".format(scrub(str(e)))) from None
         elif kind == "UP":
             obs.up[rest] = True
         elif kind == "DOWN":
@@ -253,7 +295,8 @@ def parse_report(text):
         elif kind == "DONE":
             finished = True
     if not finished:
-        raise RemoteError("the remote step ended early (no DONE line)")
+        last = (stderr.strip().splitlines() or text.strip().splitlines() or ["no output"])[-1]
+        raise RemoteError("the remote step ended early (exit {}): {}".format(rc, scrub(last[-200:])))
     return obs
 
 

@@ -5,7 +5,6 @@ checks host keys. Here the host key is trusted on first use and pinned afterward
 is refused with a message that says what to do), every connection and command has a deadline,
 and each call is one session: the caller decides how many round trips a reconcile costs (one).
 """
-import io
 import logging
 import os
 import socket
@@ -18,6 +17,9 @@ logging.getLogger("paramiko").setLevel(logging.WARNING)
 def _paramiko():
     """paramiko (and cryptography below it) take most of a hook's start-up time; only the
     hooks that really open a session pay for it."""
+    import warnings
+    # cryptography warns about Python 3.6 on every import: on the proxy machine that is every hook.
+    warnings.filterwarnings("ignore", message=".*Python 3.6 is no longer supported.*")
     import paramiko
     return paramiko
 
@@ -88,7 +90,12 @@ class KeyStore(object):
             return f.read().strip()
 
     def private_key(self):
-        return _paramiko().Ed25519Key.from_private_key_file(self.key_path)
+        paramiko = _paramiko()
+        try:
+            return paramiko.Ed25519Key.from_private_key_file(self.key_path)
+        except (paramiko.SSHException, OSError, ValueError) as e:
+            raise SshError("the charm's SSH key {} is unreadable ({}): remove it and run generate-ssh-key"
+                           .format(self.key_path, str(e) or type(e).__name__)) from None
 
     def forget_host(self, host, port):
         if not os.path.exists(self.known_hosts_path):
@@ -97,14 +104,20 @@ class KeyStore(object):
         name = _host_entry(host, port)
         if name not in keys:
             return False
-        del keys[name]
-        buf = io.StringIO()
-        for entry in keys._entries:
-            line = entry.to_line()
-            if line:
-                buf.write(line)
-        _write_atomic(self.known_hosts_path, buf.getvalue().encode(), 0o600)
+        while name in keys:
+            del keys[name]
+        tmp = self.known_hosts_path + ".tmp"
+        keys.save(tmp)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, self.known_hosts_path)
         return True
+
+    def pin(self, client):
+        """Save the host keys the client knows, atomically (a torn file would unpin the host)."""
+        tmp = self.known_hosts_path + ".tmp"
+        client.save_host_keys(tmp)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, self.known_hosts_path)
 
 
 def _host_entry(host, port):
@@ -167,30 +180,42 @@ class Session(object):
             raise SshError("SSH to {}:{} failed: {}".format(t.host, t.port, e)) from None
         except (socket.error, socket.timeout, EOFError) as e:
             client.close()
-            reason = e or type(e).__name__
+            reason = str(e) or type(e).__name__
             raise SshError("VNF {}:{} unreachable: {}".format(t.host, t.port, reason), transient=True) from None
         if first_contact:
             os.makedirs(self.keystore.directory, mode=0o700, exist_ok=True)
-            client.save_host_keys(known)
-            os.chmod(known, 0o600)
+            self.keystore.pin(client)
         self.client = client
 
     def run(self, command, stdin=b"", timeout=120, on_line=None):
         """Run ``command`` (a string for the remote shell) with ``stdin``; returns (rc, out, err).
 
-        paramiko's exec timeout only bounds single reads, so the deadline is enforced here, and
-        both streams are drained while waiting so that a full window never blocks the exit.
-        ``on_line`` is called with each complete stdout line as it arrives (progress display)."""
-        chan = self.client.get_transport().open_session()
-        chan.settimeout(1.0)
+        paramiko's exec timeout only bounds single reads, so the deadline is enforced here, on
+        every pass (a command that never stops printing is stopped too), and both streams are
+        drained while waiting so that a full window never blocks the exit. ``on_line`` is called
+        with each complete stdout line as it arrives (progress display)."""
+        paramiko = _paramiko()
+        try:
+            return self._run(command, stdin, timeout, on_line)
+        except (paramiko.SSHException, socket.error, socket.timeout, EOFError) as e:
+            raise SshError("SSH session to {} broke: {}".format(self.target.host, str(e) or type(e).__name__),
+                           transient=True) from None
+
+    def _run(self, command, stdin, timeout, on_line):
+        chan = self.client.get_transport().open_session(timeout=self.target.connect_timeout)
+        chan.settimeout(self.target.connect_timeout)
         chan.exec_command(command)
         if stdin:
             chan.sendall(stdin)
         chan.shutdown_write()
         out, err = [], []
-        deadline = time.monotonic() + timeout
         pending = b""
+        deadline = time.monotonic() + timeout
         while True:
+            if time.monotonic() > deadline:
+                chan.close()
+                raise SshError("command on {} did not finish within {} s".format(self.target.host, timeout),
+                               transient=True)
             if chan.recv_ready():
                 chunk = chan.recv(65536)
                 out.append(chunk)
@@ -203,11 +228,8 @@ class Session(object):
                 err.append(chan.recv_stderr(65536))
             elif chan.exit_status_ready():
                 break
-            elif time.monotonic() > deadline:
-                chan.close()
-                raise SshError("command on {} did not finish within {} s".format(self.target.host, timeout),
-                               transient=True)
             else:
+                # Wakes as soon as the command exits; data arriving meanwhile waits at most 50 ms.
                 chan.status_event.wait(0.05)
         while chan.recv_ready():
             out.append(chan.recv(65536))

@@ -59,9 +59,11 @@ def dependency_tree(base):
     if os.path.exists(os.path.join(target, ".complete")):
         return target
     shutil.rmtree(target, ignore_errors=True)
-    args = ["install", "--no-deps", "--no-compile", "--target", target, "-r", REQUIREMENTS]
     spec = BASES[base]
+    requirements = REQUIREMENTS if spec is not None else _without_hashes(target + ".requirements.txt")
+    args = ["install", "--no-deps", "--no-compile", "--target", target, "-r", requirements]
     if spec is not None:
+        # The shipped bases are hash-checked (pip enforces the --hash lines of the file).
         args += ["--only-binary", ":all:", "--implementation", "cp", "--platform", spec["platform"],
                  "--python-version", spec["python"], "--abi", spec["abi"]]
     print("  fetching pinned dependencies for {}".format(base), flush=True)
@@ -74,6 +76,17 @@ def dependency_tree(base):
     shutil.rmtree(os.path.join(target, "bin"), ignore_errors=True)
     open(os.path.join(target, ".complete"), "w").close()
     return target
+
+
+def _without_hashes(path):
+    """The pins without their hashes, for the local build: this machine's Python may need wheels
+    the file does not list (the local build only serves tests and the testbed, never OSM)."""
+    with open(REQUIREMENTS) as f:
+        lines = [line.split(" \\")[0] for line in f if not line.lstrip().startswith("--hash")]
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write("".join(line if line.endswith("\n") else line + "\n" for line in lines))
+    return path
 
 
 def _copy_tree(src, dst):

@@ -188,7 +188,7 @@ def run(ns, seconds, pings, out_dir, progress):
     finally:
         progress("tearing down")
         tb.teardown()
-        left = vim.list_testbed_netns()
+        left = [ns for ns in vim.list_testbed_netns() if ns.startswith(tb.id + "-")]
         progress("teardown: {}".format("nothing left behind" if not left else "LEFT: " + ", ".join(left)))
 
 

@@ -62,6 +62,22 @@ def _rel(state, rid):
     return rid, state["relations"][rid]
 
 
+_RESERVED_ACTION_KEYS = ("stdout", "stdout-encoding", "stderr", "stderr-encoding")
+
+
+def _bad_action_key(key):
+    """Juju's rules for action-set keys: dotted parts of lower-case letters, digits and '-',
+    starting and ending with a letter or digit; a few top-level keys are reserved."""
+    import re
+    if key.split(".")[0] in _RESERVED_ACTION_KEYS:
+        return "cannot set reserved action key \"{}\"".format(key.split(".")[0])
+    for part in key.split("."):
+        if not re.match(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$", part):
+            return "key \"{}\" must start and end with lowercase alphanumeric, and contain only lowercase " \
+                   "alphanumeric, hyphens and periods".format(key)
+    return None
+
+
 def _out(value):
     sys.stdout.write(json.dumps(value) + "\n")
 
@@ -105,6 +121,9 @@ def main():
         opts, pos = _opts(args, flags=("--app", "--format"), valued=("-r", "--file"))
         rid, rel = _rel(state, opts.get("-r", os.environ.get("JUJU_RELATION_ID", "")))
         owner = app if opts.get("--app") else unit
+        if rel.get("broken"):
+            sys.stderr.write("ERROR cannot write relation settings: relation {} is being removed\n".format(rid))
+            raise SystemExit(1)
         if opts.get("--app") and not me["leader"]:
             sys.stderr.write("ERROR cannot write relation settings: unit is not leader\n")
             raise SystemExit(1)
@@ -142,6 +161,10 @@ def main():
     elif tool == "action-set":
         for item in args:
             k, _, v = item.partition("=")
+            bad = _bad_action_key(k)
+            if bad:
+                sys.stderr.write("ERROR {}\n".format(bad))
+                raise SystemExit(2)
             me["action"]["results"][k] = v
         changed = True
     elif tool == "action-fail":

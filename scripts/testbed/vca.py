@@ -168,6 +168,7 @@ class Model(object):
                               departing=remote)
         state = self._read()
         state["relations"][rid]["units"] = []
+        state["relations"][rid]["broken"] = True      # Juju refuses relation-set from now on
         self._write(state)
         for unit in units:
             self.run_hook(unit, self._endpoint(rid, unit), suffix="relation-broken", rid=rid)

@@ -1,14 +1,32 @@
 """The VPNaaS core end to end on one pair of VNFs (real sshd, real WireGuard), two built charms run
 through dispatch, peering with no manual step in OSM's event order. The tests share the pair and
 run in file order; the last one removes the relation."""
+import contextlib
 import hashlib
 import json
 import os
+import time
 
 import e2e_pairs as pairs
 import pytest
 
 from testbed import capture, lcm, vca, vim
+from vpnaas import ssh
+
+
+@contextlib.contextmanager
+def netns_of(model):
+    """Enter the VCA's network namespace in this process (setns), restoring ours afterwards."""
+    import ctypes
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    ns = model.runner[-1]
+    with open("/proc/self/ns/net") as ours, open("/run/netns/" + ns) as theirs:
+        if libc.setns(theirs.fileno(), 0x40000000) != 0:
+            raise OSError(ctypes.get_errno(), "setns")
+        try:
+            yield
+        finally:
+            libc.setns(ours.fileno(), 0x40000000)
 
 
 def state_of(vnf):
@@ -114,6 +132,31 @@ def test_no_secret_leaves_the_vnf(pair, model, testbed):
         everything = f.read()   # relation data, statuses, action results, every juju-log line
     for s in secrets:
         assert s not in everything
+
+
+def test_ssh_commands_have_a_deadline_even_when_they_keep_printing(pair, model):
+    a, _b, _ = pair
+    keystore = ssh.KeyStore(os.path.join(model.unit_state("a/0")["dir"], "vpnaas"))
+    target = ssh.Target(a.mgmt_ip, "root", connect_timeout=5)
+    for command in ("sleep 30", "yes"):
+        started = time.monotonic()
+        # The session runs from the VCA's namespace, where the management network is.
+        with netns_of(model):
+            with ssh.Session(target, keystore) as session, pytest.raises(ssh.SshError, match="did not finish"):
+                session.run(command, timeout=1)
+        assert time.monotonic() - started < 8, command
+
+
+def test_manual_peer_refuses_what_it_would_ignore_or_what_captures_the_vnf(pair, model, wg_key):
+    a, _b, _ = pair
+    peer_key = model.relation_data(0)["b/0"]["public-key"]
+    for params, fragment in (
+            ({"public-key": peer_key, "allowed-ips": "10.9.0.0/24"}, "already a peer"),
+            ({"public-key": wg_key(), "allowed-ips": pairs.B_SVC + "/32"}, "already belong to b/0"),
+            ({"public-key": wg_key(), "allowed-ips": "0.0.0.0/0"}, "own address")):
+        result = model.run_action("a/0", "add-peer", dict(params, device="vpn"))
+        assert result.status == "failed" and fragment in result.message, (params, result.message)
+    assert len(a.exec(["wg", "show", "wg-vpn", "peers"]).stdout.split()) == 1
 
 
 def test_manual_peer_add_and_remove(pair, model, wg_key):

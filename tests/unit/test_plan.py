@@ -125,3 +125,17 @@ def test_publication_names_configured_relation_peers_only(wg_key):
     bag = plan.device("s6a").publication(wg_key())
     assert bag["peer-keys"] == key
     assert set(bag) == set(relation_data.KEYS) | {"peer-keys"}
+
+
+def test_clash_on_a_later_prefix_is_reported_not_raised(wg_key):
+    first = peer_bag(wg_key())
+    second = peer_bag(wg_key(), **{"tunnel-address": "10.250.1.3/30"})   # same service prefix only
+    dev = p.build_plan(BASE, MME, {"s6a": [{"hss/0": first, "hss/1": second}]}, {}).device("s6a")
+    assert len(dev.peers) == 1
+    assert dev.problems == ["peer hss/1 ignored: prefixes 172.16.6.129/32 already belong to hss/0"]
+
+
+@pytest.mark.parametrize("key, value", [("ssh-port", "0"), ("ssh-port", "99999"), ("ssh-connect-timeout", "x")])
+def test_ssh_options_are_validated(key, value):
+    plan = p.build_plan(dict(BASE, **{key: value}), MME, {}, {})
+    assert plan.errors and key in plan.errors[0]

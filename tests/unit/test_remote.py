@@ -43,8 +43,41 @@ def test_dummy_script_is_valid_sh():
 
 
 def test_remote_command_uses_sudo_for_non_root():
-    assert remote.remote_command("root") == "bash -s"
-    assert remote.remote_command("ubuntu") == "sudo -n bash -s"
+    assert remote.remote_command("root").startswith("bash -c ")
+    assert remote.remote_command("ubuntu").startswith("sudo -n bash -c ")
+
+
+def _remote(script, timeout=None):
+    """Run the remote command line as the VNF's login shell would, with the script on stdin."""
+    return subprocess.run(["sh", "-c", remote.remote_command("root", timeout)], input=script,
+                          universal_newlines=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+
+
+def test_children_cannot_swallow_the_script_and_the_exit_code_comes_back():
+    script = "echo first\ncat\necho second\nexit 7\n"   # `cat` would eat "echo second" from stdin
+    proc = _remote(script)
+    assert proc.stdout.split() == ["first", "second"] and proc.returncode == 7
+
+
+def test_remote_timeout_stops_the_script_on_the_vnf():
+    import time
+    started = time.monotonic()
+    proc = _remote("sleep 20\necho never\n", timeout=1)
+    assert proc.returncode == 124 and "never" not in proc.stdout
+    assert time.monotonic() - started < 10
+
+
+def test_scrub_hides_key_shaped_text(wg_key):
+    key = wg_key()
+    assert key not in remote.scrub("Line unrecognized: `PrivateKey={}'".format(key))
+    assert "<key>" in remote.scrub("x " + key)
+
+
+def test_malformed_pubkey_in_report_is_refused():
+    with pytest.raises(remote.RemoteError, match="malformed key"):
+        remote.parse_report("PUBKEY wg-s6a ERROR step failed (line 3): wg pubkey\nDONE\n")
+    with pytest.raises(remote.RemoteError, match="unexpected report"):
+        remote.parse_report("NOW soon\nDONE\n")
 
 
 def test_parse_report(wg_key):

@@ -1,0 +1,49 @@
+"""The offline charm build: what OSM deploys on its Ubuntu 18.04 / Python 3.6 proxy machine."""
+import hashlib
+import re
+import zipfile
+
+import pytest
+import yaml
+
+from bundle import build_charms, charmspec
+
+
+@pytest.fixture(scope="module")
+def built():
+    return build_charms.build_all("ubuntu@18.04")
+
+
+def test_every_charm_is_built_with_all_juju_needs(built):
+    assert sorted(built) == charmspec.charm_names()
+    for name, path in built.items():
+        with zipfile.ZipFile(path) as z:
+            names = set(z.namelist())
+            for required in ("metadata.yaml", "config.yaml", "actions.yaml", "manifest.yaml", "dispatch",
+                             "src/charm.py", "lib/vpnaas/charm_base.py", "venv/ops/main.py", "venv/paramiko/client.py"):
+                assert required in names, (name, required)
+            meta = yaml.safe_load(z.read("metadata.yaml"))
+            assert meta["name"] == name and "bionic" in meta["series"] and "proxypeer" in meta["peers"]
+            manifest = yaml.safe_load(z.read("manifest.yaml"))
+            assert manifest["bases"][0]["channel"] == "18.04"
+            assert (z.getinfo("dispatch").external_attr >> 16) & 0o111, "dispatch not executable"
+            assert not any(n.startswith(("build/", "/")) or ".." in n for n in names)
+
+
+def test_binary_wheels_are_for_python_3_6_only(built):
+    with zipfile.ZipFile(built["hss"]) as z:
+        shared = [n for n in z.namelist() if n.endswith(".so")]
+    assert shared, "no compiled modules found at all"
+    for name in shared:
+        assert re.search(r"(cpython-36m|abi3)", name), name
+
+
+def test_build_is_byte_for_byte_reproducible(built):
+    first = {n: hashlib.sha256(open(p, "rb").read()).hexdigest() for n, p in built.items()}
+    again = build_charms.build_all("ubuntu@18.04")
+    assert {n: hashlib.sha256(open(p, "rb").read()).hexdigest() for n, p in again.items()} == first
+
+
+def test_unknown_base_is_refused():
+    with pytest.raises(build_charms.BuildError, match="unknown base"):
+        build_charms.build_all("ubuntu@12.04")
