@@ -447,7 +447,8 @@ def configure_script(component, values):
     )
     script = "\n".join(lines) + "\n"
     for s in secrets:  # defence in depth: secrets only as base64 inside assignments
-        assert s not in script, "secret in clear text in the configure script"
+        if s and s in script:
+            raise InvalidValue("internal error: a secret would be sent in clear text; nothing was sent")
     return script
 
 

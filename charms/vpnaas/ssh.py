@@ -226,16 +226,14 @@ class Session(object):
                         on_line(line.decode("utf-8", "replace"))
             elif chan.recv_stderr_ready():
                 err.append(chan.recv_stderr(65536))
-            elif chan.exit_status_ready():
+            elif chan.eof_received and (chan.exit_status_ready() or chan.closed):
+                # Not the exit status alone: sshd may report it before the last output has been
+                # sent (it drains the command's pipe afterwards); EOF comes after all the data.
                 break
             else:
                 # Wakes as soon as the command exits; data arriving meanwhile waits at most 50 ms.
                 chan.status_event.wait(0.05)
-        while chan.recv_ready():
-            out.append(chan.recv(65536))
-        while chan.recv_stderr_ready():
-            err.append(chan.recv_stderr(65536))
-        rc = chan.recv_exit_status()
+        rc = chan.recv_exit_status() if chan.exit_status_ready() else -1
         chan.close()
         return rc, b"".join(out).decode("utf-8", "replace"), b"".join(err).decode("utf-8", "replace")
 

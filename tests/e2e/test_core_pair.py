@@ -147,6 +147,17 @@ def test_ssh_commands_have_a_deadline_even_when_they_keep_printing(pair, model):
         assert time.monotonic() - started < 8, command
 
 
+def test_ssh_reads_all_output_even_when_the_exit_status_comes_first(pair, model):
+    """sshd may send the exit status before it has sent the command's last output."""
+    a, _b, _ = pair
+    keystore = ssh.KeyStore(os.path.join(model.unit_state("a/0")["dir"], "vpnaas"))
+    with netns_of(model):
+        with ssh.Session(ssh.Target(a.mgmt_ip, "root", connect_timeout=5), keystore) as session:
+            for _ in range(5):
+                rc, out, _err = session.run("seq 1 100000; echo END", timeout=30)
+                assert rc == 0 and out.endswith("99999\n100000\nEND\n") and out.count("\n") == 100001
+
+
 def test_manual_peer_refuses_what_it_would_ignore_or_what_captures_the_vnf(pair, model, wg_key):
     a, _b, _ = pair
     peer_key = model.relation_data(0)["b/0"]["public-key"]
