@@ -197,8 +197,8 @@ class VpnaasCharm(CharmBase):
             key = obs.public_keys.get(dev.name)
             if not key:
                 continue
-            bag = dev.publication(key)
             for rel in self._live_relations(dev.endpoint):
+                bag = dev.publication(key, {u.name for u in rel.units})
                 mine = rel.data[self.unit]
                 for k, v in bag.items():
                     if mine.get(k) != v:
@@ -210,8 +210,8 @@ class VpnaasCharm(CharmBase):
             key = keys.get(dev.name)
             if not key:
                 return False
-            bag = dev.publication(key)
             for rel in self._live_relations(dev.endpoint):
+                bag = dev.publication(key, {u.name for u in rel.units})
                 mine = rel.data[self.unit]
                 if any(mine.get(k) != v for k, v in bag.items()):
                     return False

@@ -73,12 +73,15 @@ class Device(object):
                 out.append((str(net), src))
         return sorted(set(out))
 
-    def publication(self, public_key):
+    def publication(self, public_key, units=None):
+        """The databag for a relation whose remote units are ``units`` (None: every relation peer)."""
         bag = relation_data.encode(public_key, self.publish_host, self.listen_port, self.address,
                                    self.service_prefixes())
         # Tells each peer that its key is configured here, so its charm wakes up right when the
-        # tunnel can handshake (e.g. to start a service that waits for the tunnel).
-        bag["peer-keys"] = ",".join(sorted(p.public_key for p in self.peers if p.source != "manual"))
+        # tunnel can handshake (e.g. to start a service that waits for the tunnel). Only the keys
+        # of that relation's units: a hub with k spokes must not wake all k when one joins.
+        bag["peer-keys"] = ",".join(sorted(p.public_key for p in self.peers if p.source != "manual"
+                                           and (units is None or p.source in units)))
         return bag
 
     def as_dict(self):

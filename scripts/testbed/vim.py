@@ -142,6 +142,18 @@ class Vnf(object):
     def address(self, link):
         return self.links[link][1]
 
+    def kill(self, comm):
+        """Kill this VNF's processes named ``comm`` -- only this VNF's: the namespaces share the
+        machine's process table, so `pkill` inside a VNF would reach every testbed."""
+        pids = sh(["ip", "netns", "pids", self.netns], check=False).stdout.split()
+        killed = [p for p in pids if _comm(p) == comm]
+        for pid in killed:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return killed
+
 
 class Testbed(object):
     def __init__(self, workdir, tb_id=None, userspace_wireguard=None):

@@ -200,7 +200,7 @@ def test_rotate_keys_is_followed_by_the_peer(pair, model):
 
 def test_repair_after_killed_wireguard_and_restarted_sshd(pair, model, testbed):
     a, b, _ = pair
-    a.exec(["pkill", "-f", "wireguard"], check=False)
+    assert a.kill(os.path.basename(vim.userspace_wireguard())[:15]), "no wireguard-go process to kill"
     assert a.exec(["wg", "show", "wg-vpn"], check=False).returncode != 0
     testbed.restart_sshd(b)
     model.update_status()

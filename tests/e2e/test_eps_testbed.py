@@ -109,7 +109,7 @@ def test_rotate_keys_on_mme_reestablishes_its_three_tunnels(eps):
 def test_killed_wireguard_and_restarted_sshd_are_repaired_by_update_status(eps):
     tb, r, _out, _steps = eps
     spgwu, hss = tb.vnfs["spgwu"], tb.vnfs["hss"]
-    spgwu.exec(["pkill", "-f", "wireguard"], check=False)
+    assert spgwu.kill(os.path.basename(vim.userspace_wireguard())[:15]), "no wireguard-go process to kill"
     assert spgwu.exec(["wg", "show", "wg-s1u"], check=False).returncode != 0
     tb.restart_sshd(hss)
     r["model"].update_status()

@@ -139,3 +139,12 @@ def test_clash_on_a_later_prefix_is_reported_not_raised(wg_key):
 def test_ssh_options_are_validated(key, value):
     plan = p.build_plan(dict(BASE, **{key: value}), MME, {}, {})
     assert plan.errors and key in plan.errors[0]
+
+
+def test_peer_keys_are_per_relation(wg_key):
+    k1, k2 = wg_key(), wg_key()
+    rels = {"s6a": [{"hss/0": peer_bag(k1)}, {"hss2/0": peer_bag(k2, **{"tunnel-address": "10.250.1.5/30",
+                                                                       "service-prefixes": "172.16.7.1/32"})}]}
+    dev = p.build_plan(BASE, MME, rels, {}).device("s6a")
+    assert dev.publication(wg_key(), {"hss/0"})["peer-keys"] == k1
+    assert dev.publication(wg_key(), {"hss2/0"})["peer-keys"] == k2
