@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import re
-import secrets
 import shutil
 import signal
 import socket
@@ -390,16 +389,10 @@ def run_dataplane(charms_dir, workdir, runs, seconds, progress):
 
 
 def eps_instance(charms_dir):
-    env = dict(os.environ)
-    for key in ("LTE_K", "LTE_OP"):
-        env.setdefault(key, secrets.token_hex(16))   # never printed; the testbed runs no HSS
-    env.setdefault("MGMT_NETWORK", "mgmt")
-    env.setdefault("VIM_ACCOUNT", "testbed")
-    env.setdefault("VIM_ACCOUNT_SITE2", "testbed-site2")
-    inst = nsmodel.load("eps_wg", charms_dir, env)[0]
+    """The eps_wg instance as the demo loads it, without the primitives after ``config`` (the
+    OAI builds and the start come after the measured window)."""
+    inst = demo.load_instances("eps_wg", charms_dir)[0]
     for spec in inst.vnfs:
-        spec.env = demo.VM_ENV
-        # The remaining primitives (OAI builds and start) come after the measured window.
         spec.primitives = []
     return inst
 

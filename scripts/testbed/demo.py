@@ -132,7 +132,7 @@ def measure_refpoint(testbed, rp, seconds, pings, tunnelled):
     return result
 
 
-def load_instances(ns):
+def load_instances(ns, charms_dir=None):
     """The NS variant's instances, with the emulated VMs' environment."""
     env = dict(os.environ)
     for key in ("LTE_K", "LTE_OP"):
@@ -140,7 +140,7 @@ def load_instances(ns):
     env.setdefault("MGMT_NETWORK", "mgmt")
     env.setdefault("VIM_ACCOUNT", "testbed")
     env.setdefault("VIM_ACCOUNT_SITE2", "testbed-site2")
-    instances = nsmodel.load(ns, build_charms.output_dir("local"), env)
+    instances = nsmodel.load(ns, charms_dir or build_charms.output_dir("local"), env)
     for inst in instances:
         for spec in inst.vnfs:
             spec.env = VM_ENV
