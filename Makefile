@@ -48,13 +48,13 @@ lint: venv ## ruff over all Python
 pycompat: venv ## prove the charm runtime code runs on Python 3.6
 	$(VENV)/bin/vermin -q --no-tips --violations -t=3.6- $$(find charms -name '*.py')
 
-test: venv lint pycompat ## everything CI runs: lint, 3.6 check, unit, charm, descriptor, package and end-to-end tests
+test: deps venv lint pycompat ## everything CI runs: lint, 3.6 check, unit, charm, descriptor, package and end-to-end tests
 	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests
 
-demo: venv charms-local wireguard-go ## bring up the WireGuard EPS locally in network namespaces and measure it (root)
+demo: deps venv charms-local wireguard-go ## bring up the WireGuard EPS locally in network namespaces and measure it (root)
 	$(PY) -m testbed.demo --ns $(NS)
 
-bench: venv charms-local wireguard-go ## repeated data-plane and convergence measurements (root)
+bench: deps venv charms-local wireguard-go ## repeated data-plane and convergence measurements (root)
 	$(PY) -m testbed.bench
 
 deploy-tools: venv ## install the openstack CLI (python-openstackclient) into .venv for make deploy
