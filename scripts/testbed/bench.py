@@ -27,7 +27,7 @@ import time
 import measure_parse
 
 from bundle import BUILD_DIR, build_charms
-from testbed import benchstats, demo, lcm, measure, nsmodel, vca, vim
+from testbed import benchstats, demo, lcm, measure, nsmodel, pair, vca, vim
 
 OUT_DIR = os.path.join(BUILD_DIR, "bench")
 HANDSHAKE_TIMEOUT = 120
@@ -41,10 +41,9 @@ PINGS = 200
 PING_INTERVAL = 0.01
 SIZES = (2, 8, 32)
 
-# The data-plane pair (the same plan as tests/e2e/e2e_pairs.py).
-PAIR_LINK, PAIR_CIDR = "link", "192.168.8.0/24"
-A_ADDR, B_ADDR = "192.168.8.2/24", "192.168.8.129/24"
-A_SVC, B_SVC = "172.16.6.2", "172.16.6.129"
+# The data-plane pair (testbed.pair, as in the end-to-end tests).
+PAIR_LINK, PAIR_CIDR = pair.LINK, pair.CIDR
+A_SVC, B_SVC = pair.A_SVC, pair.B_SVC
 
 # Hub-and-spoke: one link, hub at .1, spoke i at .(i+1); tunnel /24 shared by the hub's device.
 STAR_LINK, STAR_CIDR = "star", "192.168.64.0/24"
@@ -273,14 +272,7 @@ def link_counters(testbed, port):
 
 
 def pair_specs(charms_dir):
-    charm = os.path.join(charms_dir, "wireguard-proxy")
-    a = lcm.VnfSpec("a", charm, {PAIR_LINK: A_ADDR}, {
-        "ssh-hostname": "<rw_mgmt_ip>", "ssh-username": "root", "vpn-endpoint-address": A_ADDR.split("/")[0],
-        "vpn-tunnel-address": "10.250.9.1/30", "vpn-service-addresses": A_SVC + "/32"})
-    b = lcm.VnfSpec("b", charm, {PAIR_LINK: B_ADDR}, {
-        "ssh-hostname": "<rw_mgmt_ip>", "ssh-username": "root", "vpn-peer-endpoint-address": B_ADDR.split("/")[0],
-        "vpn-peer-tunnel-address": "10.250.9.2/30", "vpn-peer-service-addresses": B_SVC + "/32"})
-    return a, b
+    return pair.specs(charms_dir)
 
 
 def dataplane_round(tb, paths, order, seconds, cpu_pids):
