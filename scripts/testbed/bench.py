@@ -556,6 +556,8 @@ def run(args, progress):
     charms_dir = build_charms.output_dir("local")
     if not os.path.isdir(os.path.join(charms_dir, "wireguard-proxy")):
         raise BenchError("no built charms in {}: run `make charms-local`".format(charms_dir))
+    # Absolute: the profile and the VNFs' processes run with other working directories.
+    args.out = os.path.abspath(args.out)
     os.makedirs(args.out, exist_ok=True)
     work = os.path.join(args.out, "work")
     result = {"schema": 1, "command": " ".join(["python -m testbed.bench"] + (args.argv or [])),
