@@ -24,8 +24,6 @@ import subprocess
 import sys
 import time
 
-import measure_parse
-
 from bundle import BUILD_DIR, build_charms
 from testbed import benchstats, demo, lcm, measure, nsmodel, pair, vca, vim
 
@@ -36,7 +34,7 @@ IPERF_PORT = 5301           # not demo's 5201: a bench and a demo may run side b
 #: exactly fills the tunnel MTU (1420): 1400-byte payloads would be fragmented inside the tunnel.
 FIXED_RATE = "100M"
 FIXED_PAYLOAD = 1392
-UDP_PAYLOAD = 1392
+UDP_PAYLOAD = measure.UDP_PAYLOAD
 PINGS = 200
 PING_INTERVAL = 0.01
 SIZES = (2, 8, 32)
@@ -221,23 +219,11 @@ def cpu_ticks(pids):
 
 def iperf_raw(server, server_addr, client, client_addr, seconds, streams=1, udp_bitrate=None, length=None):
     """One iperf3 run client -> server; the parsed summary plus UDP loss and CPU figures."""
-    srv = server.popen(measure_parse.iperf3_server_cmd(server_addr) + ["-p", str(IPERF_PORT)],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        measure._wait_listening(server, IPERF_PORT)
-        argv = measure_parse.iperf3_client_cmd(client_addr, server_addr, seconds=seconds, interval=seconds)
-        argv += ["-p", str(IPERF_PORT), "-P", str(streams)]
-        if udp_bitrate is not None:
-            argv += ["-u", "-b", str(udp_bitrate), "-l", str(length or UDP_PAYLOAD)]
-        out = client.exec(argv, check=False, timeout=seconds + 30)
-        try:
-            data = json.loads(out.stdout)
-            summary = measure_parse.parse_iperf3_json(data)
-        except (ValueError, measure_parse.ParseError) as e:
-            raise BenchError("iperf3 {} -> {}: {} {}".format(client_addr, server_addr, e,
-                                                              out.stderr.strip()[-300:])) from None
-    finally:
-        _stop(srv)
+        summary, data = measure.iperf_json(server, server_addr, client, client_addr, seconds, streams,
+                                           udp_bitrate, length=length or UDP_PAYLOAD, port=IPERF_PORT)
+    except measure.MeasureError as e:
+        raise BenchError(str(e)) from None
     end = data.get("end") or {}
     udp = end.get("sum") or {}
     if udp_bitrate is not None:
@@ -252,16 +238,6 @@ def iperf_raw(server, server_addr, client, client_addr, seconds, streams=1, udp_
     summary["cpu_sender_percent"] = cpu.get("host_total")
     summary["cpu_receiver_percent"] = cpu.get("remote_total")
     return summary
-
-
-def _stop(proc):
-    if proc.poll() is None:
-        proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def link_counters(testbed, port):

@@ -3,6 +3,7 @@
 The command lines come from ``measure_parse`` (the same ones ``make measure-remote`` runs on a
 real deployment), and so do the parsers, so local and remote reports are the same format.
 """
+import json
 import subprocess
 import time
 
@@ -25,35 +26,46 @@ def _wait_listening(vnf, port, deadline_s=10):
     raise MeasureError("iperf3 server in {} did not start listening".format(vnf.name))
 
 
-def iperf(server, server_addr, client, client_addr, seconds=5, streams=1, udp_bitrate=None, port=IPERF_PORT):
-    """One iperf3 run client -> server; returns measure_parse.parse_iperf3_json's dict."""
+#: The largest UDP payload whose inner packet (payload + 28) fits the tunnel MTU of 1420.
+UDP_PAYLOAD = 1392
+
+
+def iperf_json(server, server_addr, client, client_addr, seconds=5, streams=1, udp_bitrate=None,
+               length=UDP_PAYLOAD, port=IPERF_PORT):
+    """One iperf3 run client -> server; returns (parse_iperf3_json's summary, iperf3's whole JSON)."""
     srv = server.popen(measure_parse.iperf3_server_cmd(server_addr) + ["-p", str(port)],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        if not udp_bitrate:
-            _wait_listening(server, port)
-        else:
-            # The UDP test's control connection is TCP too.
-            _wait_listening(server, port)
+        _wait_listening(server, port)   # UDP tests too: their control connection is TCP
         argv = measure_parse.iperf3_client_cmd(client_addr, server_addr, seconds=seconds, interval=seconds)
         argv += ["-p", str(port), "-P", str(streams)]
-        if udp_bitrate:
-            argv += ["-u", "-b", str(udp_bitrate), "-l", "1400"]
+        if udp_bitrate is not None:
+            argv += ["-u", "-b", str(udp_bitrate), "-l", str(length)]
         out = client.exec(argv, check=False, timeout=seconds + 30)
-        if out.returncode != 0 and not out.stdout.strip():
-            raise MeasureError("iperf3 {} -> {} failed: {}".format(client_addr, server_addr, out.stderr.strip()[-300:]))
         try:
-            return measure_parse.parse_iperf3_json(out.stdout)
-        except measure_parse.ParseError as e:
-            raise MeasureError("iperf3 {} -> {}: {}".format(client_addr, server_addr, e)) from None
+            data = json.loads(out.stdout)
+            return measure_parse.parse_iperf3_json(data), data
+        except (ValueError, measure_parse.ParseError) as e:
+            raise MeasureError("iperf3 {} -> {}: {} {}".format(client_addr, server_addr, e,
+                                                                out.stderr.strip()[-300:])) from None
     finally:
-        if srv.poll() is None:
-            srv.terminate()
-        try:
-            srv.wait(10)
-        except subprocess.TimeoutExpired:
-            srv.kill()
-            srv.wait()
+        stop(srv)
+
+
+def iperf(server, server_addr, client, client_addr, seconds=5, streams=1, udp_bitrate=None, port=IPERF_PORT):
+    """One iperf3 run client -> server; returns measure_parse.parse_iperf3_json's dict."""
+    return iperf_json(server, server_addr, client, client_addr, seconds, streams, udp_bitrate, port=port)[0]
+
+
+def stop(proc):
+    """Terminate a helper process (an iperf3 server) and reap it, killing it if it lingers."""
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def ping(vnf, source, destination, count=200, interval=0.01):
