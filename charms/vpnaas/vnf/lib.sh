@@ -1,0 +1,42 @@
+# shellcheck shell=bash
+# The shell library every VNF-side step of the VPNaaS charms starts with.
+#
+# The charm sends a step as one program on stdin: this library, the step's own files, a few fixed
+# lines that call the step's functions with "$1", "$2"... and, after an `exit`, an optional data
+# section for secrets. Values reach the program only as positional arguments or through that data
+# section: nothing the charm received is ever part of the program text.
+#
+# Every line the charm reads starts with a keyword (see vnfscript.py): ERROR ends the step; the
+# step's last line is DONE.
+set -Eeo pipefail   # -E: the ERR trap below also fires inside functions
+umask 077
+export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+export LC_ALL=C
+
+out() { printf '%s\n' "$*"; }
+fail() { out "ERROR $*"; exit 3; }
+trap 'out "ERROR step failed (line $LINENO): $BASH_COMMAND"; exit 3' ERR
+
+require_tools() {  # tool...: fail with the package to install when one is missing
+  local t
+  for t in "$@"; do
+    command -v "$t" >/dev/null 2>&1 || fail "missing-tool $t (install it on the VNF)"
+  done
+}
+
+install_file() {  # tmp target: replace target atomically, only if the content differs
+  if cmp -s "$1" "$2"; then rm -f "$1"; else mv -f "$1" "$2"; fi
+}
+
+write_file() {  # path mode base64-content: written whole, then renamed over the target
+  printf '%s' "$3" | base64 -d > "$1.vpnaas-tmp"
+  chmod "$2" "$1.vpnaas-tmp"
+  install_file "$1.vpnaas-tmp" "$1"
+}
+
+secret() {  # name: the value of a secret from the program's data section (never an argument)
+  # The data section is base64 of NAME=value lines, after the line __VPNAAS_DATA__ of this file.
+  local line
+  line=$(sed -n '/^__VPNAAS_DATA__$/,$p' "$0" | tail -n +2 | base64 -d | grep -m 1 "^$1=" || true)
+  printf '%s' "${line#*=}"
+}

@@ -1,0 +1,90 @@
+"""The VNF-side step runner: values reach the program only as arguments or secrets, never as code."""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from vpnaas import vnfscript
+
+
+@pytest.fixture
+def vnf_dir(tmp_path, monkeypatch):
+    """A VNF script folder with the real library and a test's own step file ``t.sh``."""
+    shutil.copy(os.path.join(vnfscript.VNF_DIR, "lib.sh"), str(tmp_path))
+    monkeypatch.setattr(vnfscript, "VNF_DIR", str(tmp_path))
+    return tmp_path
+
+
+def run_locally(step, functions, vnf_dir):
+    """Run the step's command as the SSH login shell would, with the program on stdin."""
+    (vnf_dir / "t.sh").write_text(functions + "\n")
+    step.files = ["t.sh"]
+    program = step.program()
+    proc = subprocess.run(["sh", "-c", step.command("root", timeout=30)], input=program,
+                          cwd=str(vnf_dir), universal_newlines=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env={"PATH": "/usr/bin:/bin", "SSH_CONNECTION": "198.18.0.1 40000 198.18.0.2 22"})
+    return proc
+
+
+HOSTILE_ARGS = ["$(touch pwned)", "`id`", "a'b\"c", "; rm -rf /", "${IFS}x", "-n", "", "a b  c"]
+
+
+@pytest.mark.parametrize("value", HOSTILE_ARGS)
+def test_an_argument_arrives_as_one_literal_word(vnf_dir, value):
+    step = vnfscript.Step([]).call("echo_arg", value)
+    proc = run_locally(step, 'echo_arg() { printf "ARG[%s]\\n" "$1"; }', vnf_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["ARG[{}]".format(value), "DONE"]
+    assert step.program().endswith('\necho_arg "${1}"\nout DONE\nexit 0\n')
+    assert not (vnf_dir / "pwned").exists()
+
+
+@pytest.mark.parametrize("value", ["a\nb", "a\rb", "\x00", "tab\tx", "\x1b[31m", "é"])
+def test_control_and_non_ascii_arguments_are_refused(value):
+    with pytest.raises(vnfscript.ScriptError):
+        vnfscript.Step([]).call("f", value)
+
+
+def test_function_names_are_code_and_checked():
+    with pytest.raises(vnfscript.ScriptError):
+        vnfscript.Step([]).call("f; reboot")
+
+
+def test_secret_travels_in_the_data_section_not_on_the_command_line(vnf_dir):
+    step = vnfscript.Step([]).secret("LTE_K", "0123456789abcdef'$(x)").call("show")
+    command = step.command("root")
+    assert "0123456789abcdef" not in command
+    proc = run_locally(step, 'show() { out "GOT $(secret LTE_K)"; }', vnf_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert vnfscript.parse(proc.stdout).of("GOT") == ["0123456789abcdef'$(x)"]
+    with pytest.raises(vnfscript.ScriptError):
+        vnfscript.Step([]).secret("K", "a\nb")
+
+
+def test_the_ssh_client_address_reaches_the_step(vnf_dir):
+    step = vnfscript.Step([]).call("client")
+    proc = run_locally(step, 'client() { out "CLIENT ${VPNAAS_SSH_CONNECTION%% *}"; }', vnf_dir)
+    assert vnfscript.parse(proc.stdout).of("CLIENT") == ["198.18.0.1"]
+
+
+def test_error_and_missing_done_fail_the_step(vnf_dir):
+    with pytest.raises(vnfscript.StepError, match="boom"):
+        vnfscript.parse("X 1\nERROR boom\n")
+    with pytest.raises(vnfscript.StepError, match="ended early"):
+        vnfscript.parse("X 1\n", rc=137)
+    step = vnfscript.Step([]).call("broken")
+    proc = run_locally(step, "broken() { false; }", vnf_dir)
+    with pytest.raises(vnfscript.StepError, match="step failed"):
+        vnfscript.parse(proc.stdout, proc.returncode, proc.stderr)
+
+
+def test_scrub_removes_keys_and_control_characters():
+    key = "azyyD5rPNkvOsuPWj4SCDlqUDUSnTgq8EaHEHOOuukM="
+    assert vnfscript.scrub("bad {}\x1b[2J\n".format(key)) == "bad <key> [2J "
+
+
+def test_oversized_arguments_are_refused_before_anything_is_sent():
+    step = vnfscript.Step([]).call("f", "x" * (vnfscript.MAX_COMMAND + 1))
+    with pytest.raises(vnfscript.ScriptError, match="at most"):
+        step.command("root")
