@@ -7,7 +7,6 @@ when this unit's key is published, Juju wakes the peer with relation-changed, an
 
 Written against the ops API that ops 1.5.4 (Python 3.6, OSM's proxy machine) and later share.
 """
-import ipaddress
 import json
 import logging
 import os
@@ -17,7 +16,7 @@ from ops.framework import StoredState
 from ops.model import ActiveStatus, BlockedStatus, MaintenanceStatus, WaitingStatus
 
 from vpnaas import plan as planning
-from vpnaas import refpoints, remote, ssh, validation
+from vpnaas import policy, refpoints, remote, ssh, validation
 
 logger = logging.getLogger(__name__)
 
@@ -32,21 +31,13 @@ class ReconcileFailed(Exception):
     pass
 
 
-def _is_ip(text):
-    try:
-        ipaddress.ip_address(text)
-        return True
-    except ValueError:
-        return False
-
-
 class VpnaasCharm(CharmBase):
     _stored = StoredState()
 
     def __init__(self, *args):
         super().__init__(*args)
         self._stored.set_default(manual_peers="{}", public_keys="{}", applied="", last_status="",
-                                 implementation="")
+                                 implementation="", facts="{}", claims="[]")
         self.endpoints = self._tunnel_endpoints()
         self._breaking = None
         self.keystore = ssh.KeyStore(os.path.join(os.path.dirname(str(self.charm_dir)), "vpnaas"))
@@ -85,12 +76,12 @@ class VpnaasCharm(CharmBase):
         return out
 
     def _relations_snapshot(self, skip=None):
-        """{endpoint: [{remote unit: databag}]} -- the relation being broken is left out."""
+        """{endpoint: [{remote unit: databag}]} -- the relation being broken (id ``skip``) is left out."""
         snapshot = {}
         for ep in self.endpoints:
             rels = []
             for rel in self.model.relations[ep.name]:
-                if skip is not None and rel.id == skip.id:
+                if skip is not None and rel.id == skip:
                     continue
                 rels.append({unit.name: dict(rel.data[unit]) for unit in rel.units})
             snapshot[ep.name] = rels
@@ -104,26 +95,42 @@ class VpnaasCharm(CharmBase):
         return ssh.Target(plan.ssh_host, cfg.get("ssh-username") or "ubuntu", cfg.get("ssh-password") or "",
                           plan.ssh_port, plan.ssh_connect_timeout)
 
-    def build_plan(self, event=None):
-        skip = event.relation if isinstance(event, RelationBrokenEvent) else None
-        self._breaking = skip.id if skip is not None else None
-        return planning.build_plan(dict(self.config), self.endpoints, self._relations_snapshot(skip),
-                                   self._manual_peers())
+    def build_plan(self, manual_peers=None):
+        """The plan from config, relation data (without a relation being broken in this hook),
+        the manual peers and what the VNF reported about itself last time."""
+        config = dict(self.config)
+        host = (config.get("ssh-hostname") or "").strip()
+        stored = json.loads(self._stored.facts)
+        facts = policy.Facts.from_dict(stored.get("facts")) if stored.get("host") == host else None
+        return planning.build_plan(config, self.endpoints, self._relations_snapshot(self._breaking),
+                                   self._manual_peers() if manual_peers is None else manual_peers,
+                                   facts=facts, incumbents=json.loads(self._stored.claims),
+                                   own_keys=set(json.loads(self._stored.public_keys).values()))
+
+    def _remember_facts(self, facts):
+        host = (self.config.get("ssh-hostname") or "").strip()
+        self._stored.facts = json.dumps({"host": host, "facts": facts.as_dict()}, sort_keys=True)
+
+    def _facts_known(self):
+        return json.loads(self._stored.facts).get("host") == (self.config.get("ssh-hostname") or "").strip()
 
     # ------------------------------------------------------------------ reconcile
     def _on_event(self, event):
         force = event.handle.kind in _FORCING_EVENTS
+        # ops 1.5.4 still lists a relation in its own relation-broken hook (and Juju refuses
+        # writes to it): it is left out of the plan and of publishing for this hook.
+        self._breaking = event.relation.id if isinstance(event, RelationBrokenEvent) else None
         try:
-            self.reconcile(event, force=force)
+            self.reconcile(force=force)
         except ReconcileFailed:
             pass  # status already says what is wrong; the next event retries
 
-    def reconcile(self, event=None, force=False, rotate=(), restart=False):
+    def reconcile(self, force=False, rotate=(), restart=False):
         """Make the VNF match config + relations. Returns (plan, observation or None).
 
         Raises ReconcileFailed (after setting the status) when the VNF could not be brought to
         the plan; configuration that is incomplete is not a failure (WaitingStatus)."""
-        plan = self.build_plan(event)
+        plan = self.build_plan()
         if plan.errors:
             self._set_status(BlockedStatus("config: " + "; ".join(plan.errors)))
             raise ReconcileFailed("; ".join(plan.errors))
@@ -139,37 +146,60 @@ class VpnaasCharm(CharmBase):
                 and self._published(plan) and not self.component_wants_session(plan)):
             logger.debug("reconcile: plan unchanged, VNF not contacted")
             return plan, None
-        script = remote.build_script(plan, rotate=rotate, restart=restart, component=self.component_script(plan))
         target = self._ssh_target(plan)
         if plan.devices:
             self.unit.status = MaintenanceStatus("applying {} tunnel(s) on {}".format(len(plan.devices), target.host))
         logger.info("reconcile: ssh session to %s (%d device(s))", target.host, len(plan.devices))
-        err = ""
         try:
             with ssh.Session(target, self.keystore) as session:
-                rc, out, err = session.run(remote.remote_command(target.username, REMOTE_TIMEOUT - 10),
-                                           script.encode(), REMOTE_TIMEOUT)
-            if rc != 0 and "a password is required" in err:
-                raise remote.RemoteError("{} cannot run sudo without a password".format(target.username))
-            obs = remote.parse_report(out, rc, err)
+                if not self._facts_known():
+                    # First contact with this VNF: learn what must never be routed into a tunnel
+                    # (in the same login) before any peer's prefix can become a route.
+                    self._remember_facts(self._run_step(session, target, remote.facts_step()).facts)
+                    plan = self.build_plan()
+                    fingerprint = plan.fingerprint()
+                obs = self._run_step(session, target, self._tunnel_step(plan, rotate, restart))
+                self._remember_facts(obs.facts)
+                replanned = self.build_plan()
+                if replanned.fingerprint() != fingerprint:
+                    # The VNF's own addresses changed since they were last seen: apply the plan
+                    # made with what it reports now, in the same login.
+                    plan, fingerprint = replanned, replanned.fingerprint()
+                    obs = self._run_step(session, target, self._tunnel_step(plan, rotate=(), restart=False))
+                    self._remember_facts(obs.facts)
         except (ssh.SshError, remote.RemoteError) as e:
             self._stored.applied = ""
             transient = isinstance(e, ssh.SshError) and e.transient
             self._set_status(WaitingStatus(str(e)) if transient else BlockedStatus(str(e)))
-            if isinstance(e, remote.RemoteError) and err.strip():
-                logger.warning("remote step stderr: %s", remote.scrub(err.strip()[-500:]))
             raise ReconcileFailed(str(e)) from None
         self._publish(plan, obs)
-        self._stored.applied = fingerprint
+        self._stored.applied = fingerprint if not (obs.failed or obs.refused) else ""
+        self._stored.claims = json.dumps(policy.claims(plan))
         self._stored.public_keys = json.dumps(obs.public_keys, sort_keys=True)
         self._stored.implementation = (obs.implementation + " " + obs.implementation_detail).strip()
         self._set_status(self.component_status(plan, obs, self._status_from(plan, obs)))
         return plan, obs
 
+    def _tunnel_step(self, plan, rotate, restart):
+        return remote.tunnel_step(plan, rotate=rotate, restart=restart,
+                                  component=lambda step: self.component_step(plan, step))
+
+    def _run_step(self, session, target, step):
+        """Run one VNF-side step in an open session and read its report."""
+        rc, out, err = session.run(step.command(target.username, REMOTE_TIMEOUT - 10),
+                                   step.program().encode(), REMOTE_TIMEOUT)
+        if rc != 0 and "a password is required" in err:
+            raise remote.RemoteError("{} cannot run sudo without a password".format(target.username))
+        try:
+            return remote.parse_report(out, rc, err)
+        except remote.RemoteError:
+            if err.strip():
+                logger.warning("remote step stderr: %s", remote.scrub(err.strip()[-500:]))
+            raise
+
     # ------------------------------------------------------------------ component extension points
-    def component_script(self, plan):
-        """Bash run at the end of every reconcile session (see remote.build_script)."""
-        return ""
+    def component_step(self, plan, step):
+        """Add the component's files and calls to the reconcile's step (see remote.tunnel_step)."""
 
     def component_wants_session(self, plan):
         """True when the component has work on the VNF even though the tunnels did not change
@@ -223,18 +253,27 @@ class VpnaasCharm(CharmBase):
 
     def _status_from(self, plan, obs):
         parts, waiting, blocked = [], False, []
+        refused = {}
+        for dev_name, prefix, reason in obs.refused:
+            refused.setdefault(dev_name, []).append("route {} refused on the VNF: {}".format(prefix, reason))
         for dev in plan.devices:
             label = dev.endpoint
+            if dev.name in obs.failed:
+                parts.append("{}: failed: {}".format(label, obs.failed[dev.name][:120]))
+                blocked.append(label)
+                continue
             if not obs.up.get(dev.name):
                 parts.append("{}: down".format(label))
                 blocked.append(label)
                 continue
-            if dev.problems:
+            problems = dev.problems + refused.get(dev.name, [])
+            if problems:
                 blocked.append(label)
-                parts.append("{}: {}".format(label, "; ".join(dev.problems)))
+                more = "; and {} more".format(len(problems) - 3) if len(problems) > 3 else ""
+                parts.append("{}: {}{}".format(label, "; ".join(problems[:3]), more))
             if not dev.peers:
                 waiting = True
-                parts.append("{}: waiting for peer key".format(label))
+                parts.append("{}: {}".format(label, dev.waiting[0] if dev.waiting else "waiting for peer key"))
                 continue
             ages = [p.get("latest-handshake-age") for p in obs.peers.get(dev.name, [])]
             if ages and all(a is not None for a in ages):
@@ -256,17 +295,22 @@ class VpnaasCharm(CharmBase):
         return ActiveStatus(message)
 
     # ------------------------------------------------------------------ actions
-    def _after_action(self, event, **kwargs):
-        """Every action ends with a reconcile; returns (plan, observation or None)."""
+    def after_action(self, **kwargs):
+        """Every action ends with a reconcile; its outcome (plan, observation, error)."""
         try:
-            return self.reconcile(event, force=True, **kwargs)
+            plan, obs = self.reconcile(force=True, **kwargs)
+            return Outcome(plan, obs, "")
         except ReconcileFailed as e:
-            return None, str(e)
+            return Outcome(None, None, str(e))
 
     def _on_generate_ssh_key(self, event):
-        created = self.keystore.generate_key()
+        try:
+            created = self.keystore.generate_key()
+        except ssh.SshError as e:
+            event.fail(str(e))
+            return
         event.set_results({"generated": "true" if created else "false (a key already exists)"})
-        self._after_action(event)
+        self.after_action()
 
     def _on_get_ssh_public_key(self, event):
         try:
@@ -275,29 +319,29 @@ class VpnaasCharm(CharmBase):
             event.fail(str(e))
 
     def _on_verify_ssh_credentials(self, event):
-        plan, obs = self._after_action(event)
-        if plan is not None and obs is not None:
-            event.set_results({"verified": "true", "hostname": obs.hostname})
+        outcome = self.after_action()
+        if outcome.applied:
+            event.set_results({"verified": "true", "hostname": outcome.obs.hostname})
             return
         # The plan may be blocked for a config reason: still answer the question asked.
         try:
-            plan = plan or self.build_plan(event)
+            plan = outcome.plan or self.build_plan()
             if not plan.ssh_host:
                 raise ssh.SshError("ssh-hostname is not set")
             with ssh.Session(self._ssh_target(plan), self.keystore) as session:
                 rc, out, _err = session.run("hostname", timeout=30)
             if rc != 0:
                 raise ssh.SshError("'hostname' exited with {}".format(rc))
-            event.set_results({"verified": "true", "hostname": out.strip()})
+            event.set_results({"verified": "true", "hostname": validation.excerpt(out.strip(), 64).strip("'")})
         except (ssh.SshError, validation.InvalidValue) as e:
             event.fail("not verified: {}".format(e))
 
     def _on_run(self, event):
-        command = (event.params.get("command") or "").strip()
-        if not command:
+        command = event.params.get("command") or ""
+        if not isinstance(command, str) or not command.strip():
             event.fail("command is empty")
             return
-        plan = self.build_plan(event)
+        plan = self.build_plan()
         if not plan.ssh_host:
             event.fail("ssh-hostname is not set")
             return
@@ -310,22 +354,22 @@ class VpnaasCharm(CharmBase):
         # "stdout"/"stderr" are reserved action keys in Juju: action-set refuses them.
         event.set_results({"output": out, "errors": err, "return-code": str(rc)})
         if rc != 0:
-            event.fail("command exited with {}: {}".format(rc, (err.strip().splitlines() or [""])[-1][-200:]))
-        self._after_action(event)
+            event.fail("command exited with {}: {}".format(
+                rc, remote.scrub((err.strip().splitlines() or [""])[-1][-200:])))
+        self.after_action()
 
     def _on_reset_ssh_host_key(self, event):
-        plan = self.build_plan(event)
-        port = int(self.config.get("ssh-port") or 22)
-        forgotten = bool(plan.ssh_host) and self.keystore.forget_host(plan.ssh_host, port)
+        plan = self.build_plan()
+        forgotten = bool(plan.ssh_host) and self.keystore.forget_host(plan.ssh_host, plan.ssh_port)
         event.set_results({"forgotten": "true" if forgotten else "false (no pinned key)"})
-        self._after_action(event)
+        self.after_action()
 
     def _on_tunnel_status(self, event):
-        plan, obs = self._after_action(event)
-        if plan is None or obs is None:
-            event.fail(obs if isinstance(obs, str) else self._stored.last_status)
+        outcome = self.after_action()
+        if not outcome.applied:
+            event.fail(outcome.error or self._stored.last_status)
             return
-        event.set_results({"tunnels": json.dumps(obs.as_tunnels(plan), sort_keys=True),
+        event.set_results({"tunnels": json.dumps(outcome.obs.as_tunnels(outcome.plan), sort_keys=True),
                            "implementation": self._stored.implementation or "unknown",
                            "status": self._stored.last_status})
 
@@ -337,33 +381,23 @@ class VpnaasCharm(CharmBase):
             return
         peers = self._manual_peers()
         peers[endpoint] = [p for p in peers.get(endpoint, []) if p["public-key"] != entry["public-key"]] + [entry]
-        refusal = self._refuse_manual_peer(event, endpoint, entry, peers)
+        refusal = self._refuse_manual_peer(endpoint, peers)
         if refusal:
             event.fail(refusal)
             return
         self._stored.manual_peers = json.dumps(peers, sort_keys=True)
         self._finish_tunnel_action(event, {"device": refpoints.device_name(endpoint)})
 
-    def _refuse_manual_peer(self, event, endpoint, entry, peers):
-        """Why the candidate peer must not be stored (None if it may): nothing is stored for a
-        peer that the plan would ignore, or that would capture this VNF's own traffic."""
-        before = self.build_plan(event).device(endpoint)
-        candidate = planning.build_plan(dict(self.config), self.endpoints, self._relations_snapshot(), peers)
+    def _refuse_manual_peer(self, endpoint, peers):
+        """Why the candidate peer must not be stored (None if it may): it obeys the same route
+        policy as a related unit's data (except the allowance), so nothing is stored for a peer
+        the plan would refuse in whole or in part."""
+        before = self.build_plan().device(endpoint)
+        candidate = self.build_plan(manual_peers=peers)
         if candidate.errors or candidate.missing:
             return "the tunnel configuration is incomplete: {}".format("; ".join(candidate.errors + candidate.missing))
-        dev = candidate.device(endpoint)
-        new = [p for p in dev.problems if p not in (before.problems if before else [])]
-        if new:
-            return "; ".join(new)
-        own = [candidate.ssh_host] if candidate.ssh_host else []
-        own += [str(a.ip) for d in candidate.devices for a in [d.address] + list(d.service_addresses)]
-        for prefix in entry["allowed-ips"]:
-            net = ipaddress.ip_network(prefix)
-            covered = [a for a in own if _is_ip(a) and ipaddress.ip_address(a) in net]
-            if covered:
-                return "allowed-ips {} would route this VNF's own address {} into the tunnel".format(
-                    prefix, covered[0])
-        return None
+        new = [p for p in candidate.device(endpoint).problems if p not in (before.problems if before else [])]
+        return "; ".join(new) if new else None
 
     def _on_remove_peer(self, event):
         try:
@@ -386,16 +420,16 @@ class VpnaasCharm(CharmBase):
         self._finish_tunnel_action(event, {}, restart=True)
 
     def _on_rotate_keys(self, event):
-        wanted = (event.params.get("device") or "").strip()
-        plan = self.build_plan(event)
+        wanted = event.params.get("device") or ""
+        plan = self.build_plan()
         names = [d.name for d in plan.devices]
         if wanted:
             try:
-                name = wanted[3:] if wanted.startswith("wg-") else wanted
-                wanted = refpoints.device_name(validation.endpoint_name(name))
+                name = validation.endpoint_name(wanted[3:] if wanted.startswith("wg-") else wanted)
             except validation.InvalidValue as e:
                 event.fail(str(e))
                 return
+            wanted = refpoints.device_name(name)
             if wanted not in names:
                 event.fail("{} is not an active tunnel device here ({})".format(wanted, ", ".join(names) or "none"))
                 return
@@ -403,13 +437,26 @@ class VpnaasCharm(CharmBase):
         self._finish_tunnel_action(event, {}, rotate=rotate)
 
     def _finish_tunnel_action(self, event, results, **kwargs):
-        plan, obs = self._after_action(event, **kwargs)
-        if plan is None or obs is None:
-            event.fail("stored; not applied on the VNF yet: {}".format(
-                obs if isinstance(obs, str) else self._stored.last_status))
+        outcome = self.after_action(**kwargs)
+        if not outcome.applied:
+            event.fail("stored; not applied on the VNF yet: {}".format(outcome.error or self._stored.last_status))
             return
         results = dict(results)
-        for dev, key in sorted(obs.public_keys.items()):
+        for dev, key in sorted(outcome.obs.public_keys.items()):
             results["public-key-" + dev] = key
         results["status"] = self._stored.last_status
         event.set_results(results)
+
+
+class Outcome(object):
+    """What the reconcile at the end of an action did: ``applied`` when the VNF now matches."""
+    __slots__ = ("plan", "obs", "error")
+
+    def __init__(self, plan, obs, error):
+        self.plan = plan
+        self.obs = obs
+        self.error = error
+
+    @property
+    def applied(self):
+        return self.plan is not None and self.obs is not None

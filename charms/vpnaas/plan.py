@@ -8,7 +8,7 @@ import hashlib
 import ipaddress
 import json
 
-from vpnaas import refpoints, relation_data, validation
+from vpnaas import policy, refpoints, relation_data, validation
 
 
 class MissingOption(Exception):
@@ -29,13 +29,14 @@ class TunnelEndpoint(object):
 
 
 class Peer(object):
-    __slots__ = ("public_key", "endpoint", "allowed_ips", "source")
+    __slots__ = ("public_key", "endpoint", "allowed_ips", "source", "tunnel")
 
-    def __init__(self, public_key, endpoint, allowed_ips, source):
+    def __init__(self, public_key, endpoint, allowed_ips, source, tunnel=None):
         self.public_key = public_key
         self.endpoint = endpoint        # "host:port" or "" (peer that only connects in)
         self.allowed_ips = allowed_ips  # list of networks
         self.source = source            # remote unit name, or "manual"
+        self.tunnel = tunnel            # the peer's tunnel address as a host prefix (related units)
 
     def as_dict(self):
         return {"public-key": self.public_key, "endpoint": self.endpoint,
@@ -45,7 +46,8 @@ class Peer(object):
 class Device(object):
     """One WireGuard device as it must be on the VNF."""
 
-    def __init__(self, endpoint, listen_port, address, mtu, keepalive, service_addresses, publish_host):
+    def __init__(self, endpoint, listen_port, address, mtu, keepalive, service_addresses, publish_host,
+                 allowance=()):
         self.endpoint = endpoint
         self.name = refpoints.device_name(endpoint)
         self.listen_port = listen_port
@@ -54,6 +56,7 @@ class Device(object):
         self.keepalive = keepalive
         self.service_addresses = service_addresses  # interfaces on the dummy device
         self.publish_host = publish_host        # underlay host the peer should send to
+        self.allowance = list(allowance)        # <ep>-peer-prefixes: what related peers may announce
         self.peers = []
         self.waiting = []                       # human-readable reasons per missing peer datum
         self.problems = []                      # invalid peer data, conflicts
@@ -80,7 +83,7 @@ class Device(object):
         # Tells each peer that its key is configured here, so its charm wakes up right when the
         # tunnel can handshake (e.g. to start a service that waits for the tunnel). Only the keys
         # of that relation's units: a hub with k spokes must not wake all k when one joins.
-        bag["peer-keys"] = ",".join(sorted(p.public_key for p in self.peers if p.source != "manual"
+        bag["peer-keys"] = ",".join(sorted(p.public_key for p in self.peers if p.source != policy.MANUAL
                                            and (units is None or p.source in units)))
         return bag
 
@@ -133,23 +136,19 @@ def _tunnel_address(config, ep):
 
 
 def _int_option(config, key, low, high):
-    value = config.get(key)
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise validation.InvalidValue("{}: {!r} is not a number".format(key, value)) from None
-    if not low <= number <= high:
-        raise validation.InvalidValue("{}: {} is outside {}-{}".format(key, number, low, high))
-    return number
+    return validation.integer(config.get(key), key, low, high)
 
 
-def build_plan(config, endpoints, relations, manual_peers):
+def build_plan(config, endpoints, relations, manual_peers, facts=None, incumbents=(), own_keys=()):
     """Compute the plan.
 
     config        -- charm config (dict)
     endpoints     -- TunnelEndpoint list
     relations     -- {endpoint name: [{remote unit name: databag dict}, ...]} one dict per relation
     manual_peers  -- {endpoint name: [{"public-key", "endpoint", "allowed-ips"}]} from add-peer
+    facts         -- policy.Facts the VNF reported (None: not known yet)
+    incumbents    -- policy.claims() of the plan applied before
+    own_keys      -- this VNF's own public keys
     """
     plan = Plan()
     try:
@@ -175,6 +174,8 @@ def build_plan(config, endpoints, relations, manual_peers):
                                                       ep.name + "-service-addresses")
             publish = (config.get(ep.name + "-endpoint-address") or "").strip()
             publish_host = validation.host(publish, ep.name + "-endpoint-address") if publish else plan.ssh_host
+            allowance = validation.prefix_list(config.get(ep.name + "-peer-prefixes") or "",
+                                               ep.name + "-peer-prefixes")
         except validation.InvalidValue as e:
             plan.errors.append(str(e))
             continue
@@ -185,7 +186,7 @@ def build_plan(config, endpoints, relations, manual_peers):
             plan.errors.append("{}-listen-port: {} is already used by {}".format(ep.name, port, used_ports[port]))
             continue
         used_ports[port] = ep.name
-        dev = Device(ep.name, port, address, mtu, keepalive, service, publish_host)
+        dev = Device(ep.name, port, address, mtu, keepalive, service, publish_host, allowance)
         for units in rels:
             for unit in sorted(units):
                 try:
@@ -196,35 +197,28 @@ def build_plan(config, endpoints, relations, manual_peers):
                 except validation.InvalidValue as e:
                     dev.problems.append("invalid data from {}: {}".format(unit, e))
                     continue
+                allowed = info.allowed_ips()
                 dev.peers.append(Peer(info.public_key, validation.format_endpoint(*info.endpoint),
-                                      info.allowed_ips(), unit))
+                                      allowed, unit, tunnel=allowed[0]))
             if not units:
                 dev.waiting.append("waiting for the remote unit to join")
         for entry in manual:
-            dev.peers.append(Peer(entry["public-key"], entry.get("endpoint", ""),
-                                  [ipaddress.ip_network(p) for p in entry["allowed-ips"]], "manual"))
-        _drop_conflicts(dev)
+            try:
+                dev.peers.append(_manual_peer(entry))
+            except (validation.InvalidValue, KeyError, TypeError) as e:
+                dev.problems.append("stored manual peer ignored: {}".format(e))
         plan.devices.append(dev)
+    policy.admit(plan, facts or policy.Facts(), incumbents, own_keys)
     return plan
 
 
-def _drop_conflicts(dev):
-    """WireGuard gives an allowed prefix to one peer only; refuse ambiguous plans explicitly."""
-    owner = {}
-    keep = []
-    for peer in dev.peers:
-        clash = [p for p in peer.allowed_ips if p in owner]
-        same_key = any(p.public_key == peer.public_key for p in keep)
-        if clash or same_key:
-            dev.problems.append("peer {} ignored: {}".format(
-                peer.source, "prefixes {} already belong to {}".format(", ".join(str(p) for p in clash),
-                                                                       owner[clash[0]])
-                if clash else "its public key is already a peer of {}".format(dev.name)))
-            continue
-        for p in peer.allowed_ips:
-            owner[p] = peer.source
-        keep.append(peer)
-    dev.peers = keep
+def _manual_peer(entry):
+    """A stored add-peer entry, validated again (it is state on the proxy machine, not trusted)."""
+    endpoint = entry.get("endpoint") or ""
+    if endpoint:
+        endpoint = validation.format_endpoint(*validation.endpoint(endpoint, "manual peer endpoint"))
+    return Peer(validation.public_key(entry["public-key"], "manual peer key"), endpoint,
+                [validation.prefix(p, "manual peer allowed-ips") for p in entry["allowed-ips"]], policy.MANUAL)
 
 
 def validate_manual_peer(params, endpoints):
@@ -234,10 +228,10 @@ def validate_manual_peer(params, endpoints):
     if device.startswith("wg-"):
         device = device[3:]
     if device not in names:
-        raise validation.InvalidValue("device: {!r} is not one of this charm's tunnel endpoints ({})"
+        raise validation.InvalidValue("device: {} is not one of this charm's tunnel endpoints ({})"
                                       .format(device, ", ".join(names)))
     key = validation.public_key(params.get("public-key", ""), "public-key")
-    endpoint = (params.get("endpoint") or "").strip()
+    endpoint = params.get("endpoint") or ""
     if endpoint:
         endpoint = validation.format_endpoint(*validation.endpoint(endpoint, "endpoint"))
     allowed = validation.prefix_list(params.get("allowed-ips", ""), "allowed-ips")

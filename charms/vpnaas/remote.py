@@ -1,211 +1,51 @@
-"""The one remote step of a reconcile: a bash script sent over SSH on stdin, and its report.
+"""The one remote step of a reconcile (``vnf/tunnels.sh``), and what the VNF reported back.
 
-Everything the VNF must do for the tunnels happens in this one script, in one SSH session:
-detect the init system and the WireGuard implementation, create missing keys (the private key
-is generated and stays on the VNF), write configs whole and atomically, bring devices up or
-apply peer changes with ``wg syncconf`` (existing sessions survive), sync routes, remove
-devices that are no longer wanted, and report public keys and peer state. Every value is
-validated before it is put in the script and is passed base64-encoded or shell-quoted; the
-script is idempotent, so running it twice leaves the same state.
+Everything the VNF must do for the tunnels happens in one SSH session: detect the init system
+and the WireGuard implementation, create missing keys (the private key is generated and stays on
+the VNF), write configs whole and atomically, bring devices up or apply peer changes with
+``wg syncconf`` (existing sessions survive), sync the charm's own routes, remove devices that are
+no longer wanted, and report public keys, peer state and the facts the route policy needs. Each
+device is applied in isolation: one failing device never stops the others, the removal of stale
+devices or the report.
 
 The report never contains the private key: only peer lines of ``wg show dump`` are read.
 """
-import base64
-import re
-import shlex
+from vpnaas import validation, vnfscript, wgconfig
+from vpnaas.policy import Facts
 
-from vpnaas import validation, wgconfig
-
-_LIBRARY = r'''
-set -Eeo pipefail   # -E: the ERR trap below also fires inside functions
-umask 077
-export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:${PATH:-}"
-out() { printf '%s\n' "$*"; }
-fail() { out "ERROR $*"; exit 3; }
-trap 'out "ERROR step failed (line $LINENO): $BASH_COMMAND"; exit 3' ERR
-for t in wg wg-quick ip base64; do
-  command -v "$t" >/dev/null 2>&1 || fail "missing-tool $t (install wireguard-tools and iproute2 on the VNF)"
-done
-if [ -d /run/systemd/system ]; then init=systemd; else init=none; fi
-out "INIT $init"
-ip link del vpnaas-probe 2>/dev/null || true   # left over if an earlier run was killed here
-if ip link add vpnaas-probe type wireguard 2>/dev/null; then
-  ip link del vpnaas-probe; out "IMPL kernel"
-else
-  ug="${WG_QUICK_USERSPACE_IMPLEMENTATION:-$(command -v wireguard-go || true)}"
-  [ -n "$ug" ] && [ -x "$ug" ] \
-    || fail "no-wireguard the kernel has no WireGuard module and wireguard-go is not installed"
-  export WG_QUICK_USERSPACE_IMPLEMENTATION="$ug"
-  ver=$("$ug" --version 2>/dev/null | head -n 1 | awk '{print $2}') || true
-  out "IMPL userspace $ug ${ver:-unknown}"
-fi
-mkdir -p /etc/wireguard && chmod 700 /etc/wireguard
-MARKER='__MARKER__'
-
-write_file() {  # path mode base64-content: written whole, then renamed over the target
-  printf '%s' "$3" | base64 -d > "$1.vpnaas-tmp"
-  chmod "$2" "$1.vpnaas-tmp"
-  install_file "$1.vpnaas-tmp" "$1"
-}
-
-install_file() {  # tmp target: replace target atomically, only if the content differs
-  if cmp -s "$1" "$2"; then rm -f "$1"; else mv -f "$1" "$2"; fi
-}
-
-iface_signature() {  # the [Interface] settings that wg syncconf cannot change
-  grep -E '^(Address|MTU|Table|PreUp|PreDown|PostDown) =' "$1" 2>/dev/null || true
-}
-
-device_down() {
-  if [ "$init" = systemd ]; then systemctl disable --now "wg-quick@$1" >/dev/null 2>&1 || true; fi
-  wg-quick down "$1" >/dev/null 2>&1 || true
-  ip link del "$1" >/dev/null 2>&1 || true
-}
-
-device_up() {
-  if [ "$init" = systemd ]; then
-    systemctl enable "wg-quick@$1" >/dev/null 2>&1
-    systemctl restart "wg-quick@$1"
-  else
-    wg-quick down "$1" >/dev/null 2>&1 || true
-    ip link del "$1" >/dev/null 2>&1 || true
-    local msg
-    if ! msg=$(wg-quick up "$1" 2>&1); then fail "wg-quick up $1 failed: $(printf '%s' "$msg" | tail -n 1)"; fi
-  fi
-}
-
-sync_routes() {  # dev, then "prefix|src" items: exactly these routes point into dev
-  local dev=$1; shift
-  local r p s dst rest keep fam
-  for r in "$@"; do
-    p=${r%%|*}; s=${r#*|}
-    if [ -n "$s" ]; then ip route replace "$p" dev "$dev" src "$s"; else ip route replace "$p" dev "$dev"; fi
-  done
-  for fam in -4 -6; do
-    # (a VNF booted without IPv6 has no -6 table: nothing to clean there)
-    { ip "$fam" -o route show dev "$dev" 2>/dev/null || true; } | while read -r dst rest; do
-      case " $rest " in *" proto kernel "*) continue ;; esac
-      case "$dst" in
-        default) if [ "$fam" = -4 ]; then dst=0.0.0.0/0; else dst=::/0; fi ;;
-        */*) ;;
-        *) if [ "$fam" = -4 ]; then dst="$dst/32"; else dst="$dst/128"; fi ;;
-      esac
-      keep=0
-      for r in "$@"; do [ "${r%%|*}" = "$dst" ] && keep=1; done
-      [ "$keep" = 1 ] || ip route del "$dst" dev "$dev" || true
-    done
-  done
-}
-
-ensure_device() {  # dev rotate(0|1) restart(0|1) body-base64 routes...
-  local dev=$1 rotate=$2 restart=$3 body=$4; shift 4
-  local key="/etc/wireguard/$dev.key" conf="/etc/wireguard/$dev.conf" pub priv stripped
-  # A missing, empty or corrupt key (wg pubkey refuses it) is replaced by a new one.
-  if [ "$rotate" = 1 ] || ! pub=$(wg pubkey < "$key" 2>/dev/null); then
-    wg genkey > "$key.vpnaas-tmp"; mv -f "$key.vpnaas-tmp" "$key"
-    pub=$(wg pubkey < "$key")
-  fi
-  out "PUBKEY $dev $pub"
-  priv=$(cat "$key")
-  { printf '[Interface]\nPrivateKey = %s\n' "$priv"; printf '%s' "$body" | base64 -d; } > "$conf.vpnaas-tmp"
-  chmod 600 "$conf.vpnaas-tmp"
-  if [ "$restart" = 0 ] && wg show "$dev" >/dev/null 2>&1 \
-     && [ "$(iface_signature "$conf")" = "$(iface_signature "$conf.vpnaas-tmp")" ]; then
-    install_file "$conf.vpnaas-tmp" "$conf"
-    # strip first: a failure inside <(...) would go unnoticed and syncconf would apply nothing
-    stripped=$(wg-quick strip "$dev")
-    wg syncconf "$dev" <(printf '%s\n' "$stripped")
-    sync_routes "$dev" "$@"
-    out "APPLIED $dev syncconf"
-  else
-    install_file "$conf.vpnaas-tmp" "$conf"
-    device_up "$dev"
-    sync_routes "$dev" "$@"
-    out "APPLIED $dev up"
-  fi
-}
-
-remove_stale_devices() {  # wanted devices as arguments; only files carrying our marker are touched
-  local f dev w keep
-  for f in /etc/wireguard/wg-*.conf; do
-    [ -e "$f" ] || continue
-    grep -qxF "$MARKER" "$f" || continue
-    dev=$(basename "$f" .conf); keep=0
-    for w in "$@"; do [ "$w" = "$dev" ] && keep=1; done
-    [ "$keep" = 1 ] && continue
-    device_down "$dev"
-    rm -f "$f" "/etc/wireguard/$dev.key"
-    out "REMOVED $dev"
-  done
-}
-
-has_handshake() {  # every peer of every named device has completed a handshake
-  local dev
-  for dev in "$@"; do
-    wg show "$dev" latest-handshakes >/dev/null 2>&1 || return 1
-    [ -n "$(wg show "$dev" peers)" ] || return 1
-    wg show "$dev" latest-handshakes | awk '$2 == 0 {bad=1} END {exit bad}' || return 1
-  done
-}
-
-report() {
-  out "HOST $(hostname)"
-  out "NOW $(date +%s)"
-  local dev
-  for dev in "$@"; do
-    if wg show "$dev" >/dev/null 2>&1; then out "UP $dev"; else out "DOWN $dev"; continue; fi
-    # Peer lines only: the first line of the dump holds the private key.
-    wg show "$dev" dump | tail -n +2 | while IFS= read -r line; do out "PEER $dev $line"; done
-  done
-}
-'''.replace("__MARKER__", wgconfig.MARKER)
-
-
-def _b64(text):
-    return base64.b64encode(text.encode("utf-8")).decode("ascii")
-
-
-def build_script(plan, rotate=(), restart=False, component=""):
-    """The whole remote script for ``plan``. ``rotate`` names devices that get a new key pair.
-
-    ``component`` is bash a component charm adds (e.g. start its service once its tunnels have
-    a handshake); it runs after the tunnels are applied, in the same session, and may report
-    ``COMPONENT <key> <value>`` lines. Helpers it can use: out, fail, has_handshake <dev>..."""
-    q = shlex.quote
-    lines = [_LIBRARY]
-    lines.append("write_file {} 700 {}".format(q(wgconfig.DUMMY_SCRIPT),
-                                               q(_b64(wgconfig.render_dummy_script(plan.service_addresses)))))
-    lines.append(q(wgconfig.DUMMY_SCRIPT))
-    names = []
-    for dev in plan.devices:
-        names.append(dev.name)
-        routes = ["{}|{}".format(prefix, src) for prefix, src in dev.routes()]
-        lines.append(" ".join(["ensure_device", q(dev.name), "1" if dev.name in rotate else "0",
-                               "1" if restart else "0", q(_b64(wgconfig.render_body(dev)))]
-                              + [q(r) for r in routes]))
-    lines.append(" ".join(["remove_stale_devices"] + [q(n) for n in names]))
-    if component:
-        lines.append(component)
-    lines.append(" ".join(["report"] + [q(n) for n in names]))
-    lines.append("out DONE")
-    return "\n".join(lines) + "\n"
-
-
-def remote_command(username, timeout=None):
-    """The command line the SSH session runs; the script itself comes on stdin.
-
-    The script is saved to a private temporary file first and run with stdin from /dev/null, so
-    that no program it starts can swallow the rest of the script; ``timeout`` stops it on the VNF
-    too (closing the channel alone would leave it running and racing the next reconcile)."""
-    runner = "bash \"$f\" </dev/null"
-    if timeout:
-        runner = "timeout -k 5 {} {}".format(int(timeout), runner)
-    inner = 'f=$(mktemp) && cat > "$f" && {}; rc=$?; rm -f "$f"; exit $rc'.format(runner)
-    return ("bash -c " if username == "root" else "sudo -n bash -c ") + shlex.quote(inner)
+TUNNEL_FILES = ("tunnels.sh",)
 
 
 class RemoteError(Exception):
     pass
+
+
+def tunnel_step(plan, rotate=(), restart=False, component=None):
+    """The tunnel step for ``plan``; ``rotate`` names devices that get a new key pair.
+
+    ``component(step)`` may add a component's own files and calls (e.g. start its service once
+    its tunnels have a handshake); they run after the tunnels are applied, before the report, in
+    the same session, and may report ``COMPONENT <key> <value>`` lines. Helpers they can use:
+    out, fail, isolated, has_handshake <dev>..."""
+    step = vnfscript.Step(TUNNEL_FILES)
+    step.call("tunnels_prepare")
+    step.call("service_addresses", *[str(a) for a in plan.service_addresses])
+    names = []
+    for dev in plan.devices:
+        names.append(dev.name)
+        step.call("apply_device", dev.name, "1" if dev.name in rotate else "0", "1" if restart else "0",
+                  vnfscript.b64(wgconfig.render_body(dev)), vnfscript.b64(wgconfig.render_routes(dev)))
+    step.call("remove_stale_devices", *names)
+    if component is not None:
+        component(step)
+    step.call("report_facts")
+    step.call("report", *names)
+    return step
+
+
+def facts_step():
+    """Only the facts the route policy needs (the first contact with a VNF): changes nothing."""
+    return vnfscript.Step(TUNNEL_FILES).call("report_facts")
 
 
 class Observation(object):
@@ -217,16 +57,13 @@ class Observation(object):
         self.implementation_detail = ""
         self.public_keys = {}
         self.up = {}
-        self.peers = {}   # device -> list of dicts
+        self.peers = {}      # device -> list of dicts
+        self.failed = {}     # device -> reason (the device could not be applied)
+        self.refused = []    # (device, prefix, reason): routes the VNF refused to install
+        self.facts = Facts()
         self.now = 0
-        self.applied = []
-        self.removed = []
         self.hostname = ""
         self.component = {}
-
-    def handshake_ages(self, device):
-        """Seconds since the latest handshake of each peer (None: never)."""
-        return {p["public-key"]: p["latest-handshake-age"] for p in self.peers.get(device, [])}
 
     def as_tunnels(self, plan):
         """The tunnel-status document: one entry per planned device."""
@@ -238,30 +75,24 @@ class Observation(object):
         return out
 
 
-_KEYLIKE = re.compile(r"[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=")
-
-
-def scrub(text):
-    """Remote error text with anything shaped like a WireGuard key replaced: wg echoes a value it
-    cannot parse, and such text ends up in logs and the unit status."""
-    return _KEYLIKE.sub("<key>", text)
+scrub = vnfscript.scrub
 
 
 def parse_report(text, rc=0, stderr=""):
-    """Parse the remote step's report. ``rc`` and ``stderr`` only make a failure's message precise."""
+    """Parse the tunnel step's report. ``rc`` and ``stderr`` only make a failure's message precise."""
     try:
-        return _parse_report(text, rc, stderr)
+        report = vnfscript.parse(text, rc, stderr)
+        return _observation(report)
+    except vnfscript.StepError as e:
+        raise RemoteError(str(e)) from None
     except (ValueError, IndexError) as e:
-        raise RemoteError("unexpected report from the VNF: {}".format(scrub(str(e)))) from None
+        raise RemoteError("unexpected report from the VNF: {}".format(scrub(str(e))[:200])) from None
 
 
-def _parse_report(text, rc, stderr):
+def _observation(report):
     obs = Observation()
-    finished = False
-    for line in text.splitlines():
-        kind, _, rest = line.partition(" ")
-        if kind == "ERROR":
-            raise RemoteError(scrub(rest))
+    facts = []
+    for kind, rest in report.lines:
         if kind == "INIT":
             obs.init = rest
         elif kind == "IMPL":
@@ -274,14 +105,19 @@ def _parse_report(text, rc, stderr):
                 obs.public_keys[dev] = validation.public_key(key, "public key of " + dev)
             except validation.InvalidValue as e:
                 raise RemoteError("the VNF reported a malformed key: {}".format(scrub(str(e)))) from None
+        elif kind == "FAILED":
+            dev, _, reason = rest.partition(" ")
+            obs.failed[dev] = scrub(reason)[:200]
+        elif kind == "REFUSED":
+            dev, _, more = rest.partition(" ")
+            prefix, _, reason = more.partition(" ")
+            obs.refused.append((dev, prefix, scrub(reason)[:120]))
+        elif kind == "FACT":
+            facts.append(rest)
         elif kind == "UP":
             obs.up[rest] = True
         elif kind == "DOWN":
             obs.up[rest] = False
-        elif kind == "APPLIED":
-            obs.applied.append(rest)
-        elif kind == "REMOVED":
-            obs.removed.append(rest)
         elif kind == "COMPONENT":
             key, _, value = rest.partition(" ")
             obs.component[key] = value
@@ -292,11 +128,7 @@ def _parse_report(text, rc, stderr):
         elif kind == "PEER":
             dev, _, dump = rest.partition(" ")
             obs.peers.setdefault(dev, []).append(_peer_from_dump(dump, obs.now))
-        elif kind == "DONE":
-            finished = True
-    if not finished:
-        last = (stderr.strip().splitlines() or text.strip().splitlines() or ["no output"])[-1]
-        raise RemoteError("the remote step ended early (exit {}): {}".format(rc, scrub(last[-200:])))
+    obs.facts = Facts.from_lines(facts)
     return obs
 
 

@@ -69,23 +69,39 @@ class KeyStore(object):
         return os.path.exists(self.key_path)
 
     def generate_key(self):
-        """Create an Ed25519 key pair once; an existing key is kept (idempotent)."""
+        """Create an Ed25519 key pair once; an existing key is kept (idempotent). A pair left
+        half-written (private key without its public half) is repaired from the private key."""
         if self.has_key():
+            self._repair_public_half()
             return False
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.asymmetric import ed25519
         key = ed25519.Ed25519PrivateKey.generate()
         pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
                                 serialization.NoEncryption())
-        pub = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
         os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        # Public half first: a crash in between leaves no private key, and the next run starts over.
+        _write_atomic(self.key_path + ".pub", _openssh_public(key), 0o644)
         _write_atomic(self.key_path, pem, 0o600)
-        _write_atomic(self.key_path + ".pub", pub + b" vpnaas-proxy\n", 0o644)
         return True
+
+    def _repair_public_half(self):
+        pub_path = self.key_path + ".pub"
+        if os.path.exists(pub_path) and os.path.getsize(pub_path) > 0:
+            return
+        from cryptography.hazmat.primitives import serialization
+        try:
+            with open(self.key_path, "rb") as f:
+                key = serialization.load_ssh_private_key(f.read(), password=None)
+        except (ValueError, OSError) as e:
+            raise SshError("the charm's SSH key {} is unreadable ({}): remove it and run generate-ssh-key"
+                           .format(self.key_path, str(e) or type(e).__name__)) from None
+        _write_atomic(pub_path, _openssh_public(key), 0o644)
 
     def public_key(self):
         if not self.has_key():
             raise SshError("no SSH key yet: run the generate-ssh-key action")
+        self._repair_public_half()
         with open(self.key_path + ".pub") as f:
             return f.read().strip()
 
@@ -120,6 +136,12 @@ class KeyStore(object):
         os.replace(tmp, self.known_hosts_path)
 
 
+def _openssh_public(key):
+    from cryptography.hazmat.primitives import serialization
+    pub = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    return pub + b" vpnaas-proxy\n"
+
+
 def _host_entry(host, port):
     return host if port == 22 else "[{}]:{}".format(host, port)
 
@@ -131,6 +153,10 @@ def _write_atomic(path, data, mode):
         f.write(data)
     os.chmod(tmp, mode)
     os.rename(tmp, path)
+
+
+def _reason(error):
+    return (str(error) or type(error).__name__)[:160]
 
 
 class Session(object):
@@ -177,11 +203,15 @@ class Session(object):
             if "not found in known_hosts" in str(e):
                 raise HostKeyChanged("host key of {} changed since it was pinned; if the VNF was rebuilt, "
                                      "run the reset-ssh-host-key action".format(t.host)) from None
-            raise SshError("SSH to {}:{} failed: {}".format(t.host, t.port, e)) from None
+            # Banner and handshake timeouts, resets and "No existing session" (an sshd that is
+            # hung or still starting) fix themselves: Waiting, retried at the next event. Only a
+            # server no algorithm can be agreed with needs the operator.
+            operator_fault = any(w in str(e) for w in ("no acceptable", "Incompatible"))
+            raise SshError("SSH to {}:{} failed: {}".format(t.host, t.port, _reason(e)),
+                           transient=not operator_fault) from None
         except (socket.error, socket.timeout, EOFError) as e:
             client.close()
-            reason = str(e) or type(e).__name__
-            raise SshError("VNF {}:{} unreachable: {}".format(t.host, t.port, reason), transient=True) from None
+            raise SshError("VNF {}:{} unreachable: {}".format(t.host, t.port, _reason(e)), transient=True) from None
         if first_contact:
             os.makedirs(self.keystore.directory, mode=0o700, exist_ok=True)
             self.keystore.pin(client)
@@ -216,7 +246,13 @@ class Session(object):
                 chan.close()
                 raise SshError("command on {} did not finish within {} s".format(self.target.host, timeout),
                                transient=True)
+            # Read the end flag before the buffers: EOF comes after all the data (sshd may report
+            # the exit status before the last output), so once EOF was seen and both buffers are
+            # then found empty, nothing is left to read.
+            finished = chan.eof_received and (chan.exit_status_ready() or chan.closed)
+            got = False
             if chan.recv_ready():
+                got = True
                 chunk = chan.recv(65536)
                 out.append(chunk)
                 if on_line is not None:
@@ -224,15 +260,15 @@ class Session(object):
                     *lines, pending = pending.split(b"\n")
                     for line in lines:
                         on_line(line.decode("utf-8", "replace"))
-            elif chan.recv_stderr_ready():
+            if chan.recv_stderr_ready():
+                got = True
                 err.append(chan.recv_stderr(65536))
-            elif chan.eof_received and (chan.exit_status_ready() or chan.closed):
-                # Not the exit status alone: sshd may report it before the last output has been
-                # sent (it drains the command's pipe afterwards); EOF comes after all the data.
+            if got:
+                continue
+            if finished:
                 break
-            else:
-                # Wakes as soon as the command exits; data arriving meanwhile waits at most 50 ms.
-                chan.status_event.wait(0.05)
+            # Wakes as soon as the command exits; data arriving meanwhile waits at most 50 ms.
+            chan.status_event.wait(0.05)
         rc = chan.recv_exit_status() if chan.exit_status_ready() else -1
         chan.close()
         return rc, b"".join(out).decode("utf-8", "replace"), b"".join(err).decode("utf-8", "replace")

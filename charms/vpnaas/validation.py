@@ -1,9 +1,17 @@
-"""Validation of every value that reaches a VNF: keys, prefixes, ports, hosts.
+"""The one strict grammar for every value that reaches a VNF: keys, addresses, prefixes, ports, hosts.
 
 Every value that ends up in a WireGuard config, a route or a remote command passes through here
 first, so that a malformed or hostile value stops in the charm with a clear message and nothing
-is applied on the VNF. The checks are strict on purpose: they refuse anything that is not in the
-exact form WireGuard and iproute2 expect.
+is applied on the VNF.
+
+Why a grammar of our own instead of the standard library's parser alone: ``ipaddress`` differs
+between the Python versions the charms run on (Python 3.9 and later accept an IPv6 scope id such
+as ``fe80::1%<anything>``, newlines included, and 3.6 accepts IPv4 octets with leading zeros), so
+its acceptance is not a security boundary. Here every value must first match an ASCII-only
+regular expression that admits exactly the textual forms WireGuard and iproute2 expect (no scope
+ids, no control characters, no spaces inside a value); ``ipaddress`` then only checks structure,
+and what is rendered is always its canonical text, never the input. The result is identical on
+Python 3.6 to 3.13.
 """
 import base64
 import ipaddress
@@ -11,85 +19,149 @@ import re
 
 MAX_VALUE_LEN = 1024
 MAX_PREFIXES = 64
-_HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
-_ENDPOINT_NAME = re.compile(r"^[a-z][a-z0-9-]{0,11}$")
+EXCERPT_LEN = 40
+
+_PRINTABLE = re.compile(r"[\x20-\x7e]*")
+_IPV4 = re.compile(r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}"
+                   r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])")
+_IPV6_CHARS = re.compile(r"[0-9A-Fa-f:.]{2,45}")
+_PREFIX_LEN = re.compile(r"0|[1-9][0-9]?|1[01][0-9]|12[0-8]")
+_PORT = re.compile(r"[0-9]{1,5}")
+_HOSTNAME = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*")
+_ENDPOINT_NAME = re.compile(r"[a-z][a-z0-9-]{0,11}")
+_WG_KEY = re.compile(r"[A-Za-z0-9+/]{43}=")
 
 
 class InvalidValue(ValueError):
     """A value that must not reach the VNF; the message names the value's role."""
 
 
-def _text(what, value):
+def excerpt(value, limit=EXCERPT_LEN):
+    """A short, printable rendering of a value for messages: remote text never lands whole (or
+    with control characters) in a status or a log."""
+    text = value if isinstance(value, str) else repr(value)
+    shown = "".join(ch if " " <= ch <= "~" else "?" for ch in text[:limit])
+    return "'{}'{}".format(shown, "..." if len(text) > limit else "")
+
+
+def _text(value, what):
+    """The value as printable ASCII text without surrounding spaces; anything else is refused."""
     if not isinstance(value, str):
         raise InvalidValue("{}: expected text, got {}".format(what, type(value).__name__))
     if len(value) > MAX_VALUE_LEN:
-        raise InvalidValue("{}: value is {} characters long (at most {})".format(
-            what, len(value), MAX_VALUE_LEN))
-    return value.strip()
+        raise InvalidValue("{}: value is {} characters long (at most {})".format(what, len(value), MAX_VALUE_LEN))
+    if not _PRINTABLE.fullmatch(value):
+        raise InvalidValue("{}: {} contains a control or non-ASCII character".format(what, excerpt(value)))
+    return value.strip(" ")
+
+
+def _word(value, what):
+    """Printable text that is one word (no spaces inside)."""
+    value = _text(value, what)
+    if " " in value:
+        raise InvalidValue("{}: {} contains a space".format(what, excerpt(value)))
+    return value
+
+
+def integer(value, what, low, high):
+    """An integer option in [low, high]; numbers given as text are accepted in plain ASCII digits."""
+    if isinstance(value, bool) or value is None:
+        raise InvalidValue("{}: expected a number".format(what))
+    if isinstance(value, int):
+        number = value
+    else:
+        text = _word(str(value), what)
+        if not re.fullmatch(r"-?[0-9]{1,10}", text):
+            raise InvalidValue("{}: {} is not a number".format(what, excerpt(text)))
+        number = int(text)
+    if not low <= number <= high:
+        raise InvalidValue("{}: {} is outside {}-{}".format(what, number, low, high))
+    return number
+
+
+def port(value, what="port"):
+    if isinstance(value, str) and not _PORT.fullmatch(value.strip(" ")):
+        raise InvalidValue("{}: {} is not a port number".format(what, excerpt(value)))
+    return integer(value, what, 1, 65535)
 
 
 def public_key(value, what="public key"):
-    """A WireGuard key: 32 bytes in standard base64, i.e. 44 characters ending in '='."""
-    value = _text(what, value)
-    if len(value) != 44 or not value.endswith("="):
-        raise InvalidValue("{}: a WireGuard key is 44 base64 characters ending in '=' (got {} characters)"
-                           .format(what, len(value)))
-    try:
-        raw = base64.b64decode(value.encode("ascii"), validate=True)
-    except (ValueError, UnicodeEncodeError):
-        raise InvalidValue("{}: not valid base64".format(what)) from None
-    if len(raw) != 32:
-        raise InvalidValue("{}: decodes to {} bytes, not 32".format(what, len(raw)))
-    if base64.b64encode(raw).decode("ascii") != value:
+    """A WireGuard key: 32 bytes in canonical standard base64, i.e. 44 characters ending in '='."""
+    value = _word(value, what)
+    if not _WG_KEY.fullmatch(value):
+        raise InvalidValue("{}: a WireGuard key is 44 base64 characters ending in '=' (got {})"
+                           .format(what, excerpt(value)))
+    raw = base64.b64decode(value.encode("ascii"), validate=True)
+    if len(raw) != 32 or base64.b64encode(raw).decode("ascii") != value:
         # wg refuses keys whose unused trailing bits are set; catch that here, not on the VNF.
         raise InvalidValue("{}: not canonical base64 (unused trailing bits are set)".format(what))
     return value
 
 
-def port(value, what="port"):
-    if isinstance(value, bool):
-        raise InvalidValue("{}: expected a number".format(what))
-    try:
-        number = int(str(value).strip())
-    except ValueError:
-        raise InvalidValue("{}: {!r} is not a number".format(what, value)) from None
-    if not 1 <= number <= 65535:
-        raise InvalidValue("{}: {} is outside 1-65535".format(what, number))
-    return number
+def ip_address(value, what="address"):
+    """An IPv4 address in dotted decimal (no leading zeros) or an IPv6 address (no scope id)."""
+    value = _word(value, what)
+    if _IPV4.fullmatch(value):
+        return ipaddress.IPv4Address(value)
+    if _IPV6_CHARS.fullmatch(value) and ":" in value:
+        tail = value.rsplit(":", 1)[1]
+        if "." in tail and not _IPV4.fullmatch(tail):
+            raise InvalidValue("{}: {} is not an IP address".format(what, excerpt(value)))
+        if "." in value[:len(value) - len(tail)]:
+            raise InvalidValue("{}: {} is not an IP address".format(what, excerpt(value)))
+        try:
+            return ipaddress.IPv6Address(value)
+        except ValueError:
+            pass
+    raise InvalidValue("{}: {} is not an IP address".format(what, excerpt(value)))
+
+
+def _split_prefix(value, what):
+    value = _word(value, what)
+    address, sep, length = value.partition("/")
+    if not sep:
+        return ip_address(address, what), None
+    addr = ip_address(address, what)
+    if not _PREFIX_LEN.fullmatch(length) or int(length) > addr.max_prefixlen:
+        raise InvalidValue("{}: {} has no valid prefix length".format(what, excerpt(value)))
+    return addr, int(length)
 
 
 def interface_address(value, what="tunnel address"):
     """An address with its prefix length, e.g. 10.250.1.1/30 (host bits set on purpose)."""
-    value = _text(what, value)
-    if "/" not in value:
-        raise InvalidValue("{}: {!r} needs a prefix length, e.g. 10.250.1.1/30".format(what, value))
-    try:
-        return ipaddress.ip_interface(value)
-    except ValueError:
-        raise InvalidValue("{}: {!r} is not an address/prefix".format(what, value)) from None
+    addr, length = _split_prefix(value, what)
+    if length is None:
+        raise InvalidValue("{}: {} needs a prefix length, e.g. 10.250.1.1/30".format(what, excerpt(value)))
+    return ipaddress.ip_interface("{}/{}".format(addr, length))
 
 
 def prefix(value, what="prefix"):
     """A network prefix in canonical form; a bare address becomes a host prefix (/32, /128)."""
-    value = _text(what, value)
+    addr, length = _split_prefix(value, what)
+    if length is None:
+        length = addr.max_prefixlen
     try:
-        return ipaddress.ip_network(value, strict=True)
+        return ipaddress.ip_network("{}/{}".format(addr, length), strict=True)
     except ValueError:
-        raise InvalidValue("{}: {!r} is not a network prefix (host bits must be zero, e.g. 172.16.6.0/24)"
-                           .format(what, value)) from None
+        raise InvalidValue("{}: {} is not a network prefix (host bits must be zero, e.g. 172.16.6.0/24)"
+                           .format(what, excerpt(value))) from None
+
+
+def _items(value, what):
+    value = _text(value, what)
+    if not value:
+        return []
+    items = [v.strip(" ") for v in value.split(",")]
+    if len(items) > MAX_PREFIXES:
+        raise InvalidValue("{}: {} items given (at most {})".format(what, len(items), MAX_PREFIXES))
+    return items
 
 
 def prefix_list(value, what="prefixes"):
     """Comma-separated prefixes; empty text is an empty list. Duplicates are refused."""
-    value = _text(what, value)
-    if not value:
-        return []
-    items = [v.strip() for v in value.split(",")]
-    if len(items) > MAX_PREFIXES:
-        raise InvalidValue("{}: {} prefixes given (at most {})".format(what, len(items), MAX_PREFIXES))
     out = []
-    for item in items:
+    for item in _items(value, what):
         net = prefix(item, what)
         if net in out:
             raise InvalidValue("{}: {} is listed twice".format(what, net))
@@ -98,49 +170,43 @@ def prefix_list(value, what="prefixes"):
 
 
 def service_address_list(value, what="service addresses"):
-    """Comma-separated host addresses with prefix (e.g. 172.16.6.2/32) put on the dummy interface."""
-    value = _text(what, value)
-    if not value:
-        return []
+    """Comma-separated host addresses with prefix (e.g. 172.16.6.2/32) put on the service device."""
     out = []
-    for item in (v.strip() for v in value.split(",")):
-        iface = interface_address(item, what) if "/" in item else interface_address(
-            item + ("/128" if ":" in item else "/32"), what)
+    for item in _items(value, what):
+        addr, length = _split_prefix(item, what)
+        iface = ipaddress.ip_interface("{}/{}".format(addr, addr.max_prefixlen if length is None else length))
         if iface in out:
             raise InvalidValue("{}: {} is listed twice".format(what, iface))
         out.append(iface)
-    if len(out) > MAX_PREFIXES:
-        raise InvalidValue("{}: too many addresses".format(what))
     return out
 
 
 def host(value, what="host"):
-    """An IP address or a DNS name; nothing else (no spaces, quotes or shell syntax)."""
-    value = _text(what, value)
+    """An IP address or a DNS name; nothing else (no spaces, quotes, scope ids or shell syntax)."""
+    value = _word(value, what)
     if not value:
         raise InvalidValue("{}: empty".format(what))
-    try:
-        return str(ipaddress.ip_address(value))
-    except ValueError:
-        pass
-    if not _HOSTNAME.match(value):
-        raise InvalidValue("{}: {!r} is neither an IP address nor a host name".format(what, value))
+    if ":" in value or _IPV4.fullmatch(value):
+        return str(ip_address(value, what))
+    if re.fullmatch(r"[0-9.]+", value) or not _HOSTNAME.fullmatch(value):
+        raise InvalidValue("{}: {} is neither an IP address nor a host name".format(what, excerpt(value)))
     return value
 
 
 def endpoint(value, what="endpoint"):
-    """host:port, or [v6]:port. Returns (host, port)."""
-    value = _text(what, value)
+    """host:port, or [v6]:port. Returns (host, port) in canonical form."""
+    value = _word(value, what)
     if value.startswith("["):
         host_part, sep, port_part = value[1:].partition("]:")
-        try:
-            ipaddress.IPv6Address(host_part)
-        except ValueError:
-            raise InvalidValue("{}: {!r} is not [IPv6 address]:port".format(what, value)) from None
-        return host_part, port(port_part, what)
+        if not sep:
+            raise InvalidValue("{}: {} is not [IPv6 address]:port".format(what, excerpt(value)))
+        addr = ip_address(host_part, what)
+        if addr.version != 6:
+            raise InvalidValue("{}: {} is not [IPv6 address]:port".format(what, excerpt(value)))
+        return str(addr), port(port_part, what)
     host_part, sep, port_part = value.rpartition(":")
-    if not sep or not host_part:
-        raise InvalidValue("{}: {!r} is not host:port".format(what, value))
+    if not sep or not host_part or ":" in host_part:
+        raise InvalidValue("{}: {} is not host:port".format(what, excerpt(value)))
     return host(host_part, what), port(port_part, what)
 
 
@@ -150,14 +216,19 @@ def format_endpoint(host_value, port_value):
 
 def endpoint_name(value, what="device"):
     """A relation endpoint name that can become a device name wg-<name> (at most 15 bytes)."""
-    value = _text(what, value)
-    if not _ENDPOINT_NAME.match(value):
-        raise InvalidValue("{}: {!r} must be 1-12 lower-case letters, digits or '-', starting with a letter"
-                           .format(what, value))
+    value = _word(value, what)
+    if not _ENDPOINT_NAME.fullmatch(value):
+        raise InvalidValue("{}: {} must be 1-12 lower-case letters, digits or '-', starting with a letter"
+                           .format(what, excerpt(value)))
     return value
 
 
 def ssh_hostname(value):
     """OSM's "floating;fixed" form uses the part before ';'."""
-    value = _text("ssh-hostname", value)
-    return host(value.split(";", 1)[0].strip(), "ssh-hostname") if value else ""
+    value = _text(value, "ssh-hostname")
+    return host(value.split(";", 1)[0].strip(" "), "ssh-hostname") if value else ""
+
+
+def is_safe_word(text):
+    """True for text that a rendered file or command may carry as one word (printable, no space)."""
+    return bool(text) and bool(re.fullmatch(r"[\x21-\x7e]+", text))

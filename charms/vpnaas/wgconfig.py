@@ -1,74 +1,56 @@
-"""Rendering of wg-quick configuration files.
+"""Rendering of wg-quick configuration files and of the per-device route lists.
 
 The charm renders every line except ``PrivateKey``: the private key exists only on the VNF, and
-the remote side puts it in as it writes the file (see ``remote.py``). Routes are managed by the
-bundle (``Table = off`` plus ``PostUp`` lines) so that each route can carry the service address
-as preferred source, at boot exactly as at run time.
+the tunnel step (``vnf/tunnels.sh``) puts it in as it writes the file. Routes are managed by the
+bundle (``Table = off``): the PostUp hook installs exactly the routes of ``<dev>.routes``, marked
+with the charm's own route protocol and with the service address as preferred source, at boot
+exactly as at run time, and refuses a prefix that already has a route the charm did not create.
+
+Every rendered value comes from ``validation`` (canonical text of parsed objects) and is checked
+once more here to be one printable word, so that no value can add a line or a word to a file.
 """
+from vpnaas import validation
 
 MARKER = "# Managed by the VPNaaS charm; changes are overwritten on the next reconcile."
-DUMMY_SCRIPT = "/etc/wireguard/vpnaas-service-addresses.sh"
-DUMMY_DEVICE = "vpnaas0"
+ROUTES_HOOK = "/etc/wireguard/vpnaas-routes.sh"
+SERVICE_HOOK = "/etc/wireguard/vpnaas-service-addresses.sh"
+SERVICE_DEVICE = "vpnaas0"
+#: iproute2 route protocol number that marks the routes this charm created (see tunnels.sh).
+ROUTE_PROTOCOL = 148
 
 
-def route_command(prefix, src, device="%i"):
-    words = ["ip", "route", "replace", prefix, "dev", device]
-    if src:
-        words += ["src", src]
-    return " ".join(words)
+class RenderError(ValueError):
+    """A value that is not one printable word reached the renderer (a bug upstream of it)."""
+
+
+def word(value):
+    text = str(value)
+    if not validation.is_safe_word(text):
+        raise RenderError("refusing to render {} into a WireGuard file".format(validation.excerpt(text)))
+    return text
 
 
 def render_body(device):
     """Everything of ``<device>.conf`` after the ``PrivateKey`` line of ``[Interface]``."""
     lines = [
         MARKER,
-        "Address = {}".format(device.address),
-        "ListenPort = {}".format(device.listen_port),
-        "MTU = {}".format(device.mtu),
+        "Address = {}".format(word(device.address)),
+        "ListenPort = {}".format(word(device.listen_port)),
+        "MTU = {}".format(word(device.mtu)),
         "Table = off",
-        "PreUp = {}".format(DUMMY_SCRIPT),
+        "PreUp = {}".format(SERVICE_HOOK),
+        "PostUp = {} %i".format(ROUTES_HOOK),
     ]
-    lines += ["PostUp = {}".format(route_command(prefix, src)) for prefix, src in device.routes()]
     for peer in device.peers:
-        lines += ["", "[Peer]", "# {}".format(peer.source), "PublicKey = {}".format(peer.public_key)]
+        lines += ["", "[Peer]", "# {}".format(word(peer.source)), "PublicKey = {}".format(word(peer.public_key))]
         if peer.endpoint:
-            lines.append("Endpoint = {}".format(peer.endpoint))
-        lines.append("AllowedIPs = {}".format(", ".join(str(p) for p in peer.allowed_ips)))
+            lines.append("Endpoint = {}".format(word(peer.endpoint)))
+        lines.append("AllowedIPs = {}".format(", ".join(word(p) for p in peer.allowed_ips)))
         if device.keepalive:
-            lines.append("PersistentKeepalive = {}".format(device.keepalive))
+            lines.append("PersistentKeepalive = {}".format(word(device.keepalive)))
     return "\n".join(lines) + "\n"
 
 
-def render_dummy_script(addresses):
-    """Idempotent script that puts exactly ``addresses`` on the service device (run as PreUp too).
-
-    The service device is a dummy interface; where the kernel has no dummy module (as on the
-    testbed's machines) the addresses go on ``lo``, IPv4 ones under the label ``lo:vpnaas`` so
-    that only the bundle's own addresses are ever removed."""
-    wanted = " ".join(str(a) for a in addresses)
-    return "\n".join([
-        "#!/bin/sh",
-        MARKER,
-        "set -e",
-        "wanted='{}'".format(wanted),
-        "if ip link show dev {d} >/dev/null 2>&1 || ip link add {d} type dummy 2>/dev/null; then".format(
-            d=DUMMY_DEVICE),
-        "  dev={d}; label=''; ip link set dev {d} up".format(d=DUMMY_DEVICE),
-        "  current=$(ip -o addr show dev {d} scope global | awk '{{print $4}}')".format(d=DUMMY_DEVICE),
-        "else",
-        "  dev=lo; label=lo:vpnaas",
-        "  current=$( { ip -o -4 addr show dev lo label lo:vpnaas; ip -o -6 addr show dev lo scope global; }"
-        " | awk '{print $4}')",
-        "fi",
-        'for a in $wanted; do',
-        '  case "$a" in',
-        '    *:*) ip addr replace "$a" dev "$dev" ;;',
-        '    *) if [ -n "$label" ]; then ip addr replace "$a" dev "$dev" label "$label";'
-        ' else ip addr replace "$a" dev "$dev"; fi ;;',
-        '  esac',
-        'done',
-        'for a in $current; do',
-        '  case " $wanted " in *" $a "*) ;; *) ip addr del "$a" dev "$dev" ;; esac',
-        "done",
-        "",
-    ])
+def render_routes(device):
+    """``<device>.routes``: one ``prefix source`` line per route (``-``: no preferred source)."""
+    return "".join("{} {}\n".format(word(prefix), word(src or "-")) for prefix, src in device.routes())

@@ -75,6 +75,12 @@ def tunnel_options(endpoint, role):
             "type": "string", "default": "",
             "description": "Comma-separated addresses (CIDR) of this VNF's {} service, put on the dummy "
                            "interface and routed by the peer into wg-{}.".format(endpoint, endpoint)},
+        endpoint + "-peer-prefixes": {
+            "type": "string", "default": "",
+            "description": "Comma-separated prefixes (CIDR) inside which the related peer on {} may announce its "
+                           "service prefixes; empty: single addresses (/32, /128) only. A prefix that overlaps "
+                           "this VNF's own or connected addresses, its management path or another peer's prefix "
+                           "is refused whatever this says (docs/security.md).".format(endpoint)},
     }
 
 

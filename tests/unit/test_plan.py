@@ -92,7 +92,8 @@ def test_generic_endpoint_needs_tunnel_address():
 def test_conflicting_peers_are_refused(wg_key):
     rels = {"s6a": [{"hss/0": peer_bag(wg_key()), "hss/1": peer_bag(wg_key())}]}
     dev = p.build_plan(BASE, MME, rels, {}).device("s6a")
-    assert len(dev.peers) == 1 and "already belong to hss/0" in dev.problems[0]
+    # Two newcomers claiming the same addresses: neither gets them (the policy's ownership rule).
+    assert dev.peers == [] and all("also claimed by" in m for m in dev.problems)
 
 
 def test_manual_peer_validation(wg_key):
@@ -131,8 +132,11 @@ def test_clash_on_a_later_prefix_is_reported_not_raised(wg_key):
     first = peer_bag(wg_key())
     second = peer_bag(wg_key(), **{"tunnel-address": "10.250.1.3/30"})   # same service prefix only
     dev = p.build_plan(BASE, MME, {"s6a": [{"hss/0": first, "hss/1": second}]}, {}).device("s6a")
-    assert len(dev.peers) == 1
-    assert dev.problems == ["peer hss/1 ignored: prefixes 172.16.6.129/32 already belong to hss/0"]
+    # Only the clashing prefix is dropped; both tunnels still work.
+    assert [[str(x) for x in peer.allowed_ips] for peer in dev.peers] == [["10.250.1.2/32"], ["10.250.1.3/32"]]
+    assert sorted(dev.problems) == [
+        "refused 172.16.6.129/32 from hss/0 on wg-s6a: also claimed by hss/1 on wg-s6a",
+        "refused 172.16.6.129/32 from hss/1 on wg-s6a: also claimed by hss/0 on wg-s6a"]
 
 
 @pytest.mark.parametrize("key, value", [("ssh-port", "0"), ("ssh-port", "99999"), ("ssh-connect-timeout", "x")])
@@ -145,6 +149,6 @@ def test_peer_keys_are_per_relation(wg_key):
     k1, k2 = wg_key(), wg_key()
     rels = {"s6a": [{"hss/0": peer_bag(k1)}, {"hss2/0": peer_bag(k2, **{"tunnel-address": "10.250.1.5/30",
                                                                        "service-prefixes": "172.16.7.1/32"})}]}
-    dev = p.build_plan(BASE, MME, rels, {}).device("s6a")
+    dev = p.build_plan(dict(BASE, **{"s6a-tunnel-address": "10.250.1.1/29"}), MME, rels, {}).device("s6a")
     assert dev.publication(wg_key(), {"hss/0"})["peer-keys"] == k1
     assert dev.publication(wg_key(), {"hss2/0"})["peer-keys"] == k2

@@ -16,55 +16,35 @@ def a_plan(wg_key):
     return p.build_plan(CFG, EPS, {"s6a": [{"hss/0": bag}]}, {})
 
 
-def test_config_body_has_no_private_key_and_routes_with_source(wg_key):
+def test_config_body_has_no_private_key_and_routes_through_the_guarded_hook(wg_key):
     plan = a_plan(wg_key)
-    body = wgconfig.render_body(plan.device("s6a"))
+    dev = plan.device("s6a")
+    body = wgconfig.render_body(dev)
     assert "PrivateKey" not in body
     assert "Table = off" in body and "ListenPort = 51821" in body and "MTU = 1420" in body
-    assert "PostUp = ip route replace 172.16.6.129/32 dev %i src 172.16.6.2" in body
+    assert "PostUp = /etc/wireguard/vpnaas-routes.sh %i" in body.splitlines()
     assert "AllowedIPs = 10.250.1.2/32, 172.16.6.129/32" in body
     assert "PersistentKeepalive = 25" in body
+    assert wgconfig.render_routes(dev) == "10.250.1.2/32 172.16.6.2\n172.16.6.129/32 172.16.6.2\n"
 
 
-def test_script_is_valid_bash_and_quotes_everything(wg_key):
-    script = remote.build_script(a_plan(wg_key), rotate=["wg-s6a"], restart=True, component='out "COMPONENT x y"')
-    proc = subprocess.run(["bash", "-n"], input=script, universal_newlines=True, stderr=subprocess.PIPE)
+def test_renderer_refuses_anything_but_one_printable_word(wg_key):
+    dev = a_plan(wg_key).device("s6a")
+    dev.peers[0].endpoint = "192.168.8.129:51821\n[Interface]\nPreUp = id"
+    with pytest.raises(wgconfig.RenderError):
+        wgconfig.render_body(dev)
+
+
+def test_tunnel_step_is_valid_bash_and_carries_values_only_as_arguments(wg_key):
+    plan = a_plan(wg_key)
+    step = remote.tunnel_step(plan, rotate=["wg-s6a"], restart=True)
+    program = step.program()
+    proc = subprocess.run(["bash", "-n"], input=program, universal_newlines=True, stderr=subprocess.PIPE)
     assert proc.returncode == 0, proc.stderr
-    assert "ensure_device wg-s6a 1 1 " in script
-    assert "'172.16.6.129/32|172.16.6.2'" in script
-    assert script.rstrip().endswith("out DONE")
-
-
-def test_dummy_script_is_valid_sh():
-    from ipaddress import ip_interface
-    text = wgconfig.render_dummy_script([ip_interface("172.16.6.2/32"), ip_interface("fd00::2/128")])
-    assert subprocess.run(["sh", "-n"], input=text, universal_newlines=True).returncode == 0
-    assert "wanted='172.16.6.2/32 fd00::2/128'" in text
-
-
-def test_remote_command_uses_sudo_for_non_root():
-    assert remote.remote_command("root").startswith("bash -c ")
-    assert remote.remote_command("ubuntu").startswith("sudo -n bash -c ")
-
-
-def _remote(script, timeout=None):
-    """Run the remote command line as the VNF's login shell would, with the script on stdin."""
-    return subprocess.run(["sh", "-c", remote.remote_command("root", timeout)], input=script,
-                          universal_newlines=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
-
-
-def test_children_cannot_swallow_the_script_and_the_exit_code_comes_back():
-    script = "echo first\ncat\necho second\nexit 7\n"   # `cat` would eat "echo second" from stdin
-    proc = _remote(script)
-    assert proc.stdout.split() == ["first", "second"] and proc.returncode == 7
-
-
-def test_remote_timeout_stops_the_script_on_the_vnf():
-    import time
-    started = time.monotonic()
-    proc = _remote("sleep 20\necho never\n", timeout=1)
-    assert proc.returncode == 124 and "never" not in proc.stdout
-    assert time.monotonic() - started < 10
+    assert "172.16.6.129" not in program and "51821" not in program
+    assert step.args[:2] == ["172.16.6.2/32", "wg-s6a"] and step.args[2:4] == ["1", "1"]
+    assert 'apply_device "${2}" "${3}" "${4}" "${5}" "${6}"' in program.splitlines()
+    assert program.rstrip().endswith("out DONE\nexit 0")
 
 
 def test_scrub_hides_key_shaped_text(wg_key):

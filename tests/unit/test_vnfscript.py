@@ -88,3 +88,36 @@ def test_oversized_arguments_are_refused_before_anything_is_sent():
     step = vnfscript.Step([]).call("f", "x" * (vnfscript.MAX_COMMAND + 1))
     with pytest.raises(vnfscript.ScriptError, match="at most"):
         step.command("root")
+
+
+def test_the_command_uses_sudo_for_a_non_root_login():
+    step = vnfscript.Step([]).call("f")
+    assert step.command("root").startswith('env VPNAAS_SSH_CONNECTION="$SSH_CONNECTION" bash -c ')
+    assert step.command("ubuntu").startswith('sudo -n env VPNAAS_SSH_CONNECTION="$SSH_CONNECTION" bash -c ')
+
+
+def test_children_cannot_swallow_the_program_and_the_exit_code_comes_back(vnf_dir):
+    # `cat` would eat the rest of the program from stdin if the program were run from stdin.
+    step = vnfscript.Step([]).call("first").call("swallow").call("second")
+    proc = run_locally(step, 'first() { out first; }\nswallow() { cat; }\nsecond() { out second; exit 7; }',
+                       vnf_dir)
+    assert proc.stdout.split() == ["first", "second"] and proc.returncode == 7
+
+
+def test_the_timeout_stops_the_step_on_the_vnf(vnf_dir):
+    import time
+    (vnf_dir / "t.sh").write_text("slow() { sleep 20; out never; }\n")
+    step = vnfscript.Step(["t.sh"]).call("slow")
+    started = time.monotonic()
+    proc = subprocess.run(["sh", "-c", step.command("root", timeout=1)], input=step.program(), cwd=str(vnf_dir),
+                          universal_newlines=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+    assert proc.returncode == 124 and "never" not in proc.stdout
+    assert time.monotonic() - started < 10
+
+
+def test_isolated_reports_a_failure_and_the_step_goes_on(vnf_dir):
+    step = vnfscript.Step([]).call("isolated", "wg-a", "broken").call("isolated", "wg-b", "fine").call("after")
+    proc = run_locally(step, 'broken() { false; out never; }\nfine() { out FINE; }\nafter() { out AFTER; }', vnf_dir)
+    report = vnfscript.parse(proc.stdout, proc.returncode, proc.stderr)
+    assert [k for k, _ in report.lines] == ["FAILED", "FINE", "AFTER"]
+    assert report.of("FAILED")[0].startswith("wg-a step failed")

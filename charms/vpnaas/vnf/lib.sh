@@ -15,7 +15,27 @@ export LC_ALL=C
 
 out() { printf '%s\n' "$*"; }
 fail() { out "ERROR $*"; exit 3; }
-trap 'out "ERROR step failed (line $LINENO): $BASH_COMMAND"; exit 3' ERR
+step_failed() { out "ERROR step failed (line $1): $2"; exit 3; }
+trap 'step_failed "$LINENO" "$BASH_COMMAND"' ERR
+
+isolated() {  # label command...: a failure prints "FAILED <label> <reason>" and the step goes on
+  # A subshell with its own trap, run outside any `if`/`||` (where bash would ignore `set -e`).
+  local label=$1
+  shift
+  trap - ERR
+  set +e
+  (
+    # shellcheck disable=SC2317  # called by the step's functions inside this subshell
+    fail() { out "FAILED $label $*"; exit 3; }
+    trap 'out "FAILED $label step failed (line $LINENO): $BASH_COMMAND"; exit 3' ERR
+    set -e
+    "$@"
+  )
+  # shellcheck disable=SC2034  # for callers that want to know
+  ISOLATED_RC=$?
+  set -e
+  trap 'step_failed "$LINENO" "$BASH_COMMAND"' ERR
+}
 
 require_tools() {  # tool...: fail with the package to install when one is missing
   local t
