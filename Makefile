@@ -5,12 +5,13 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+VENV36 := .venv36
 export PYTHONPATH := $(CURDIR)/scripts:$(CURDIR)/charms
 BASE ?= ubuntu@18.04
 NS ?= eps_wg
 PYTEST_ARGS ?=
 
-.PHONY: help venv deps charms charms-local packages validate test lint pycompat wireguard-go \
+.PHONY: help venv deps charms charms-local packages validate test unit unit36 lint shellcheck pycompat wireguard-go \
         demo bench deploy deploy-tools onboard undeploy measure-remote clean
 
 help: ## list the targets
@@ -23,6 +24,13 @@ $(VENV)/.done: requirements-dev.txt
 	touch $@
 
 venv: $(VENV)/.done ## create the project's virtualenv (.venv) with the pinned tooling
+
+# Python 3.6 is the interpreter of OSM's Ubuntu 18.04 proxy machine: the pure core and the
+# hostile-value corpus run on it too (the last pytest for 3.6 is 7.0).
+$(VENV36)/.done:
+	py36=$$(bash scripts/find-python36.sh) && "$$py36" -m venv $(VENV36)
+	$(VENV36)/bin/pip install -q "pytest==7.0.1" "pytest-timeout==2.1.0"
+	touch $@
 
 deps: ## install the system packages the tests and the demo use (Debian/Ubuntu, as root)
 	bash scripts/install-deps.sh
@@ -42,14 +50,26 @@ packages: charms ## build every VNF/NS/NST package into build/packages
 validate: venv ## validate every descriptor, params file and cross-reference
 	$(PY) -m bundle.validate
 
-lint: venv ## ruff over all Python
+lint: venv shellcheck ## ruff over all Python, shellcheck over every shipped shell script
 	$(VENV)/bin/ruff check charms scripts tests
+
+shellcheck: ## shellcheck (Debian's package) over the VNF-side scripts and the project's own
+	shellcheck -s bash charms/vpnaas/vnf/*.sh
+	shellcheck scripts/*.sh
 
 pycompat: venv ## prove the charm runtime code runs on Python 3.6
 	$(VENV)/bin/vermin -q --no-tips --violations -t=3.6- $$(find charms -name '*.py')
 
-test: deps venv lint pycompat ## everything CI runs: lint, 3.6 check, unit, charm, descriptor, package and end-to-end tests
+test: deps venv lint pycompat unit36 ## everything CI runs: lint, 3.6 checks, unit, charm, descriptor, package and end-to-end tests
 	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests
+
+unit: venv ## every test that needs no root: the everyday loop (about a minute)
+	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests --ignore=tests/e2e
+
+unit36: $(VENV36)/.done ## the pure core and the hostile-value corpus on Python 3.6 (the shipped charms' Python)
+	$(VENV36)/bin/python -m pytest -q -p no:cacheprovider tests/unit/test_hostile_values.py \
+	  tests/unit/test_validation.py tests/unit/test_plan.py tests/unit/test_relation_data.py \
+	  tests/unit/test_vnfscript.py tests/unit/test_remote.py
 
 demo: deps venv charms-local wireguard-go ## bring up the WireGuard EPS locally in network namespaces and measure it (root)
 	$(PY) -m testbed.demo --ns $(NS)

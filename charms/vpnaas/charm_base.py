@@ -17,6 +17,7 @@ from ops.model import ActiveStatus, BlockedStatus, MaintenanceStatus, WaitingSta
 
 from vpnaas import plan as planning
 from vpnaas import policy, refpoints, remote, ssh, validation
+from vpnaas.tunnel_relation import TunnelRelations, tunnel_endpoints
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +39,8 @@ class VpnaasCharm(CharmBase):
         super().__init__(*args)
         self._stored.set_default(manual_peers="{}", public_keys="{}", applied="", last_status="",
                                  implementation="", facts="{}", claims="[]")
-        self.endpoints = self._tunnel_endpoints()
-        self._breaking = None
+        self.endpoints = tunnel_endpoints(self.meta)
+        self.tunnels = TunnelRelations(self.model, self.endpoints)
         self.keystore = ssh.KeyStore(os.path.join(os.path.dirname(str(self.charm_dir)), "vpnaas"))
         on = self.on
         for event in (on.install, on.start, on.config_changed, on.upgrade_charm, on.update_status,
@@ -66,34 +67,14 @@ class VpnaasCharm(CharmBase):
             self.framework.observe(getattr(on, name.replace("-", "_") + "_action"), handler)
 
     # ------------------------------------------------------------------ model access
-    def _tunnel_endpoints(self):
-        out = []
-        for name, meta in sorted(self.meta.relations.items()):
-            iface = meta.interface_name or ""
-            if iface != refpoints.INTERFACE_PREFIX and not iface.startswith(refpoints.INTERFACE_PREFIX + "-"):
-                continue
-            out.append(planning.TunnelEndpoint(name, "provider" if meta.role.name == "provides" else "requirer"))
-        return out
-
-    def _relations_snapshot(self, skip=None):
-        """{endpoint: [{remote unit: databag}]} -- the relation being broken (id ``skip``) is left out."""
-        snapshot = {}
-        for ep in self.endpoints:
-            rels = []
-            for rel in self.model.relations[ep.name]:
-                if skip is not None and rel.id == skip:
-                    continue
-                rels.append({unit.name: dict(rel.data[unit]) for unit in rel.units})
-            snapshot[ep.name] = rels
-        return snapshot
-
     def _manual_peers(self):
         return json.loads(self._stored.manual_peers)
 
     def _ssh_target(self, plan):
-        cfg = self.config
-        return ssh.Target(plan.ssh_host, cfg.get("ssh-username") or "ubuntu", cfg.get("ssh-password") or "",
-                          plan.ssh_port, plan.ssh_connect_timeout)
+        cfg = plan.config
+        if cfg is None:
+            raise ssh.SshError("the charm configuration is invalid: " + "; ".join(plan.errors))
+        return ssh.Target(cfg.ssh_host, cfg.ssh_username, cfg.ssh_password, cfg.ssh_port, cfg.connect_timeout)
 
     def build_plan(self, manual_peers=None):
         """The plan from config, relation data (without a relation being broken in this hook),
@@ -102,7 +83,7 @@ class VpnaasCharm(CharmBase):
         host = (config.get("ssh-hostname") or "").strip()
         stored = json.loads(self._stored.facts)
         facts = policy.Facts.from_dict(stored.get("facts")) if stored.get("host") == host else None
-        return planning.build_plan(config, self.endpoints, self._relations_snapshot(self._breaking),
+        return planning.build_plan(config, self.endpoints, self.tunnels.snapshot(),
                                    self._manual_peers() if manual_peers is None else manual_peers,
                                    facts=facts, incumbents=json.loads(self._stored.claims),
                                    own_keys=set(json.loads(self._stored.public_keys).values()))
@@ -119,7 +100,7 @@ class VpnaasCharm(CharmBase):
         force = event.handle.kind in _FORCING_EVENTS
         # ops 1.5.4 still lists a relation in its own relation-broken hook (and Juju refuses
         # writes to it): it is left out of the plan and of publishing for this hook.
-        self._breaking = event.relation.id if isinstance(event, RelationBrokenEvent) else None
+        self.tunnels.breaking = event.relation.id if isinstance(event, RelationBrokenEvent) else None
         try:
             self.reconcile(force=force)
         except ReconcileFailed:
@@ -143,7 +124,8 @@ class VpnaasCharm(CharmBase):
             raise ReconcileFailed("no SSH credentials")
         fingerprint = plan.fingerprint()
         if (not force and not rotate and not restart and fingerprint == self._stored.applied
-                and self._published(plan) and not self.component_wants_session(plan)):
+                and self.tunnels.published(plan, json.loads(self._stored.public_keys))
+                and not self.component_wants_session(plan)):
             logger.debug("reconcile: plan unchanged, VNF not contacted")
             return plan, None
         target = self._ssh_target(plan)
@@ -172,7 +154,7 @@ class VpnaasCharm(CharmBase):
             transient = isinstance(e, ssh.SshError) and e.transient
             self._set_status(WaitingStatus(str(e)) if transient else BlockedStatus(str(e)))
             raise ReconcileFailed(str(e)) from None
-        self._publish(plan, obs)
+        self.tunnels.publish(plan, obs.public_keys)
         self._stored.applied = fingerprint if not (obs.failed or obs.refused) else ""
         self._stored.claims = json.dumps(policy.claims(plan))
         self._stored.public_keys = json.dumps(obs.public_keys, sort_keys=True)
@@ -216,36 +198,6 @@ class VpnaasCharm(CharmBase):
         if not plan.ssh_host:
             raise ssh.SshError("ssh-hostname is not set")
         return ssh.Session(self._ssh_target(plan), self.keystore)
-
-    def _live_relations(self, endpoint):
-        """The endpoint's relations, without one being broken in this hook (ops 1.5.4 still lists
-        it, and Juju refuses writes to it)."""
-        return [rel for rel in self.model.relations[endpoint] if rel.id != self._breaking]
-
-    def _publish(self, plan, obs):
-        for dev in plan.devices:
-            key = obs.public_keys.get(dev.name)
-            if not key:
-                continue
-            for rel in self._live_relations(dev.endpoint):
-                bag = dev.publication(key, {u.name for u in rel.units})
-                mine = rel.data[self.unit]
-                for k, v in bag.items():
-                    if mine.get(k) != v:
-                        mine[k] = v
-
-    def _published(self, plan):
-        keys = json.loads(self._stored.public_keys)
-        for dev in plan.devices:
-            key = keys.get(dev.name)
-            if not key:
-                return False
-            for rel in self._live_relations(dev.endpoint):
-                bag = dev.publication(key, {u.name for u in rel.units})
-                mine = rel.data[self.unit]
-                if any(mine.get(k) != v for k, v in bag.items()):
-                    return False
-        return True
 
     def _set_status(self, status):
         self.unit.status = status

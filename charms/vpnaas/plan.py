@@ -8,11 +8,8 @@ import hashlib
 import ipaddress
 import json
 
+from vpnaas import config as charm_config
 from vpnaas import policy, refpoints, relation_data, validation
-
-
-class MissingOption(Exception):
-    """A required option that is still empty: the unit waits for it, it is not an error."""
 
 
 class TunnelEndpoint(object):
@@ -101,6 +98,7 @@ class Plan(object):
         self.ssh_host = ""
         self.ssh_port = 22
         self.ssh_connect_timeout = 10
+        self.config = None    # config.CharmConfig once the options parse
 
     @property
     def service_addresses(self):
@@ -115,28 +113,12 @@ class Plan(object):
         return next((d for d in self.devices if d.endpoint == endpoint), None)
 
     def fingerprint(self):
-        """Stable hash of everything that would be applied on the VNF."""
+        """Stable hash of everything that would be applied on the VNF, and of what was refused."""
+        # Problems too: a peer that changes what it is refused must see the status change.
         doc = {"devices": [d.as_dict() for d in self.devices],
+               "problems": [d.problems for d in self.devices],
                "service": [str(a) for a in self.service_addresses]}
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
-
-
-def _tunnel_address(config, ep):
-    key = ep.name + "-tunnel-address"
-    value = (config.get(key) or "").strip()
-    if value:
-        return validation.interface_address(value, key)
-    net = refpoints.default_tunnel_network(ep.name)
-    if not net:
-        raise MissingOption(key)
-    network = ipaddress.ip_network(net)
-    hosts = list(network.hosts())
-    host = hosts[0] if ep.role == "provider" else hosts[1]
-    return ipaddress.ip_interface("{}/{}".format(host, network.prefixlen))
-
-
-def _int_option(config, key, low, high):
-    return validation.integer(config.get(key), key, low, high)
 
 
 def build_plan(config, endpoints, relations, manual_peers, facts=None, incumbents=(), own_keys=()):
@@ -152,15 +134,12 @@ def build_plan(config, endpoints, relations, manual_peers, facts=None, incumbent
     """
     plan = Plan()
     try:
-        plan.ssh_host = validation.ssh_hostname(config.get("ssh-hostname") or "")
-        plan.ssh_port = validation.port(config.get("ssh-port", 22), "ssh-port")
-        plan.ssh_connect_timeout = _int_option(config, "ssh-connect-timeout", 1, 600) \
-            if config.get("ssh-connect-timeout") is not None else 10
-        mtu = _int_option(config, "tunnel-mtu", 1280, 9000)
-        keepalive = _int_option(config, "persistent-keepalive", 0, 65535)
+        cfg = charm_config.parse(config)
     except validation.InvalidValue as e:
         plan.errors.append(str(e))
         return plan
+    plan.config = cfg
+    plan.ssh_host, plan.ssh_port, plan.ssh_connect_timeout = cfg.ssh_host, cfg.ssh_port, cfg.connect_timeout
     used_ports = {}
     for ep in endpoints:
         rels = relations.get(ep.name) or []
@@ -168,25 +147,20 @@ def build_plan(config, endpoints, relations, manual_peers, facts=None, incumbent
         if not rels and not manual:
             continue
         try:
-            port = validation.port(config.get(ep.name + "-listen-port"), ep.name + "-listen-port")
-            address = _tunnel_address(config, ep)
-            service = validation.service_address_list(config.get(ep.name + "-service-addresses") or "",
-                                                      ep.name + "-service-addresses")
-            publish = (config.get(ep.name + "-endpoint-address") or "").strip()
-            publish_host = validation.host(publish, ep.name + "-endpoint-address") if publish else plan.ssh_host
-            allowance = validation.prefix_list(config.get(ep.name + "-peer-prefixes") or "",
-                                               ep.name + "-peer-prefixes")
+            epc = charm_config.parse_endpoint(config, ep.name, ep.role, plan.ssh_host)
         except validation.InvalidValue as e:
             plan.errors.append(str(e))
             continue
-        except MissingOption as e:
+        except charm_config.MissingOption as e:
             plan.missing.append(str(e))
             continue
+        port = epc.listen_port
         if port in used_ports:
             plan.errors.append("{}-listen-port: {} is already used by {}".format(ep.name, port, used_ports[port]))
             continue
         used_ports[port] = ep.name
-        dev = Device(ep.name, port, address, mtu, keepalive, service, publish_host, allowance)
+        dev = Device(ep.name, port, epc.address, cfg.mtu, cfg.keepalive, epc.service_addresses, epc.publish_host,
+                     epc.allowance)
         for units in rels:
             for unit in sorted(units):
                 try:

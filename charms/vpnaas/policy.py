@@ -24,6 +24,8 @@ which the operator sets for related units only.
 """
 import ipaddress
 
+from vpnaas import validation
+
 MANUAL = "manual"
 
 
@@ -60,14 +62,14 @@ class Facts(object):
             kind, _, value = line.partition(" ")
             try:
                 if kind == "addr":
-                    facts.addresses.append(ipaddress.ip_interface(value))
+                    facts.addresses.append(validation.interface_address(value, "address"))
                 elif kind == "gateway":
-                    facts.gateways.append(ipaddress.ip_address(value))
+                    facts.gateways.append(validation.ip_address(value, "gateway"))
                 elif kind == "client":
-                    facts.client = str(ipaddress.ip_address(value))
+                    facts.client = str(validation.ip_address(value, "client"))
                 elif kind == "ipv6":
                     facts.ipv6 = value == "on"
-            except ValueError:
+            except validation.InvalidValue:
                 continue
         return facts
 
@@ -86,14 +88,14 @@ class Facts(object):
 
     def forbidden(self):
         """(network, reason) pairs a peer prefix must not overlap."""
+        # Most precise reason first: a prefix may overlap several of these.
         out = []
-        for iface in self.addresses:
-            if iface.network.prefixlen < iface.network.max_prefixlen:
-                out.append((iface.network, "this VNF's connected network {}".format(iface.network)))
-            out.append((_host(iface.ip), "this VNF's address {}".format(iface.ip)))
-        out += [(_host(g), "this VNF's default gateway {}".format(g)) for g in self.gateways]
         if self.client:
             out.append((_host(self.client), "the management path to the charm ({})".format(self.client)))
+        out += [(_host(g), "this VNF's default gateway {}".format(g)) for g in self.gateways]
+        out += [(_host(iface.ip), "this VNF's address {}".format(iface.ip)) for iface in self.addresses]
+        out += [(iface.network, "this VNF's connected network {}".format(iface.network))
+                for iface in self.addresses if iface.network.prefixlen < iface.network.max_prefixlen]
         return out
 
 
@@ -153,7 +155,7 @@ def prefix_refusal(dev, peer, prefix, forbidden, facts):
 def admit(plan, facts, incumbents=(), own_keys=()):
     """Apply the policy to every device of ``plan`` in place. ``incumbents`` are the claims
     applied before (see ``claims``); ``own_keys`` are this VNF's own public keys."""
-    forbidden = _own_forbidden(plan) + facts.forbidden() + _endpoint_hosts(plan)
+    forbidden = _endpoint_hosts(plan) + _own_forbidden(plan) + facts.forbidden()
     incumbents = set(incumbents)
     for dev in plan.devices:
         kept = []

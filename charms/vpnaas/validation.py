@@ -229,6 +229,14 @@ def ssh_hostname(value):
     return host(value.split(";", 1)[0].strip(" "), "ssh-hostname") if value else ""
 
 
+def login_name(value, what="user name"):
+    """A POSIX login name (what useradd accepts by default)."""
+    value = _word(value, what)
+    if not re.fullmatch(r"[a-z_][a-z0-9_-]{0,31}", value):
+        raise InvalidValue("{}: {} is not a login name".format(what, excerpt(value)))
+    return value
+
+
 def is_safe_word(text):
     """True for text that a rendered file or command may carry as one word (printable, no space)."""
     return bool(text) and bool(re.fullmatch(r"[\x21-\x7e]+", text))

@@ -21,9 +21,9 @@ LIBRARY = "lib.sh"
 DATA_MARKER = "__VPNAAS_DATA__"
 #: sshd hands the command line to the login shell as one argument (at most 128 KiB on Linux).
 MAX_COMMAND = 96 * 1024
-_SAFE_ARG = re.compile(r"^[\x20-\x7e]*$")
-_FUNCTION = re.compile(r"^[a-z_][a-z0-9_]*$")
-_SECRET_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_SAFE_ARG = re.compile(r"[\x20-\x7e]*")
+_FUNCTION = re.compile(r"[a-z_][a-z0-9_]*")
+_SECRET_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
 class ScriptError(ValueError):
@@ -50,7 +50,7 @@ class Step(object):
 
     def call(self, function, *args):
         """Add a call ``function "$i" "$j" ...``: the function name is code, the args are values."""
-        if not _FUNCTION.match(function):
+        if not _FUNCTION.fullmatch(function):
             raise ScriptError("not a function name: {!r}".format(function))
         for value in args:
             _check_arg(value)
@@ -59,7 +59,7 @@ class Step(object):
         return self
 
     def secret(self, name, value):
-        if not _SECRET_NAME.match(name):
+        if not _SECRET_NAME.fullmatch(name):
             raise ScriptError("not a secret name: {!r}".format(name))
         if "\n" in value or "\r" in value or "\0" in value:
             raise ScriptError("secret {} contains a line break".format(name))
@@ -99,7 +99,7 @@ class Step(object):
 
 def _check_arg(value):
     text = str(value)
-    if not _SAFE_ARG.match(text):
+    if not _SAFE_ARG.fullmatch(text):
         raise ScriptError("an argument contains a control or non-ASCII character")
     return text
 
