@@ -11,7 +11,8 @@ BASE ?= ubuntu@18.04
 NS ?= eps_wg
 PYTEST_ARGS ?=
 
-.PHONY: help venv deps charms charms-local packages validate test unit unit36 lint shellcheck pycompat wireguard-go \
+.PHONY: help venv deps charms charms-local packages validate test unit unit36 lint shellcheck typecheck pycompat \
+        wireguard-go \
         demo bench deploy deploy-tools onboard undeploy measure-remote clean
 
 help: ## list the targets
@@ -50,8 +51,11 @@ packages: charms ## build every VNF/NS/NST package into build/packages
 validate: venv ## validate every descriptor, params file and cross-reference
 	$(PY) -m bundle.validate
 
-lint: venv shellcheck ## ruff over all Python, shellcheck over every shipped shell script
+lint: venv shellcheck typecheck ## ruff over all Python, shellcheck over every shipped shell script, mypy
 	$(VENV)/bin/ruff check charms scripts tests
+
+typecheck: venv ## mypy over the shared charm package (its annotations; vermin holds it to Python 3.6)
+	$(VENV)/bin/mypy
 
 shellcheck: ## shellcheck (Debian's package) over the VNF-side scripts and the project's own
 	shellcheck -s bash charms/vpnaas/vnf/*.sh

@@ -6,12 +6,10 @@ target) works on the values below, each already checked by ``validation``. A bad
 later by OSM's ``config`` primitive raises ``MissingOption`` (the unit waits, it is not an error).
 """
 import ipaddress
-from typing import Any, Dict, List, NamedTuple, Union
+from typing import Any, Dict, List, NamedTuple
 
 from vpnaas import refpoints, validation
-
-Address = Union[ipaddress.IPv4Interface, ipaddress.IPv6Interface]
-Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
+from vpnaas.validation import Interface, Network
 
 
 class MissingOption(Exception):
@@ -35,8 +33,8 @@ class CharmConfig(NamedTuple):
 class EndpointConfig(NamedTuple):
     """The options of one tunnel endpoint ``<ep>-*``."""
     listen_port: int
-    address: Address               # this device's address inside the tunnel
-    service_addresses: List[Address]
+    address: Interface             # this device's address inside the tunnel
+    service_addresses: List[Interface]
     publish_host: str              # the underlay host the peer sends to
     allowance: List[Network]       # <ep>-peer-prefixes: what a related peer may announce
 
@@ -66,7 +64,7 @@ def parse_endpoint(config: Dict[str, Any], name: str, role: str, ssh_host: str) 
     )
 
 
-def _tunnel_address(config: Dict[str, Any], name: str, role: str) -> Address:
+def _tunnel_address(config: Dict[str, Any], name: str, role: str) -> Interface:
     key = name + "-tunnel-address"
     value = config.get(key) or ""
     if value.strip():

@@ -7,35 +7,42 @@ match the plan.
 import hashlib
 import ipaddress
 import json
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from vpnaas import config as charm_config
 from vpnaas import policy, refpoints, relation_data, validation
+from vpnaas.validation import Interface, Network
+
+#: {endpoint: [{remote unit: databag}]}, one dict per relation
+Relations = Dict[str, List[Dict[str, Dict[str, str]]]]
+ManualPeers = Dict[str, List[Dict[str, Any]]]
 
 
 class TunnelEndpoint(object):
     """A relation endpoint of the charm that carries a WireGuard tunnel."""
     __slots__ = ("name", "role")
 
-    def __init__(self, name, role):
+    def __init__(self, name: str, role: str) -> None:
         self.name = validation.endpoint_name(name, "relation endpoint")
         self.role = role  # "provider" | "requirer"
 
     @property
-    def device(self):
+    def device(self) -> str:
         return refpoints.device_name(self.name)
 
 
 class Peer(object):
     __slots__ = ("public_key", "endpoint", "allowed_ips", "source", "tunnel")
 
-    def __init__(self, public_key, endpoint, allowed_ips, source, tunnel=None):
+    def __init__(self, public_key: str, endpoint: str, allowed_ips: List[Network], source: str,
+                 tunnel: Optional[Network] = None) -> None:
         self.public_key = public_key
         self.endpoint = endpoint        # "host:port" or "" (peer that only connects in)
         self.allowed_ips = allowed_ips  # list of networks
         self.source = source            # remote unit name, or "manual"
         self.tunnel = tunnel            # the peer's tunnel address as a host prefix (related units)
 
-    def as_dict(self):
+    def as_dict(self) -> Dict[str, Any]:
         return {"public-key": self.public_key, "endpoint": self.endpoint,
                 "allowed-ips": [str(p) for p in self.allowed_ips], "source": self.source}
 
@@ -43,8 +50,8 @@ class Peer(object):
 class Device(object):
     """One WireGuard device as it must be on the VNF."""
 
-    def __init__(self, endpoint, listen_port, address, mtu, keepalive, service_addresses, publish_host,
-                 allowance=()):
+    def __init__(self, endpoint: str, listen_port: int, address: Interface, mtu: int, keepalive: int,
+                 service_addresses: List[Interface], publish_host: str, allowance: Iterable[Network] = ()) -> None:
         self.endpoint = endpoint
         self.name = refpoints.device_name(endpoint)
         self.listen_port = listen_port
@@ -54,14 +61,14 @@ class Device(object):
         self.service_addresses = service_addresses  # interfaces on the dummy device
         self.publish_host = publish_host        # underlay host the peer should send to
         self.allowance = list(allowance)        # <ep>-peer-prefixes: what related peers may announce
-        self.peers = []
-        self.waiting = []                       # human-readable reasons per missing peer datum
-        self.problems = []                      # invalid peer data, conflicts
+        self.peers: List[Peer] = []
+        self.waiting: List[str] = []  # why a peer is not there yet (shown in the status)
+        self.problems: List[str] = []  # invalid or refused peer data
 
-    def service_prefixes(self):
+    def service_prefixes(self) -> List[Network]:
         return [ipaddress.ip_network("{}/{}".format(a.ip, a.ip.max_prefixlen)) for a in self.service_addresses]
 
-    def routes(self):
+    def routes(self) -> List[Tuple[str, str]]:
         """(prefix, preferred source) for every prefix behind every peer, tunnel /32s included.
 
         The source is this device's first service address of the same family, so that
@@ -73,7 +80,7 @@ class Device(object):
                 out.append((str(net), src))
         return sorted(set(out))
 
-    def publication(self, public_key, units=None):
+    def publication(self, public_key: str, units: Optional[Set[str]] = None) -> Dict[str, str]:
         """The databag for a relation whose remote units are ``units`` (None: every relation peer)."""
         bag = relation_data.encode(public_key, self.publish_host, self.listen_port, self.address,
                                    self.service_prefixes())
@@ -84,35 +91,35 @@ class Device(object):
                                            and (units is None or p.source in units)))
         return bag
 
-    def as_dict(self):
+    def as_dict(self) -> Dict[str, Any]:
         return {"name": self.name, "endpoint": self.endpoint, "listen-port": self.listen_port,
                 "address": str(self.address), "mtu": self.mtu, "keepalive": self.keepalive,
                 "peers": [p.as_dict() for p in self.peers], "routes": self.routes()}
 
 
 class Plan(object):
-    def __init__(self):
-        self.errors = []      # configuration errors: nothing may be applied
-        self.missing = []     # configuration not given yet (OSM sets it later): wait
-        self.devices = []     # Device, in endpoint order
+    def __init__(self) -> None:
+        self.errors: List[str] = []  # configuration errors: nothing may be applied
+        self.missing: List[str] = []  # options not given yet (OSM sets them later): wait
+        self.devices: List[Device] = []  # in endpoint order
         self.ssh_host = ""
         self.ssh_port = 22
         self.ssh_connect_timeout = 10
-        self.config = None    # config.CharmConfig once the options parse
+        self.config: Optional[charm_config.CharmConfig] = None  # once the options parse
 
     @property
-    def service_addresses(self):
-        seen = []
+    def service_addresses(self) -> List[Interface]:
+        seen: List[Interface] = []
         for dev in self.devices:
             for addr in dev.service_addresses:
                 if addr not in seen:
                     seen.append(addr)
         return seen
 
-    def device(self, endpoint):
+    def device(self, endpoint: str) -> Optional[Device]:
         return next((d for d in self.devices if d.endpoint == endpoint), None)
 
-    def fingerprint(self):
+    def fingerprint(self) -> str:
         """Stable hash of everything that would be applied on the VNF, and of what was refused."""
         # Problems too: a peer that changes what it is refused must see the status change.
         doc = {"devices": [d.as_dict() for d in self.devices],
@@ -121,7 +128,9 @@ class Plan(object):
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
-def build_plan(config, endpoints, relations, manual_peers, facts=None, incumbents=(), own_keys=()):
+def build_plan(config: Dict[str, Any], endpoints: List[TunnelEndpoint], relations: Relations,
+               manual_peers: ManualPeers, facts: Optional[policy.Facts] = None, incumbents: Iterable[str] = (),
+               own_keys: Iterable[str] = ()) -> Plan:
     """Compute the plan.
 
     config        -- charm config (dict)
@@ -140,7 +149,7 @@ def build_plan(config, endpoints, relations, manual_peers, facts=None, incumbent
         return plan
     plan.config = cfg
     plan.ssh_host, plan.ssh_port, plan.ssh_connect_timeout = cfg.ssh_host, cfg.ssh_port, cfg.connect_timeout
-    used_ports = {}
+    used_ports: Dict[int, str] = {}
     for ep in endpoints:
         rels = relations.get(ep.name) or []
         manual = manual_peers.get(ep.name) or []
@@ -186,7 +195,7 @@ def build_plan(config, endpoints, relations, manual_peers, facts=None, incumbent
     return plan
 
 
-def _manual_peer(entry):
+def _manual_peer(entry: Dict[str, Any]) -> Peer:
     """A stored add-peer entry, validated again (it is state on the proxy machine, not trusted)."""
     endpoint = entry.get("endpoint") or ""
     if endpoint:
@@ -195,7 +204,7 @@ def _manual_peer(entry):
                 [validation.prefix(p, "manual peer allowed-ips") for p in entry["allowed-ips"]], policy.MANUAL)
 
 
-def validate_manual_peer(params, endpoints):
+def validate_manual_peer(params: Dict[str, Any], endpoints: List[TunnelEndpoint]) -> Tuple[str, Dict[str, Any]]:
     """Check add-peer parameters; returns (endpoint name, entry dict)."""
     names = [ep.name for ep in endpoints]
     device = validation.endpoint_name(params.get("device", ""), "device")

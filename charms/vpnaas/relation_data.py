@@ -13,7 +13,10 @@ Each unit writes into its own unit databag, per relation:
 Nothing secret is ever published. A unit publishes all keys at once, when its key exists on
 the VNF; the reader still accepts partial data (it reports what is missing and waits).
 """
+from typing import Dict, List, Tuple
+
 from vpnaas import SCHEMA_VERSION, validation
+from vpnaas.validation import Interface, Network
 
 KEYS = ("vpnaas-schema", "public-key", "endpoint", "tunnel-address", "service-prefixes")
 
@@ -21,20 +24,22 @@ KEYS = ("vpnaas-schema", "public-key", "endpoint", "tunnel-address", "service-pr
 class PeerInfo(object):
     __slots__ = ("unit", "public_key", "endpoint", "tunnel_address", "service_prefixes")
 
-    def __init__(self, unit, public_key, endpoint, tunnel_address, service_prefixes):
+    def __init__(self, unit: str, public_key: str, endpoint: Tuple[str, int], tunnel_address: Interface,
+                 service_prefixes: List[Network]) -> None:
         self.unit = unit
         self.public_key = public_key
         self.endpoint = endpoint              # (host, port)
         self.tunnel_address = tunnel_address  # ipaddress interface
         self.service_prefixes = service_prefixes  # list of networks
 
-    def allowed_ips(self):
+    def allowed_ips(self) -> List[Network]:
         host = self.tunnel_address.ip
         own = validation.prefix("{}/{}".format(host, host.max_prefixlen))
         return [own] + [p for p in self.service_prefixes if p != own]
 
 
-def encode(public_key, endpoint_host, endpoint_port, tunnel_address, service_prefixes):
+def encode(public_key: str, endpoint_host: str, endpoint_port: int, tunnel_address: Interface,
+           service_prefixes: List[Network]) -> Dict[str, str]:
     """The databag content for one endpoint. Inputs are already validated values."""
     return {
         "vpnaas-schema": SCHEMA_VERSION,
@@ -49,7 +54,7 @@ class Incomplete(Exception):
     """The remote unit has not published everything yet (normal while it starts)."""
 
 
-def decode(unit, data):
+def decode(unit: str, data: Dict[str, str]) -> PeerInfo:
     """Validate a remote unit's databag. Raises Incomplete or validation.InvalidValue."""
     missing = [k for k in KEYS if k != "service-prefixes" and not data.get(k)]
     if missing:

@@ -23,11 +23,13 @@ handshake; nothing depends on its content.
 A relation in its own relation-broken hook is left out of reading and publishing: ops 1.5.4 still
 lists it, and Juju refuses writes to it.
 """
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
 from vpnaas import plan as planning
 from vpnaas import refpoints
 
 
-def tunnel_endpoints(meta):
+def tunnel_endpoints(meta: Any) -> List[planning.TunnelEndpoint]:
     """The charm's relation endpoints whose interface is ``wireguard`` or ``wireguard-*``."""
     out = []
     for name, rel in sorted(meta.relations.items()):
@@ -41,20 +43,20 @@ def tunnel_endpoints(meta):
 class TunnelRelations(object):
     """All tunnel relations of a unit: what the remote units published, and what it publishes."""
 
-    def __init__(self, model, endpoints):
+    def __init__(self, model: Any, endpoints: List[planning.TunnelEndpoint]) -> None:
         self.model = model
         self.endpoints = endpoints
-        self.breaking = None      # id of the relation in its relation-broken hook, if any
+        self.breaking: Optional[int] = None      # id of the relation in its relation-broken hook, if any
 
-    def live(self, endpoint):
+    def live(self, endpoint: str) -> List[Any]:
         return [rel for rel in self.model.relations[endpoint] if rel.id != self.breaking]
 
-    def snapshot(self):
+    def snapshot(self) -> planning.Relations:
         """{endpoint: [{remote unit: databag}]}, one dict per live relation (the plan's input)."""
         return {ep.name: [{unit.name: dict(rel.data[unit]) for unit in rel.units} for rel in self.live(ep.name)]
                 for ep in self.endpoints}
 
-    def publish(self, plan, public_keys):
+    def publish(self, plan: planning.Plan, public_keys: Dict[str, str]) -> None:
         """Write this unit's data for every device whose key is known; only changed fields."""
         for _dev, rel, bag in self._bags(plan, public_keys):
             mine = rel.data[self.model.unit]
@@ -62,14 +64,15 @@ class TunnelRelations(object):
                 if mine.get(key) != value:
                     mine[key] = value
 
-    def published(self, plan, public_keys):
+    def published(self, plan: planning.Plan, public_keys: Dict[str, str]) -> bool:
         """True when every device has a key and every relation already carries its data."""
         if any(not public_keys.get(dev.name) for dev in plan.devices):
             return False
         return all(rel.data[self.model.unit].get(k) == v
                    for _dev, rel, bag in self._bags(plan, public_keys) for k, v in bag.items())
 
-    def _bags(self, plan, public_keys):
+    def _bags(self, plan: planning.Plan,
+              public_keys: Dict[str, str]) -> Iterator[Tuple[planning.Device, Any, Dict[str, str]]]:
         for dev in plan.devices:
             key = public_keys.get(dev.name)
             if not key:

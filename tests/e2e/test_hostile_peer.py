@@ -142,7 +142,7 @@ def test_a_peer_cannot_hijack_another_devices_peer(hostile, wg_key):
         assert "refused 172.16.20.1/32 from b/0 on wg-vpn" in message, message
         assert "172.16.20.1 dev wg-vpn-peer" in a.exec(["ip", "route", "show"]).stdout
         assert pairs.ping(a, pairs.A_SVC, pairs.B_SVC).returncode == 0
-        # A sibling's key under another unit name: refused, the incumbent keeps its place.
+        # Another peer's key (the manual one, on another device): refused, the incumbent keeps it.
         publish(model, dict(good, **{"public-key": manual}))
         assert manual in a.exec(["wg", "show", "wg-vpn-peer", "peers"]).stdout
         assert manual not in a.exec(["wg", "show", "wg-vpn", "peers"]).stdout
@@ -155,7 +155,7 @@ def test_a_peer_cannot_hijack_another_devices_peer(hostile, wg_key):
 
 def test_an_ipv6_prefix_on_an_ipv6_less_vnf_stops_nothing_else(hostile):
     _tb, model, a, good = hostile
-    model.set_config("a", {"vpn-peer-prefixes": "fd00::/64"})
+    model.set_config("a", {"vpn-peer-prefixes": "fd00::/64," + pairs.B_SVC + "/32"})
     try:
         publish(model, dict(good, **{"service-prefixes": pairs.B_SVC + "/32,fd00::1/128"}))
         _status, message = model.status("a/0")

@@ -215,7 +215,7 @@ def test_a_sibling_cannot_take_a_units_place_with_its_key():
     rels = {"s6a": [{"hss/0": bag(GOOD_KEY, tunnel="10.250.1.3/29", prefixes=""), "hss/1": bag(GOOD_KEY)}]}
     plan_ = a_plan(rels, incumbents=policy.claims(first), config=tunnel_net)
     assert [p.source for p in plan_.device("s6a").peers] == ["hss/1"]
-    assert "also announced by hss/1" in plan_.device("s6a").problems[0]
+    assert "also announced by hss/1 on wg-s6a" in plan_.device("s6a").problems[0]
 
 
 def test_without_facts_the_own_addresses_are_still_protected():
