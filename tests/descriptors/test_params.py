@@ -181,14 +181,24 @@ def test_nsi_plan_must_not_drift_from_the_ns_plan(bundle):
 
 def test_nsi_placeholders_are_checked_per_subnet(bundle):
     def drop(t):
-        del t["additionalParamsForSubnet"][0]["additionalParamsForVnf"][4]["additionalParams"]["mme_address"]
+        del t["netslice-subnet"][0]["additionalParamsForVnf"][4]["additionalParams"]["mme_address"]
 
     assert_problem(
         run(bundle, NSI, drop),
         NSI,
-        "additionalParamsForSubnet[0].additionalParamsForVnf[4].additionalParams",
+        "netslice-subnet[0].additionalParamsForVnf[4].additionalParams",
         "member enb: parameter 'mme_address' is not supplied",
     )
+
+
+def test_nsi_refuses_the_old_additional_params_for_subnet(bundle):
+    """NBI's nsi_instantiate schema has no additionalParamsForSubnet (422); neither has ours."""
+
+    def old_form(t):
+        sub = t["netslice-subnet"][0]
+        t["additionalParamsForSubnet"] = [{"id": sub["id"], "additionalParamsForVnf": sub.pop("additionalParamsForVnf")}]
+
+    assert_problem(run(bundle, NSI, old_form), NSI, "(top level)", "additionalParamsForSubnet")
 
 
 def test_render_substitutes_every_variable():

@@ -82,10 +82,12 @@ def build_job(packages_dir):
     pkgs = []
     for kind, key in (("vnf", "package"), ("ns", "package"), ("nst", "file")):
         for entry in catalog[kind]:
-            pkgs.append({"kind": kind, "name": entry[key], "id": entry["id"], "path": os.path.join(packages_dir, entry[key])})
+            path = os.path.join(packages_dir, entry[key])
+            pkgs.append({"kind": kind, "name": entry[key], "id": entry["id"], "path": path})
     by_file = {}
     for variant in catalog["variants"].values():
-        item = by_file.setdefault(variant["params"], {"file": variant["params"], "kind": variant["kind"], "targets": []})
+        new = {"file": variant["params"], "kind": variant["kind"], "targets": []}
+        item = by_file.setdefault(variant["params"], new)
         for target in variant["descriptor_ids"]:
             if target not in item["targets"]:
                 item["targets"].append(target)
@@ -99,12 +101,15 @@ def run_flavour(name, osm_src, job_path, work_dir=WORK_DIR):
     im_dir, pins = FLAVOURS[name]
     venv = ensure_venv(name, pins, work_dir)
     print("osm-conformance: building the {} IM bindings".format(name), flush=True)
-    out = bindings.build(os.path.join(osm_src, im_dir), os.path.join(osm_src, "SOL006"), venv, os.path.join(work_dir, "im-" + name))
+    out = bindings.build(
+        os.path.join(osm_src, im_dir), os.path.join(osm_src, "SOL006"), venv, os.path.join(work_dir, "im-" + name)
+    )
     result = os.path.join(work_dir, "result-{}.json".format(name))
     runner = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runner.py")
     print("osm-conformance: loading through NBI with the {} IM".format(name), flush=True)
     subprocess.run(
-        [os.path.join(venv, "bin", "python"), runner, "--osm-src", osm_src, "--im-bindings", out, "--job", job_path, "--out", result],
+        [os.path.join(venv, "bin", "python"), runner, "--osm-src", osm_src, "--im-bindings", out]
+        + ["--job", job_path, "--out", result],
         check=True,
     )
     with open(result) as f:
