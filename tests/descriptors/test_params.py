@@ -196,7 +196,8 @@ def test_nsi_refuses_the_old_additional_params_for_subnet(bundle):
 
     def old_form(t):
         sub = t["netslice-subnet"][0]
-        t["additionalParamsForSubnet"] = [{"id": sub["id"], "additionalParamsForVnf": sub.pop("additionalParamsForVnf")}]
+        moved = sub.pop("additionalParamsForVnf")
+        t["additionalParamsForSubnet"] = [{"id": sub["id"], "additionalParamsForVnf": moved}]
 
     assert_problem(run(bundle, NSI, old_form), NSI, "(top level)", "additionalParamsForSubnet")
 
