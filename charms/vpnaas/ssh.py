@@ -72,6 +72,11 @@ class KeyStore(object):
         """Create an Ed25519 key pair once; an existing key is kept (idempotent)."""
         if self.has_key():
             return False
+        # --- issue 11: cryptography's Python 3.6 deprecation warning would land in the hook's
+        # stderr (Juju's log) on every generate-ssh-key; filter it as _paramiko() does.
+        import warnings
+        warnings.filterwarnings("ignore", message=".*Python 3.6 is no longer supported.*")
+        # --- end issue 11
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.asymmetric import ed25519
         key = ed25519.Ed25519PrivateKey.generate()

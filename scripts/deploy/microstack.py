@@ -8,6 +8,7 @@ import urllib.parse
 import urllib.request
 
 from deploy.catalog import vdu_resources
+from deploy.prereq import openstack_for_site
 from vpnaas import refpoints
 
 
@@ -63,7 +64,8 @@ class Site:
     def __init__(self, runner, cfg, openstack, number, state):
         self.runner = runner
         self.cfg = cfg
-        self.os = openstack
+        # never MicroStack's wrapper for site 2: it would act on the local site (see prereq)
+        self.os = openstack_for_site(cfg, openstack, number) or openstack
         self.number = number
         self.env = cfg.site_env(number)
         self.state = state
@@ -275,9 +277,8 @@ def host_settings(cfg, multi_site):
         "On every MicroStack host (root; the thesis did the same, appendix A):",
         "  sudo sysctl -w net.ipv4.ip_forward=1",
         "  echo net.ipv4.ip_forward=1 | sudo tee /etc/sysctl.d/60-vpnaas.conf   # keep it after reboot",
-        "  # VNFs reach the internet (OAI is built from source on them) only if the host NATs MicroStack's",
-        "  # external network, e.g.: sudo iptables -t nat -A POSTROUTING -s 10.20.20.0/24 ! -d 10.20.20.0/24 "
-        "-j MASQUERADE",
+        "  # MicroStack itself masquerades its external network (ext-cidr) when it sets up br-ex, so",
+        "  # VNFs reach the internet (OAI is built from source on them) without another NAT rule.",
     ]
     if multi_site:
         lines += [
