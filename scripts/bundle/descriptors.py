@@ -56,7 +56,7 @@ class Descriptor:
 
 
 def body(kind, data):
-    """The descriptor inside its envelope (see osm-facts §1.1). Raises KeyError/IndexError/TypeError."""
+    """The descriptor inside its envelope. Raises KeyError/IndexError/TypeError."""
     if kind == "vnfd":
         return data["vnfd"]
     if kind == "nsd":

@@ -109,7 +109,7 @@ def test_nst_nsd_ref_must_be_an_nsd(bundle):
 
 
 def test_nst_nss_ref_must_be_the_subnet_id_not_the_nsd_id(bundle):
-    # the earlier implementation's regression (prior-art §7.4)
+    # the earlier implementation's regression
     vld = find(bundle, "nst", "oai-eps-wg-embb").body["netslice-vld"][0]
     vld["nss-connection-point-ref"][0]["nss-ref"] = "oai-eps-wg"
     assert_problem(
