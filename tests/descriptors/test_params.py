@@ -233,3 +233,18 @@ def test_render_refuses_a_missing_file():
 def test_substitution_does_not_inject_yaml():
     data = params.substitute({"a": "${X}"}, {"X": "b: c\nd: [e"})
     assert data == {"a": "b: c\nd: [e"}
+
+
+def test_testbed_reads_the_nsi_subnet_form_and_refuses_the_old_one():
+    """scripts/testbed/nsmodel.py takes a subnet's plan from its netslice-subnet item, as NBI does."""
+    from testbed import nsmodel
+
+    env = {"MGMT_NETWORK": "m", "LTE_K": "0" * 32, "LTE_OP": "1" * 32}
+    data = params.render(NSI, env)
+    plan = nsmodel._subnet_plan(data, "eps-wg")
+    assert plan["vld"] == data["netslice-subnet"][0]["vld"]
+    assert [a["member-vnf-index"] for a in plan["additionalParamsForVnf"]] == ["hss", "mme", "spgwc", "spgwu", "enb"]
+    sub = data["netslice-subnet"][0]
+    data["additionalParamsForSubnet"] = [{"id": "eps-wg", "additionalParamsForVnf": sub.pop("additionalParamsForVnf")}]
+    with pytest.raises(nsmodel.NsModelError, match="additionalParamsForSubnet is refused"):
+        nsmodel._subnet_plan(data, "eps-wg")
