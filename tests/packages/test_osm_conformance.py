@@ -100,3 +100,29 @@ def test_report_on_osm10_expects_only_vnfs_and_osm10_builds():
     assert not ok
     _, ok = report.render("osm10", results + [_r("package", "oai-mme_vnf.tar.gz", False)])
     assert not ok
+
+
+def test_prepare_osm_src_exports_the_layout_and_records_commits(tmp_path):
+    """prepare-osm-src.sh on a throw-away repository: every folder, the sub-folder form, COMMITS."""
+    repo = tmp_path / "repo"
+    (repo / "NBI" / "osm_nbi").mkdir(parents=True)
+    (repo / "NBI" / "osm_nbi" / "x.py").write_text("first\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-qm", "one"], check=True)
+    first = subprocess.run(git + ["rev-parse", "HEAD"], stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
+    (repo / "NBI" / "osm_nbi" / "x.py").write_text("second\n")
+    subprocess.run(git + ["commit", "-qam", "two"], check=True)
+    out = tmp_path / "osm-src"
+    script = os.path.join(ROOT, "scripts", "bundle", "osm_conformance", "prepare-osm-src.sh")
+    specs = ["{}@{}:NBI".format(repo, first)] + [str(repo)] * 5
+    subprocess.run(["bash", script, str(out)] + specs, check=True, stdout=subprocess.PIPE)
+    assert (out / "NBI" / "osm_nbi" / "x.py").read_text() == "first\n"  # the ref and the folder
+    for name in ("IM", "IM-osm10", "SOL006", "osm-common", "osmclient"):
+        assert (out / name / "NBI" / "osm_nbi" / "x.py").read_text() == "second\n"
+    commits = report.read_commits(str(out / "COMMITS"))
+    assert commits[0].startswith("NBI {} ".format(first)) and commits[0].endswith("(folder NBI)")
+    assert [c.split()[0] for c in commits] == ["NBI", "IM", "IM-osm10", "SOL006", "osm-common", "osmclient"]
+    done = subprocess.run(["bash", script, str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 2 and "prepare-osm-src.sh OSM_SRC" in done.stderr
