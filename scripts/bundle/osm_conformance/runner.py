@@ -13,8 +13,8 @@ NsiLcmOpTopic) are NBI's. The order is NBI's own for each HTTP request:
 * nsi-create: ``NsiTopic.new`` then ``NsiLcmOpTopic.new`` with lcmOperationType=instantiate;
 
 the instantiate bodies being what osmclient's ``Ns.create`` / ``Nsi.create`` post for the params
-file (bundle.osm_conformance.osmclient_body). Writes a JSON list of results
-{section, name, ok, message}.
+file (bundle.osm_conformance.osmclient_body). Writes JSON {"notes": [...], "results": [{section,
+name, ok, message}, ...]}.
 """
 
 import argparse
@@ -22,6 +22,7 @@ import io
 import json
 import logging
 import os
+import re
 import sys
 import tempfile
 import traceback
@@ -63,8 +64,6 @@ def _bridge_im_validation(osm_src):
     """NBI calls methods of the IM's Validation class; an NBI newer than the IM may call ones the
     IM does not have yet. Those are replaced by no-ops and named in the report, so the rest of the
     checks still run and the gap is visible. Returns the names replaced."""
-    import re
-
     from osm_im.validation import Validation
 
     with open(os.path.join(osm_src, "NBI", "osm_nbi", "descriptor_topics.py")) as f:
