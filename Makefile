@@ -12,8 +12,7 @@ NS ?= eps_wg
 PYTEST_ARGS ?=
 
 .PHONY: help venv deps charms charms-local packages validate test unit unit36 lint shellcheck typecheck pycompat \
-        wireguard-go \
-        demo bench deploy deploy-tools onboard undeploy measure-remote clean
+        wireguard-go demo bench deploy deploy-tools onboard undeploy measure-remote clean osm-conformance
 
 help: ## list the targets
 	@grep -hE '^[a-z][a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
@@ -95,6 +94,9 @@ undeploy: venv ## delete the NS/NSI and what deploy created
 
 measure-remote: venv ## measure every interface of a deployed NS with and without WireGuard
 	$(PY) -m deploy measure --ns $(NS)
+
+osm-conformance: venv packages ## load every package and params file through OSM's own NBI/IM/osmclient (OSM_SRC=<dir>)
+	$(PY) -m bundle.osm_conformance --osm-src "$(OSM_SRC)"
 
 clean: ## remove build outputs
 	rm -rf build

@@ -9,18 +9,19 @@ import logging
 import os
 import socket
 import time
+import warnings
 from typing import Any, Callable, Optional, Tuple
 
 # paramiko logs every protocol step at DEBUG; in a charm that would flood juju-log.
 logging.getLogger("paramiko").setLevel(logging.WARNING)
+# cryptography warns about Python 3.6 on every import: on OSM's proxy machine (Python 3.6) that is
+# every hook that opens a session or makes a key, and the warning lands in the hook's stderr.
+warnings.filterwarnings("ignore", message=".*Python 3.6 is no longer supported.*")
 
 
 def _paramiko() -> Any:
     """paramiko (and cryptography below it) take most of a hook's start-up time; only the
     hooks that really open a session pay for it."""
-    import warnings
-    # cryptography warns about Python 3.6 on every import: on the proxy machine that is every hook.
-    warnings.filterwarnings("ignore", message=".*Python 3.6 is no longer supported.*")
     import paramiko
     return paramiko
 
