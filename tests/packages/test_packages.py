@@ -11,11 +11,8 @@ from bundle import ROOT, descriptors, packages
 
 
 @pytest.fixture(scope="session")
-def charms_dir():
-    from bundle import build_charms
-
-    built = build_charms.build_all()  # once per session (about 10 s)
-    return os.path.dirname(next(iter(built.values())))
+def charms_dir(shipped_charms):
+    return os.path.dirname(next(iter(shipped_charms.values())))
 
 
 @pytest.fixture(scope="session")
