@@ -7,7 +7,7 @@ match the plan.
 import hashlib
 import ipaddress
 import json
-from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from vpnaas import config as charm_config
 from vpnaas import policy, refpoints, relation_data, validation
@@ -79,17 +79,6 @@ class Device(object):
                 src = next((str(a.ip) for a in self.service_addresses if a.ip.version == net.version), "")
                 out.append((str(net), src))
         return sorted(set(out))
-
-    def publication(self, public_key: str, units: Optional[Set[str]] = None) -> Dict[str, str]:
-        """The databag for a relation whose remote units are ``units`` (None: every relation peer)."""
-        bag = relation_data.encode(public_key, self.publish_host, self.listen_port, self.address,
-                                   self.service_prefixes())
-        # Tells each peer that its key is configured here, so its charm wakes up right when the
-        # tunnel can handshake (e.g. to start a service that waits for the tunnel). Only the keys
-        # of that relation's units: a hub with k spokes must not wake all k when one joins.
-        bag["peer-keys"] = ",".join(sorted(p.public_key for p in self.peers if p.source != policy.MANUAL
-                                           and (units is None or p.source in units)))
-        return bag
 
     def as_dict(self) -> Dict[str, Any]:
         return {"name": self.name, "endpoint": self.endpoint, "listen-port": self.listen_port,
@@ -201,7 +190,7 @@ def _manual_peer(entry: Dict[str, Any]) -> Peer:
     if endpoint:
         endpoint = validation.format_endpoint(*validation.endpoint(endpoint, "manual peer endpoint"))
     return Peer(validation.public_key(entry["public-key"], "manual peer key"), endpoint,
-                [validation.prefix(p, "manual peer allowed-ips") for p in entry["allowed-ips"]], policy.MANUAL)
+                [validation.prefix(p, "manual peer allowed-ips") for p in entry["allowed-ips"]], relation_data.MANUAL)
 
 
 def validate_manual_peer(params: Dict[str, Any], endpoints: List[TunnelEndpoint]) -> Tuple[str, Dict[str, Any]]:

@@ -26,6 +26,7 @@ import ipaddress
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from vpnaas import validation
+from vpnaas.relation_data import MANUAL
 from vpnaas.validation import Address, Interface, Network
 
 if TYPE_CHECKING:   # plan imports this module; the annotations only need the names
@@ -34,7 +35,6 @@ if TYPE_CHECKING:   # plan imports this module; the annotations only need the na
 Forbidden = List[Tuple[Network, str]]
 Claim = Tuple["Device", "Peer", str]
 
-MANUAL = "manual"
 
 
 def _inside(inner: Network, outer: Network) -> bool:

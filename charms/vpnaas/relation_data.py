@@ -13,10 +13,15 @@ Each unit writes into its own unit databag, per relation:
 Nothing secret is ever published. A unit publishes all keys at once, when its key exists on
 the VNF; the reader still accepts partial data (it reports what is missing and waits).
 """
-from typing import Dict, List, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 from vpnaas import SCHEMA_VERSION, validation
 from vpnaas.validation import Interface, Network
+
+if TYPE_CHECKING:   # plan imports this module; the annotation only needs the name
+    from vpnaas.plan import Device
+
+MANUAL = "manual"   # the source of a peer added by the operator (add-peer), not by a relation
 
 KEYS = ("vpnaas-schema", "public-key", "endpoint", "tunnel-address", "service-prefixes")
 
@@ -71,3 +76,15 @@ def decode(unit: str, data: Dict[str, str]) -> PeerInfo:
         service_prefixes=validation.prefix_list(data.get("service-prefixes", ""),
                                                 "{} service-prefixes".format(unit)),
     )
+
+
+def publication(device: "Device", public_key: str, units: Optional[Set[str]] = None) -> Dict[str, str]:
+    """This unit's databag for ``device`` on a relation whose remote units are ``units``
+    (None: every related peer of the device)."""
+    bag = encode(public_key, device.publish_host, device.listen_port, device.address, device.service_prefixes())
+    # Tells each peer that its key is configured here, so its charm wakes up right when the tunnel
+    # can handshake (e.g. to start a service that waits for the tunnel). Only the keys of that
+    # relation's units: a hub with k spokes must not wake all k when one joins.
+    bag["peer-keys"] = ",".join(sorted(p.public_key for p in device.peers if p.source != MANUAL
+                                       and (units is None or p.source in units)))
+    return bag

@@ -26,7 +26,7 @@ lists it, and Juju refuses writes to it.
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from vpnaas import plan as planning
-from vpnaas import refpoints
+from vpnaas import refpoints, relation_data
 
 
 def tunnel_endpoints(meta: Any) -> List[planning.TunnelEndpoint]:
@@ -78,4 +78,4 @@ class TunnelRelations(object):
             if not key:
                 continue
             for rel in self.live(dev.endpoint):
-                yield dev, rel, dev.publication(key, {u.name for u in rel.units})
+                yield dev, rel, relation_data.publication(dev, key, {u.name for u in rel.units})
