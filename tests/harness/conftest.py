@@ -132,7 +132,7 @@ def peer_data(public_key=None, endpoint="192.168.8.20:51821", tunnel="10.9.0.2/3
 def vnf(monkeypatch):
     net = FakeNetwork()
     machine = net.add(FakeVnf())
-    monkeypatch.setattr(paramiko.SSHClient, "connect", lambda client, hostname, **kw: net.connect(client, hostname, **kw))
+    monkeypatch.setattr(paramiko.SSHClient, "connect", lambda client, host, **kw: net.connect(client, host, **kw))
     monkeypatch.setattr(ssh, "time", CLOCK)
     return machine
 

@@ -262,7 +262,7 @@ class FakeVnf(object):
                 out.append("REMOVED " + name)
 
     def step_report_facts(self, out):
-        for ifname, cidr in self.interfaces:
+        for _ifname, cidr in self.interfaces:
             out.append("FACT addr " + cidr)
         out += ["FACT gateway " + g for g in self.gateways]
         out += ["FACT client " + self.client_address, "FACT ipv6 " + ("on" if self.ipv6 else "off")]
