@@ -118,7 +118,7 @@ class FakeVnf(object):
         self.foreign_routes = {}           # prefix -> route line the charm did not create
         self.foreign_devices = set()       # wg-* devices without the charm's marker: never touched
         # Faults.
-        self.fault = None                  # see connect(): timeout, refused, banner, no-session, incompatible
+        self.fault = None                  # see FakeNetwork.connect, and "channel": sessions break after login
         self.broken_devices = {}           # device -> why `wg-quick up` fails
         self.kill_at = None                # a step call at which the step is killed
         self.hang = False                  # steps never finish (the SSH deadline must stop them)
@@ -333,6 +333,8 @@ class FakeTransport(object):
         pass
 
     def open_session(self, timeout=None):
+        if self.vnf.fault == "channel":
+            raise paramiko.SSHException("No existing session")
         return FakeChannel(self.vnf, self.username)
 
     def close(self):
