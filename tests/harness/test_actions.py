@@ -227,8 +227,12 @@ def test_add_peer_refuses_another_peers_prefix(ready, vnf):
     _, key = keypair()
     ready.relate("vpn", "b/0", peer_data(key))
     related = add_peer(ready, **{"allowed-ips": "172.16.0.2/32"})
-    assert related.failed and "172.16.0.2/32" in related.failed
+    assert related.failed == "refused 172.16.0.2/32 from b/0 on wg-vpn: also claimed by manual on wg-vpn"
+    # ... and from another device: an add-peer never takes a working tunnel's prefix away.
+    related = add_peer(ready, device="vpn-peer", **{"allowed-ips": "172.16.0.2/32"})
+    assert related.failed == "refused 172.16.0.2/32 from b/0 on wg-vpn: also claimed by manual on wg-vpn-peer"
     assert vnf.allowed_ips("wg-vpn")[key] == ["10.9.0.2/32", "172.16.0.2/32"]
+    assert ready.status.name == "active"
 
 
 def test_add_peer_refuses_invalid_input_without_contacting_the_vnf(ready, vnf):
