@@ -10,8 +10,8 @@ from bundle import build_charms, charmspec
 
 
 @pytest.fixture(scope="module")
-def built():
-    return build_charms.build_all("ubuntu@18.04")
+def built(shipped_charms):
+    return shipped_charms
 
 
 def test_every_charm_is_built_with_all_juju_needs(built):

@@ -11,18 +11,13 @@ from bundle import ROOT, descriptors, packages
 
 
 @pytest.fixture(scope="session")
-def charms_dir():
-    from bundle import build_charms
-
-    built = build_charms.build_all()  # once per session (about 10 s)
-    return os.path.dirname(next(iter(built.values())))
+def charms_dir(shipped_charms):
+    return os.path.dirname(next(iter(shipped_charms.values())))
 
 
 @pytest.fixture(scope="session")
-def built(tmp_path_factory, charms_dir):
-    out = str(tmp_path_factory.mktemp("pkgs") / "packages")
-    catalog = packages.build(out, charms_dir)
-    return out, catalog
+def built(shipped_packages):
+    return shipped_packages
 
 
 def _sha(path):
