@@ -91,3 +91,18 @@ def test_relation_broken_removes_the_device_and_writes_nothing_to_the_broken_rel
     assert rel not in writes
     assert "wg-vpn" not in vnf.devices and "172.16.0.2/32" not in vnf.routes
     assert (ready.status.name, ready.status.message) == ("active", "ready, no tunnel related")
+
+
+def test_a_vnf_whose_own_addresses_changed_is_replanned_in_the_same_login(ready, vnf):
+    _, key = keypair()
+    ready.relate("vpn", "b/0", peer_data(key, service="172.16.7.9/32"))
+    assert vnf.routes["172.16.7.9/32"][0] == "wg-vpn"
+    # The operator puts the VNF itself on 172.16.7.0/24: the peer's prefix would now capture it.
+    vnf.interfaces.append(("eth2", "172.16.7.1/24"))
+    logins, steps = vnf.logins, len(vnf.steps)
+    ready.harness.charm.on.update_status.emit()
+    assert vnf.logins == logins + 1 and len(vnf.steps) == steps + 2   # applied, facts changed, re-applied
+    assert "172.16.7.9/32" not in vnf.routes and vnf.allowed_ips("wg-vpn") == {key: ["10.9.0.2/32"]}
+    assert ready.status.name == "blocked"
+    assert ready.status.message.startswith("vpn: refused 172.16.7.9/32 from b/0 on wg-vpn: it overlaps this VNF's "
+                                           "connected network 172.16.7.0/24")
