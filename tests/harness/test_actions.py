@@ -3,8 +3,8 @@ import json
 import os
 
 import pytest
-from conftest import CONFIG, peer_data
 from fake_vnf import keypair
+from harness_helpers import CONFIG, peer_data
 
 TUNNEL_STEP = ["tunnels_prepare", "service_addresses", "remove_stale_devices", "report_facts", "report"]
 

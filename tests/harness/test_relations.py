@@ -1,7 +1,7 @@
 """The tunnel relation under Harness: what a related unit's data does to the status and the VNF,
 and what this unit publishes, when."""
-from conftest import peer_data
 from fake_vnf import keypair
+from harness_helpers import peer_data
 
 
 def test_incomplete_peer_data_waits_naming_the_unit(ready, vnf):

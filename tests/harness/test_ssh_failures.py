@@ -1,7 +1,7 @@
 """Every way the session to the VNF can fail, and the status each one gives: transient faults
 wait (and clear by themselves at the next event), faults only the operator can fix block."""
 import pytest
-from conftest import peer_data
+from harness_helpers import peer_data
 
 UNREACHABLE = "VNF 10.0.0.5:22 unreachable: "
 
