@@ -116,7 +116,6 @@ class FakeVnf(object):
         self.ipv6 = True
         self.init = "systemd"
         self.foreign_routes = {}           # prefix -> route line the charm did not create
-        self.foreign_devices = set()       # wg-* devices without the charm's marker: never touched
         # Faults.
         self.fault = None                  # see FakeNetwork.connect, and "channel": sessions break after login
         self.broken_devices = {}           # device -> why `wg-quick up` fails
@@ -211,9 +210,6 @@ class FakeVnf(object):
         self.service_addresses = list(addresses)
 
     def step_apply_device(self, out, name, rotate, restart, body64, routes64):
-        if name in self.foreign_devices:
-            out.append("FAILED {} step failed (line 1): not ours".format(name))
-            return
         dev = self.devices.get(name)
         if dev is None:
             dev = self.devices[name] = Device(name)
