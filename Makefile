@@ -27,9 +27,13 @@ venv: $(VENV)/.done ## create the project's virtualenv (.venv) with the pinned t
 
 # Python 3.6 is the interpreter of OSM's Ubuntu 18.04 proxy machine: the pure core and the
 # hostile-value corpus run on it too (the last pytest for 3.6 is 7.0).
-$(VENV36)/.done:
+# The charm's own runtime pins (charms/requirements.txt, hash-checked; pip 21.3, the last for 3.6,
+# knows their manylinux2014 wheels) let the Harness tests run on it too.
+$(VENV36)/.done: charms/requirements.txt
 	py36=$$(bash scripts/find-python36.sh) && "$$py36" -m venv $(VENV36)
+	$(VENV36)/bin/pip install -q "pip==21.3.1"
 	$(VENV36)/bin/pip install -q "pytest==7.0.1" "pytest-timeout==2.1.0"
+	$(VENV36)/bin/pip install -q -r charms/requirements.txt
 	touch $@
 
 deps: ## install the system packages the tests and the demo use (Debian/Ubuntu, as root)
@@ -69,10 +73,10 @@ test: deps venv lint pycompat unit36 ## everything CI runs: lint, 3.6 checks, un
 unit: venv ## every test that needs no root: the everyday loop (about a minute)
 	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests --ignore=tests/e2e
 
-unit36: $(VENV36)/.done ## the pure core and the hostile-value corpus on Python 3.6 (the shipped charms' Python)
+unit36: $(VENV36)/.done ## the pure core, the hostile-value corpus and the charm under Harness on Python 3.6 (the shipped charms' Python)
 	$(VENV36)/bin/python -m pytest -q -p no:cacheprovider tests/unit/test_hostile_values.py \
 	  tests/unit/test_validation.py tests/unit/test_plan.py tests/unit/test_relation_data.py \
-	  tests/unit/test_vnfscript.py tests/unit/test_remote.py
+	  tests/unit/test_vnfscript.py tests/unit/test_remote.py tests/harness
 
 demo: deps venv charms-local wireguard-go ## bring up the WireGuard EPS locally in network namespaces and measure it (root)
 	$(PY) -m testbed.demo --ns $(NS)

@@ -20,8 +20,17 @@ def wg_key():
 
 @pytest.fixture(scope="session")
 def shipped_charms():
-    """The charms as `make charms` builds them (Ubuntu 18.04 / Python 3.6), built once per session:
-    {name: path of the .charm}. Tests that build again compare against these."""
+    """{name: path of the .charm} as `make charms` builds them (ubuntu@18.04), built once per
+    session for every test that reads the built charms: a build takes seconds, mostly deflate."""
     from bundle import build_charms
 
     return build_charms.build_all("ubuntu@18.04")
+
+
+@pytest.fixture(scope="session")
+def shipped_packages(tmp_path_factory, shipped_charms):
+    """(folder, catalog) of `make packages`, built once per session from ``shipped_charms``."""
+    from bundle import packages
+
+    out = str(tmp_path_factory.mktemp("pkgs") / "packages")
+    return out, packages.build(out, os.path.dirname(next(iter(shipped_charms.values()))))

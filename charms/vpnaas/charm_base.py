@@ -346,13 +346,13 @@ class VpnaasCharm(CharmBase):
     def _refuse_manual_peer(self, endpoint: str, peers: planning.ManualPeers) -> Optional[str]:
         """Why the candidate peer must not be stored (None if it may): it obeys the same route
         policy as a related unit's data (except the allowance), so nothing is stored for a peer
-        the plan would refuse in whole or in part."""
-        before = self.build_plan().device(endpoint)
+        the plan would refuse in whole or in part. Nor for one that would take a prefix from a
+        peer of another device: every device's problems count, not only its own."""
+        before = [p for dev in self.build_plan().devices for p in dev.problems]
         candidate = self.build_plan(manual_peers=peers)
         if candidate.errors or candidate.missing:
             return "the tunnel configuration is incomplete: {}".format("; ".join(candidate.errors + candidate.missing))
-        after = candidate.device(endpoint)
-        new = [p for p in (after.problems if after else []) if p not in (before.problems if before else [])]
+        new = [p for dev in candidate.devices for p in dev.problems if p not in before]
         return "; ".join(new) if new else None
 
     def _on_remove_peer(self, event: ActionEvent) -> None:

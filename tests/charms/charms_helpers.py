@@ -140,7 +140,9 @@ def load_charm_class(name):
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # Harness looks the class's file up through sys.modules
     spec.loader.exec_module(module)
-    return next(v for k, v in vars(module).items() if k.endswith("Charm") and k != "OaiCharm")
+    # The class defined in charm.py itself, not a base class it imports (VpnaasCharm, OaiCharm).
+    return next(v for k, v in vars(module).items()
+                if k.endswith("Charm") and getattr(v, "__module__", "") == module.__name__)
 
 
 def harness_for(name):

@@ -14,12 +14,9 @@ from deploy.cli import main
 
 
 @pytest.fixture(scope="session")
-def real_catalog(tmp_path_factory, shipped_charms):
-    from bundle import packages  # the other half of the contract: it must exist
-
-    # shipped_charms: what `make packages` builds first (make charms)
-    out = str(tmp_path_factory.mktemp("real") / "packages")
-    packages.build(out_dir=out)
+def real_catalog(shipped_packages):
+    # What `make packages` builds (after `make charms`), shared with tests/packages (tests/conftest.py).
+    out, _catalog = shipped_packages
     return os.path.join(out, "catalog.json")
 
 

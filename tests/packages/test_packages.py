@@ -16,10 +16,8 @@ def charms_dir(shipped_charms):
 
 
 @pytest.fixture(scope="session")
-def built(tmp_path_factory, charms_dir):
-    out = str(tmp_path_factory.mktemp("pkgs") / "packages")
-    catalog = packages.build(out, charms_dir)
-    return out, catalog
+def built(shipped_packages):
+    return shipped_packages
 
 
 def _sha(path):

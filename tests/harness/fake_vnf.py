@@ -1,0 +1,414 @@
+"""A fake VNF behind a fake SSH server, for Harness tests that need no root.
+
+Where the fake sits, and why there: at paramiko's network edge (``SSHClient.connect`` and the
+transport's channels), not at ``vpnaas.ssh.Session``. So everything the charm ships runs for
+real in these tests -- the reconcile, the route policy, the step builder (``vnfscript``), the
+report parser, and ``ssh.py`` itself: trust-on-first-use pinning with paramiko's own host-key
+store and policies, key or password login, the mapping of every connection fault to a transient
+(Waiting) or operator (Blocked) error, the read loop and its deadline, sudo detection. Only the
+wire and the machine behind it are modelled.
+
+Why a Python model of the VNF instead of running ``vnf/tunnels.sh`` against stub ``wg``/``ip``
+executables: the step writes /etc/wireguard and needs root, and stubs good enough for it would
+be a second, untested model of iproute2 anyway. The model reads what the charm really sends -- the
+command line (parsed with shlex: the values after ``vpnaas`` are the step's arguments) and the
+call lines at the end of the program (``apply_device "${2}" ...``) -- checks that the program is
+the shipped library and step file byte for byte, and answers in the report format of
+``vnf/tunnels.sh`` (INIT, IMPL, PUBKEY, FAILED, REFUSED, FACT, UP/DOWN, PEER, HOST, NOW, DONE).
+What ``vnf/tunnels.sh`` does on a real machine is covered by the root end-to-end tests.
+
+Keys are real X25519 key pairs (cryptography); the model holds the private halves the way a VNF
+does, and only public keys ever leave it.
+"""
+import base64
+import shlex
+import socket
+import threading
+
+import paramiko
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import x25519
+
+from vpnaas import vnfscript
+
+STEP_PREFIX = vnfscript.load(vnfscript.LIBRARY) + "\n" + vnfscript.load("tunnels.sh") + "\n"
+STEP_CALLS = ("tunnels_prepare", "service_addresses", "apply_device", "remove_stale_devices", "report_facts",
+              "report")
+
+
+def keypair():
+    """(private, public) WireGuard keys as base64, from a real X25519 key."""
+    key = x25519.X25519PrivateKey.generate()
+    private = key.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
+                                serialization.NoEncryption())
+    public = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return base64.b64encode(private).decode(), base64.b64encode(public).decode()
+
+
+class Device(object):
+    """A WireGuard device the charm manages on the fake VNF."""
+
+    def __init__(self, name):
+        self.name = name
+        self.private_key, self.public_key = keypair()
+        self.interface = {}     # [Interface] settings of the config file (without PrivateKey)
+        self.peers = []         # [{"public-key", "endpoint", "allowed-ips", "keepalive"}]
+        self.up = False
+        self.starts = 0         # how often the device was (re)started, as by wg-quick up
+        self.syncs = 0          # how often peers were applied to the running device
+
+    def signature(self):
+        return sorted((k, v) for k, v in self.interface.items() if k in ("Address", "MTU", "Table", "PreUp",
+                                                                           "PreDown", "PostUp", "PostDown"))
+
+
+def parse_wg_quick(body):
+    """The [Interface] settings and [Peer] sections of a wg-quick file."""
+    interface, peers, section = {}, [], None
+    for line in body.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line in ("[Interface]", "[Peer]"):
+            section = line
+            if line == "[Peer]":
+                peers.append({"public-key": "", "endpoint": "", "allowed-ips": [], "keepalive": "off"})
+            continue
+        key, _, value = (part.strip() for part in line.partition("="))
+        if section == "[Interface]":
+            interface[key] = value
+        elif section == "[Peer]":
+            peer = peers[-1]
+            if key == "PublicKey":
+                peer["public-key"] = value
+            elif key == "Endpoint":
+                peer["endpoint"] = value
+            elif key == "AllowedIPs":
+                peer["allowed-ips"] = [p.strip() for p in value.split(",") if p.strip()]
+            elif key == "PersistentKeepalive":
+                peer["keepalive"] = value
+            else:
+                raise ValueError("unknown peer setting " + key)
+        else:
+            raise ValueError("setting outside a section: " + line)
+    return interface, peers
+
+
+class Killed(Exception):
+    """The step was killed part-way (the VNF ran out of memory, the step's timeout fired)."""
+
+
+class FakeVnf(object):
+    """The machine: its network facts, its WireGuard devices and routes, what it was sent."""
+
+    def __init__(self, host="10.0.0.5", port=22):
+        self.host, self.port = host, port
+        self.hostname = "vnf-a"
+        self.host_key = paramiko.ECDSAKey.generate()
+        self.users = {"ubuntu": "secret"}  # login -> password
+        self.authorized_keys = set()       # base64 blobs of public keys allowed to log in
+        self.sudo_needs_password = False
+        self.client_address = "10.20.0.9"  # the charm's address as the VNF sees it (SSH_CONNECTION)
+        # What report_facts sees that the charm does not own.
+        self.interfaces = [("lo", "127.0.0.1/8"), ("lo", "::1/128"), ("eth0", "10.0.0.5/24"),
+                           ("eth1", "192.168.8.10/24")]
+        self.gateways = ["10.0.0.254"]
+        self.ipv6 = True
+        self.init = "systemd"
+        self.foreign_routes = {}           # prefix -> route line the charm did not create
+        # Faults.
+        self.fault = None                  # see FakeNetwork.connect, and "channel": sessions break after login
+        self.broken_devices = {}           # device -> why `wg-quick up` fails
+        self.kill_at = None                # a step call at which the step is killed
+        self.hang = False                  # steps never finish (the SSH deadline must stop them)
+        self.answers = {}                  # plain command -> (rc, out, err)
+        # State.
+        self.devices = {}                  # name -> Device
+        self.routes = {}                   # prefix -> (device, preferred source)
+        self.service_addresses = []
+        self.handshakes = {}               # peer public key -> epoch of its latest handshake
+        self.now = 1700000000
+        # What happened.
+        self.logins = 0
+        self.steps = []                    # [[call name, ...]] per step run
+        self.commands = []                 # every command line received
+        self.unexpected = []               # anything the model did not understand (a test failure)
+        self.retired_keys = []             # private keys of rotated or removed devices
+
+    # ------------------------------------------------------------------ the SSH server's side
+    def authorize(self, openssh_public_key):
+        self.authorized_keys.add(openssh_public_key.split()[1])
+
+    def rebuild(self):
+        """The VNF was rebuilt: new host key, nothing of the charm's left."""
+        self.host_key = paramiko.ECDSAKey.generate()
+        self.devices, self.routes, self.service_addresses = {}, {}, []
+
+    def login(self, username, password, pkey):
+        if password is not None:
+            return self.users.get(username) == password
+        return pkey is not None and pkey.get_base64() in self.authorized_keys and username in self.users
+
+    def private_keys(self):
+        """Every private key this VNF ever held (none of them may leave it)."""
+        return [d.private_key for d in self.devices.values()] + self.retired_keys
+
+    def execute(self, command, stdin, username):
+        """Run what the charm sent: (rc, stdout, stderr), or None when it never finishes."""
+        self.commands.append(command)
+        if self.hang:
+            return None
+        words = shlex.split(command)
+        if "vpnaas" not in words:
+            rc_out_err = self.answers.get(command)
+            if rc_out_err is None and command == "hostname":
+                rc_out_err = (0, self.hostname + "\n", "")
+            return rc_out_err or (127, "", "bash: line 1: {}: command not found\n".format(words[0]))
+        if username != "root":
+            if words[:2] != ["sudo", "-n"]:
+                self.unexpected.append("a step without sudo -n for " + username)
+            if self.sudo_needs_password:
+                return 1, "", "sudo: a password is required\n"
+        return self.run_step(words[words.index("vpnaas") + 1:], stdin.decode())
+
+    # ------------------------------------------------------------------ the step
+    def run_step(self, args, program):
+        if not program.startswith(STEP_PREFIX):
+            self.unexpected.append("a program that is not lib.sh + tunnels.sh")
+            return 2, "", "unexpected program\n"
+        calls = []
+        for line in program[len(STEP_PREFIX):].split("\n" + vnfscript.DATA_MARKER + "\n")[0].splitlines():
+            if line in ("out DONE", "exit 0"):
+                continue
+            words = shlex.split(line)
+            values = []
+            for ref in words[1:]:
+                if not (ref.startswith("${") and ref.endswith("}")):
+                    self.unexpected.append("a call with a literal value: " + line)
+                    return 2, "", "unexpected call\n"
+                values.append(args[int(ref[2:-1]) - 1])
+            if words[0] not in STEP_CALLS:
+                self.unexpected.append("an unknown call: " + words[0])
+                return 2, "", "unexpected call\n"
+            calls.append((words[0], values))
+        self.steps.append([name for name, _ in calls])
+        out = []
+        try:
+            for name, values in calls:
+                if name == self.kill_at:
+                    raise Killed()
+                getattr(self, "step_" + name)(out, *values)
+        except Killed:
+            return 137, "\n".join(out) + "\n", "bash: line 1: 4242 Killed\n"
+        out.append("DONE")
+        return 0, "\n".join(out) + "\n", ""
+
+    def step_tunnels_prepare(self, out):
+        out += ["INIT " + self.init, "IMPL kernel"]
+
+    def step_service_addresses(self, out, *addresses):
+        self.service_addresses = list(addresses)
+
+    def step_apply_device(self, out, name, rotate, restart, body64, routes64):
+        dev = self.devices.get(name)
+        if dev is None:
+            dev = self.devices[name] = Device(name)
+        elif rotate == "1":
+            self.retired_keys.append(dev.private_key)
+            dev.private_key, dev.public_key = keypair()
+        out.append("PUBKEY {} {}".format(name, dev.public_key))
+        interface, peers = parse_wg_quick("[Interface]\n" + base64.b64decode(body64).decode())
+        old_signature = dev.signature()
+        dev.interface = interface
+        if name in self.broken_devices:
+            dev.up = False
+            out.append("FAILED {} {}".format(name, self.broken_devices[name]))
+            return
+        if restart == "0" and dev.up and old_signature == dev.signature():
+            dev.syncs += 1
+            how = "syncconf"
+        else:
+            dev.up, how = True, "up"
+            dev.starts += 1
+            for peer in peers:   # a restarted device starts without sessions
+                self.handshakes.pop(peer["public-key"], None)
+        dev.peers = peers
+        self._apply_routes(out, name, base64.b64decode(routes64).decode())
+        out.append("APPLIED {} {}".format(name, how))
+
+    def _apply_routes(self, out, name, text):
+        wanted = []
+        for line in text.splitlines():
+            prefix, src = line.split(" ")
+            if prefix in self.foreign_routes:
+                out.append("REFUSED {} {} a route this charm did not create is in the way: {}"
+                           .format(name, prefix, self.foreign_routes[prefix]))
+                continue
+            self.routes[prefix] = (name, "" if src == "-" else src)
+            wanted.append(prefix)
+        for prefix in [p for p, (dev, _) in self.routes.items() if dev == name and p not in wanted]:
+            del self.routes[prefix]
+
+    def step_remove_stale_devices(self, out, *wanted):
+        for name in sorted(self.devices):
+            if name not in wanted:
+                self.retired_keys.append(self.devices.pop(name).private_key)
+                for prefix in [p for p, (dev, _) in self.routes.items() if dev == name]:
+                    del self.routes[prefix]
+                out.append("REMOVED " + name)
+
+    def step_report_facts(self, out):
+        for _ifname, cidr in self.interfaces:
+            out.append("FACT addr " + cidr)
+        out += ["FACT gateway " + g for g in self.gateways]
+        out += ["FACT client " + self.client_address, "FACT ipv6 " + ("on" if self.ipv6 else "off")]
+
+    def step_report(self, out, *names):
+        out += ["HOST " + self.hostname, "NOW {}".format(self.now)]
+        for name in names:
+            dev = self.devices.get(name)
+            if dev is None or not dev.up:
+                out.append("DOWN " + name)
+                continue
+            out.append("UP " + name)
+            for p in dev.peers:
+                fields = [p["public-key"], "(none)", p["endpoint"] or "(none)", ",".join(p["allowed-ips"]) or "(none)",
+                          str(self.handshakes.get(p["public-key"], 0)), "1024", "2048", p["keepalive"]]
+                out.append("PEER {} {}".format(name, "\t".join(fields)))
+
+    # ------------------------------------------------------------------ what tests look at
+    def peer_keys(self, name):
+        return [p["public-key"] for p in self.devices[name].peers]
+
+    def allowed_ips(self, name):
+        return {p["public-key"]: p["allowed-ips"] for p in self.devices[name].peers}
+
+
+# ---------------------------------------------------------------------- the wire (paramiko's edge)
+class FakeNetwork(object):
+    """The VNFs reachable from the proxy machine, by (host, port)."""
+
+    def __init__(self):
+        self.vnfs = {}
+
+    def add(self, vnf):
+        self.vnfs[(vnf.host, vnf.port)] = vnf
+        return vnf
+
+    def connect(self, client, hostname, port=22, username=None, password=None, pkey=None, **_options):
+        """What paramiko.SSHClient.connect does, in the same order: TCP, banner, host key, login."""
+        vnf = self.vnfs.get((hostname, port))
+        if vnf is None or vnf.fault == "refused":
+            raise ConnectionRefusedError(111, "Connection refused")
+        if vnf.fault == "timeout":
+            raise socket.timeout("timed out")
+        if vnf.fault == "banner":
+            raise paramiko.SSHException("Error reading SSH protocol banner")
+        if vnf.fault == "incompatible":
+            raise paramiko.SSHException("Incompatible ssh peer (no acceptable host key)")
+        client._transport = transport = FakeTransport(vnf)   # paramiko's policies log through it
+        name = hostname if port == 22 else "[{}]:{}".format(hostname, port)
+        known = client._host_keys.get(name)   # as paramiko: the policy decides about unknown hosts
+        if known is None:
+            client._policy.missing_host_key(client, name, vnf.host_key)
+        elif known.get(vnf.host_key.get_name()) != vnf.host_key:
+            raise paramiko.BadHostKeyException(hostname, vnf.host_key, list(known.values())[0])
+        if vnf.fault == "no-session":
+            raise paramiko.SSHException("No existing session")
+        if not vnf.login(username, password, pkey):
+            raise paramiko.AuthenticationException("Authentication failed.")
+        vnf.logins += 1
+        transport.username = username
+
+
+class FakeTransport(object):
+    def __init__(self, vnf):
+        self.vnf, self.username = vnf, None
+
+    def _log(self, level, message):
+        pass
+
+    def open_session(self, timeout=None):
+        if self.vnf.fault == "channel":
+            raise paramiko.SSHException("No existing session")
+        return FakeChannel(self.vnf, self.username)
+
+    def close(self):
+        pass
+
+
+class _Clock(object):
+    """Waiting on a channel that never finishes moves this clock (see ssh.Session._run's deadline)."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self):
+        return self.now
+
+
+CLOCK = _Clock()
+
+
+class _StatusEvent(object):
+    def __init__(self):
+        self.event = threading.Event()
+
+    def set(self):
+        self.event.set()
+
+    def wait(self, timeout):
+        CLOCK.now += timeout
+        return self.event.is_set()
+
+
+class FakeChannel(object):
+    """The subset of paramiko.Channel that ssh.Session uses."""
+
+    def __init__(self, vnf, username):
+        self.vnf, self.username = vnf, username
+        self.command, self.stdin = None, b""
+        self.out, self.err, self.rc = b"", b"", None
+        self.eof_received = self.closed = False
+        self.status_event = _StatusEvent()
+
+    def settimeout(self, timeout):
+        pass
+
+    def exec_command(self, command):
+        self.command = command
+
+    def sendall(self, data):
+        self.stdin += data
+
+    def shutdown_write(self):
+        answer = self.vnf.execute(self.command, self.stdin, self.username)
+        if answer is None:
+            return
+        rc, out, err = answer
+        self.rc, self.out, self.err = rc, out.encode(), err.encode()
+        self.eof_received = True
+        self.status_event.set()
+
+    def exit_status_ready(self):
+        return self.rc is not None
+
+    def recv_ready(self):
+        return bool(self.out)
+
+    def recv(self, size):
+        chunk, self.out = self.out[:size], self.out[size:]
+        return chunk
+
+    def recv_stderr_ready(self):
+        return bool(self.err)
+
+    def recv_stderr(self, size):
+        chunk, self.err = self.err[:size], self.err[size:]
+        return chunk
+
+    def recv_exit_status(self):
+        return self.rc
+
+    def close(self):
+        self.closed = True
