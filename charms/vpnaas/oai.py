@@ -245,8 +245,10 @@ def configure_step(component, values):
     step.call("oai_configure_setup", component.name)
     component.configure_calls(step, values)
     step.call("oai_configure_end", component.name, component.service, component.binary)
+    program = step.program()
+    code = program.rpartition("\n" + vnfscript.DATA_MARKER + "\n")[0] if step.secrets else program
     for s in values_secrets(component, values):  # defence in depth: secrets only in the data section
-        if s and (s in step.program().split(vnfscript.DATA_MARKER)[0] or any(s in a for a in step.args)):
+        if s and (s in code or any(s in a for a in step.args)):
             raise InvalidValue("internal error: a secret would be sent in clear text; nothing was sent")
     return step
 

@@ -1,14 +1,13 @@
 """The start gate, executed: the service starts only once has_handshake holds (fake `wg` on PATH)."""
 
 import os
-import re
 import subprocess
 import textwrap
 
 import pytest
-from charms_helpers import COMPONENTS
+from charms_helpers import COMPONENTS, run_step
 
-from vpnaas import oai, remote
+from vpnaas import oai, remote, vnfscript
 
 FAKE_WG = textwrap.dedent("""\
     #!/bin/bash
@@ -21,11 +20,6 @@ FAKE_WG = textwrap.dedent("""\
       *) echo "interface: $dev" ;;
     esac
     """)
-
-
-def _function(name):
-    """A function of the reconcile library (the gate runs inside the reconcile script)."""
-    return re.search(r"^{}\(\) \{{.*?^\}}".format(name), remote._LIBRARY, re.S | re.M).group(0)
 
 
 @pytest.fixture
@@ -56,23 +50,11 @@ def vnf(tmp_path):
     started = []
 
     def gate(wanted, devices=("wg-s6a", "wg-s11")):
-        script = "\n".join(
-            [
-                "set -eo pipefail",
-                "out() { printf '%s\\n' \"$*\"; }",
-                _function("has_handshake"),
-                oai.gate_script(COMPONENTS["mme"], list(devices), wanted, 30),
-            ]
-        )
-        result = subprocess.run(
-            ["bash", "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30
-        )
-        assert result.returncode == 0, result.stderr.decode()
-        lines = dict(
-            line.split(" ", 2)[1:]
-            for line in result.stdout.decode().splitlines()
-            if line.startswith("COMPONENT ")
-        )
+        # The component part exactly as the reconcile's step carries it (after tunnels.sh).
+        step = oai.add_gate(vnfscript.Step(remote.TUNNEL_FILES), COMPONENTS["mme"], list(devices), wanted, 30)
+        rc, stdout, stderr = run_step(step, env=env, timeout=30, stubs=bindir)
+        assert rc == 0, stderr + stdout
+        lines = dict(line.split(" ", 2)[1:] for line in stdout.splitlines() if line.startswith("COMPONENT "))
         pidfile = tmp_path / "run" / "oai-mme.pid"
         if pidfile.exists():
             started.append(pidfile.read_text().strip())

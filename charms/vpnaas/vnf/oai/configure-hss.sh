@@ -34,7 +34,8 @@ oai_configure_hss() {  # ip src realm users imsi-first cassandra-timeout binary 
   # before the first start under our cluster name. Only the first time: later it holds vhss.
   if [ ! -e "$OAI_STATE/cassandra.initialised" ]; then
     cass stop >> "$log" 2>&1 || true
-    rm -rf /var/lib/cassandra/data/system/* /var/lib/cassandra/commitlog/* /var/lib/cassandra/saved_caches/*
+    local data=${OAI_CASSANDRA_DATA:-/var/lib/cassandra}
+    rm -rf "$data"/data/system/* "$data"/commitlog/* "$data"/saved_caches/*
     OAI_CHANGED="$OAI_CHANGED cassandra"
   fi
   [ "$(oai_mode)" != systemd ] || systemctl enable cassandra >/dev/null 2>&1 || true
