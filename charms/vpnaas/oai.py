@@ -115,6 +115,10 @@ class Component(object):
         """The service's command line (list)."""
         raise NotImplementedError
 
+    def install_args(self, config):
+        """Validated extra arguments of the install step, for ``oai_prepare_<name>`` in install.sh."""
+        return []
+
     def configure_timeout(self, values):
         """Seconds the configure step may take."""
         return CONFIGURE_TIMEOUT
@@ -204,9 +208,10 @@ def install_timeout(config):
 
 
 def install_plan(component, config):
-    """Validated install inputs: {"repository", "ref", "timeout"}."""
+    """Validated install inputs: {"repository", "ref", "timeout", "extra"}."""
     repo, ref = source(component, config)
-    return {"repository": repo, "ref": ref, "timeout": install_timeout(config)}
+    return {"repository": repo, "ref": ref, "timeout": install_timeout(config),
+            "extra": component.install_args(config)}
 
 
 def install_step(component, inputs):
@@ -223,6 +228,7 @@ def install_step(component, inputs):
         " ".join(component.binary_candidates()),
         component.binary,
         component.source_dir,
+        *inputs.get("extra", [])
     )
 
 

@@ -26,7 +26,7 @@ class Hss(oai.Component):
     program = "oai_hss"
     workdir = PREFIX
     secret_keys = ("lte_k", "lte_op")
-    prerequisites = oai.Component.prerequisites + ("cassandra", "openjdk-8-jre-headless")
+    prerequisites = oai.Component.prerequisites + ("openjdk-8-jre-headless", "curl", "apt-transport-https")
 
     def binary_candidates(self):
         return [
@@ -36,6 +36,14 @@ class Hss(oai.Component):
 
     build_labels = ("installing the HSS build dependencies", "building the HSS")
     work_dirs = ("logs", "conf")
+
+    def install_args(self, config):
+        """Cassandra's apt source (oai_prepare_hss in install.sh installs Cassandra from it)."""
+        return [
+            ov.repository(config.get("cassandra-apt-repository") or "", "cassandra-apt-repository"),
+            ov.apt_series(config.get("cassandra-series") or "", "cassandra-series"),
+            ov.https_url(config.get("cassandra-keys-url") or "", "cassandra-keys-url"),
+        ]
 
     def before_units(self):
         return ["cassandra.service"]

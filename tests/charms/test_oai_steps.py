@@ -233,3 +233,31 @@ def test_enb_asn1c_failure_is_reported(tmp_path):
     result = subprocess.run(["bash", "-c", script, "x", str(src)], stdout=subprocess.PIPE, timeout=30)
     assert result.returncode == 3
     assert b"ERROR installing asn1c failed: fatal: unable to access" in result.stdout
+
+
+def test_cassandra_comes_from_the_configured_repository(tmp_path):
+    from vpnaas.validation import InvalidValue
+
+    comp = oai_hss.COMPONENT
+    inputs = oai.install_plan(comp, config_for("hss"))
+    assert inputs["extra"] == ["https://debian.cassandra.apache.org", "311x",
+                               "https://downloads.apache.org/cassandra/KEYS"]
+    with pytest.raises(InvalidValue, match="cassandra-series"):
+        oai.install_plan(comp, config_for("hss", **{"cassandra-series": "21x main\ndeb http://evil"}))
+    stubs, apt = tmp_path / "stubs", tmp_path / "apt"
+    stubs.mkdir()
+    calls = tmp_path / "calls"
+    (stubs / "curl").write_text('#!/bin/bash\nprintf "%s\\n" "-----BEGIN PGP PUBLIC KEY BLOCK-----" > "$5"\n')
+    (stubs / "dpkg").write_text("#!/bin/sh\nexit 1\n")  # cassandra not installed yet
+    (stubs / "fuser").write_text("#!/bin/sh\nexit 1\n")  # no dpkg lock held
+    for name in ("apt-get", "systemctl", "service"):
+        (stubs / name).write_text(STUB.format(calls=calls))
+    for f in stubs.iterdir():
+        os.chmod(str(f), 0o755)
+    step = vnfscript.Step([oai.LIB, "oai/install.sh"]).call("oai_prepare_hss", *inputs["extra"])
+    rc, out, err = run_step(step, env=dict(os.environ, OAI_APT_DIR=str(apt), OAI_INIT="systemd"), stubs=stubs)
+    assert rc == 0, out + err
+    assert (apt / "sources.list.d" / "cassandra.list").read_text() == (
+        "deb [signed-by={}/keyrings/apache-cassandra.asc] https://debian.cassandra.apache.org 311x main\n".format(apt))
+    assert "apt-get -q -y -o DPkg::Lock::Timeout=600 install --no-install-recommends cassandra" in calls.read_text()
+    assert "systemctl stop cassandra" in calls.read_text()

@@ -68,6 +68,7 @@ oai_install_body() {  # component title repo ref timeout build-steps packages ca
   wait_cloud_init 1800
   progress "2/$total waiting for the dpkg lock and the prerequisites"
   ensure_packages "${packages[@]}"
+  if declare -F "oai_prepare_$c" >/dev/null; then "oai_prepare_$c" "${@:11}"; fi
   progress "3/$total fetching $title $ref"
   fetch_source "$src" "$repo" "$ref"
   : > "$log"
@@ -97,6 +98,36 @@ build_step() {  # src log label command...: one numbered build step, in the sour
 }
 
 # --------------------------------------------------------------------------- per component
+# oai_prepare_<c> (optional) gets the install step's extra arguments, after the prerequisites.
+
+oai_prepare_hss() {  # repository series keys-url: Cassandra from Apache's Debian repository
+  local repo=$1 series=$2 keys=$3 apt=${OAI_APT_DIR:-/etc/apt} tmp line
+  local keyring="$apt/keyrings/apache-cassandra.asc" list="$apt/sources.list.d/cassandra.list"
+  mkdir -p "$apt/keyrings" "$apt/sources.list.d"
+  tmp=$(mktemp "$apt/keyrings/.cassandra.XXXXXX")
+  curl -fsSL --max-time 120 -o "$tmp" "$keys" || { rm -f "$tmp"; fail "cannot fetch Cassandra's keys from $keys"; }
+  grep -q 'BEGIN PGP PUBLIC KEY BLOCK' "$tmp" || { rm -f "$tmp"; fail "$keys is not an armoured key file"; }
+  chmod 644 "$tmp"
+  install_file "$tmp" "$keyring"
+  line="deb [signed-by=$keyring] $repo $series main"
+  if [ "$(cat "$list" 2>/dev/null || true)" != "$line" ]; then
+    printf '%s\n' "$line" > "$list.tmp"
+    chmod 644 "$list.tmp"
+    mv -f "$list.tmp" "$list"
+    out "NOTE Cassandra from $repo $series"
+  fi
+  if ! dpkg -s cassandra >/dev/null 2>&1; then
+    apt_get update >/dev/null || fail "apt-get update failed (is $repo $series reachable?)"
+    apt_get install --no-install-recommends cassandra >/dev/null \
+      || fail "cannot install cassandra from $repo $series"
+    # The charm configures Cassandra and starts it in oai-configure.
+    if [ "$(oai_mode)" = systemd ]; then systemctl stop cassandra || true; else service cassandra stop || true; fi
+  fi
+  if [ -x /usr/lib/jvm/java-8-openjdk-amd64/jre/bin/java ]; then
+    update-alternatives --set java /usr/lib/jvm/java-8-openjdk-amd64/jre/bin/java >/dev/null
+  fi
+}
+
 # Each takes (src log) and runs exactly as many build_step calls as the charm's build_steps.
 
 oai_build_hss() {
