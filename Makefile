@@ -10,6 +10,7 @@ BASE ?= ubuntu@18.04
 NS ?= eps_wg
 PYTEST_ARGS ?=
 
+.PHONY: oai-conformance shellcheck
 .PHONY: help venv deps charms charms-local packages validate test lint pycompat wireguard-go \
         demo bench deploy deploy-tools onboard undeploy measure-remote clean
 
@@ -42,8 +43,15 @@ packages: charms ## build every VNF/NS/NST package into build/packages
 validate: venv ## validate every descriptor, params file and cross-reference
 	$(PY) -m bundle.validate
 
-lint: venv ## ruff over all Python
+lint: venv shellcheck ## ruff over all Python, shellcheck over the shipped VNF-side scripts
 	$(VENV)/bin/ruff check charms scripts tests
+
+shellcheck: ## shellcheck over every shipped VNF-side shell script (Debian package shellcheck)
+	shellcheck -x -s bash $$(find charms -name '*.sh' | sort)
+
+OAI_SRC ?=
+oai-conformance: venv ## check the OAI charms against OAI's sources at the pinned refs (OAI_SRC=<dir>, see scripts/oai_conformance)
+	$(PY) -m oai_conformance $(if $(OAI_SRC),--src "$(OAI_SRC)")
 
 pycompat: venv ## prove the charm runtime code runs on Python 3.6
 	$(VENV)/bin/vermin -q --no-tips --violations -t=3.6- $$(find charms -name '*.py')

@@ -128,12 +128,8 @@ class Hss(oai.Component):
                     "tokens": {"@PREFIX@": PREFIX, "@REALM@": realm, "@HSS_FQDN@": fqdn},
                     "edits": [listen],
                 },
-                {
-                    "src": src + "hss_rel14.conf",
-                    "dst": PREFIX + "/hss_rel14.conf",
-                    "tokens": {"@cassandra_Server_IP@": ip},
-                    "mode": "600",
-                },
+                # Not etc/hss_rel14.conf: no program reads it (oai_hss -j reads the json), and with its
+                # unquoted @cassandra_Server_IP@ filled in it is not even valid libconfig.
                 {
                     "src": src + "hss_rel14.json",
                     "dst": PREFIX + "/hss_rel14.json",

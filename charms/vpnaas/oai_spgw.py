@@ -42,7 +42,8 @@ def ue_pool_edit(pool):
     placeholder: the first two RANGE entries of IP_ADDRESS_POOL get the two halves of the pool."""
     first, second = ue_ranges(pool)
     return {
-        "pattern": r'(\{\s*RANGE\s*=\s*")[^"]*(";\s*\}[^\n]*\n\s*\{\s*RANGE\s*=\s*")[^"]*(";\s*\})',
+        "pattern": (r'(IPV4_LIST\s*=\s*\(\s*\{\s*RANGE\s*=\s*")[^"]*'
+                    r'(";\s*\}[^\n]*\n\s*\{\s*RANGE\s*=\s*")[^"]*(";\s*\})'),
         "repl": r"\g<1>{}\g<2>{}\g<3>".format(first, second),
         "count": 1,
         "what": "the UE pool (the first two RANGE entries of IP_ADDRESS_POOL)",
@@ -102,14 +103,11 @@ class Spgwc(oai.Component):
         realm = values["realm"]
         tokens = {
             "@INSTANCE@": "0",
-            "@PREFIX@": PREFIX,
             "@PID_DIRECTORY@": "/var/run",
             "@SGW_INTERFACE_NAME_FOR_S11@": {"iface_of": str(values["s11"].ip)},
             "@PGW_INTERFACE_NAME_FOR_SX@": {"iface_of": str(values["sxab"].ip)},
             "@SGW_INTERFACE_NAME_FOR_S5_S8_CP@": "lo:s5c",
             "@PGW_INTERFACE_NAME_FOR_S5_S8_CP@": "lo:p5c",
-            "@SGW_IP_FOR_S5_S8_CP@": S5_SGW + "/8",
-            "@PGW_IP_FOR_S5_S8_CP@": S5_PGW + "/8",
             "@DEFAULT_DNS_IPV4_ADDRESS@": values["dns1"],
             "@DEFAULT_DNS_SEC_IPV4_ADDRESS@": values["dns2"],
             "@DEFAULT_APN@": "default." + realm,
@@ -197,7 +195,6 @@ class Spgwu(oai.Component):
     def render_spec(self, values):
         tokens = {
             "@INSTANCE@": "0",
-            "@PREFIX@": PREFIX,
             "@PID_DIRECTORY@": "/var/run",
             "@SGW_INTERFACE_NAME_FOR_S1U_S12_S4_UP@": {"iface_of": str(values["s1u"].ip)},
             "@SGW_INTERFACE_NAME_FOR_SX@": {"iface_of": str(values["sxab"].ip)},

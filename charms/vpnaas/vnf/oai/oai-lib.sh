@@ -97,11 +97,12 @@ pin_submodules() {  # dir: every submodule at exactly the commit the superprojec
   neutralise_submodule_pulls "$dir"
 }
 
-# OAI's HSS helper runs `git submodule foreach git pull origin master` after checking out the
-# pinned submodule commits: that moves every submodule to a branch tip the ref was never built
-# with, and fails outright where the branch is gone (c-ares has only `main` now). The build must
-# use the commits the ref pins, so the pull becomes the checkout of those commits.
-OAI_PULL_PATTERN='git submodule foreach (--recursive )?git pull( -q)? origin [A-Za-z0-9._/-]+'
+# OAI's build helpers pull after checking out the pinned submodule commits: the HSS's runs
+# `git submodule foreach git pull origin master`, the MME's `git pull origin master` in freeDiameter.
+# That moves submodules to whatever a branch tip is today, and fails outright where the branch is
+# gone (c-ares has only `main` now). The build must use the commits the ref pins, so every pull
+# becomes the checkout of those commits (inside a submodule folder it changes nothing).
+OAI_PULL_PATTERN='(git submodule foreach (--recursive )?)?git pull( -q)? origin [A-Za-z0-9._/-]+'
 OAI_PULL_REPLACEMENT='git submodule update --init --recursive --force'
 
 neutralise_submodule_pulls() {  # dir: rewrites the pulls in the checkout's build helpers
