@@ -54,7 +54,7 @@ class Component(object):
 
     name = ""  # hss, mme, spgwc, spgwu, enb
     title = ""  # HSS, MME, ...
-    repository = ""  # pinned default source (prior-art §5)
+    repository = ""  # pinned default source
     ref = ""
     program = ""  # file name of the built program
     workdir = ""  # where the program starts; empty: the directory of the built program

@@ -1,4 +1,4 @@
-"""The OAI eNB with the RF simulator: build, configuration and service (prior-art §5.5).
+"""The OAI eNB with the RF simulator: build, configuration and service.
 
 Pinned to the openairinterface5g release v1.2.2 (August 2020, "bug fix for supporting
 multi-antennas in RF simulator"; the earlier charm built an unpinned master). The configuration is

@@ -1,6 +1,8 @@
-"""The OAI HSS (rel14) with Cassandra 2.1: build, configuration and service (prior-art §5.1, §6).
+"""The OAI HSS (rel14) with Cassandra: build, configuration and service.
 
-Cassandra 2.1 and Java 8 come from cloud-init (cloud-init/hss.cfg). oai-configure configures
+Java 8 comes from cloud-init (cloud-init/hss.cfg); Cassandra is installed by oai-install from the
+repository the options name (default Apache's debian.cassandra.apache.org, series 311x: the 21x
+series OAI's scripts name is no longer published). oai-configure configures
 Cassandra (cluster name, seeds/listen/rpc address = the HSS S6a service address,
 GossipingPropertyFileSnitch, dc=DC1 because oai_db.cql creates the vhss keyspace for DC1), waits
 for CQL with a bounded loop, loads the schema once, provisions the subscribers, writes the

@@ -1,4 +1,4 @@
-"""The OAI MME: build, configuration and service (prior-art §5.2).
+"""The OAI MME: build, configuration and service.
 
 The MME binds S1-C, S11 and S6a to its service addresses (on the dummy device the tunnel reconcile
 manages); the HSS and SPGW-C addresses come from explicit options or from the s6a/s11 relations.

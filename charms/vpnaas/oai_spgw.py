@@ -1,4 +1,4 @@
-"""The OAI SPGW-C and SPGW-U (CUPS): build, configuration and services (prior-art §5.3, §5.4).
+"""The OAI SPGW-C and SPGW-U (CUPS): build, configuration and services.
 
 Both bind by interface name and read the address from the interface ("read"). Their service
 addresses share one dummy device, so "read" would give every interface the device's first
