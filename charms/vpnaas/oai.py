@@ -123,12 +123,9 @@ class Component(object):
         """Seconds the configure step may take."""
         return CONFIGURE_TIMEOUT
 
-    def setup_lines(self, values):
-        """Bash run before every start (and at the end of configure): what does not survive a reboot."""
-        return []
-
-    def extra_files(self, values):
-        """[(path, mode, content)] written by configure, e.g. the readiness check oai-<c>-ready."""
+    def setup_settings(self, values):
+        """[(key, value)] for ``oai-service setup``/``prestart`` (vnf/oai/service.sh): ``host`` (ip
+        names...), ``loaddr`` (address label), ``nat`` (pool [sgi]), ``cql`` (ip seconds)."""
         return []
 
     def before_units(self):
@@ -240,12 +237,10 @@ def configure_step(component, values):
         "oai_configure_begin",
         component.name,
         shipped_b64("oai/render.py"),
-        b64(render_setup_script(component, values)),
-        b64(render_run_script(component, values)),
+        shipped_b64("oai/service.sh"),
+        b64(service_settings(component, values)),
         PREFIX,
     )
-    for path, mode, content in component.extra_files(values):
-        step.call("oai_configure_file", path, mode, b64(content))
     if component.work_dirs:
         step.call("oai_configure_dirs", *[component.workdir + "/" + d for d in component.work_dirs])
     step.call("oai_configure_setup", component.name)
@@ -270,78 +265,29 @@ def step_results(report):
             "progress": progress[-1].strip() if progress else ""}
 
 
-def hosts_lines(entries):
-    """Bash that puts ``entries`` [(ip, name...)] first in /etc/hosts (rewritten whole; again at
-    every start, since cloud-init's manage_etc_hosts rewrites the file at boot)."""
-    block = "".join("{} {} # vpnaas-oai\n".format(ip, " ".join(names)) for ip, names in entries)
-    return [
-        "hosts_tmp=$(mktemp /etc/.hosts.vpnaas.XXXXXX)",
-        "{{ printf '%s' {}; grep -v '# vpnaas-oai$' /etc/hosts || true; }} > \"$hosts_tmp\"".format(q(block)),
-        'chmod 644 "$hosts_tmp"',
-        'if cmp -s "$hosts_tmp" /etc/hosts; then rm -f "$hosts_tmp"; else mv -f "$hosts_tmp" /etc/hosts; fi',
-    ]
+def service_settings(component, values):
+    """The data file ``<prefix>/oai-<c>.service`` that ``oai-service`` reads (never executed)."""
+    lines = [("workdir", component.workdir), ("binary", component.binary)]
+    lines += [("arg", a) for a in component.run_argv(values)[1:]]
+    lines += [("env", "{}={}".format(k, v)) for k, v in sorted(component.env.items())]
+    lines += component.setup_settings(values)
+    return settings_text(lines)
 
 
-def render_setup_script(component, values):
-    lines = [
-        "#!/bin/bash",
-        "# Managed by the VPNaaS charm ({}): state that does not survive a reboot.".format(component.service),
-        "set -eu",
-    ]
-    lines += component.setup_lines(values)
-    return "\n".join(lines) + "\n"
+def tunnel_settings(devices, limit):
+    """``<state>/<c>.tunnels``: what ``oai-service prestart`` waits for."""
+    return settings_text([("limit", str(int(limit)))] + [("dev", d) for d in devices])
 
 
-def render_run_script(component, values):
-    lines = [
-        "#!/bin/bash",
-        "# Managed by the VPNaaS charm ({}).".format(component.service),
-        "cd {}".format(
-            q(component.workdir)
-            if component.workdir
-            else '"$(dirname "$(readlink -f {})")"'.format(q(component.binary))
-        ),
-    ]
-    lines += ["export {}={}".format(k, q(v)) for k, v in sorted(component.env.items())]
-    lines.append("exec " + " ".join(q(a) for a in component.run_argv(values)))
-    return "\n".join(lines) + "\n"
+def settings_text(lines):
+    for key, value in lines:
+        if "\n" in value or "\r" in value:
+            raise InvalidValue("internal error: a setting with a line break ({})".format(key))
+    return "# Managed by the VPNaaS charm: data for oai-service.\n" + "".join(
+        "{} {}\n".format(k, v) for k, v in lines)
 
 
-
-# --------------------------------------------------------------------------- generated service files
-def render_prestart(component, devices, limit):
-    """ExecStartPre: wait (bounded) until every tunnel the component talks over has a handshake."""
-    return (
-        "\n".join(
-            [
-                "#!/bin/bash",
-                "# Managed by the VPNaaS charm: {} starts only once its tunnels have a handshake.".format(
-                    component.service
-                ),
-                "set -u",
-                "[ ! -x {s} ] || {s}".format(s=q("{}/oai-{}-setup".format(SBIN, component.name))),
-                "limit={}".format(int(limit)),
-                "devs=({})".format(" ".join(q(d) for d in devices)),
-                'hs() { wg show "$1" latest-handshakes 2>/dev/null'
-                " | awk 'NF == 2 {n++; if ($2 == 0) bad = 1} END {exit (n == 0 || bad)}'; }",
-                "start=$SECONDS",
-                "while :; do",
-                "  missing=''",
-                '  for d in ${devs[@]+"${devs[@]}"}; do hs "$d" || missing="$missing $d"; done',
-                '  if [ -z "$missing" ]; then [ ! -x {r} ] || exec {r}; exit 0; fi'.format(
-                    r=q("{}/oai-{}-ready".format(SBIN, component.name))
-                ),
-                '  if [ $((SECONDS - start)) -ge "$limit" ]; then',
-                '    echo "no WireGuard handshake on$missing after ${limit}s" >&2; exit 1',
-                "  fi",
-                "  sleep 1",
-                "done",
-            ]
-        )
-        + "\n"
-    )
-
-
+# --------------------------------------------------------------------------- the systemd unit
 def render_unit(component, devices):
     after = (
         ["network-online.target"]
@@ -358,7 +304,7 @@ def render_unit(component, devices):
             "",
             "[Service]",
             "Type=simple",
-            "ExecStartPre={}/oai-{}-prestart".format(SBIN, component.name),
+            "ExecStartPre={}/oai-service prestart {}".format(SBIN, component.name),
             "ExecStart={}/oai-{}-run".format(SBIN, component.name),
             "Restart=on-failure",
             "RestartSec=10",
@@ -390,7 +336,8 @@ def add_gate(step, component, devices, wanted, prestart_limit):
         component.binary,
         wanted or "none",
         GATE_HANDSHAKE_WAIT,
-        b64(render_prestart(component, devices, prestart_limit)),
+        shipped_b64("oai/service.sh"),
+        b64(tunnel_settings(devices, prestart_limit)),
         b64(render_unit(component, devices)),
         *devices
     )

@@ -17,7 +17,6 @@ relative to the working folder (``logs/hss.log``, ``conf/oss.json``): the HSS, a
 from vpnaas import oai
 from vpnaas import oai_validation as ov
 
-q = oai.q
 PREFIX = oai.PREFIX
 
 class Hss(oai.Component):
@@ -87,29 +86,14 @@ class Hss(oai.Component):
     def run_argv(self, values):
         return [self.binary, "-j", PREFIX + "/hss_rel14.json"]
 
-    def setup_lines(self, values):
+    def setup_settings(self, values):
         realm = values["realm"]
-        return oai.hosts_lines(
-            [(values["hss_ip"], ["hss." + realm, "hss"]), (values["mme_ip"], ["mme." + realm, "mme"])]
-        )
-
-    def extra_files(self, values):
-        # Before every start (boot included): Cassandra must answer CQL, or the HSS hangs.
-        ready = "\n".join(
-            [
-                "#!/bin/bash",
-                "# Managed by the VPNaaS charm: the HSS starts only once Cassandra answers CQL.",
-                "limit={}; start=$SECONDS".format(values["cassandra_timeout"]),
-                "until cqlsh -e 'SHOW VERSION' {} >/dev/null 2>&1; do".format(q(values["hss_ip"])),
-                '  if [ $((SECONDS - start)) -ge "$limit" ]; then'
-                ' echo "Cassandra not ready after ${limit}s" >&2;'
-                " exit 1; fi",
-                "  sleep 2",
-                "done",
-                "",
-            ]
-        )
-        return [("{}/oai-hss-ready".format(oai.SBIN), "755", ready)]
+        return [
+            ("host", "{} hss.{} hss".format(values["hss_ip"], realm)),
+            ("host", "{} mme.{} mme".format(values["mme_ip"], realm)),
+            # Before every start (boot included): Cassandra must answer CQL, or the HSS hangs.
+            ("cql", "{} {}".format(values["hss_ip"], values["cassandra_timeout"])),
+        ]
 
     def render_spec(self, values):
         src = self.source_dir + "/etc/"

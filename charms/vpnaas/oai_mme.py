@@ -51,11 +51,10 @@ class Mme(oai.Component):
     def run_argv(self, values):
         return [self.binary, "-c", PREFIX + "/mme.conf"]
 
-    def setup_lines(self, values):
+    def setup_settings(self, values):
         realm = values["realm"]
-        return oai.hosts_lines(
-            [(str(values["s6a"].ip), ["mme." + realm, "mme"]), (values["hss_ip"], ["hss." + realm, "hss"])]
-        )
+        return [("host", "{} mme.{} mme".format(values["s6a"].ip, realm)),
+                ("host", "{} hss.{} hss".format(values["hss_ip"], realm))]
 
     def tokens(self, values):
         realm, mcc, mnc, tac = values["realm"], values["mcc"], values["mnc"], values["tac"]

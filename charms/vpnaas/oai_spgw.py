@@ -9,7 +9,6 @@ then required; a template without the IPV4_ADDRESS line fails loudly instead of 
 from vpnaas import oai
 from vpnaas import oai_validation as ov
 
-q = oai.q
 PREFIX = oai.PREFIX
 #: S5/S8 between the S-GW and P-GW halves of the SPGW-C stays inside the VNF (OAI's own setup).
 S5_SGW, S5_PGW = "127.0.0.15", "127.0.0.16"
@@ -93,11 +92,8 @@ class Spgwc(oai.Component):
     def run_argv(self, values):
         return [self.binary, "-c", PREFIX + "/spgw_c.conf", "-o"]
 
-    def setup_lines(self, values):
-        return [
-            "ip addr replace {}/8 dev lo label lo:s5c".format(S5_SGW),
-            "ip addr replace {}/8 dev lo label lo:p5c".format(S5_PGW),
-        ]
+    def setup_settings(self, values):
+        return [("loaddr", "{}/8 lo:s5c".format(S5_SGW)), ("loaddr", "{}/8 lo:p5c".format(S5_PGW))]
 
     def render_spec(self, values):
         realm = values["realm"]
@@ -173,24 +169,9 @@ class Spgwu(oai.Component):
     def run_argv(self, values):
         return [self.binary, "-c", PREFIX + "/spgw_u.conf", "-o"]
 
-    def _sgi(self, values):
-        """SGi for the setup script: the configured interface, or the one of the default route."""
-        if values["sgi"]:
-            return q(values["sgi"])
-        return ('"$(ip -4 route show default'
-                ' | awk \'{for (i = 1; i < NF; i++) if ($i == "dev") {print $(i+1); exit}}\')"')
-
-    def setup_lines(self, values):
-        pool = str(values["pool"])
-        return [
-            "sgi={}".format(self._sgi(values)),
-            '[ -n "$sgi" ] || { echo "no SGi interface (no default route; set sgi-interface)" >&2; exit 1; }',
-            "sysctl -q -w net.ipv4.ip_forward=1",
-            "iptables -P FORWARD ACCEPT",
-            # UE traffic leaves through SGi with the VNF's address (checked first: idempotent).
-            'iptables -t nat -C POSTROUTING -s {p} -o "$sgi" -j MASQUERADE 2>/dev/null'
-            ' || iptables -t nat -A POSTROUTING -s {p} -o "$sgi" -j MASQUERADE'.format(p=q(pool)),
-        ]
+    def setup_settings(self, values):
+        # UE traffic leaves through SGi (sgi-interface, or the default route's) with NAT.
+        return [("nat", "{} {}".format(values["pool"], values["sgi"]).strip())]
 
     def render_spec(self, values):
         tokens = {

@@ -292,6 +292,6 @@ def test_configure_uses_the_relation_when_no_explicit_peer_address(charm_env):
     assert configure.failed is None, configure.failed
     i = max(i for i, s in enumerate(vnf.scripts) if "oai_configure_begin" in called(s))
     args = step_args(vnf.commands[i])
-    setup = base64.b64decode(args[called(vnf.scripts[i])["oai_configure_begin"][0] + 1]).decode()
-    assert "172.16.6.2 mme.ntnu.no mme # vpnaas-oai" in setup
+    settings = base64.b64decode(args[called(vnf.scripts[i])["oai_configure_begin"][0] + 2]).decode()
+    assert "host 172.16.6.2 mme.ntnu.no mme\n" in settings
     assert LTE_OP not in vnf.commands[i]

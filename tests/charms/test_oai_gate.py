@@ -77,7 +77,8 @@ def test_service_waits_for_every_handshake_then_starts(vnf):
     assert out["service"] == "pending"
     assert out["pending"] == "wg-s11"
     assert not (tmp / "run" / "oai-mme.pid").exists(), "must not start before the handshake"
-    assert os.access(str(tmp / "sbin" / "oai-mme-prestart"), os.X_OK)
+    assert os.access(str(tmp / "sbin" / "oai-service"), os.X_OK)
+    assert (tmp / "state" / "mme.tunnels").read_text().splitlines()[1:] == ["limit 30", "dev wg-s6a", "dev wg-s11"]
     # Later reconcile (relation-changed / update-status): the handshake happened -> started.
     handshake("wg-s11", 1700000050)
     out = gate("started")
@@ -121,7 +122,7 @@ def test_unconfigured_component_reports_and_touches_nothing(vnf):
     (tmp / "state" / "mme.configured").unlink()
     out = gate("started")
     assert out == {"installed": "yes", "configured": "no", "service": "absent"}
-    assert not (tmp / "sbin" / "oai-mme-prestart").exists()
+    assert not (tmp / "sbin" / "oai-service").exists()
 
 
 def test_no_tunnels_starts_at_once(vnf):
@@ -132,16 +133,20 @@ def test_no_tunnels_starts_at_once(vnf):
 
 
 def test_prestart_waits_bounded_for_handshakes(tmp_path):
+    """oai-service prestart (the unit's ExecStartPre) with a stand-in wg."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
     (bindir / "wg").write_text(FAKE_WG)
     os.chmod(str(bindir / "wg"), 0o755)
     (tmp_path / "wg-s6a").write_text("0")
-    env = dict(os.environ, PATH="{}:{}".format(bindir, os.environ["PATH"]), WG_STATE=str(tmp_path))
-    script = oai.render_prestart(COMPONENTS["mme"], ["wg-s6a"], 1)
-    result = subprocess.run(["bash", "-c", script], env=env, stderr=subprocess.PIPE, timeout=20)
+    (tmp_path / "mme.tunnels").write_text(oai.tunnel_settings(["wg-s6a"], 1))
+    service = tmp_path / "oai-service"
+    service.write_text(vnfscript.load("oai/service.sh"))
+    env = dict(os.environ, PATH="{}:{}".format(bindir, os.environ["PATH"]), WG_STATE=str(tmp_path),
+               OAI_STATE_DIR=str(tmp_path), OAI_PREFIX=str(tmp_path / "etc"))
+    result = subprocess.run(["bash", str(service), "prestart", "mme"], env=env, stderr=subprocess.PIPE, timeout=20)
     assert result.returncode == 1
     assert b"no WireGuard handshake on wg-s6a after 1s" in result.stderr
     (tmp_path / "wg-s6a").write_text("1700000000")
-    result = subprocess.run(["bash", "-c", script], env=env, stderr=subprocess.PIPE, timeout=20)
+    result = subprocess.run(["bash", str(service), "prestart", "mme"], env=env, stderr=subprocess.PIPE, timeout=20)
     assert result.returncode == 0, result.stderr

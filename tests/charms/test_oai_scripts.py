@@ -91,18 +91,17 @@ def test_configure_step_is_valid_bash_and_secret_free(component_name):
     assert "tee -a" not in code and ">> /etc/hosts" not in code
 
 
-def test_generated_unit_prestart_run_and_setup_are_valid_bash(component_name):
+def test_service_settings_are_data_and_the_unit_calls_oai_service(component_name):
     comp = COMPONENTS[component_name]
     values = comp.config_values(config_for(component_name), None)
-    for text in (
-        oai.render_prestart(comp, ["wg-s6a", "wg-s11"], 120),
-        oai.render_setup_script(comp, values),
-        oai.render_run_script(comp, values),
-    ):
-        ok, err = bash_syntax_ok(text)
-        assert ok, err
+    lines = oai.service_settings(comp, values).splitlines()
+    assert lines[0].startswith("#") and all(" " in line or line in ("workdir",) for line in lines[1:])
+    assert "binary {}".format(comp.binary) in lines
+    assert ["arg " + a for a in comp.run_argv(values)[1:]] == [line for line in lines if line.startswith("arg ")]
+    with pytest.raises(InvalidValue):
+        oai.settings_text([("host", "1.2.3.4 a\nnat 0.0.0.0/0")])
     unit = oai.render_unit(comp, ["wg-s6a"])
-    assert "ExecStartPre=/usr/local/sbin/oai-{}-prestart".format(component_name) in unit
+    assert "ExecStartPre=/usr/local/sbin/oai-service prestart {}".format(component_name) in unit
     assert "After=network-online.target wg-quick@wg-s6a.service" in unit
     assert "WantedBy=multi-user.target" in unit
 
@@ -137,8 +136,9 @@ def test_hss_configuration_values():
     assert ["/usr/local/etc/oai/logs", "/usr/local/etc/oai/conf"] == [
         step.args[i - 1] for f, first, n in step.calls if f == "oai_configure_dirs"
         for i in range(first, first + n)]
-    setup = oai.render_setup_script(comp, values)
-    assert "172.16.6.129 hss.ntnu.no hss # vpnaas-oai" in setup and "172.16.6.2 mme.ntnu.no mme" in setup
+    settings = oai.service_settings(comp, values)
+    assert "host 172.16.6.129 hss.ntnu.no hss\nhost 172.16.6.2 mme.ntnu.no mme\n" in settings
+    assert "cql 172.16.6.129 600\n" in settings and "workdir /usr/local/etc/oai\n" in settings
 
 
 def test_mme_configuration_values():
@@ -215,9 +215,7 @@ def test_spgwu_ue_pool_edits_network_and_snat():
     text, _ = _render(entry, template)
     assert '{NETWORK_IPV4 = "10.45.0.0/16"; NETWORK_IPV6 = "2001:1:2::0/64"; SNAT = "no";}' in text
     assert '{NETWORK_IPV4 = "12.1.2.0/24"; SNAT = "no";}' in text
-    setup = oai.render_setup_script(oai_spgw.SPGWU, values)
-    assert "net.ipv4.ip_forward=1" in setup
-    assert "iptables -t nat -C POSTROUTING -s 10.45.0.0/16" in setup  # checked before appended
+    assert "nat 10.45.0.0/16\n" in oai.service_settings(oai_spgw.SPGWU, values)
 
 
 def test_enb_configuration_values():
@@ -231,8 +229,10 @@ def test_enb_configuration_values():
     assert repl["mnc_length"] == r"mnc_length\g<1>= 2;"
     assert "192.168.247.102" in repl["mme_ip_address"]
     assert all(e.get("count") == 1 and e.get("required", True) for e in f["edits"])
-    run = oai.render_run_script(comp, values)
-    assert "export RFSIMULATOR=enb" in run and "--rfsim" in run and "/opt/oai/bin/lte-softmodem" in run
+    settings = oai.service_settings(comp, values)
+    assert "env RFSIMULATOR=enb\n" in settings and "arg --rfsim\n" in settings
+    assert "binary /opt/oai/bin/lte-softmodem\n" in settings
+    assert "workdir \n" in settings  # empty: the build folder, where lte-softmodem finds the RF simulator
     # v1.2.2's build_oai builds into lte_build_oai (ran_build is later releases' name).
     assert comp.binary_candidates()[0].endswith("cmake_targets/lte_build_oai/build/lte-softmodem")
 

@@ -214,9 +214,11 @@ def test_hss_configure_creates_the_folders_and_starts_from_the_config_folder(hss
     loadkey = [c for c in calls if c.startswith("oai_hss ")]
     assert loadkey == ["oai_hss -j {p}/hss_rel14.json --onlyloadkey {p}".format(p=prefix)]
     assert "provisioned 21" in calls  # the script and its 20 arguments, read from stdin
-    # The run script starts the HSS in the same folder.
+    # The service starts the HSS in the same folder (oai-service run reads workdir).
+    with open(prefix + "/oai-hss.service") as f:
+        assert "workdir /usr/local/etc/oai\n" in f.read()
     run = open(str(vnf["root"] / "sbin" / "oai-hss-run")).read()
-    assert "cd /usr/local/etc/oai" in run
+    assert run.endswith("oai-service run hss\n")
     with open(prefix + "/hss_rel14.json") as f:
         rendered = f.read()
     assert LTE_OP.lower() in rendered and "@" not in rendered
@@ -265,3 +267,43 @@ def test_cassandra_comes_from_the_configured_repository(tmp_path):
         "deb [signed-by={}/keyrings/apache-cassandra.asc] https://debian.cassandra.apache.org 311x main\n".format(apt))
     assert "apt-get -q -y -o DPkg::Lock::Timeout=600 install --no-install-recommends cassandra" in calls.read_text()
     assert "systemctl stop cassandra" in calls.read_text()
+
+
+def test_oai_service_setup_and_run(tmp_path):
+    """oai-service from the settings the charm writes: hosts, loopback aliases, NAT; the program
+    started from its folder with its arguments and environment."""
+    from vpnaas import oai_spgw
+
+    etc, stubs, calls = tmp_path / "etc", tmp_path / "stubs", tmp_path / "calls"
+    etc.mkdir()
+    stubs.mkdir()
+    for name in ("ip", "sysctl", "iptables"):
+        (stubs / name).write_text(STUB.format(calls=calls) + ('[ "$3" != "-C" ] || exit 1\n' if name == "iptables"
+                                                               else ""))
+        os.chmod(str(stubs / name), 0o755)
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 localhost\n10.9.9.9 old # vpnaas-oai\n")
+    values = oai_spgw.SPGWU.config_values(config_for("spgwu", **{"sgi-interface": "ens3"}), None)
+    settings = oai.service_settings(oai_spgw.SPGWU, values) + "host 172.55.55.101 spgwc\nloaddr 127.0.0.15/8 lo:s5c\n"
+    (etc / "oai-spgwu.service").write_text(settings)
+    env = dict(os.environ, OAI_PREFIX=str(etc), OAI_HOSTS_FILE=str(hosts),
+               PATH="{}:{}".format(stubs, os.environ["PATH"]))
+    service = tmp_path / "oai-service"
+    service.write_text(vnfscript.load("oai/service.sh"))
+    result = subprocess.run(["bash", str(service), "setup", "spgwu"], env=env, stderr=subprocess.PIPE, timeout=20)
+    assert result.returncode == 0, result.stderr
+    assert hosts.read_text() == "172.55.55.101 spgwc # vpnaas-oai\n127.0.0.1 localhost\n"
+    done = [line.rsplit(" ", 1)[0] for line in calls.read_text().splitlines()]
+    assert done == ["ip addr replace 127.0.0.15/8 dev lo label lo:s5c", "sysctl -q -w net.ipv4.ip_forward=1",
+                    "iptables -P FORWARD ACCEPT", "iptables -t nat -C POSTROUTING -s 12.1.1.0/24 -o ens3 -j MASQUERADE",
+                    "iptables -t nat -A POSTROUTING -s 12.1.1.0/24 -o ens3 -j MASQUERADE"]
+    # run: the program from its folder, with its arguments and environment
+    work = tmp_path / "work"
+    work.mkdir()
+    program = tmp_path / "program"
+    program.write_text('#!/bin/bash\necho "$PWD|$*|$RFSIMULATOR"\n')
+    os.chmod(str(program), 0o755)
+    (etc / "oai-x.service").write_text("workdir {}\nbinary {}\narg -O\narg /etc/a b.conf\narg --rfsim\n"
+                                       "env RFSIMULATOR=enb\n".format(work, program))
+    result = subprocess.run(["bash", str(service), "run", "x"], env=env, stdout=subprocess.PIPE, timeout=20)
+    assert result.stdout.decode() == "{}|-O /etc/a b.conf --rfsim|enb\n".format(work)

@@ -2,19 +2,18 @@
 # The oai-configure step (after lib.sh and oai-lib.sh): the generic begin and end, and one function
 # per component that renders its configuration and applies what it needs on the VNF.
 
-oai_configure_begin() {  # component render.py-base64 setup-base64 run-base64 prefix
+oai_configure_begin() {  # component render.py-base64 oai-service-base64 settings-base64 prefix
+  local run
   umask 022
   oai_dirs
   [ -s "$OAI_STATE/$1.built" ] \
     || fail "oai-install has not completed on this VNF (no $OAI_STATE/$1.built): run oai-install first"
   install_helper render.py "$2"
   mkdir -p "$5" "$5/freeDiameter" "$OAI_SBIN"
-  put_file "$OAI_SBIN/oai-$1-setup" 755 "$3" || true
-  put_file "$OAI_SBIN/oai-$1-run" 755 "$4" || true
-}
-
-oai_configure_file() {  # path mode base64: a file the component needs besides its configuration
-  put_file "$1" "$2" "$3" || true
+  put_file "$OAI_SBIN/oai-service" 755 "$3" || true
+  put_file "$5/oai-$1.service" 644 "$4" || true
+  run=$(printf '#!/bin/sh\n# Managed by the VPNaaS charm.\nexec %s run %s\n' "$OAI_SBIN/oai-service" "$1" | base64 -w0)
+  put_file "$OAI_SBIN/oai-$1-run" 755 "$run" || true
 }
 
 oai_configure_dirs() {  # dir...: the folders the component's configuration names (e.g. logs/)
@@ -22,7 +21,7 @@ oai_configure_dirs() {  # dir...: the folders the component's configuration name
 }
 
 oai_configure_setup() {  # component: what does not survive a reboot (also run before every start)
-  "$OAI_SBIN/oai-$1-setup" || fail "oai-$1-setup failed"
+  "$OAI_SBIN/oai-service" setup "$1" || fail "oai-service setup $1 failed"
 }
 
 oai_configure_end() {  # component service binary

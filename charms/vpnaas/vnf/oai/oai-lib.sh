@@ -205,15 +205,16 @@ oai_stop() {  # service binary: bounded wait for the process to go
   rm -f "$(oai_pidfile "$1")"
 }
 
-oai_start() {  # service prestart run log
+oai_start() {  # service component run log
   if [ "$(oai_mode)" = systemd ]; then
     systemctl reset-failed "$1" >/dev/null 2>&1 || true
     systemctl enable "$1" >/dev/null 2>&1 || return 1
     systemctl start --no-block "$1" || return 1
   else
-    # No init system: run it in its own session with a pid file (not restarted at boot).
+    # No init system: what the unit does (prestart, then the program), in its own session with a
+    # pid file (not restarted at boot).
     # shellcheck disable=SC2016  # expanded by the inner bash
-    setsid bash -c 'echo $$ > "$1"; "$2" || exit 1; exec "$3"' _ "$(oai_pidfile "$1")" "$2" "$3" \
-      >> "$4" 2>&1 < /dev/null &
+    setsid bash -c 'echo $$ > "$1"; "$2" prestart "$3" || exit 1; exec "$4"' _ "$(oai_pidfile "$1")" \
+      "$OAI_SBIN/oai-service" "$2" "$3" >> "$4" 2>&1 < /dev/null &
   fi
 }
