@@ -3,7 +3,6 @@
 import base64
 import importlib.util
 import os
-import re
 import subprocess
 import sys
 
@@ -147,17 +146,6 @@ def bash_syntax_ok(script):
         ["bash", "-n"], input=script.encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     return result.returncode == 0, result.stderr.decode()
-
-
-def decoded_assignments(script):
-    """Every base64 value assigned in ``script`` (VAR='...'), decoded; for checking what travels."""
-    out = []
-    for value in re.findall(r"[A-Z_]+='?([A-Za-z0-9+/=]{16,})'?", script):
-        try:
-            out.append(base64.b64decode(value).decode("utf-8", "replace"))
-        except ValueError:
-            continue
-    return out
 
 
 def load_charm_class(name):
