@@ -14,7 +14,6 @@ Report lines: ``PROGRESS <n>/<m> <text>`` (progress display), ``NOTE <text>``, `
 
 import base64
 import json
-import shlex
 
 from vpnaas import oai_validation as ov
 from vpnaas import validation, vnfscript
@@ -31,7 +30,6 @@ GATE_HANDSHAKE_WAIT = 8
 CONFIGURE_TIMEOUT = 1800
 LIB = "oai/oai-lib.sh"
 
-q = shlex.quote
 
 
 def b64(text):
@@ -47,7 +45,6 @@ def shipped_b64(name):
     return b64(vnfscript.load(name))
 
 
-# --------------------------------------------------------------------------- components
 # --------------------------------------------------------------------------- components
 class Component(object):
     """What a component charm contributes. Subclasses fill the class attributes and hooks."""

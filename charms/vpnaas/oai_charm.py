@@ -1,11 +1,11 @@
 """The ops glue of the five OAI component charms: the oai-* actions and the start gate.
 
 Each step validates its inputs first (bad input fails the action and nothing is changed on the
-VNF), sends one script over SSH (``oai``), reports progress in the unit status as the script runs,
-and ends with a reconcile like every other action. Starting is a wish recorded in StoredState:
-the reconcile's component part starts the service once every tunnel of the component has a
-handshake, so a start that has to wait completes later from relation-changed or update-status,
-never by sleeping in the charm.
+VNF), sends one step over SSH (``oai``: files shipped in vnf/oai, values as arguments), reports
+progress in the unit status as the step runs, and ends with a reconcile like every other action.
+Starting is a wish recorded in StoredState: the reconcile's component part starts the service once
+every tunnel of the component has a handshake, so a start that has to wait completes later from
+relation-changed or update-status, never by sleeping in the charm.
 """
 
 import logging
