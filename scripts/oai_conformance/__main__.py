@@ -36,7 +36,7 @@ import yaml
 
 from oai_conformance import checks, libconfig
 from oai_conformance.source import SourceError, Tree
-from vpnaas import oai_enb, oai_hss, oai_mme, oai_spgw, vnfscript
+from vpnaas import oai_enb, oai_hss, oai_mme, oai_spgw, oai_ue, vnfscript
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COMPONENTS = [("hss", oai_hss.COMPONENT), ("mme", oai_mme.COMPONENT), ("spgwc", oai_spgw.SPGWC),
@@ -51,7 +51,7 @@ PROGRAM_SOURCES = {
 }
 #: Helpers that may pull submodules.
 HELPER_FOLDERS = ("build/tools", "scripts", "cmake_targets/tools")
-LIBCONFIG_OUTPUTS = ("mme.conf", "spgw_c.conf", "spgw_u.conf", "enb.conf", "hss_rel14.conf")
+LIBCONFIG_OUTPUTS = ("mme.conf", "spgw_c.conf", "spgw_u.conf", "enb.conf", "hss_rel14.conf", "ue.conf")
 
 
 class Report(object):
@@ -118,7 +118,8 @@ def check_render(report, name, comp, tree, renderer):
             report.line("MISMATCH", "{}: edit '{}' matches {} time(s), declared {}".format(dst, what, n, count))
         edited = template
         for edit in entry.get("edits", []):
-            edited = re.sub(edit["pattern"], edit["repl"], edited, count=edit.get("count", 0))
+            edited = re.sub(edit["pattern"], edit["repl"], edited, count=edit.get("count", 0),
+                            flags=renderer.edit_flags(edit))
         unfilled, absent = checks.placeholder_report(edited, entry.get("tokens", {}))
         for token in unfilled:
             report.line("MISMATCH", "{}: placeholder {} left unfilled".format(dst, token))
@@ -287,7 +288,37 @@ def check_component(report, name, comp, src_root, renderer):
     check_build_flags(report, name, tree)
     check_program_options(report, name, comp, tree)
     check_submodules(report, tree, src_root)
+    if name == "enb":
+        check_ue(report, comp, tree, renderer)
     return tree.commit
+
+
+def check_ue(report, comp, tree, renderer):
+    """The eNB charm's optional UE: its SIM from OAI's UE template, the UE's and conf2uedata's options."""
+    config = component_config("enb")
+    values = oai_ue.values(config)
+    for entry in oai_ue.sim_spec(values)["files"]:
+        template = tree.read(entry["src"][len(comp.source_dir) + 1:])
+        if template is None:
+            report.line("MISMATCH", "UE template {} does not exist".format(entry["src"]))
+            continue
+        for what, n, count in checks.edit_counts(template, entry["edits"]):
+            report.line("MISMATCH", "{}: edit '{}' matches {} time(s), declared {}".format(
+                entry["dst"], what, n, count))
+        try:
+            check_output(report, comp, entry["dst"], renderer.render_text(entry, template, [], {}))
+        except renderer.RenderError as e:
+            report.line("MISMATCH", "render: {}".format(e))
+    ue_sh = vnfscript.load("oai/ue.sh")
+    text = sources_text(tree, PROGRAM_SOURCES["enb"])
+    for option in sorted(set(checks.options_in(ue_sh, "./lte-uesoftmodem"))):
+        kind = "ok" if checks.option_known(text, option) else "MISMATCH"
+        report.line(kind, "lte-uesoftmodem {}: {}".format(option, "defined by the program" if kind == "ok"
+                                                          else "not an option of the program at this ref"))
+    tool = sources_text(tree, ["openair3/NAS/TOOLS"])
+    for option in sorted(set(checks.options_in(ue_sh, 'conf2uedata"'))):
+        kind = "ok" if checks.option_known(tool, option) else "MISMATCH"
+        report.line(kind, "conf2uedata {}: {}".format(option, "defined" if kind == "ok" else "not an option"))
 
 
 def clone_sources(dest):

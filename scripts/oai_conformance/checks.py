@@ -17,7 +17,7 @@ def edit_counts(template, edits):
     (a count of 1 that matches twice would silently leave the second place alone)."""
     out = []
     for edit in edits:
-        n = len(re.findall(edit["pattern"], template))
+        n = len(re.findall(edit["pattern"], template, flags=re.S if "s" in edit.get("flags", "") else 0))
         count = edit.get("count", 0)
         required = edit.get("required", True) and "required_if_shared" not in edit
         if (count and n != count and (n or required)) or (required and n == 0):
@@ -59,7 +59,7 @@ def flag_findings(script_text, words):
     return bad
 
 
-GETOPT = re.compile(r"getopt(?:_long)?\s*\([^;]*?,\s*\"([A-Za-z0-9:]*)\"")
+GETOPT = re.compile(r"getopt(?:_long)?\s*\([^;]*?,\s*\"([A-Za-z0-9:]*)\"|char\s+\w+\[\]\s*=\s*\"([A-Za-z0-9:]*)\"")
 LONG = re.compile(r"\{\s*\"([A-Za-z0-9_-]+)\"\s*,")
 
 
@@ -69,9 +69,11 @@ def option_known(sources_text, option):
         name = option[2:]
         return name in LONG.findall(sources_text)
     letter = option[1:]
-    if len(letter) == 1 and any(letter in s.replace(":", "") for s in GETOPT.findall(sources_text)):
+    strings = [a or b for a, b in GETOPT.findall(sources_text)]
+    if len(letter) == 1 and any(letter in s.replace(":", "") for s in strings):
         return True
-    return ('"{}"'.format(option) in sources_text or "{{\"{}\",".format(letter) in sources_text
+    # OAI's configuration module: single-letter names in its parameter tables are -X options.
+    return ('"{}"'.format(option) in sources_text or letter in LONG.findall(sources_text)
             or "[1] == '{}'".format(letter) in sources_text)
 
 

@@ -123,6 +123,14 @@ class FakeVnf(object):
             return self._emit(
                 ["PROGRESS 1/2 rendering", "RESULT changed /usr/local/etc/oai/x.conf", "DONE"], on_line
             )
+        if "oai_ue_attach" in calls:
+            self.ue_args = args
+            return self._emit(["PROGRESS 1/3 writing the UE's SIM", "RESULT imsi " + args[2], "RESULT ip 12.1.1.2",
+                               "RESULT interface oaitun_ue1", "RESULT seconds 7", "DONE"], on_line)
+        if "oai_ue_iperf" in calls:
+            doc = {"end": {"sum_sent": {"bits_per_second": 8.5e6}, "sum_received": {"bits_per_second": 8.4e6}}}
+            encoded = base64.b64encode(__import__("json").dumps(doc).encode()).decode()
+            return self._emit(["RESULT ip 12.1.1.2", "RESULT rtt-ms 21.4", "RESULT iperf3 " + encoded, "DONE"], on_line)
         raise AssertionError("unexpected script")
 
     def _reconcile(self, calls, args):

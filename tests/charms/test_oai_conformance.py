@@ -54,6 +54,8 @@ def test_program_options_from_getopt_and_option_tables():
               'if ( argv[i][1] == \'O\' && i < (argc -1)) {\n')
     assert checks.option_known(source, "-j") and checks.option_known(source, "--onlyloadkey")
     assert checks.option_known(source, "-O")
+    assert checks.option_known('{"C" ,  CONFIG_HLP_DLF, 0, uptr:&f},', "-C")  # a configuration-module table
+    assert checks.option_known('const char options[]="c:o:h";\ngetopt(argc, argv, options)', "-o")
     assert not checks.option_known(source, "-c") and not checks.option_known(source, "--reloadkey")
 
 

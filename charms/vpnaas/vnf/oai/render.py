@@ -79,12 +79,17 @@ def set_yaml(text, settings, path):
     return yaml.safe_dump(data, default_flow_style=False)
 
 
+def edit_flags(edit):
+    """``"flags": "s"``: ``.`` also matches a line break (an edit confined to one block)."""
+    return re.S if "s" in edit.get("flags", "") else 0
+
+
 def render_text(entry, text, addrs, variables):
     """The rendered text of one spec entry from its template ``text``; raises RenderError."""
     path = entry["dst"]
     for edit in entry.get("edits", []):
         unless = edit.get("required_if_shared")
-        text, n = re.subn(edit["pattern"], edit["repl"], text, count=edit.get("count", 0))
+        text, n = re.subn(edit["pattern"], edit["repl"], text, count=edit.get("count", 0), flags=edit_flags(edit))
         required = edit.get("required", True) if unless is None else shared(unless, addrs)
         if n == 0 and required:
             raise RenderError("{}: cannot set {} (the template changed: no match for {!r})".format(
