@@ -5,14 +5,15 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+VENV36 := .venv36
 export PYTHONPATH := $(CURDIR)/scripts:$(CURDIR)/charms
 BASE ?= ubuntu@18.04
 NS ?= eps_wg
 PYTEST_ARGS ?=
 
-.PHONY: oai-conformance shellcheck
-.PHONY: help venv deps charms charms-local packages validate test lint pycompat wireguard-go \
-        demo bench deploy deploy-tools onboard undeploy measure-remote clean
+.PHONY: help venv deps charms charms-local packages validate test unit unit36 lint shellcheck typecheck pycompat \
+        wireguard-go demo bench deploy deploy-tools onboard undeploy measure-remote clean osm-conformance
+.PHONY: oai-conformance
 
 help: ## list the targets
 	@grep -hE '^[a-z][a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
@@ -24,6 +25,13 @@ $(VENV)/.done: requirements-dev.txt
 	touch $@
 
 venv: $(VENV)/.done ## create the project's virtualenv (.venv) with the pinned tooling
+
+# Python 3.6 is the interpreter of OSM's Ubuntu 18.04 proxy machine: the pure core and the
+# hostile-value corpus run on it too (the last pytest for 3.6 is 7.0).
+$(VENV36)/.done:
+	py36=$$(bash scripts/find-python36.sh) && "$$py36" -m venv $(VENV36)
+	$(VENV36)/bin/pip install -q "pytest==7.0.1" "pytest-timeout==2.1.0"
+	touch $@
 
 deps: ## install the system packages the tests and the demo use (Debian/Ubuntu, as root)
 	bash scripts/install-deps.sh
@@ -43,11 +51,15 @@ packages: charms ## build every VNF/NS/NST package into build/packages
 validate: venv ## validate every descriptor, params file and cross-reference
 	$(PY) -m bundle.validate
 
-lint: venv shellcheck ## ruff over all Python, shellcheck over the shipped VNF-side scripts
+lint: venv shellcheck typecheck ## ruff over all Python, shellcheck over every shipped shell script, mypy
 	$(VENV)/bin/ruff check charms scripts tests
 
-shellcheck: ## shellcheck over every shipped VNF-side shell script (Debian package shellcheck)
+typecheck: venv ## mypy over the shared charm package (its annotations; vermin holds it to Python 3.6)
+	$(VENV)/bin/mypy
+
+shellcheck: ## shellcheck (Debian's package) over the VNF-side scripts and the project's own
 	shellcheck -x -s bash $$(find charms -name '*.sh' | sort)
+	shellcheck scripts/*.sh
 
 OAI_SRC ?=
 oai-conformance: venv ## check the OAI charms against OAI's sources at the pinned refs (OAI_SRC=<dir>, see scripts/oai_conformance)
@@ -56,8 +68,16 @@ oai-conformance: venv ## check the OAI charms against OAI's sources at the pinne
 pycompat: venv ## prove the charm runtime code runs on Python 3.6
 	$(VENV)/bin/vermin -q --no-tips --violations -t=3.6- $$(find charms -name '*.py')
 
-test: deps venv lint pycompat ## everything CI runs: lint, 3.6 check, unit, charm, descriptor, package and end-to-end tests
+test: deps venv lint pycompat unit36 ## everything CI runs: lint, 3.6 checks, unit, charm, descriptor, package and end-to-end tests
 	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests
+
+unit: venv ## every test that needs no root: the everyday loop (about a minute)
+	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests --ignore=tests/e2e
+
+unit36: $(VENV36)/.done ## the pure core and the hostile-value corpus on Python 3.6 (the shipped charms' Python)
+	$(VENV36)/bin/python -m pytest -q -p no:cacheprovider tests/unit/test_hostile_values.py \
+	  tests/unit/test_validation.py tests/unit/test_plan.py tests/unit/test_relation_data.py \
+	  tests/unit/test_vnfscript.py tests/unit/test_remote.py
 
 demo: deps venv charms-local wireguard-go ## bring up the WireGuard EPS locally in network namespaces and measure it (root)
 	$(PY) -m testbed.demo --ns $(NS)
@@ -79,6 +99,9 @@ undeploy: venv ## delete the NS/NSI and what deploy created
 
 measure-remote: venv ## measure every interface of a deployed NS with and without WireGuard
 	$(PY) -m deploy measure --ns $(NS)
+
+osm-conformance: venv packages ## load every package and params file through OSM's own NBI/IM/osmclient (OSM_SRC=<dir>)
+	$(PY) -m bundle.osm_conformance --osm-src "$(OSM_SRC)"
 
 clean: ## remove build outputs
 	rm -rf build

@@ -16,3 +16,12 @@ def wg_key():
         counter[0] += 1
         return base64.b64encode(bytes([counter[0]]) * 32).decode()
     return make
+
+
+@pytest.fixture(scope="session")
+def shipped_charms():
+    """The charms as `make charms` builds them (Ubuntu 18.04 / Python 3.6), built once per session:
+    {name: path of the .charm}. Tests that build again compare against these."""
+    from bundle import build_charms
+
+    return build_charms.build_all("ubuntu@18.04")

@@ -10,13 +10,15 @@ Written against the ops API that ops 1.5.4 (Python 3.6, OSM's proxy machine) and
 import json
 import logging
 import os
+from typing import Any, Dict, Iterable, Optional, Tuple
 
-from ops.charm import CharmBase, RelationBrokenEvent
+from ops.charm import ActionEvent, CharmBase, RelationBrokenEvent
 from ops.framework import StoredState
-from ops.model import ActiveStatus, BlockedStatus, MaintenanceStatus, WaitingStatus
+from ops.model import ActiveStatus, BlockedStatus, MaintenanceStatus, StatusBase, WaitingStatus
 
 from vpnaas import plan as planning
-from vpnaas import policy, refpoints, remote, ssh, validation
+from vpnaas import policy, refpoints, remote, ssh, validation, vnfscript
+from vpnaas.tunnel_relation import TunnelRelations, tunnel_endpoints
 
 logger = logging.getLogger(__name__)
 
@@ -32,14 +34,14 @@ class ReconcileFailed(Exception):
 
 
 class VpnaasCharm(CharmBase):
-    _stored = StoredState()
+    _stored: Any = StoredState()
 
-    def __init__(self, *args):
+    def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self._stored.set_default(manual_peers="{}", public_keys="{}", applied="", last_status="",
                                  implementation="", facts="{}", claims="[]")
-        self.endpoints = self._tunnel_endpoints()
-        self._breaking = None
+        self.endpoints = tunnel_endpoints(self.meta)
+        self.tunnels = TunnelRelations(self.model, self.endpoints)
         self.keystore = ssh.KeyStore(os.path.join(os.path.dirname(str(self.charm_dir)), "vpnaas"))
         on = self.on
         for event in (on.install, on.start, on.config_changed, on.upgrade_charm, on.update_status,
@@ -66,66 +68,47 @@ class VpnaasCharm(CharmBase):
             self.framework.observe(getattr(on, name.replace("-", "_") + "_action"), handler)
 
     # ------------------------------------------------------------------ model access
-    def _tunnel_endpoints(self):
-        out = []
-        for name, meta in sorted(self.meta.relations.items()):
-            iface = meta.interface_name or ""
-            if iface != refpoints.INTERFACE_PREFIX and not iface.startswith(refpoints.INTERFACE_PREFIX + "-"):
-                continue
-            out.append(planning.TunnelEndpoint(name, "provider" if meta.role.name == "provides" else "requirer"))
-        return out
-
-    def _relations_snapshot(self, skip=None):
-        """{endpoint: [{remote unit: databag}]} -- the relation being broken (id ``skip``) is left out."""
-        snapshot = {}
-        for ep in self.endpoints:
-            rels = []
-            for rel in self.model.relations[ep.name]:
-                if skip is not None and rel.id == skip:
-                    continue
-                rels.append({unit.name: dict(rel.data[unit]) for unit in rel.units})
-            snapshot[ep.name] = rels
-        return snapshot
-
-    def _manual_peers(self):
+    def _manual_peers(self) -> planning.ManualPeers:
         return json.loads(self._stored.manual_peers)
 
-    def _ssh_target(self, plan):
-        cfg = self.config
-        return ssh.Target(plan.ssh_host, cfg.get("ssh-username") or "ubuntu", cfg.get("ssh-password") or "",
-                          plan.ssh_port, plan.ssh_connect_timeout)
+    def _ssh_target(self, plan: planning.Plan) -> ssh.Target:
+        cfg = plan.config
+        if cfg is None:
+            raise ssh.SshError("the charm configuration is invalid: " + "; ".join(plan.errors))
+        return ssh.Target(cfg.ssh_host, cfg.ssh_username, cfg.ssh_password, cfg.ssh_port, cfg.connect_timeout)
 
-    def build_plan(self, manual_peers=None):
+    def build_plan(self, manual_peers: Optional[planning.ManualPeers] = None) -> planning.Plan:
         """The plan from config, relation data (without a relation being broken in this hook),
         the manual peers and what the VNF reported about itself last time."""
         config = dict(self.config)
         host = (config.get("ssh-hostname") or "").strip()
         stored = json.loads(self._stored.facts)
         facts = policy.Facts.from_dict(stored.get("facts")) if stored.get("host") == host else None
-        return planning.build_plan(config, self.endpoints, self._relations_snapshot(self._breaking),
+        return planning.build_plan(config, self.endpoints, self.tunnels.snapshot(),
                                    self._manual_peers() if manual_peers is None else manual_peers,
                                    facts=facts, incumbents=json.loads(self._stored.claims),
                                    own_keys=set(json.loads(self._stored.public_keys).values()))
 
-    def _remember_facts(self, facts):
+    def _remember_facts(self, facts: policy.Facts) -> None:
         host = (self.config.get("ssh-hostname") or "").strip()
         self._stored.facts = json.dumps({"host": host, "facts": facts.as_dict()}, sort_keys=True)
 
-    def _facts_known(self):
+    def _facts_known(self) -> bool:
         return json.loads(self._stored.facts).get("host") == (self.config.get("ssh-hostname") or "").strip()
 
     # ------------------------------------------------------------------ reconcile
-    def _on_event(self, event):
+    def _on_event(self, event: Any) -> None:
         force = event.handle.kind in _FORCING_EVENTS
         # ops 1.5.4 still lists a relation in its own relation-broken hook (and Juju refuses
         # writes to it): it is left out of the plan and of publishing for this hook.
-        self._breaking = event.relation.id if isinstance(event, RelationBrokenEvent) else None
+        self.tunnels.breaking = event.relation.id if isinstance(event, RelationBrokenEvent) else None
         try:
             self.reconcile(force=force)
         except ReconcileFailed:
             pass  # status already says what is wrong; the next event retries
 
-    def reconcile(self, force=False, rotate=(), restart=False):
+    def reconcile(self, force: bool = False, rotate: Iterable[str] = (),
+                  restart: bool = False) -> Tuple[planning.Plan, Optional[remote.Observation]]:
         """Make the VNF match config + relations. Returns (plan, observation or None).
 
         Raises ReconcileFailed (after setting the status) when the VNF could not be brought to
@@ -143,7 +126,8 @@ class VpnaasCharm(CharmBase):
             raise ReconcileFailed("no SSH credentials")
         fingerprint = plan.fingerprint()
         if (not force and not rotate and not restart and fingerprint == self._stored.applied
-                and self._published(plan) and not self.component_wants_session(plan)):
+                and self.tunnels.published(plan, json.loads(self._stored.public_keys))
+                and not self.component_wants_session(plan)):
             logger.debug("reconcile: plan unchanged, VNF not contacted")
             return plan, None
         target = self._ssh_target(plan)
@@ -155,24 +139,24 @@ class VpnaasCharm(CharmBase):
                 if not self._facts_known():
                     # First contact with this VNF: learn what must never be routed into a tunnel
                     # (in the same login) before any peer's prefix can become a route.
-                    self._remember_facts(self._run_step(session, target, remote.facts_step()).facts)
+                    self._remember_facts(self.run_vnf_step(session, target, remote.facts_step()).facts)
                     plan = self.build_plan()
                     fingerprint = plan.fingerprint()
-                obs = self._run_step(session, target, self._tunnel_step(plan, rotate, restart))
+                obs = self.run_vnf_step(session, target, self._tunnel_step(plan, rotate, restart))
                 self._remember_facts(obs.facts)
                 replanned = self.build_plan()
                 if replanned.fingerprint() != fingerprint:
                     # The VNF's own addresses changed since they were last seen: apply the plan
                     # made with what it reports now, in the same login.
                     plan, fingerprint = replanned, replanned.fingerprint()
-                    obs = self._run_step(session, target, self._tunnel_step(plan, rotate=(), restart=False))
+                    obs = self.run_vnf_step(session, target, self._tunnel_step(plan, rotate=(), restart=False))
                     self._remember_facts(obs.facts)
         except (ssh.SshError, remote.RemoteError) as e:
             self._stored.applied = ""
             transient = isinstance(e, ssh.SshError) and e.transient
             self._set_status(WaitingStatus(str(e)) if transient else BlockedStatus(str(e)))
             raise ReconcileFailed(str(e)) from None
-        self._publish(plan, obs)
+        self.tunnels.publish(plan, obs.public_keys)
         self._stored.applied = fingerprint if not (obs.failed or obs.refused) else ""
         self._stored.claims = json.dumps(policy.claims(plan))
         self._stored.public_keys = json.dumps(obs.public_keys, sort_keys=True)
@@ -180,11 +164,11 @@ class VpnaasCharm(CharmBase):
         self._set_status(self.component_status(plan, obs, self._status_from(plan, obs)))
         return plan, obs
 
-    def _tunnel_step(self, plan, rotate, restart):
+    def _tunnel_step(self, plan: planning.Plan, rotate: Iterable[str], restart: bool) -> vnfscript.Step:
         return remote.tunnel_step(plan, rotate=rotate, restart=restart,
                                   component=lambda step: self.component_step(plan, step))
 
-    def _run_step(self, session, target, step):
+    def run_vnf_step(self, session: ssh.Session, target: ssh.Target, step: vnfscript.Step) -> remote.Observation:
         """Run one VNF-side step in an open session and read its report."""
         rc, out, err = session.run(step.command(target.username, REMOTE_TIMEOUT - 10),
                                    step.program().encode(), REMOTE_TIMEOUT)
@@ -198,62 +182,32 @@ class VpnaasCharm(CharmBase):
             raise
 
     # ------------------------------------------------------------------ component extension points
-    def component_step(self, plan, step):
+    def component_step(self, plan: planning.Plan, step: vnfscript.Step) -> None:
         """Add the component's files and calls to the reconcile's step (see remote.tunnel_step)."""
 
-    def component_wants_session(self, plan):
+    def component_wants_session(self, plan: planning.Plan) -> bool:
         """True when the component has work on the VNF even though the tunnels did not change
         (e.g. a service waiting for a handshake): the reconcile then opens its session."""
         return False
 
-    def component_status(self, plan, obs, tunnel_status):
+    def component_status(self, plan: planning.Plan, obs: remote.Observation, tunnel_status: StatusBase) -> StatusBase:
         """The unit status after a reconcile; components may add their service state."""
         return tunnel_status
 
-    def open_session(self):
+    def open_session(self) -> ssh.Session:
         """A new SSH session to the VNF for component work (long builds, config files)."""
         plan = self.build_plan()
         if not plan.ssh_host:
             raise ssh.SshError("ssh-hostname is not set")
         return ssh.Session(self._ssh_target(plan), self.keystore)
 
-    def _live_relations(self, endpoint):
-        """The endpoint's relations, without one being broken in this hook (ops 1.5.4 still lists
-        it, and Juju refuses writes to it)."""
-        return [rel for rel in self.model.relations[endpoint] if rel.id != self._breaking]
-
-    def _publish(self, plan, obs):
-        for dev in plan.devices:
-            key = obs.public_keys.get(dev.name)
-            if not key:
-                continue
-            for rel in self._live_relations(dev.endpoint):
-                bag = dev.publication(key, {u.name for u in rel.units})
-                mine = rel.data[self.unit]
-                for k, v in bag.items():
-                    if mine.get(k) != v:
-                        mine[k] = v
-
-    def _published(self, plan):
-        keys = json.loads(self._stored.public_keys)
-        for dev in plan.devices:
-            key = keys.get(dev.name)
-            if not key:
-                return False
-            for rel in self._live_relations(dev.endpoint):
-                bag = dev.publication(key, {u.name for u in rel.units})
-                mine = rel.data[self.unit]
-                if any(mine.get(k) != v for k, v in bag.items()):
-                    return False
-        return True
-
-    def _set_status(self, status):
+    def _set_status(self, status: StatusBase) -> None:
         self.unit.status = status
         self._stored.last_status = status.message
 
-    def _status_from(self, plan, obs):
+    def _status_from(self, plan: planning.Plan, obs: remote.Observation) -> StatusBase:
         parts, waiting, blocked = [], False, []
-        refused = {}
+        refused: Dict[str, list] = {}
         for dev_name, prefix, reason in obs.refused:
             refused.setdefault(dev_name, []).append("route {} refused on the VNF: {}".format(prefix, reason))
         for dev in plan.devices:
@@ -276,8 +230,9 @@ class VpnaasCharm(CharmBase):
                 parts.append("{}: {}".format(label, dev.waiting[0] if dev.waiting else "waiting for peer key"))
                 continue
             ages = [p.get("latest-handshake-age") for p in obs.peers.get(dev.name, [])]
-            if ages and all(a is not None for a in ages):
-                parts.append("{}: up, handshake {}s ago".format(label, max(ages)))
+            known = [a for a in ages if a is not None]
+            if ages and len(known) == len(ages):
+                parts.append("{}: up, handshake {}s ago".format(label, max(known)))
             else:
                 parts.append("{}: up, no handshake yet".format(label))
         if not plan.devices:
@@ -295,15 +250,15 @@ class VpnaasCharm(CharmBase):
         return ActiveStatus(message)
 
     # ------------------------------------------------------------------ actions
-    def after_action(self, **kwargs):
+    def after_action(self, **kwargs: Any) -> "Outcome":
         """Every action ends with a reconcile; its outcome (plan, observation, error)."""
         try:
             plan, obs = self.reconcile(force=True, **kwargs)
             return Outcome(plan, obs, "")
         except ReconcileFailed as e:
-            return Outcome(None, None, str(e))
+            return Outcome(self.build_plan(), None, str(e))
 
-    def _on_generate_ssh_key(self, event):
+    def _on_generate_ssh_key(self, event: ActionEvent) -> None:
         try:
             created = self.keystore.generate_key()
         except ssh.SshError as e:
@@ -312,20 +267,20 @@ class VpnaasCharm(CharmBase):
         event.set_results({"generated": "true" if created else "false (a key already exists)"})
         self.after_action()
 
-    def _on_get_ssh_public_key(self, event):
+    def _on_get_ssh_public_key(self, event: ActionEvent) -> None:
         try:
             event.set_results({"pubkey": self.keystore.public_key()})
         except ssh.SshError as e:
             event.fail(str(e))
 
-    def _on_verify_ssh_credentials(self, event):
+    def _on_verify_ssh_credentials(self, event: ActionEvent) -> None:
         outcome = self.after_action()
-        if outcome.applied:
+        if outcome.obs is not None:
             event.set_results({"verified": "true", "hostname": outcome.obs.hostname})
             return
         # The plan may be blocked for a config reason: still answer the question asked.
         try:
-            plan = outcome.plan or self.build_plan()
+            plan = outcome.plan
             if not plan.ssh_host:
                 raise ssh.SshError("ssh-hostname is not set")
             with ssh.Session(self._ssh_target(plan), self.keystore) as session:
@@ -336,7 +291,7 @@ class VpnaasCharm(CharmBase):
         except (ssh.SshError, validation.InvalidValue) as e:
             event.fail("not verified: {}".format(e))
 
-    def _on_run(self, event):
+    def _on_run(self, event: ActionEvent) -> None:
         command = event.params.get("command") or ""
         if not isinstance(command, str) or not command.strip():
             event.fail("command is empty")
@@ -358,22 +313,22 @@ class VpnaasCharm(CharmBase):
                 rc, remote.scrub((err.strip().splitlines() or [""])[-1][-200:])))
         self.after_action()
 
-    def _on_reset_ssh_host_key(self, event):
+    def _on_reset_ssh_host_key(self, event: ActionEvent) -> None:
         plan = self.build_plan()
         forgotten = bool(plan.ssh_host) and self.keystore.forget_host(plan.ssh_host, plan.ssh_port)
         event.set_results({"forgotten": "true" if forgotten else "false (no pinned key)"})
         self.after_action()
 
-    def _on_tunnel_status(self, event):
+    def _on_tunnel_status(self, event: ActionEvent) -> None:
         outcome = self.after_action()
-        if not outcome.applied:
+        if outcome.obs is None:
             event.fail(outcome.error or self._stored.last_status)
             return
         event.set_results({"tunnels": json.dumps(outcome.obs.as_tunnels(outcome.plan), sort_keys=True),
                            "implementation": self._stored.implementation or "unknown",
                            "status": self._stored.last_status})
 
-    def _on_add_peer(self, event):
+    def _on_add_peer(self, event: ActionEvent) -> None:
         try:
             endpoint, entry = planning.validate_manual_peer(event.params, self.endpoints)
         except validation.InvalidValue as e:
@@ -388,7 +343,7 @@ class VpnaasCharm(CharmBase):
         self._stored.manual_peers = json.dumps(peers, sort_keys=True)
         self._finish_tunnel_action(event, {"device": refpoints.device_name(endpoint)})
 
-    def _refuse_manual_peer(self, endpoint, peers):
+    def _refuse_manual_peer(self, endpoint: str, peers: planning.ManualPeers) -> Optional[str]:
         """Why the candidate peer must not be stored (None if it may): it obeys the same route
         policy as a related unit's data (except the allowance), so nothing is stored for a peer
         the plan would refuse in whole or in part."""
@@ -396,10 +351,11 @@ class VpnaasCharm(CharmBase):
         candidate = self.build_plan(manual_peers=peers)
         if candidate.errors or candidate.missing:
             return "the tunnel configuration is incomplete: {}".format("; ".join(candidate.errors + candidate.missing))
-        new = [p for p in candidate.device(endpoint).problems if p not in (before.problems if before else [])]
+        after = candidate.device(endpoint)
+        new = [p for p in (after.problems if after else []) if p not in (before.problems if before else [])]
         return "; ".join(new) if new else None
 
-    def _on_remove_peer(self, event):
+    def _on_remove_peer(self, event: ActionEvent) -> None:
         try:
             endpoint, _ = planning.validate_manual_peer(dict(event.params, **{"allowed-ips": "0.0.0.0/32"}),
                                                         self.endpoints)
@@ -416,10 +372,10 @@ class VpnaasCharm(CharmBase):
         self._stored.manual_peers = json.dumps(peers, sort_keys=True)
         self._finish_tunnel_action(event, {"device": refpoints.device_name(endpoint)})
 
-    def _on_restart_tunnels(self, event):
+    def _on_restart_tunnels(self, event: ActionEvent) -> None:
         self._finish_tunnel_action(event, {}, restart=True)
 
-    def _on_rotate_keys(self, event):
+    def _on_rotate_keys(self, event: ActionEvent) -> None:
         wanted = event.params.get("device") or ""
         plan = self.build_plan()
         names = [d.name for d in plan.devices]
@@ -436,9 +392,9 @@ class VpnaasCharm(CharmBase):
         rotate = [wanted] if wanted else names
         self._finish_tunnel_action(event, {}, rotate=rotate)
 
-    def _finish_tunnel_action(self, event, results, **kwargs):
+    def _finish_tunnel_action(self, event: ActionEvent, results: Dict[str, Any], **kwargs: Any) -> None:
         outcome = self.after_action(**kwargs)
-        if not outcome.applied:
+        if outcome.obs is None:
             event.fail("stored; not applied on the VNF yet: {}".format(outcome.error or self._stored.last_status))
             return
         results = dict(results)
@@ -449,14 +405,11 @@ class VpnaasCharm(CharmBase):
 
 
 class Outcome(object):
-    """What the reconcile at the end of an action did: ``applied`` when the VNF now matches."""
+    """What the reconcile at the end of an action did: ``obs`` is None when the VNF could not be
+    brought to ``plan`` (``error`` says why)."""
     __slots__ = ("plan", "obs", "error")
 
-    def __init__(self, plan, obs, error):
+    def __init__(self, plan: planning.Plan, obs: Optional[remote.Observation], error: str) -> None:
         self.plan = plan
         self.obs = obs
         self.error = error
-
-    @property
-    def applied(self):
-        return self.plan is not None and self.obs is not None

@@ -14,6 +14,7 @@ Report lines: ``PROGRESS <n>/<m> <text>`` (progress display), ``NOTE <text>``, `
 
 import base64
 import json
+from typing import Dict, Tuple
 
 from vpnaas import oai_validation as ov
 from vpnaas import validation, vnfscript
@@ -55,10 +56,10 @@ class Component(object):
     ref = ""
     program = ""  # file name of the built program
     workdir = ""  # where the program starts; empty: the directory of the built program
-    env = {}
+    env: Dict[str, str] = {}
     #: Debian packages the charm's own steps need on the VNF (cloud-init normally has them).
-    prerequisites = ("git", "python3", "python3-yaml", "psmisc")
-    secret_keys = ()  # keys of the values dict that hold secrets
+    prerequisites: Tuple[str, ...] = ("git", "python3", "python3-yaml", "psmisc")
+    secret_keys: Tuple[str, ...] = ()  # keys of the values dict that hold secrets
 
     @property
     def service(self):
@@ -88,9 +89,9 @@ class Component(object):
     # -- to be provided by the component
     #: Labels of the build steps, in order; the steps themselves are ``oai_build_<name>`` in
     #: vnf/oai/install.sh (one ``build_step`` call per label).
-    build_labels = ()
+    build_labels: Tuple[str, ...] = ()
     #: Folders, relative to ``workdir``, that the component's configuration names (log files...).
-    work_dirs = ()
+    work_dirs: Tuple[str, ...] = ()
 
     def config_values(self, config, plan):
         """Validated values for configure (raises InvalidValue)."""

@@ -25,7 +25,7 @@ PRESTART_LIMIT = 300
 class OaiCharm(VpnaasCharm):
     """Subclasses set ``component`` (an oai.Component)."""
 
-    component = None
+    component: oai.Component
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -194,12 +194,12 @@ class OaiCharm(VpnaasCharm):
     def _on_oai_start(self, event):
         self._stored.oai_wanted = "started"
         outcome = self.after_action()
-        if not outcome.applied:
-            event.fail(
-                "start recorded, but the VNF could not be reached: {}".format(outcome.error or "see the unit status")
-            )
+        obs = outcome.obs
+        if obs is None:
+            event.fail("start recorded, but the VNF could not be reached: {}".format(
+                outcome.error or "see the unit status"))
             return
-        comp = outcome.obs.component
+        comp = obs.component
         service = comp.get("service", "")
         if comp.get("configured") != "yes":
             self._stored.oai_wanted = ""
@@ -225,12 +225,11 @@ class OaiCharm(VpnaasCharm):
     def _on_oai_stop(self, event):
         self._stored.oai_wanted = "stopped"
         outcome = self.after_action()
-        if not outcome.applied:
-            event.fail(
-                "stop recorded, but the VNF could not be reached: {}".format(outcome.error or "see the unit status")
-            )
-            return
         obs = outcome.obs
+        if obs is None:
+            event.fail("stop recorded, but the VNF could not be reached: {}".format(
+                outcome.error or "see the unit status"))
+            return
         event.set_results(
             {
                 "result": "stopped"

@@ -7,38 +7,42 @@ match the plan.
 import hashlib
 import ipaddress
 import json
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from vpnaas import config as charm_config
 from vpnaas import policy, refpoints, relation_data, validation
+from vpnaas.validation import Interface, Network
 
-
-class MissingOption(Exception):
-    """A required option that is still empty: the unit waits for it, it is not an error."""
+#: {endpoint: [{remote unit: databag}]}, one dict per relation
+Relations = Dict[str, List[Dict[str, Dict[str, str]]]]
+ManualPeers = Dict[str, List[Dict[str, Any]]]
 
 
 class TunnelEndpoint(object):
     """A relation endpoint of the charm that carries a WireGuard tunnel."""
     __slots__ = ("name", "role")
 
-    def __init__(self, name, role):
+    def __init__(self, name: str, role: str) -> None:
         self.name = validation.endpoint_name(name, "relation endpoint")
         self.role = role  # "provider" | "requirer"
 
     @property
-    def device(self):
+    def device(self) -> str:
         return refpoints.device_name(self.name)
 
 
 class Peer(object):
     __slots__ = ("public_key", "endpoint", "allowed_ips", "source", "tunnel")
 
-    def __init__(self, public_key, endpoint, allowed_ips, source, tunnel=None):
+    def __init__(self, public_key: str, endpoint: str, allowed_ips: List[Network], source: str,
+                 tunnel: Optional[Network] = None) -> None:
         self.public_key = public_key
         self.endpoint = endpoint        # "host:port" or "" (peer that only connects in)
         self.allowed_ips = allowed_ips  # list of networks
         self.source = source            # remote unit name, or "manual"
         self.tunnel = tunnel            # the peer's tunnel address as a host prefix (related units)
 
-    def as_dict(self):
+    def as_dict(self) -> Dict[str, Any]:
         return {"public-key": self.public_key, "endpoint": self.endpoint,
                 "allowed-ips": [str(p) for p in self.allowed_ips], "source": self.source}
 
@@ -46,8 +50,8 @@ class Peer(object):
 class Device(object):
     """One WireGuard device as it must be on the VNF."""
 
-    def __init__(self, endpoint, listen_port, address, mtu, keepalive, service_addresses, publish_host,
-                 allowance=()):
+    def __init__(self, endpoint: str, listen_port: int, address: Interface, mtu: int, keepalive: int,
+                 service_addresses: List[Interface], publish_host: str, allowance: Iterable[Network] = ()) -> None:
         self.endpoint = endpoint
         self.name = refpoints.device_name(endpoint)
         self.listen_port = listen_port
@@ -57,14 +61,14 @@ class Device(object):
         self.service_addresses = service_addresses  # interfaces on the dummy device
         self.publish_host = publish_host        # underlay host the peer should send to
         self.allowance = list(allowance)        # <ep>-peer-prefixes: what related peers may announce
-        self.peers = []
-        self.waiting = []                       # human-readable reasons per missing peer datum
-        self.problems = []                      # invalid peer data, conflicts
+        self.peers: List[Peer] = []
+        self.waiting: List[str] = []  # why a peer is not there yet (shown in the status)
+        self.problems: List[str] = []  # invalid or refused peer data
 
-    def service_prefixes(self):
+    def service_prefixes(self) -> List[Network]:
         return [ipaddress.ip_network("{}/{}".format(a.ip, a.ip.max_prefixlen)) for a in self.service_addresses]
 
-    def routes(self):
+    def routes(self) -> List[Tuple[str, str]]:
         """(prefix, preferred source) for every prefix behind every peer, tunnel /32s included.
 
         The source is this device's first service address of the same family, so that
@@ -76,70 +80,46 @@ class Device(object):
                 out.append((str(net), src))
         return sorted(set(out))
 
-    def publication(self, public_key, units=None):
-        """The databag for a relation whose remote units are ``units`` (None: every relation peer)."""
-        bag = relation_data.encode(public_key, self.publish_host, self.listen_port, self.address,
-                                   self.service_prefixes())
-        # Tells each peer that its key is configured here, so its charm wakes up right when the
-        # tunnel can handshake (e.g. to start a service that waits for the tunnel). Only the keys
-        # of that relation's units: a hub with k spokes must not wake all k when one joins.
-        bag["peer-keys"] = ",".join(sorted(p.public_key for p in self.peers if p.source != policy.MANUAL
-                                           and (units is None or p.source in units)))
-        return bag
-
-    def as_dict(self):
+    def as_dict(self) -> Dict[str, Any]:
         return {"name": self.name, "endpoint": self.endpoint, "listen-port": self.listen_port,
                 "address": str(self.address), "mtu": self.mtu, "keepalive": self.keepalive,
                 "peers": [p.as_dict() for p in self.peers], "routes": self.routes()}
 
 
 class Plan(object):
-    def __init__(self):
-        self.errors = []      # configuration errors: nothing may be applied
-        self.missing = []     # configuration not given yet (OSM sets it later): wait
-        self.devices = []     # Device, in endpoint order
+    def __init__(self) -> None:
+        self.errors: List[str] = []  # configuration errors: nothing may be applied
+        self.missing: List[str] = []  # options not given yet (OSM sets them later): wait
+        self.devices: List[Device] = []  # in endpoint order
         self.ssh_host = ""
         self.ssh_port = 22
         self.ssh_connect_timeout = 10
+        self.config: Optional[charm_config.CharmConfig] = None  # once the options parse
 
     @property
-    def service_addresses(self):
-        seen = []
+    def service_addresses(self) -> List[Interface]:
+        seen: List[Interface] = []
         for dev in self.devices:
             for addr in dev.service_addresses:
                 if addr not in seen:
                     seen.append(addr)
         return seen
 
-    def device(self, endpoint):
+    def device(self, endpoint: str) -> Optional[Device]:
         return next((d for d in self.devices if d.endpoint == endpoint), None)
 
-    def fingerprint(self):
-        """Stable hash of everything that would be applied on the VNF."""
+    def fingerprint(self) -> str:
+        """Stable hash of everything that would be applied on the VNF, and of what was refused."""
+        # Problems too: a peer that changes what it is refused must see the status change.
         doc = {"devices": [d.as_dict() for d in self.devices],
+               "problems": [d.problems for d in self.devices],
                "service": [str(a) for a in self.service_addresses]}
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
-def _tunnel_address(config, ep):
-    key = ep.name + "-tunnel-address"
-    value = (config.get(key) or "").strip()
-    if value:
-        return validation.interface_address(value, key)
-    net = refpoints.default_tunnel_network(ep.name)
-    if not net:
-        raise MissingOption(key)
-    network = ipaddress.ip_network(net)
-    hosts = list(network.hosts())
-    host = hosts[0] if ep.role == "provider" else hosts[1]
-    return ipaddress.ip_interface("{}/{}".format(host, network.prefixlen))
-
-
-def _int_option(config, key, low, high):
-    return validation.integer(config.get(key), key, low, high)
-
-
-def build_plan(config, endpoints, relations, manual_peers, facts=None, incumbents=(), own_keys=()):
+def build_plan(config: Dict[str, Any], endpoints: List[TunnelEndpoint], relations: Relations,
+               manual_peers: ManualPeers, facts: Optional[policy.Facts] = None, incumbents: Iterable[str] = (),
+               own_keys: Iterable[str] = ()) -> Plan:
     """Compute the plan.
 
     config        -- charm config (dict)
@@ -152,41 +132,33 @@ def build_plan(config, endpoints, relations, manual_peers, facts=None, incumbent
     """
     plan = Plan()
     try:
-        plan.ssh_host = validation.ssh_hostname(config.get("ssh-hostname") or "")
-        plan.ssh_port = validation.port(config.get("ssh-port", 22), "ssh-port")
-        plan.ssh_connect_timeout = _int_option(config, "ssh-connect-timeout", 1, 600) \
-            if config.get("ssh-connect-timeout") is not None else 10
-        mtu = _int_option(config, "tunnel-mtu", 1280, 9000)
-        keepalive = _int_option(config, "persistent-keepalive", 0, 65535)
+        cfg = charm_config.parse(config)
     except validation.InvalidValue as e:
         plan.errors.append(str(e))
         return plan
-    used_ports = {}
+    plan.config = cfg
+    plan.ssh_host, plan.ssh_port, plan.ssh_connect_timeout = cfg.ssh_host, cfg.ssh_port, cfg.connect_timeout
+    used_ports: Dict[int, str] = {}
     for ep in endpoints:
         rels = relations.get(ep.name) or []
         manual = manual_peers.get(ep.name) or []
         if not rels and not manual:
             continue
         try:
-            port = validation.port(config.get(ep.name + "-listen-port"), ep.name + "-listen-port")
-            address = _tunnel_address(config, ep)
-            service = validation.service_address_list(config.get(ep.name + "-service-addresses") or "",
-                                                      ep.name + "-service-addresses")
-            publish = (config.get(ep.name + "-endpoint-address") or "").strip()
-            publish_host = validation.host(publish, ep.name + "-endpoint-address") if publish else plan.ssh_host
-            allowance = validation.prefix_list(config.get(ep.name + "-peer-prefixes") or "",
-                                               ep.name + "-peer-prefixes")
+            epc = charm_config.parse_endpoint(config, ep.name, ep.role, plan.ssh_host)
         except validation.InvalidValue as e:
             plan.errors.append(str(e))
             continue
-        except MissingOption as e:
+        except charm_config.MissingOption as e:
             plan.missing.append(str(e))
             continue
+        port = epc.listen_port
         if port in used_ports:
             plan.errors.append("{}-listen-port: {} is already used by {}".format(ep.name, port, used_ports[port]))
             continue
         used_ports[port] = ep.name
-        dev = Device(ep.name, port, address, mtu, keepalive, service, publish_host, allowance)
+        dev = Device(ep.name, port, epc.address, cfg.mtu, cfg.keepalive, epc.service_addresses, epc.publish_host,
+                     epc.allowance)
         for units in rels:
             for unit in sorted(units):
                 try:
@@ -212,16 +184,16 @@ def build_plan(config, endpoints, relations, manual_peers, facts=None, incumbent
     return plan
 
 
-def _manual_peer(entry):
+def _manual_peer(entry: Dict[str, Any]) -> Peer:
     """A stored add-peer entry, validated again (it is state on the proxy machine, not trusted)."""
     endpoint = entry.get("endpoint") or ""
     if endpoint:
         endpoint = validation.format_endpoint(*validation.endpoint(endpoint, "manual peer endpoint"))
     return Peer(validation.public_key(entry["public-key"], "manual peer key"), endpoint,
-                [validation.prefix(p, "manual peer allowed-ips") for p in entry["allowed-ips"]], policy.MANUAL)
+                [validation.prefix(p, "manual peer allowed-ips") for p in entry["allowed-ips"]], relation_data.MANUAL)
 
 
-def validate_manual_peer(params, endpoints):
+def validate_manual_peer(params: Dict[str, Any], endpoints: List[TunnelEndpoint]) -> Tuple[str, Dict[str, Any]]:
     """Check add-peer parameters; returns (endpoint name, entry dict)."""
     names = [ep.name for ep in endpoints]
     device = validation.endpoint_name(params.get("device", ""), "device")

@@ -21,16 +21,16 @@ INTERFACE_PREFIX = "wireguard"
 GENERIC_PORT = 51820
 
 
-def default_port(endpoint):
+def default_port(endpoint: str) -> int:
     entry = REFERENCE_POINTS.get(endpoint)
     return entry[0] if entry else GENERIC_PORT
 
 
-def default_tunnel_network(endpoint):
+def default_tunnel_network(endpoint: str) -> str:
     entry = REFERENCE_POINTS.get(endpoint)
     return entry[1] if entry else ""
 
 
-def device_name(endpoint):
+def device_name(endpoint: str) -> str:
     """Linux interface names are at most 15 bytes; ``wg-`` leaves 12 for the endpoint."""
     return "wg-" + endpoint

@@ -13,7 +13,15 @@ Each unit writes into its own unit databag, per relation:
 Nothing secret is ever published. A unit publishes all keys at once, when its key exists on
 the VNF; the reader still accepts partial data (it reports what is missing and waits).
 """
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
+
 from vpnaas import SCHEMA_VERSION, validation
+from vpnaas.validation import Interface, Network
+
+if TYPE_CHECKING:   # plan imports this module; the annotation only needs the name
+    from vpnaas.plan import Device
+
+MANUAL = "manual"   # the source of a peer added by the operator (add-peer), not by a relation
 
 KEYS = ("vpnaas-schema", "public-key", "endpoint", "tunnel-address", "service-prefixes")
 
@@ -21,20 +29,22 @@ KEYS = ("vpnaas-schema", "public-key", "endpoint", "tunnel-address", "service-pr
 class PeerInfo(object):
     __slots__ = ("unit", "public_key", "endpoint", "tunnel_address", "service_prefixes")
 
-    def __init__(self, unit, public_key, endpoint, tunnel_address, service_prefixes):
+    def __init__(self, unit: str, public_key: str, endpoint: Tuple[str, int], tunnel_address: Interface,
+                 service_prefixes: List[Network]) -> None:
         self.unit = unit
         self.public_key = public_key
         self.endpoint = endpoint              # (host, port)
         self.tunnel_address = tunnel_address  # ipaddress interface
         self.service_prefixes = service_prefixes  # list of networks
 
-    def allowed_ips(self):
+    def allowed_ips(self) -> List[Network]:
         host = self.tunnel_address.ip
         own = validation.prefix("{}/{}".format(host, host.max_prefixlen))
         return [own] + [p for p in self.service_prefixes if p != own]
 
 
-def encode(public_key, endpoint_host, endpoint_port, tunnel_address, service_prefixes):
+def encode(public_key: str, endpoint_host: str, endpoint_port: int, tunnel_address: Interface,
+           service_prefixes: List[Network]) -> Dict[str, str]:
     """The databag content for one endpoint. Inputs are already validated values."""
     return {
         "vpnaas-schema": SCHEMA_VERSION,
@@ -49,7 +59,7 @@ class Incomplete(Exception):
     """The remote unit has not published everything yet (normal while it starts)."""
 
 
-def decode(unit, data):
+def decode(unit: str, data: Dict[str, str]) -> PeerInfo:
     """Validate a remote unit's databag. Raises Incomplete or validation.InvalidValue."""
     missing = [k for k in KEYS if k != "service-prefixes" and not data.get(k)]
     if missing:
@@ -66,3 +76,15 @@ def decode(unit, data):
         service_prefixes=validation.prefix_list(data.get("service-prefixes", ""),
                                                 "{} service-prefixes".format(unit)),
     )
+
+
+def publication(device: "Device", public_key: str, units: Optional[Set[str]] = None) -> Dict[str, str]:
+    """This unit's databag for ``device`` on a relation whose remote units are ``units``
+    (None: every related peer of the device)."""
+    bag = encode(public_key, device.publish_host, device.listen_port, device.address, device.service_prefixes())
+    # Tells each peer that its key is configured here, so its charm wakes up right when the tunnel
+    # can handshake (e.g. to start a service that waits for the tunnel). Only the keys of that
+    # relation's units: a hub with k spokes must not wake all k when one joins.
+    bag["peer-keys"] = ",".join(sorted(p.public_key for p in device.peers if p.source != MANUAL
+                                       and (units is None or p.source in units)))
+    return bag

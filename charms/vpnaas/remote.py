@@ -10,7 +10,10 @@ devices or the report.
 
 The report never contains the private key: only peer lines of ``wg show dump`` are read.
 """
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+
 from vpnaas import validation, vnfscript, wgconfig
+from vpnaas.plan import Plan
 from vpnaas.policy import Facts
 
 TUNNEL_FILES = ("tunnels.sh",)
@@ -20,7 +23,8 @@ class RemoteError(Exception):
     pass
 
 
-def tunnel_step(plan, rotate=(), restart=False, component=None):
+def tunnel_step(plan: Plan, rotate: Iterable[str] = (), restart: bool = False,
+                component: Optional[Callable[[vnfscript.Step], None]] = None) -> vnfscript.Step:
     """The tunnel step for ``plan``; ``rotate`` names devices that get a new key pair.
 
     ``component(step)`` may add a component's own files and calls (e.g. start its service once
@@ -43,7 +47,7 @@ def tunnel_step(plan, rotate=(), restart=False, component=None):
     return step
 
 
-def facts_step():
+def facts_step() -> vnfscript.Step:
     """Only the facts the route policy needs (the first contact with a VNF): changes nothing."""
     return vnfscript.Step(TUNNEL_FILES).call("report_facts")
 
@@ -51,21 +55,21 @@ def facts_step():
 class Observation(object):
     """What the VNF reported."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.init = ""
         self.implementation = ""
         self.implementation_detail = ""
-        self.public_keys = {}
-        self.up = {}
-        self.peers = {}      # device -> list of dicts
-        self.failed = {}     # device -> reason (the device could not be applied)
-        self.refused = []    # (device, prefix, reason): routes the VNF refused to install
+        self.public_keys: Dict[str, str] = {}
+        self.up: Dict[str, bool] = {}
+        self.peers: Dict[str, List[Dict[str, Any]]] = {}
+        self.failed: Dict[str, str] = {}  # device -> why it could not be applied
+        self.refused: List[Tuple[str, str, str]] = []  # routes the VNF refused: dev, prefix, why
         self.facts = Facts()
         self.now = 0
         self.hostname = ""
-        self.component = {}
+        self.component: Dict[str, str] = {}
 
-    def as_tunnels(self, plan):
+    def as_tunnels(self, plan: Plan) -> List[Dict[str, Any]]:
         """The tunnel-status document: one entry per planned device."""
         out = []
         for dev in plan.devices:
@@ -78,7 +82,7 @@ class Observation(object):
 scrub = vnfscript.scrub
 
 
-def parse_report(text, rc=0, stderr=""):
+def parse_report(text: str, rc: int = 0, stderr: str = "") -> Observation:
     """Parse the tunnel step's report. ``rc`` and ``stderr`` only make a failure's message precise."""
     try:
         report = vnfscript.parse(text, rc, stderr)
@@ -89,9 +93,9 @@ def parse_report(text, rc=0, stderr=""):
         raise RemoteError("unexpected report from the VNF: {}".format(scrub(str(e))[:200])) from None
 
 
-def _observation(report):
+def _observation(report: vnfscript.Report) -> Observation:
     obs = Observation()
-    facts = []
+    facts: List[str] = []
     for kind, rest in report.lines:
         if kind == "INIT":
             obs.init = rest
@@ -132,7 +136,7 @@ def _observation(report):
     return obs
 
 
-def _peer_from_dump(dump, now):
+def _peer_from_dump(dump: str, now: int) -> Dict[str, Any]:
     # public-key preshared-key endpoint allowed-ips latest-handshake rx tx keepalive
     fields = dump.split("\t")
     if len(fields) < 8:

@@ -9,17 +9,19 @@ import logging
 import os
 import socket
 import time
+import warnings
+from typing import Any, Callable, Optional, Tuple
 
 # paramiko logs every protocol step at DEBUG; in a charm that would flood juju-log.
 logging.getLogger("paramiko").setLevel(logging.WARNING)
+# cryptography warns about Python 3.6 on every import: on OSM's proxy machine (Python 3.6) that is
+# every hook that opens a session or makes a key, and the warning lands in the hook's stderr.
+warnings.filterwarnings("ignore", message=".*Python 3.6 is no longer supported.*")
 
 
-def _paramiko():
+def _paramiko() -> Any:
     """paramiko (and cryptography below it) take most of a hook's start-up time; only the
     hooks that really open a session pay for it."""
-    import warnings
-    # cryptography warns about Python 3.6 on every import: on the proxy machine that is every hook.
-    warnings.filterwarnings("ignore", message=".*Python 3.6 is no longer supported.*")
     import paramiko
     return paramiko
 
@@ -33,7 +35,7 @@ class SshError(Exception):
     ``transient`` is true for what fixes itself (a VNF still booting), false for what needs
     the operator (refused login, changed host key)."""
 
-    def __init__(self, message, transient=False):
+    def __init__(self, message: str, transient: bool = False) -> None:
         super(SshError, self).__init__(message)
         self.transient = transient
 
@@ -43,7 +45,8 @@ class HostKeyChanged(SshError):
 
 
 class Target(object):
-    def __init__(self, host, username, password="", port=22, connect_timeout=10):
+    def __init__(self, host: str, username: str, password: str = "", port: int = 22,
+                 connect_timeout: int = 10) -> None:
         self.host = host
         self.username = username
         self.password = password
@@ -54,21 +57,21 @@ class Target(object):
 class KeyStore(object):
     """The charm's own SSH identity and pinned host keys, kept beside the unit's charm directory."""
 
-    def __init__(self, directory):
+    def __init__(self, directory: str) -> None:
         self.directory = directory
 
     @property
-    def key_path(self):
+    def key_path(self) -> str:
         return os.path.join(self.directory, KEY_FILE)
 
     @property
-    def known_hosts_path(self):
+    def known_hosts_path(self) -> str:
         return os.path.join(self.directory, KNOWN_HOSTS)
 
-    def has_key(self):
+    def has_key(self) -> bool:
         return os.path.exists(self.key_path)
 
-    def generate_key(self):
+    def generate_key(self) -> bool:
         """Create an Ed25519 key pair once; an existing key is kept (idempotent). A pair left
         half-written (private key without its public half) is repaired from the private key."""
         if self.has_key():
@@ -85,7 +88,7 @@ class KeyStore(object):
         _write_atomic(self.key_path, pem, 0o600)
         return True
 
-    def _repair_public_half(self):
+    def _repair_public_half(self) -> None:
         pub_path = self.key_path + ".pub"
         if os.path.exists(pub_path) and os.path.getsize(pub_path) > 0:
             return
@@ -98,14 +101,14 @@ class KeyStore(object):
                            .format(self.key_path, str(e) or type(e).__name__)) from None
         _write_atomic(pub_path, _openssh_public(key), 0o644)
 
-    def public_key(self):
+    def public_key(self) -> str:
         if not self.has_key():
             raise SshError("no SSH key yet: run the generate-ssh-key action")
         self._repair_public_half()
         with open(self.key_path + ".pub") as f:
             return f.read().strip()
 
-    def private_key(self):
+    def private_key(self) -> Any:
         paramiko = _paramiko()
         try:
             return paramiko.Ed25519Key.from_private_key_file(self.key_path)
@@ -113,7 +116,7 @@ class KeyStore(object):
             raise SshError("the charm's SSH key {} is unreadable ({}): remove it and run generate-ssh-key"
                            .format(self.key_path, str(e) or type(e).__name__)) from None
 
-    def forget_host(self, host, port):
+    def forget_host(self, host: str, port: int) -> bool:
         if not os.path.exists(self.known_hosts_path):
             return False
         keys = _paramiko().HostKeys(self.known_hosts_path)
@@ -128,7 +131,7 @@ class KeyStore(object):
         os.replace(tmp, self.known_hosts_path)
         return True
 
-    def pin(self, client):
+    def pin(self, client: Any) -> None:
         """Save the host keys the client knows, atomically (a torn file would unpin the host)."""
         tmp = self.known_hosts_path + ".tmp"
         client.save_host_keys(tmp)
@@ -136,17 +139,17 @@ class KeyStore(object):
         os.replace(tmp, self.known_hosts_path)
 
 
-def _openssh_public(key):
+def _openssh_public(key: Any) -> bytes:
     from cryptography.hazmat.primitives import serialization
     pub = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
     return pub + b" vpnaas-proxy\n"
 
 
-def _host_entry(host, port):
+def _host_entry(host: str, port: int) -> str:
     return host if port == 22 else "[{}]:{}".format(host, port)
 
 
-def _write_atomic(path, data, mode):
+def _write_atomic(path: str, data: bytes, mode: int) -> None:
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     with os.fdopen(fd, "wb") as f:
@@ -155,26 +158,26 @@ def _write_atomic(path, data, mode):
     os.rename(tmp, path)
 
 
-def _reason(error):
+def _reason(error: BaseException) -> str:
     return (str(error) or type(error).__name__)[:160]
 
 
 class Session(object):
     """One SSH connection. Use as a context manager; ``run`` may be called more than once."""
 
-    def __init__(self, target, keystore):
+    def __init__(self, target: Target, keystore: KeyStore) -> None:
         self.target = target
         self.keystore = keystore
-        self.client = None
+        self.client: Any = None
 
-    def __enter__(self):
+    def __enter__(self) -> "Session":
         self.connect()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def connect(self):
+    def connect(self) -> None:
         paramiko = _paramiko()
         t = self.target
         client = paramiko.SSHClient()
@@ -217,7 +220,8 @@ class Session(object):
             self.keystore.pin(client)
         self.client = client
 
-    def run(self, command, stdin=b"", timeout=120, on_line=None):
+    def run(self, command: str, stdin: bytes = b"", timeout: int = 120,
+            on_line: Optional[Callable[[str], None]] = None) -> Tuple[int, str, str]:
         """Run ``command`` (a string for the remote shell) with ``stdin``; returns (rc, out, err).
 
         paramiko's exec timeout only bounds single reads, so the deadline is enforced here, on
@@ -231,7 +235,8 @@ class Session(object):
             raise SshError("SSH session to {} broke: {}".format(self.target.host, str(e) or type(e).__name__),
                            transient=True) from None
 
-    def _run(self, command, stdin, timeout, on_line):
+    def _run(self, command: str, stdin: bytes, timeout: int,
+             on_line: Optional[Callable[[str], None]]) -> Tuple[int, str, str]:
         chan = self.client.get_transport().open_session(timeout=self.target.connect_timeout)
         chan.settimeout(self.target.connect_timeout)
         chan.exec_command(command)
@@ -273,7 +278,7 @@ class Session(object):
         chan.close()
         return rc, b"".join(out).decode("utf-8", "replace"), b"".join(err).decode("utf-8", "replace")
 
-    def close(self):
+    def close(self) -> None:
         if self.client is not None:
             self.client.close()
             self.client = None

@@ -16,6 +16,11 @@ Python 3.6 to 3.13.
 import base64
 import ipaddress
 import re
+from typing import Any, List, Optional, Tuple, Union
+
+Address = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
+Interface = Union[ipaddress.IPv4Interface, ipaddress.IPv6Interface]
+Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
 
 MAX_VALUE_LEN = 1024
 MAX_PREFIXES = 64
@@ -37,7 +42,7 @@ class InvalidValue(ValueError):
     """A value that must not reach the VNF; the message names the value's role."""
 
 
-def excerpt(value, limit=EXCERPT_LEN):
+def excerpt(value: Any, limit: int = EXCERPT_LEN) -> str:
     """A short, printable rendering of a value for messages: remote text never lands whole (or
     with control characters) in a status or a log."""
     text = value if isinstance(value, str) else repr(value)
@@ -45,7 +50,7 @@ def excerpt(value, limit=EXCERPT_LEN):
     return "'{}'{}".format(shown, "..." if len(text) > limit else "")
 
 
-def _text(value, what):
+def _text(value: Any, what: str) -> str:
     """The value as printable ASCII text without surrounding spaces; anything else is refused."""
     if not isinstance(value, str):
         raise InvalidValue("{}: expected text, got {}".format(what, type(value).__name__))
@@ -56,7 +61,7 @@ def _text(value, what):
     return value.strip(" ")
 
 
-def _word(value, what):
+def _word(value: Any, what: str) -> str:
     """Printable text that is one word (no spaces inside)."""
     value = _text(value, what)
     if " " in value:
@@ -64,7 +69,7 @@ def _word(value, what):
     return value
 
 
-def integer(value, what, low, high):
+def integer(value: Any, what: str, low: int, high: int) -> int:
     """An integer option in [low, high]; numbers given as text are accepted in plain ASCII digits."""
     if isinstance(value, bool) or value is None:
         raise InvalidValue("{}: expected a number".format(what))
@@ -80,13 +85,13 @@ def integer(value, what, low, high):
     return number
 
 
-def port(value, what="port"):
+def port(value: Any, what: str = "port") -> int:
     if isinstance(value, str) and not _PORT.fullmatch(value.strip(" ")):
         raise InvalidValue("{}: {} is not a port number".format(what, excerpt(value)))
     return integer(value, what, 1, 65535)
 
 
-def public_key(value, what="public key"):
+def public_key(value: Any, what: str = "public key") -> str:
     """A WireGuard key: 32 bytes in canonical standard base64, i.e. 44 characters ending in '='."""
     value = _word(value, what)
     if not _WG_KEY.fullmatch(value):
@@ -99,7 +104,7 @@ def public_key(value, what="public key"):
     return value
 
 
-def ip_address(value, what="address"):
+def ip_address(value: Any, what: str = "address") -> Address:
     """An IPv4 address in dotted decimal (no leading zeros) or an IPv6 address (no scope id)."""
     value = _word(value, what)
     if _IPV4.fullmatch(value):
@@ -117,7 +122,7 @@ def ip_address(value, what="address"):
     raise InvalidValue("{}: {} is not an IP address".format(what, excerpt(value)))
 
 
-def _split_prefix(value, what):
+def _split_prefix(value: Any, what: str) -> Tuple[Address, Optional[int]]:
     value = _word(value, what)
     address, sep, length = value.partition("/")
     if not sep:
@@ -128,7 +133,7 @@ def _split_prefix(value, what):
     return addr, int(length)
 
 
-def interface_address(value, what="tunnel address"):
+def interface_address(value: Any, what: str = "tunnel address") -> Interface:
     """An address with its prefix length, e.g. 10.250.1.1/30 (host bits set on purpose)."""
     addr, length = _split_prefix(value, what)
     if length is None:
@@ -136,7 +141,7 @@ def interface_address(value, what="tunnel address"):
     return ipaddress.ip_interface("{}/{}".format(addr, length))
 
 
-def prefix(value, what="prefix"):
+def prefix(value: Any, what: str = "prefix") -> Network:
     """A network prefix in canonical form; a bare address becomes a host prefix (/32, /128)."""
     addr, length = _split_prefix(value, what)
     if length is None:
@@ -148,7 +153,7 @@ def prefix(value, what="prefix"):
                            .format(what, excerpt(value))) from None
 
 
-def _items(value, what):
+def _items(value: Any, what: str) -> List[str]:
     value = _text(value, what)
     if not value:
         return []
@@ -158,7 +163,7 @@ def _items(value, what):
     return items
 
 
-def prefix_list(value, what="prefixes"):
+def prefix_list(value: Any, what: str = "prefixes") -> List[Network]:
     """Comma-separated prefixes; empty text is an empty list. Duplicates are refused."""
     out = []
     for item in _items(value, what):
@@ -169,7 +174,7 @@ def prefix_list(value, what="prefixes"):
     return out
 
 
-def service_address_list(value, what="service addresses"):
+def service_address_list(value: Any, what: str = "service addresses") -> List[Interface]:
     """Comma-separated host addresses with prefix (e.g. 172.16.6.2/32) put on the service device."""
     out = []
     for item in _items(value, what):
@@ -181,7 +186,7 @@ def service_address_list(value, what="service addresses"):
     return out
 
 
-def host(value, what="host"):
+def host(value: Any, what: str = "host") -> str:
     """An IP address or a DNS name; nothing else (no spaces, quotes, scope ids or shell syntax)."""
     value = _word(value, what)
     if not value:
@@ -193,7 +198,7 @@ def host(value, what="host"):
     return value
 
 
-def endpoint(value, what="endpoint"):
+def endpoint(value: Any, what: str = "endpoint") -> Tuple[str, int]:
     """host:port, or [v6]:port. Returns (host, port) in canonical form."""
     value = _word(value, what)
     if value.startswith("["):
@@ -210,11 +215,11 @@ def endpoint(value, what="endpoint"):
     return host(host_part, what), port(port_part, what)
 
 
-def format_endpoint(host_value, port_value):
+def format_endpoint(host_value: str, port_value: int) -> str:
     return "[{}]:{}".format(host_value, port_value) if ":" in host_value else "{}:{}".format(host_value, port_value)
 
 
-def endpoint_name(value, what="device"):
+def endpoint_name(value: Any, what: str = "device") -> str:
     """A relation endpoint name that can become a device name wg-<name> (at most 15 bytes)."""
     value = _word(value, what)
     if not _ENDPOINT_NAME.fullmatch(value):
@@ -223,12 +228,20 @@ def endpoint_name(value, what="device"):
     return value
 
 
-def ssh_hostname(value):
+def ssh_hostname(value: Any) -> str:
     """OSM's "floating;fixed" form uses the part before ';'."""
     value = _text(value, "ssh-hostname")
     return host(value.split(";", 1)[0].strip(" "), "ssh-hostname") if value else ""
 
 
-def is_safe_word(text):
+def login_name(value: Any, what: str = "user name") -> str:
+    """A POSIX login name (what useradd accepts by default)."""
+    value = _word(value, what)
+    if not re.fullmatch(r"[a-z_][a-z0-9_-]{0,31}", value):
+        raise InvalidValue("{}: {} is not a login name".format(what, excerpt(value)))
+    return value
+
+
+def is_safe_word(text: str) -> bool:
     """True for text that a rendered file or command may carry as one word (printable, no space)."""
     return bool(text) and bool(re.fullmatch(r"[\x21-\x7e]+", text))

@@ -15,22 +15,23 @@ import base64
 import os
 import re
 import shlex
+from typing import Dict, Iterable, List, Optional, Tuple
 
 VNF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vnf")
 LIBRARY = "lib.sh"
 DATA_MARKER = "__VPNAAS_DATA__"
 #: sshd hands the command line to the login shell as one argument (at most 128 KiB on Linux).
 MAX_COMMAND = 96 * 1024
-_SAFE_ARG = re.compile(r"^[\x20-\x7e]*$")
-_FUNCTION = re.compile(r"^[a-z_][a-z0-9_]*$")
-_SECRET_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_SAFE_ARG = re.compile(r"[\x20-\x7e]*")
+_FUNCTION = re.compile(r"[a-z_][a-z0-9_]*")
+_SECRET_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
 class ScriptError(ValueError):
     """A step could not be built (a value that is not fit for an argument, a missing file)."""
 
 
-def load(name):
+def load(name: str) -> str:
     """The text of a shipped VNF-side file (``vnf/<name>``)."""
     path = os.path.join(VNF_DIR, name)
     if os.path.dirname(os.path.normpath(name)).startswith("..") or os.path.isabs(name):
@@ -42,15 +43,15 @@ def load(name):
 class Step(object):
     """A program (library + files + call lines) and its arguments."""
 
-    def __init__(self, files):
+    def __init__(self, files: Iterable[str]) -> None:
         self.files = list(files)
-        self.calls = []   # (function, first argument index, argument count)
-        self.args = []
-        self.secrets = {}
+        self.calls: List[Tuple[str, int, int]] = []  # (function, first argument index, count)
+        self.args: List[str] = []
+        self.secrets: Dict[str, str] = {}
 
-    def call(self, function, *args):
+    def call(self, function: str, *args: object) -> "Step":
         """Add a call ``function "$i" "$j" ...``: the function name is code, the args are values."""
-        if not _FUNCTION.match(function):
+        if not _FUNCTION.fullmatch(function):
             raise ScriptError("not a function name: {!r}".format(function))
         for value in args:
             _check_arg(value)
@@ -58,15 +59,15 @@ class Step(object):
         self.args.extend(str(a) for a in args)
         return self
 
-    def secret(self, name, value):
-        if not _SECRET_NAME.match(name):
+    def secret(self, name: str, value: str) -> "Step":
+        if not _SECRET_NAME.fullmatch(name):
             raise ScriptError("not a secret name: {!r}".format(name))
         if "\n" in value or "\r" in value or "\0" in value:
             raise ScriptError("secret {} contains a line break".format(name))
         self.secrets[name] = value
         return self
 
-    def program(self):
+    def program(self) -> str:
         parts = [load(LIBRARY)] + [load(name) for name in self.files]
         for function, first, count in self.calls:
             parts.append(" ".join([function] + ['"${{{}}}"'.format(i) for i in range(first, first + count)]))
@@ -79,7 +80,7 @@ class Step(object):
             text += DATA_MARKER + "\n" + "\n".join(encoded[i:i + 76] for i in range(0, len(encoded), 76)) + "\n"
         return text
 
-    def command(self, username, timeout=None):
+    def command(self, username: str, timeout: Optional[int] = None) -> str:
         """The command line of the SSH session; the program comes on stdin.
 
         ``timeout`` stops the step on the VNF too (closing the channel alone would leave it
@@ -97,14 +98,14 @@ class Step(object):
         return line
 
 
-def _check_arg(value):
+def _check_arg(value: object) -> str:
     text = str(value)
-    if not _SAFE_ARG.match(text):
+    if not _SAFE_ARG.fullmatch(text):
         raise ScriptError("an argument contains a control or non-ASCII character")
     return text
 
 
-def b64(text):
+def b64(text: str) -> str:
     return base64.b64encode(text.encode("utf-8")).decode("ascii")
 
 
@@ -115,24 +116,24 @@ class StepError(Exception):
 class Report(object):
     """The lines of a step's report, in order, as (keyword, rest)."""
 
-    def __init__(self, lines):
+    def __init__(self, lines: List[Tuple[str, str]]) -> None:
         self.lines = lines
 
-    def of(self, keyword):
+    def of(self, keyword: str) -> List[str]:
         return [rest for kind, rest in self.lines if kind == keyword]
 
 
 _KEYLIKE = re.compile(r"[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=")
 
 
-def scrub(text):
+def scrub(text: str) -> str:
     """Remote text with anything shaped like a WireGuard key replaced (wg echoes a value it cannot
     parse) and control characters removed: such text ends up in logs and the unit status."""
     text = _KEYLIKE.sub("<key>", text)
     return "".join(ch if " " <= ch <= "~" else " " for ch in text)
 
 
-def parse(text, rc=0, stderr=""):
+def parse(text: str, rc: int = 0, stderr: str = "") -> Report:
     """Read a report. Raises StepError on ``ERROR`` or when ``DONE`` is missing; ``rc`` and
     ``stderr`` only make that message precise."""
     lines = []

@@ -9,7 +9,12 @@ exactly as at run time, and refuses a prefix that already has a route the charm 
 Every rendered value comes from ``validation`` (canonical text of parsed objects) and is checked
 once more here to be one printable word, so that no value can add a line or a word to a file.
 """
+from typing import TYPE_CHECKING
+
 from vpnaas import validation
+
+if TYPE_CHECKING:   # plan imports nothing from here; the annotation only needs the name
+    from vpnaas.plan import Device
 
 MARKER = "# Managed by the VPNaaS charm; changes are overwritten on the next reconcile."
 ROUTES_HOOK = "/etc/wireguard/vpnaas-routes.sh"
@@ -23,14 +28,14 @@ class RenderError(ValueError):
     """A value that is not one printable word reached the renderer (a bug upstream of it)."""
 
 
-def word(value):
+def word(value: object) -> str:
     text = str(value)
     if not validation.is_safe_word(text):
         raise RenderError("refusing to render {} into a WireGuard file".format(validation.excerpt(text)))
     return text
 
 
-def render_body(device):
+def render_body(device: "Device") -> str:
     """Everything of ``<device>.conf`` after the ``PrivateKey`` line of ``[Interface]``."""
     lines = [
         MARKER,
@@ -51,6 +56,6 @@ def render_body(device):
     return "\n".join(lines) + "\n"
 
 
-def render_routes(device):
+def render_routes(device: "Device") -> str:
     """``<device>.routes``: one ``prefix source`` line per route (``-``: no preferred source)."""
     return "".join("{} {}\n".format(word(prefix), word(src or "-")) for prefix, src in device.routes())

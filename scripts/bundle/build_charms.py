@@ -26,6 +26,9 @@ BASES = {
     "ubuntu@20.04": {"channel": "20.04", "python": "3.8", "abi": "cp38", "platform": "manylinux2014_x86_64"},
     "local": None,
 }
+# The one series each build runs on: the compiled wheels (cffi, bcrypt, pynacl) are built for that
+# series' Python only, so declaring another series would deploy a charm whose imports fail there.
+SERIES = {"ubuntu@18.04": "bionic", "ubuntu@20.04": "focal", "local": "jammy"}
 DISPATCH = """#!/bin/sh
 JUJU_DISPATCH_PATH="${JUJU_DISPATCH_PATH:-$0}" PYTHONPATH=lib:venv exec ./src/charm.py
 """
@@ -116,8 +119,7 @@ def build_charm(name, base, deps):
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     metadata = dict(spec["metadata"])
-    if base != "ubuntu@18.04" and base != "local":
-        metadata["series"] = ["focal"]
+    metadata["series"] = [SERIES[base]]
     _dump(os.path.join(out, "metadata.yaml"), metadata)
     _dump(os.path.join(out, "config.yaml"), spec["config"])
     _dump(os.path.join(out, "actions.yaml"), spec["actions"])

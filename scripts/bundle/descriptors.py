@@ -56,7 +56,7 @@ class Descriptor:
 
 
 def body(kind, data):
-    """The descriptor inside its envelope (see osm-facts §1.1). Raises KeyError/IndexError/TypeError."""
+    """The descriptor inside its envelope. Raises KeyError/IndexError/TypeError."""
     if kind == "vnfd":
         return data["vnfd"]
     if kind == "nsd":
@@ -233,6 +233,19 @@ def make_osm10(ns_desc, suffix):
     return desc
 
 
+def make_nst_osm10(nst_desc, suffix):
+    """The same NST over the OSM 10 NSDs: OSM 10 cannot load the NSDs with provider/requirer
+    relations, so an NST naming them cannot load there either."""
+    data = copy.deepcopy(nst_desc.data)
+    nst = data["nst"][0]
+    nst["id"] = nst["name"] = nst["id"] + suffix
+    for sub in nst.get("netslice-subnet", []):
+        sub["nsd-ref"] = sub["nsd-ref"] + suffix
+    desc = Descriptor("nst", data, "", nst_desc.source, variant=nst_desc.variant + "_osm10")
+    desc.file = "{} (generated from {})".format(desc.package, nst_desc.source)
+    return desc
+
+
 # --- the whole bundle ---------------------------------------------------------------------------
 
 
@@ -297,11 +310,17 @@ def load_bundle():
             nss.append(desc)
             variants[key + "_osm10"] = _ns_variant_entry(desc, nspec["params"])
     nsts = list(nst_src.values())
-    for name, desc in nst_src.items():
-        variants[name] = _nsi_variant_entry([desc], spec["slices"][name]["params"], nss)
-    if nsts:
-        variants["slices"] = _nsi_variant_entry(nsts, spec["slices"][next(iter(nst_src))]["params"], nss)
-    sources = list(vnf_src.values()) + [ns_src] + nsts
+    slice_sets = [("", nst_src)]
+    if osm10 and nst_src:
+        slice_sets.append(("_osm10", {k: make_nst_osm10(d, osm10["suffix"]) for k, d in nst_src.items()}))
+        nsts += list(slice_sets[1][1].values())
+    for tail, group in slice_sets:
+        for name, desc in group.items():
+            variants[name + tail] = _nsi_variant_entry([desc], spec["slices"][name]["params"], nss)
+        if group:
+            first = spec["slices"][next(iter(group))]["params"]
+            variants["slices" + tail] = _nsi_variant_entry(list(group.values()), first, nss)
+    sources = list(vnf_src.values()) + [ns_src] + list(nst_src.values())
     return Bundle(vnfs, nss, nsts, variants, sources)
 
 

@@ -227,8 +227,11 @@ def _build_into(out_dir, bundle, charms_dir, cloud_init_dir):
             }
         )
     for desc in bundle.nsts:
-        with open(os.path.join(ROOT, desc.source)) as f:
-            _write(os.path.join(out_dir, desc.package), f.read())
+        if desc.file == desc.source:  # a source NST is shipped as written, with its comments
+            with open(os.path.join(ROOT, desc.source)) as f:
+                _write(os.path.join(out_dir, desc.package), f.read())
+        else:
+            _write(os.path.join(out_dir, desc.package), _descriptor_text(desc))
         where[desc.id] = desc.package
         catalog["nst"].append(
             {

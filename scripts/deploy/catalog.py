@@ -162,17 +162,6 @@ class Catalog:
     def nst_doc(self, nst_id):
         return nst_of(self.descriptor(self.package_of("nst", nst_id)))
 
-    def nsd_ids_of_variant(self, variant):
-        """The NSD ids instantiated by a variant (through its NSTs for an NSI)."""
-        if variant.kind == "ns":
-            return list(variant.descriptor_ids)
-        out = []
-        for nst_id in variant.descriptor_ids:
-            for subnet in self.nst_doc(nst_id).get("netslice-subnet") or []:
-                if subnet.get("nsd-ref") and subnet["nsd-ref"] not in out:
-                    out.append(subnet["nsd-ref"])
-        return out
-
 
 def read_descriptor(path):
     """The descriptor of a tar.gz package (the one yaml/json directly in its top folder, which is
@@ -224,7 +213,7 @@ def nst_of(doc):
 
 
 def members(nsd):
-    """{member-vnf-index: vnfd id}; the vnf-profile id is the member-vnf-index (osm-facts §3)."""
+    """{member-vnf-index: vnfd id}; the vnf-profile id is the member-vnf-index (OSM's NSD model)."""
     out = {}
     for df in (nsd.get("df") or [])[:1]:  # LCM only uses df[0]
         for profile in df.get("vnf-profile") or []:

@@ -31,7 +31,10 @@ DEFAULTS = {
     "DNS_SERVER": "8.8.8.8",
     "EXTERNAL_NETWORK": "external",
     "SECURITY_GROUP": "default",
-    "IMAGE": "",  # path or http(s) URL of the Ubuntu 18.04 cloud image
+    "IMAGE": "",  # path or http(s) URL of the Ubuntu 18.04 cloud image; empty: IMAGE_URL
+    # The official Ubuntu 18.04 cloud image and the release's checksum file it is verified against.
+    "IMAGE_URL": "https://cloud-images.ubuntu.com/releases/bionic/release/ubuntu-18.04-server-cloudimg-amd64.img",
+    "IMAGE_SHA256SUMS": "",  # empty: SHA256SUMS next to IMAGE_URL (for IMAGE: no check unless set)
     "IMAGE_NAME": "ubuntu18.04",
     "EXTRA_IMAGES": "",  # name=path-or-url,name=path-or-url (e.g. ubuntu20.04=...)
     "IMAGE_CACHE_DIR": "build/deploy/images",
@@ -177,15 +180,22 @@ class Config:
 
     def images(self):
         """[(image name, path or URL)] to upload; the main Ubuntu 18.04 image first."""
-        out = []
-        if self.get("IMAGE"):
-            out.append((self.get("IMAGE_NAME"), self.get("IMAGE")))
+        out = [(self.get("IMAGE_NAME"), self.get("IMAGE") or self.get("IMAGE_URL"))]
         for item in filter(None, (x.strip() for x in self.get("EXTRA_IMAGES").split(","))):
             name, sep, source = item.partition("=")
             if not sep or not name.strip() or not source.strip():
                 raise ConfigError("EXTRA_IMAGES: expected name=path-or-url, got {!r}".format(item))
             out.append((name.strip(), source.strip()))
         return out
+
+    def checksums_for(self, source):
+        """The SHA256SUMS file (URL or path) a downloaded image is verified against, or None:
+        IMAGE_SHA256SUMS when set, else the release's own for the default image."""
+        if self.get("IMAGE_SHA256SUMS") and source in (self.get("IMAGE"), self.get("IMAGE_URL")):
+            return self.get("IMAGE_SHA256SUMS")
+        if not self.get("IMAGE") and source == self.get("IMAGE_URL"):
+            return source.rsplit("/", 1)[0] + "/SHA256SUMS"
+        return None
 
     # -- sites ----------------------------------------------------------------------------
     def site_env(self, site):

@@ -2,12 +2,15 @@
 management network and the security-group rules the VNFs need. Each resource is looked up first
 (`show`/`list -f json`) and only created when missing."""
 
+import hashlib
 import json
 import os
+import re
 import urllib.parse
 import urllib.request
 
 from deploy.catalog import vdu_resources
+from deploy.prereq import openstack_for_site
 from vpnaas import refpoints
 
 
@@ -54,6 +57,28 @@ def images_for(catalog, vnfd_ids):
     return names
 
 
+def _expected_sha256(sums, name, fetch):
+    """The sha256 that the checksum file ``sums`` (lines `<hex> *<name>` or `<hex>  <name>`) lists
+    for ``name``."""
+    try:
+        text = fetch(sums)
+    except (OSError, ValueError) as e:
+        raise PrepareError("cannot read the checksum file {}: {}".format(sums, e)) from None
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].lstrip("*") == name and re.fullmatch(r"[0-9a-fA-F]{64}", parts[0]):
+            return parts[0].lower()
+    raise PrepareError("{} lists no sha256 for {}".format(sums, name))
+
+
+def _sha256_of(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 # -- steps ----------------------------------------------------------------------------------
 
 
@@ -63,7 +88,9 @@ class Site:
     def __init__(self, runner, cfg, openstack, number, state):
         self.runner = runner
         self.cfg = cfg
-        self.os = openstack
+        # never MicroStack's wrapper for site 2: it would act on the local site (see prereq)
+        # (prereq has already named a missing client; a dry run prints the plain command name)
+        self.os = openstack_for_site(cfg, openstack, number) or "openstack"
         self.number = number
         self.env = cfg.site_env(number)
         self.state = state
@@ -120,14 +147,23 @@ class Site:
                 raise PrepareError("image file {} does not exist".format(path))
             return path
         cache = self.cfg.path("IMAGE_CACHE_DIR")
-        path = os.path.join(cache, os.path.basename(parsed.path) or "image.img")
-        if os.path.isfile(path):
-            return path
-        self.runner.say("+ download {} -> {}".format(source, path))
+        name = os.path.basename(parsed.path) or "image.img"
+        path = os.path.join(cache, name)
+        sums = self.cfg.checksums_for(source)
         if self.runner.dry_run:
+            self.runner.say("+ download {} -> {}".format(source, path))
+            if sums:
+                self.runner.say("    (verified against {})".format(sums))
             return path
+        expected = _expected_sha256(sums, name, self._fetch_text) if sums else None
+        if os.path.isfile(path):
+            if expected is None or _sha256_of(path) == expected:
+                return path
+            self.runner.say("    cached {} does not match {}: downloading it again".format(path, sums))
+        self.runner.say("+ download {} -> {}".format(source, path))
         os.makedirs(cache, exist_ok=True)
         tmp = path + ".part"
+        digest = hashlib.sha256()
         # A bounded socket timeout: a stalled mirror fails instead of hanging the deploy.
         with urllib.request.urlopen(source, timeout=self.cfg.seconds("CMD_TIMEOUT")) as resp, open(
             tmp, "wb"
@@ -136,9 +172,26 @@ class Site:
                 chunk = resp.read(1 << 20)
                 if not chunk:
                     break
+                digest.update(chunk)
                 f.write(chunk)
+        if expected is not None and digest.hexdigest() != expected:
+            os.remove(tmp)
+            raise PrepareError(
+                "{} has sha256 {} but {} says {}: download refused (nothing kept)".format(
+                    source, digest.hexdigest(), sums, expected
+                )
+            )
         os.replace(tmp, path)
+        if expected is not None:
+            self.runner.say("    sha256 {} matches {}".format(expected, sums))
         return path
+
+    def _fetch_text(self, where):
+        if urllib.parse.urlparse(where).scheme in ("http", "https"):
+            with urllib.request.urlopen(where, timeout=self.cfg.seconds("CMD_TIMEOUT")) as resp:
+                return resp.read().decode("utf-8", "replace")
+        with open(os.path.expanduser(where)) as f:
+            return f.read()
 
     # flavors --------------------------------------------------------------------------------
     def ensure_flavors(self, flavors):
@@ -275,9 +328,8 @@ def host_settings(cfg, multi_site):
         "On every MicroStack host (root; the thesis did the same, appendix A):",
         "  sudo sysctl -w net.ipv4.ip_forward=1",
         "  echo net.ipv4.ip_forward=1 | sudo tee /etc/sysctl.d/60-vpnaas.conf   # keep it after reboot",
-        "  # VNFs reach the internet (OAI is built from source on them) only if the host NATs MicroStack's",
-        "  # external network, e.g.: sudo iptables -t nat -A POSTROUTING -s 10.20.20.0/24 ! -d 10.20.20.0/24 "
-        "-j MASQUERADE",
+        "  # MicroStack itself masquerades its external network (ext-cidr) when it sets up br-ex, so",
+        "  # VNFs reach the internet (OAI is built from source on them) without another NAT rule.",
     ]
     if multi_site:
         lines += [

@@ -23,10 +23,10 @@ class PrereqError(Exception):
     pass
 
 
-def find_openstack(cfg):
-    """The openstack client: OPENSTACK_CLI, else the virtualenv's (where the Makefile installs it),
-    else the one on PATH."""
-    configured = cfg.get("OPENSTACK_CLI")
+def find_openstack(cfg, use_configured=True):
+    """The openstack client: OPENSTACK_CLI (unless use_configured is false), else the
+    virtualenv's (where the Makefile installs it), else the one on PATH."""
+    configured = cfg.get("OPENSTACK_CLI") if use_configured else ""
     if configured:
         return shutil.which(configured, path=cfg.get("PATH") or None) or (
             configured if os.path.isfile(configured) else None
@@ -38,6 +38,48 @@ def find_openstack(cfg):
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return shutil.which("openstack", path=cfg.get("PATH") or None)
+
+
+def is_microstack_wrapper(command):
+    """MicroStack's snap commands (microstack.openstack) source the local microstack.rc, which
+    exports OS_AUTH_URL, OS_PASSWORD, OS_CACERT...: whatever site they are given, they act on the
+    MicroStack of the machine they run on."""
+    return os.path.basename(str(command or "")).startswith("microstack.")
+
+
+def openstack_for_site(cfg, openstack_cmd, site):
+    """The client for ``site``: site 1 uses ``openstack_cmd``; site 2 uses SITE2_OPENSTACK_CLI, or
+    ``openstack_cmd`` unless that is MicroStack's wrapper, in which case the virtualenv's
+    python-openstackclient (None if there is none) with site 2's explicit OS_* environment."""
+    if site == 1:
+        return openstack_cmd
+    configured = cfg.get("SITE2_OPENSTACK_CLI")
+    if configured:
+        return shutil.which(configured, path=cfg.get("PATH") or None) or (
+            configured if os.path.isfile(configured) else None
+        )
+    if not is_microstack_wrapper(openstack_cmd):
+        return openstack_cmd
+    found = find_openstack(cfg, use_configured=False)
+    return None if found is None or is_microstack_wrapper(found) else found
+
+
+def tls_problem(cfg, site, openstack_cmd):
+    """An https Keystone needs the CA certificate (OS_CACERT) or an explicit OS_INSECURE=true;
+    MicroStack's wrapper brings its own for the local site."""
+    env = cfg.site_env(site)
+    if not str(env.get("OS_AUTH_URL") or "").startswith("https:") or is_microstack_wrapper(openstack_cmd):
+        return None
+    if env.get("OS_CACERT") or str(env.get("OS_INSECURE") or "").lower() in ("1", "true", "yes"):
+        return None
+    prefix = "" if site == 1 else "SITE2_"
+    return (
+        "site {} uses https ({}) but neither {p}OS_CACERT nor {p}OS_INSECURE is set: copy that "
+        "MicroStack's CA certificate (/var/snap/microstack/common/etc/ssl/certs/cacert.pem on its host) "
+        "and set {p}OS_CACERT=<the copy>, or set {p}OS_INSECURE=true to skip verification.".format(
+            site, env.get("OS_AUTH_URL"), p=prefix
+        )
+    )
 
 
 def find_osm(cfg):
@@ -60,7 +102,15 @@ def check(cfg, runner, need_openstack=True, need_osm=True, sites=(1,), need_vim_
         openstack = find_openstack(cfg)
         if not openstack:
             problems.append(OPENSTACK_HELP)
+        if openstack and 2 in sites and not openstack_for_site(cfg, openstack, 2):
+            problems.append(
+                "site 2 needs python-openstackclient (`make deploy-tools`) or SITE2_OPENSTACK_CLI: "
+                "{} always acts on the local MicroStack, never on site 2.".format(openstack)
+            )
         for site in sites:
+            problem = tls_problem(cfg, site, openstack_for_site(cfg, openstack or "openstack", site))
+            if problem:
+                problems.append(problem)
             ok, missing = cfg.site_has_credentials(site)
             if not ok:
                 problems.append(
@@ -100,7 +150,9 @@ def check(cfg, runner, need_openstack=True, need_osm=True, sites=(1,), need_vim_
     if need_openstack:
         for site in sites:
             result = runner.read(
-                [openstack_cmd, "token", "issue", "-f", "json"], env=cfg.site_env(site), dry_present=True
+                [openstack_for_site(cfg, openstack_cmd, site), "token", "issue", "-f", "json"],
+                env=cfg.site_env(site),
+                dry_present=True,
             )
             if not result.ok:
                 raise PrereqError(

@@ -70,13 +70,16 @@ class Runner:
         print(self.redact(message), file=self.out, flush=True)
 
     def format_command(self, argv, env=None):
-        prefix = []
+        # GNU env takes its options before the first NAME=VALUE: `env -u X A=b cmd`, never
+        # `env A=b -u X cmd` (that runs a command named -u).
+        unset, assign = [], []
         for key, value in sorted((env or {}).items()):
             if value is None:
                 if key in self.base_env:
-                    prefix += ["-u", key]
+                    unset += ["-u", key]
             elif self.base_env.get(key) != value:
-                prefix.append("{}={}".format(key, value))
+                assign.append("{}={}".format(key, value))
+        prefix = unset + assign
         words = (["env"] + prefix if prefix else []) + [str(a) for a in argv]
         return self.redact(quote_argv(words))
 
@@ -103,6 +106,9 @@ class Runner:
                 universal_newlines=True,
                 timeout=timeout,
                 env=self._env(env),
+                # Package and params paths are relative to the project root (DEPLOY_ROOT), so
+                # `python -m deploy` works from any folder.
+                cwd=self.cfg.root,
                 check=False,
             )
         except subprocess.TimeoutExpired:

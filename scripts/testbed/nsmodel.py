@@ -190,5 +190,8 @@ def load(variant, charms_dir, env):
 
 def _subnet_plan(nsi_params, subnet_id):
     sub = next((s for s in nsi_params.get("netslice-subnet") or [] if s.get("id") == subnet_id), {})
-    extra = next((a for a in nsi_params.get("additionalParamsForSubnet") or [] if a.get("id") == subnet_id), {})
-    return {"vld": sub.get("vld") or [], "additionalParamsForVnf": extra.get("additionalParamsForVnf") or []}
+    # NBI's nsi_instantiate form: the subnet's VNF parameters are inside its netslice-subnet item
+    if "additionalParamsForSubnet" in nsi_params:
+        raise NsModelError("additionalParamsForSubnet is refused by OSM: put additionalParamsForVnf "
+                           "inside the netslice-subnet item")
+    return {"vld": sub.get("vld") or [], "additionalParamsForVnf": sub.get("additionalParamsForVnf") or []}

@@ -14,10 +14,10 @@ from deploy.cli import main
 
 
 @pytest.fixture(scope="session")
-def real_catalog(tmp_path_factory):
-    from bundle import build_charms, packages  # the other half of the contract: it must exist
+def real_catalog(tmp_path_factory, shipped_charms):
+    from bundle import packages  # the other half of the contract: it must exist
 
-    build_charms.build_all("ubuntu@18.04")   # what `make packages` builds first (make charms)
+    # shipped_charms: what `make packages` builds first (make charms)
     out = str(tmp_path_factory.mktemp("real") / "packages")
     packages.build(out_dir=out)
     return os.path.join(out, "catalog.json")

@@ -14,7 +14,18 @@ def test_sources_and_variants_are_valid(bundle):
 
 def test_variants_are_the_required_set(bundle):
     base = ["epc", "eps", "eps_wg", "eps_wg_multisite", "eps_wg_2x"]
-    assert set(bundle.variants) == set(base + [b + "_osm10" for b in base] + ["embb", "urllc", "slices"])
+    slices = ["embb", "urllc", "slices"]
+    assert set(bundle.variants) == set(base + slices + [b + "_osm10" for b in base + slices])
+
+
+def test_osm10_nsts_point_at_the_osm10_nsds(bundle):
+    """OSM 10 cannot load the provider/requirer NSDs, so its NSTs must name the -osm10 ones."""
+    osm10 = [n for n in bundle.nsts if n.id.endswith("-osm10")]
+    assert sorted(n.id for n in osm10) == ["oai-eps-wg-embb-osm10", "oai-eps-wg-urllc-osm10"]
+    for nst in osm10:
+        refs = [s["nsd-ref"] for s in nst.body["netslice-subnet"]]
+        assert refs == ["oai-eps-wg-osm10"]
+        assert bundle.nsd(refs[0]) is not None
 
 
 def test_every_generated_descriptor_has_a_unique_id(bundle):

@@ -203,3 +203,15 @@ def test_osm10_entities_first_is_the_provider(bundle):
         REL + "[3].entities[0].endpoint",
         "charm spgwc provides no endpoint 'sxab'",
     )
+
+
+def test_day12_id_must_be_the_vnfd_id(bundle):
+    """NBI checks a charm (and LCM deploys one) only for the day1-2 entry whose id is the vnfd id;
+    another id silently means no charm and no parameter check."""
+    day12(find(bundle, "vnfd", "oai-hss"))["id"] = "hss-vnf"
+    assert_problem(
+        problems_of(bundle),
+        HSS,
+        "vnfd.df[0].lcm-operations-configuration",
+        "no day1-2 entry with the vnfd id 'oai-hss'",
+    )

@@ -109,7 +109,7 @@ def test_nst_nsd_ref_must_be_an_nsd(bundle):
 
 
 def test_nst_nss_ref_must_be_the_subnet_id_not_the_nsd_id(bundle):
-    # the earlier implementation's regression (prior-art §7.4)
+    # the earlier implementation's regression
     vld = find(bundle, "nst", "oai-eps-wg-embb").body["netslice-vld"][0]
     vld["nss-connection-point-ref"][0]["nss-ref"] = "oai-eps-wg"
     assert_problem(
@@ -140,3 +140,14 @@ def test_generated_ids_must_be_unique(bundle):
     find(bundle, "vnfd", "oai-hss-2x").body["id"] = "oai-hss"
     problems = problems_of(bundle)
     assert any("vnfd.id: id 'oai-hss' is also used by vnf/hss/hss_vnfd.yaml" in p for p in problems), problems
+
+
+def test_virtual_link_connectivity_must_name_a_virtual_link(bundle):
+    conn = find(bundle, "nsd", "oai-eps-wg").body["df"][0]["vnf-profile"][0]["virtual-link-connectivity"][1]
+    conn["virtual-link-profile-id"] = "s6b"
+    assert_problem(
+        problems_of(bundle),
+        EPS_WG,
+        "nsd.nsd[0].df[0].vnf-profile[0].virtual-link-connectivity[1].virtual-link-profile-id",
+        "no virtual-link-desc 's6b'",
+    )

@@ -181,14 +181,25 @@ def test_nsi_plan_must_not_drift_from_the_ns_plan(bundle):
 
 def test_nsi_placeholders_are_checked_per_subnet(bundle):
     def drop(t):
-        del t["additionalParamsForSubnet"][0]["additionalParamsForVnf"][4]["additionalParams"]["mme_address"]
+        del t["netslice-subnet"][0]["additionalParamsForVnf"][4]["additionalParams"]["mme_address"]
 
     assert_problem(
         run(bundle, NSI, drop),
         NSI,
-        "additionalParamsForSubnet[0].additionalParamsForVnf[4].additionalParams",
+        "netslice-subnet[0].additionalParamsForVnf[4].additionalParams",
         "member enb: parameter 'mme_address' is not supplied",
     )
+
+
+def test_nsi_refuses_the_old_additional_params_for_subnet(bundle):
+    """NBI's nsi_instantiate schema has no additionalParamsForSubnet (422); neither has ours."""
+
+    def old_form(t):
+        sub = t["netslice-subnet"][0]
+        moved = sub.pop("additionalParamsForVnf")
+        t["additionalParamsForSubnet"] = [{"id": sub["id"], "additionalParamsForVnf": moved}]
+
+    assert_problem(run(bundle, NSI, old_form), NSI, "(top level)", "additionalParamsForSubnet")
 
 
 def test_render_substitutes_every_variable():
@@ -222,3 +233,18 @@ def test_render_refuses_a_missing_file():
 def test_substitution_does_not_inject_yaml():
     data = params.substitute({"a": "${X}"}, {"X": "b: c\nd: [e"})
     assert data == {"a": "b: c\nd: [e"}
+
+
+def test_testbed_reads_the_nsi_subnet_form_and_refuses_the_old_one():
+    """scripts/testbed/nsmodel.py takes a subnet's plan from its netslice-subnet item, as NBI does."""
+    from testbed import nsmodel
+
+    env = {"MGMT_NETWORK": "m", "LTE_K": "0" * 32, "LTE_OP": "1" * 32}
+    data = params.render(NSI, env)
+    plan = nsmodel._subnet_plan(data, "eps-wg")
+    assert plan["vld"] == data["netslice-subnet"][0]["vld"]
+    assert [a["member-vnf-index"] for a in plan["additionalParamsForVnf"]] == ["hss", "mme", "spgwc", "spgwu", "enb"]
+    sub = data["netslice-subnet"][0]
+    data["additionalParamsForSubnet"] = [{"id": "eps-wg", "additionalParamsForVnf": sub.pop("additionalParamsForVnf")}]
+    with pytest.raises(nsmodel.NsModelError, match="additionalParamsForSubnet is refused"):
+        nsmodel._subnet_plan(data, "eps-wg")

@@ -158,16 +158,23 @@ def test_ssh_reads_all_output_even_when_the_exit_status_comes_first(pair, model)
                 assert rc == 0 and out.endswith("99999\n100000\nEND\n") and out.count("\n") == 100001
 
 
-def test_manual_peer_refuses_what_it_would_ignore_or_what_captures_the_vnf(pair, model, wg_key):
+def test_manual_peer_refuses_what_it_would_ignore_or_what_captures_the_vnf(pair, model, testbed, wg_key):
     a, _b, _ = pair
     peer_key = model.relation_data(0)["b/0"]["public-key"]
+    routes_before = a.exec(["ip", "route", "show"]).stdout
     for params, fragment in (
-            ({"public-key": peer_key, "allowed-ips": "10.9.0.0/24"}, "already a peer"),
-            ({"public-key": wg_key(), "allowed-ips": pairs.B_SVC + "/32"}, "already belong to b/0"),
-            ({"public-key": wg_key(), "allowed-ips": "0.0.0.0/0"}, "own address")):
+            ({"public-key": peer_key, "allowed-ips": "10.9.0.0/24"}, "also announced by manual"),
+            ({"public-key": wg_key(), "allowed-ips": pairs.B_SVC + "/32"}, "also claimed by manual"),
+            ({"public-key": wg_key(), "allowed-ips": "0.0.0.0/0"}, "default route"),
+            ({"public-key": wg_key(), "allowed-ips": testbed.vca_ip + "/32"}, "management path"),
+            ({"public-key": wg_key(), "allowed-ips": pairs.CIDR}, "WireGuard endpoint"),
+            ({"public-key": wg_key(), "allowed-ips": "192.168.8.192/26"}, "connected network 192.168.8.0/24"),
+            ({"public-key": wg_key(), "allowed-ips": "10.9.0.0/24", "endpoint": "10.9.0.1:51820"},
+             "WireGuard endpoint")):
         result = model.run_action("a/0", "add-peer", dict(params, device="vpn"))
         assert result.status == "failed" and fragment in result.message, (params, result.message)
     assert len(a.exec(["wg", "show", "wg-vpn", "peers"]).stdout.split()) == 1
+    assert a.exec(["ip", "route", "show"]).stdout == routes_before
 
 
 def test_manual_peer_add_and_remove(pair, model, wg_key):

@@ -96,7 +96,7 @@ def test_peer_data_arriving_in_pieces(testbed, model, local_charms):
     for key, value in pieces:
         model.set_relation_data(0, "b/0", {key: value})
         status, message = model.status("a/0")
-        assert status == "waiting" and "waiting for peer key" in message, message
+        assert status == "waiting" and "b/0 has not published" in message, message
         assert a.exec(["wg", "show", "wg-vpn", "peers"]).stdout.strip() == ""
     model.set_relation_data(0, "b/0", {"endpoint": pairs.B_ADDR.split("/")[0] + ":51820"})
     assert pub in a.exec(["wg", "show", "wg-vpn", "peers"]).stdout

@@ -11,11 +11,8 @@ from bundle import ROOT, descriptors, packages
 
 
 @pytest.fixture(scope="session")
-def charms_dir():
-    from bundle import build_charms
-
-    built = build_charms.build_all()  # once per session (about 10 s)
-    return os.path.dirname(next(iter(built.values())))
+def charms_dir(shipped_charms):
+    return os.path.dirname(next(iter(shipped_charms.values())))
 
 
 @pytest.fixture(scope="session")
@@ -91,7 +88,8 @@ def test_catalog_is_complete_and_every_path_exists(built):
     with open(os.path.join(out, "catalog.json")) as f:
         assert json.load(f) == catalog
     base = ["epc", "eps", "eps_wg", "eps_wg_multisite", "eps_wg_2x"]
-    assert set(catalog["variants"]) == set(base + [b + "_osm10" for b in base] + ["embb", "urllc", "slices"])
+    slices = ["embb", "urllc", "slices"]
+    assert set(catalog["variants"]) == set(base + slices + [b + "_osm10" for b in base + slices])
     ids = {e["id"]: e for e in catalog["vnf"] + catalog["ns"] + catalog["nst"]}
     for entry in catalog["vnf"] + catalog["ns"]:
         assert os.path.isfile(os.path.join(out, entry["package"]))
@@ -102,7 +100,7 @@ def test_catalog_is_complete_and_every_path_exists(built):
     for entry in catalog["ns"]:
         assert all(v in ids for v in entry["vnfd_ids"])
     for key, v in catalog["variants"].items():
-        assert v["kind"] == ("nsi" if key in ("embb", "urllc", "slices") else "ns")
+        assert v["kind"] == ("nsi" if key.split("_osm10")[0] in slices else "ns")
         assert v["descriptor_id"] in ids and os.path.isfile(os.path.join(ROOT, v["params"]))
         for path in v["packages"]:
             assert os.path.isfile(os.path.join(out, path)), (key, path)

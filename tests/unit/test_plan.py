@@ -123,7 +123,7 @@ def test_publication_names_configured_relation_peers_only(wg_key):
     key, manual = wg_key(), wg_key()
     plan = p.build_plan(BASE, MME, {"s6a": [{"hss/0": peer_bag(key)}]},
                         {"s6a": [{"public-key": manual, "endpoint": "", "allowed-ips": ["10.9.0.0/24"]}]})
-    bag = plan.device("s6a").publication(wg_key())
+    bag = relation_data.publication(plan.device("s6a"), wg_key())
     assert bag["peer-keys"] == key
     assert set(bag) == set(relation_data.KEYS) | {"peer-keys"}
 
@@ -150,5 +150,5 @@ def test_peer_keys_are_per_relation(wg_key):
     rels = {"s6a": [{"hss/0": peer_bag(k1)}, {"hss2/0": peer_bag(k2, **{"tunnel-address": "10.250.1.5/30",
                                                                        "service-prefixes": "172.16.7.1/32"})}]}
     dev = p.build_plan(dict(BASE, **{"s6a-tunnel-address": "10.250.1.1/29"}), MME, rels, {}).device("s6a")
-    assert dev.publication(wg_key(), {"hss/0"})["peer-keys"] == k1
-    assert dev.publication(wg_key(), {"hss2/0"})["peer-keys"] == k2
+    assert relation_data.publication(dev, wg_key(), {"hss/0"})["peer-keys"] == k1
+    assert relation_data.publication(dev, wg_key(), {"hss2/0"})["peer-keys"] == k2

@@ -117,10 +117,19 @@ tunnels_prepare() {
     ver=$("$ug" --version 2>/dev/null | head -n 1 | awk '{print $2}') || true
     out "IMPL userspace $ug ${ver:-unknown}"
   fi
+  install_hooks
+}
+
+install_hooks() {
   mkdir -p /etc/wireguard
   chmod 700 /etc/wireguard
   install_hook "$ROUTES_HOOK" vpnaas_routes
   install_hook "$SERVICE_HOOK" vpnaas_service_addresses
+}
+
+apply_routes() {  # dev: run the routes hook now and pass on what it refused
+  local line
+  "$ROUTES_HOOK" "$1" | while IFS= read -r line; do out "$line"; done
 }
 
 report_facts() {  # what the route policy must never route into a tunnel, as this VNF sees it
@@ -193,13 +202,13 @@ ensure_device() {  # dev rotate(0|1) restart(0|1) body-base64 routes-base64 ("pr
     # strip first: a failure inside <(...) would go unnoticed and syncconf would apply nothing
     stripped=$(wg-quick strip "$dev")
     wg syncconf "$dev" <(printf '%s\n' "$stripped")
-    "$ROUTES_HOOK" "$dev" | while read -r line; do out "$line"; done
+    apply_routes "$dev"
     out "APPLIED $dev syncconf"
   else
     install_file "$conf.vpnaas-tmp" "$conf"
     device_up "$dev"
     # PostUp already ran the hook; once more to report what it refused.
-    "$ROUTES_HOOK" "$dev" | while read -r line; do out "$line"; done
+    apply_routes "$dev"
     out "APPLIED $dev up"
   fi
 }

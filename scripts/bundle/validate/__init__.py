@@ -158,12 +158,11 @@ def _same_plan(nsi_data, file, bundle, rendered, valid):
                     "differs from the vld plan of {} (keep the two identical)".format(twin["params"]),
                 )
             )
-        extra = next((e for e in nsi_data.get("additionalParamsForSubnet", []) if e["id"] == sub["id"]), {})
-        if extra.get("additionalParamsForVnf") != ns_data.get("additionalParamsForVnf"):
+        if sub.get("additionalParamsForVnf") != ns_data.get("additionalParamsForVnf"):
             out.append(
                 Problem(
                     file,
-                    ["additionalParamsForSubnet"],
+                    ["netslice-subnet", i, "additionalParamsForVnf"],
                     "additionalParamsForVnf of subnet {} differs from {}".format(sub["id"], twin["params"]),
                 )
             )

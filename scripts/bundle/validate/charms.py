@@ -1,7 +1,7 @@
 """Checks OSM does not make: descriptors against the charms (bundle.charmspec.charm_spec).
 
 OSM only notices a wrong primitive or relation endpoint at instantiation time, or never
-(a misspelt relation endpoint is a Juju warning only; osm-facts §4.3, §10).
+(a misspelt relation endpoint is a Juju warning only).
 """
 
 import re
@@ -12,7 +12,7 @@ from bundle.validate.problems import Problem
 PLACEHOLDER_RE = re.compile(r"^<([A-Za-z_][A-Za-z0-9_-]*)>$")
 OPTION_TYPES = {"string": "STRING", "int": "INTEGER", "boolean": "BOOLEAN", "float": "STRING"}
 ACTION_TYPES = {"string": "STRING", "integer": "INTEGER", "boolean": "BOOLEAN", "number": "STRING"}
-# OSM runs verify-ssh-credentials itself after `config` (osm-facts §7, step 5).
+# OSM runs verify-ssh-credentials itself after `config` (up to 20 tries).
 AUTOMATIC = {"verify-ssh-credentials"}
 
 
@@ -146,7 +146,7 @@ def check_vnfd(desc, cache):
 def _check_ee_ref(desc, pat, prim, ee_ids):
     ref = prim.get("execution-environment-ref")
     if ref is None:
-        # the 2020 LCM filters primitives strictly by EE (prior-art §7.7)
+        # the 2020 LCM filters primitives strictly by EE
         return [Problem(desc.file, pat, "execution-environment-ref missing")]
     if ref not in ee_ids:
         return [

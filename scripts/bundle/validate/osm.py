@@ -1,4 +1,5 @@
-"""The cross-checks OSM's NBI and osmclient make at onboarding (osm-facts §1.3-1.5, §6.2).
+"""The cross-checks OSM's NBI and osmclient make at onboarding (NBI's descriptor_topics, osmclient's
+package build).
 
 Each function takes descriptors that already passed the schema, so it may rely on their shape.
 """
@@ -22,7 +23,7 @@ def _dupes(items, key="id"):
 
 
 def check_file_name(desc):
-    """osmclient builds only descriptors named *nfd.yaml / *nsd.yaml (osm-facts §6.2)."""
+    """osmclient builds only descriptors named *nfd.yaml / *nsd.yaml."""
     problems = []
     suffix = SUFFIX.get(desc.kind)
     names = {desc.descriptor_name}
@@ -41,42 +42,44 @@ def check_file_name(desc):
 
 
 def check_vnfd(desc, cloud_init_dir):
-    v = desc.body
-    pre = descriptors.path_prefix("vnfd")
-    out = []
+    """NBI's VNFD cross-checks: connection points, VDU references, deployment flavour, day1-2."""
+    return (
+        _check_connection_points(desc)
+        + _check_vdus(desc, cloud_init_dir)
+        + _check_flavours(desc)
+        + _check_day12(desc)
+    )
+
+
+def _check_connection_points(desc):
+    """mgmt-cp names an ext-cpd; ext-cpd ids are unique and point to an existing vdu int-cpd."""
+    v, pre, out = desc.body, descriptors.path_prefix("vnfd"), []
     ext_ids = [c["id"] for c in v["ext-cpd"]]
     if v["mgmt-cp"] not in ext_ids:
-        out.append(
-            Problem(
-                desc.file,
-                pre + ["mgmt-cp"],
-                "mgmt-cp={!r} must match an existing ext-cpd ({})".format(v["mgmt-cp"], ", ".join(ext_ids)),
-            )
-        )
+        msg = "mgmt-cp={!r} must match an existing ext-cpd ({})".format(v["mgmt-cp"], ", ".join(ext_ids))
+        out.append(Problem(desc.file, pre + ["mgmt-cp"], msg))
     for i, dup in _dupes(v["ext-cpd"]):
         out.append(Problem(desc.file, pre + ["ext-cpd", i, "id"], "duplicate ext-cpd id {!r}".format(dup)))
     vdus = {vdu["id"]: vdu for vdu in v["vdu"]}
-    for i, dup in _dupes(v["vdu"]):
-        out.append(Problem(desc.file, pre + ["vdu", i, "id"], "duplicate vdu id {!r}".format(dup)))
     for i, cp in enumerate(v["ext-cpd"]):
         ref = cp.get("int-cpd")
         if ref is None:
             continue
+        at = pre + ["ext-cpd", i, "int-cpd"]
         vdu = vdus.get(ref["vdu-id"])
         if vdu is None:
-            out.append(
-                Problem(
-                    desc.file, pre + ["ext-cpd", i, "int-cpd", "vdu-id"], "no vdu {!r}".format(ref["vdu-id"])
-                )
-            )
+            out.append(Problem(desc.file, at + ["vdu-id"], "no vdu {!r}".format(ref["vdu-id"])))
         elif ref["cpd"] not in [c["id"] for c in vdu["int-cpd"]]:
-            out.append(
-                Problem(
-                    desc.file,
-                    pre + ["ext-cpd", i, "int-cpd", "cpd"],
-                    "vdu {!r} has no int-cpd {!r}".format(ref["vdu-id"], ref["cpd"]),
-                )
-            )
+            msg = "vdu {!r} has no int-cpd {!r}".format(ref["vdu-id"], ref["cpd"])
+            out.append(Problem(desc.file, at + ["cpd"], msg))
+    return out
+
+
+def _check_vdus(desc, cloud_init_dir):
+    """Unique vdu/int-cpd ids; every compute, storage, image and cloud-init reference exists."""
+    v, pre, out = desc.body, descriptors.path_prefix("vnfd"), []
+    for i, dup in _dupes(v["vdu"]):
+        out.append(Problem(desc.file, pre + ["vdu", i, "id"], "duplicate vdu id {!r}".format(dup)))
     compute = {c["id"] for c in v["virtual-compute-desc"]}
     storage = {s["id"] for s in v["virtual-storage-desc"]}
     images = {s["id"] for s in v["sw-image-desc"]}
@@ -85,92 +88,59 @@ def check_vnfd(desc, cloud_init_dir):
         for j, dup in _dupes(vdu["int-cpd"]):
             out.append(Problem(desc.file, at + ["int-cpd", j, "id"], "duplicate int-cpd id {!r}".format(dup)))
         if vdu["virtual-compute-desc"] not in compute:
-            out.append(
-                Problem(
-                    desc.file,
-                    at + ["virtual-compute-desc"],
-                    "no virtual-compute-desc {!r}".format(vdu["virtual-compute-desc"]),
-                )
-            )
+            msg = "no virtual-compute-desc {!r}".format(vdu["virtual-compute-desc"])
+            out.append(Problem(desc.file, at + ["virtual-compute-desc"], msg))
         for j, sid in enumerate(vdu["virtual-storage-desc"]):
             if sid not in storage:
-                out.append(
-                    Problem(
-                        desc.file,
-                        at + ["virtual-storage-desc", j],
-                        "no virtual-storage-desc {!r}".format(sid),
-                    )
-                )
+                msg = "no virtual-storage-desc {!r}".format(sid)
+                out.append(Problem(desc.file, at + ["virtual-storage-desc", j], msg))
         if vdu["sw-image-desc"] not in images:
-            out.append(
-                Problem(
-                    desc.file, at + ["sw-image-desc"], "no sw-image-desc {!r}".format(vdu["sw-image-desc"])
-                )
-            )
+            msg = "no sw-image-desc {!r}".format(vdu["sw-image-desc"])
+            out.append(Problem(desc.file, at + ["sw-image-desc"], msg))
         cif = vdu.get("cloud-init-file")
         if cif and not os.path.isfile(os.path.join(cloud_init_dir, cif)):
-            out.append(
-                Problem(
-                    desc.file,
-                    at + ["cloud-init-file"],
-                    "cloud-init file {!r} not found in {}/".format(cif, os.path.basename(cloud_init_dir)),
-                )
-            )
+            msg = "cloud-init file {!r} not found in {}/".format(cif, os.path.basename(cloud_init_dir))
+            out.append(Problem(desc.file, at + ["cloud-init-file"], msg))
+    return out
+
+
+def _check_flavours(desc):
+    """Every vdu-profile and instantiation-level vdu-level names an existing vdu."""
+    v, pre, out = desc.body, descriptors.path_prefix("vnfd"), []
+    vdus = {vdu["id"] for vdu in v["vdu"]}
     for i, df in enumerate(v["df"]):
         for j, prof in enumerate(df["vdu-profile"]):
             if prof["id"] not in vdus:
-                out.append(
-                    Problem(
-                        desc.file, pre + ["df", i, "vdu-profile", j, "id"], "no vdu {!r}".format(prof["id"])
-                    )
-                )
+                at = pre + ["df", i, "vdu-profile", j, "id"]
+                out.append(Problem(desc.file, at, "no vdu {!r}".format(prof["id"])))
         for j, lvl in enumerate(df.get("instantiation-level", [])):
             for k, vl in enumerate(lvl["vdu-level"]):
                 if vl["vdu-id"] not in vdus:
-                    out.append(
-                        Problem(
-                            desc.file,
-                            pre + ["df", i, "instantiation-level", j, "vdu-level", k, "vdu-id"],
-                            "no vdu {!r}".format(vl["vdu-id"]),
-                        )
-                    )
-    entry = descriptors.day12(v)
+                    at = pre + ["df", i, "instantiation-level", j, "vdu-level", k, "vdu-id"]
+                    out.append(Problem(desc.file, at, "no vdu {!r}".format(vl["vdu-id"])))
+    return out
+
+
+def _check_day12(desc):
+    """day1-2 ids are the vnfd id or a vdu id (others are ignored by OSM); the EE's
+    external-connection-point-ref names an ext-cpd."""
+    v, out = desc.body, []
+    at = descriptors.path_prefix("vnfd") + ["df", 0, "lcm-operations-configuration", "operate-vnf-op-config", "day1-2"]
+    vdus = {vdu["id"] for vdu in v["vdu"]}
     day12_list = (
         v["df"][0].get("lcm-operations-configuration", {}).get("operate-vnf-op-config", {}).get("day1-2", [])
     )
     for i, e in enumerate(day12_list):
         if e["id"] != v["id"] and e["id"] not in vdus:
-            out.append(
-                Problem(
-                    desc.file,
-                    pre
-                    + ["df", 0, "lcm-operations-configuration", "operate-vnf-op-config", "day1-2", i, "id"],
-                    "day1-2 id {!r} is neither the vnfd id nor a vdu id, so OSM ignores it".format(e["id"]),
-                )
-            )
-    if entry and entry.get("execution-environment-list"):
-        for i, ee in enumerate(entry["execution-environment-list"]):
-            ref = ee.get("external-connection-point-ref")
-            if ref and ref not in ext_ids:
-                idx = day12_list.index(entry)
-                out.append(
-                    Problem(
-                        desc.file,
-                        pre
-                        + [
-                            "df",
-                            0,
-                            "lcm-operations-configuration",
-                            "operate-vnf-op-config",
-                            "day1-2",
-                            idx,
-                            "execution-environment-list",
-                            i,
-                            "external-connection-point-ref",
-                        ],
-                        "no ext-cpd {!r}".format(ref),
-                    )
-                )
+            msg = "day1-2 id {!r} is neither the vnfd id nor a vdu id, so OSM ignores it".format(e["id"])
+            out.append(Problem(desc.file, at + [i, "id"], msg))
+    entry = descriptors.day12(v)
+    ext_ids = [c["id"] for c in v["ext-cpd"]]
+    for i, ee in enumerate((entry or {}).get("execution-environment-list", [])):
+        ref = ee.get("external-connection-point-ref")
+        if ref and ref not in ext_ids:
+            where = at + [day12_list.index(entry), "execution-environment-list", i, "external-connection-point-ref"]
+            out.append(Problem(desc.file, where, "no ext-cpd {!r}".format(ref)))
     return out
 
 

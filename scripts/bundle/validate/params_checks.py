@@ -6,13 +6,13 @@ import re
 
 from bundle import descriptors, params
 from bundle.validate.charms import PLACEHOLDER_RE
-from bundle.validate.problems import Problem
+from bundle.validate.problems import Problem, fmt_path
 
 # OSM renders cloud-init as Jinja2 with StrictUndefined. The bundle allows only plain variable
 # references in it; anything else that Jinja would parse is refused.
 JINJA_VAR_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 JINJA_ANY_RE = re.compile(r"\{\{|\{%|\{#")
-# LCM fills these itself (osm-facts §2.1).
+# LCM fills these itself.
 BUILTIN = {"rw_mgmt_ip"}
 SECRET_KEYS = {"lte_k", "lte_op"}
 
@@ -93,6 +93,129 @@ def _vl_cidrs(nsd):
     return cidrs
 
 
+def _connections(nsd):
+    """{(member, virtual link): {cpd ids}} of the NSD's vnf-profiles."""
+    connected = {}
+    for prof in nsd["df"][0]["vnf-profile"]:
+        for conn in prof["virtual-link-connectivity"]:
+            for cpd in conn["constituent-cpd-id"]:
+                connected.setdefault((prof["id"], conn["virtual-link-profile-id"]), set()).add(
+                    cpd["constituent-cpd-id"]
+                )
+    return connected
+
+
+def _check_address(ip, link, cidrs, nsd_id):
+    """The reason a fixed address is wrong on ``link``, or None."""
+    if link not in cidrs:
+        return "link {} has no cidr in nsd {}, so no fixed address can be checked".format(link, nsd_id)
+    net, gateway = cidrs[link]
+    if ip not in net or (net.num_addresses > 2 and ip in (net.network_address, net.broadcast_address)):
+        return "{} is not a host address of {} (link {})".format(ip, net, link)
+    if gateway and ip == ipaddress.ip_address(gateway):
+        return "{} is the gateway of link {}".format(ip, link)
+    return None
+
+
+def _check_cp_refs(vld, at, nsd, connected, cidrs, file):
+    """(problems, {(member, link): ip}) for one vld entry's vnfd-connection-point-ref list."""
+    out, ips, seen = [], {}, {}
+    members = sorted({m for m, _ in connected})
+    for j, ref in enumerate(vld.get("vnfd-connection-point-ref", []) or []):
+        rat = at + ["vnfd-connection-point-ref", j]
+        member, link = ref["member-vnf-index-ref"], vld["name"]
+        if member not in members:
+            msg = "no member-vnf-index {!r} in nsd {} ({})".format(member, nsd["id"], ", ".join(members))
+            out.append(Problem(file, rat + ["member-vnf-index-ref"], msg))
+            continue
+        if ref["vnfd-connection-point-ref"] not in connected.get((member, link), set()):
+            msg = "{!r} of member {} is not connected to {} in nsd {}".format(
+                ref["vnfd-connection-point-ref"], member, link, nsd["id"]
+            )
+            out.append(Problem(file, rat + ["vnfd-connection-point-ref"], msg))
+            continue
+        ip = ipaddress.ip_address(ref["ip-address"])
+        wrong = _check_address(ip, link, cidrs, nsd["id"])
+        if wrong:
+            out.append(Problem(file, rat + ["ip-address"], wrong))
+            if link not in cidrs:
+                continue
+        if ip in seen:
+            msg = "{} is already used on link {} ({})".format(ip, link, seen[ip])
+            out.append(Problem(file, rat + ["ip-address"], msg))
+        seen[ip] = "vnfd-connection-point-ref[{}]".format(j)
+        ips[(member, link)] = str(ip)
+    return out, ips
+
+
+def _check_vlds(vlds, at_vld, nsd, file):
+    """(problems, {(member, link): ip}) for the vld section."""
+    out, ips = [], {}
+    vl_ids = {vl["id"] for vl in nsd["virtual-link-desc"]}
+    connected, cidrs = _connections(nsd), _vl_cidrs(nsd)
+    for i, vld in enumerate(vlds or []):
+        if vld["name"] not in vl_ids:
+            msg = "{!r} is not a virtual-link-desc of nsd {} ({})".format(
+                vld["name"], nsd["id"], ", ".join(sorted(vl_ids))
+            )
+            out.append(Problem(file, at_vld + [i, "name"], msg))
+            continue
+        found, link_ips = _check_cp_refs(vld, at_vld + [i], nsd, connected, cidrs, file)
+        out.extend(found)
+        ips.update(link_ips)
+    return out, ips
+
+
+def _given_params(items, at_apv, profiles, nsd_id, file):
+    """(problems, {member: (index, additionalParams)}) of additionalParamsForVnf."""
+    out, given = [], {}
+    for i, item in enumerate(items or []):
+        member = item["member-vnf-index"]
+        if member not in profiles:
+            msg = "no member-vnf-index {!r} in nsd {}".format(member, nsd_id)
+            out.append(Problem(file, at_apv + [i, "member-vnf-index"], msg))
+            continue
+        if member in given:
+            out.append(Problem(file, at_apv + [i, "member-vnf-index"], "member {} is given twice".format(member)))
+        given[member] = (i, item.get("additionalParams") or {})
+    return out, given
+
+
+def needed_params(vnfd, cloud_init_dir):
+    """{name: where} of every parameter the VNF's initial primitives and cloud-init need."""
+    needed = dict(placeholders(vnfd.body))
+    for cif in descriptors.cloud_init_files(vnfd.body):
+        path = os.path.join(cloud_init_dir, cif)
+        if os.path.isfile(path):
+            with open(path) as f:
+                names, _ = cloud_init_vars(f.read(), cif)
+            for name in names:
+                needed.setdefault(name, "cloud-init/" + cif)
+    return needed
+
+
+def _check_member_params(member, vnfd, given, ips, at_apv, file, cloud_init_dir):
+    """Every needed parameter supplied, none unused, endpoint addresses equal to the plan's."""
+    out = []
+    needed = needed_params(vnfd, cloud_init_dir)
+    idx, supplied = given.get(member, (None, {}))
+    for name, where in sorted(needed.items()):
+        if name not in supplied:
+            where_s = where if isinstance(where, str) else "{} {}".format(vnfd.file, fmt_path(where))
+            at = at_apv + ([idx, "additionalParams"] if idx is not None else [])
+            msg = "member {}: parameter {!r} is not supplied (needed by {})".format(member, name, where_s)
+            out.append(Problem(file, at, msg))
+    for name, value in sorted(supplied.items()):
+        at = at_apv + [idx, "additionalParams", name]
+        if name not in needed:
+            out.append(Problem(file, at, "not used by any primitive or cloud-init of vnfd {}".format(vnfd.id)))
+        m = re.match(r"^(.+)_endpoint_address$", name)
+        if m and (member, m.group(1)) in ips and str(value) != ips[(member, m.group(1))]:
+            msg = "{} but member {} has {} on link {}".format(value, member, ips[(member, m.group(1))], m.group(1))
+            out.append(Problem(file, at, msg))
+    return out
+
+
 def check_ns_params(data, file, nsd_desc, vnfds, cloud_init_dir, where=None):
     """data: a rendered ns-create config for nsd_desc (keys vld, vnf, additionalParamsForVnf).
 
@@ -100,239 +223,49 @@ def check_ns_params(data, file, nsd_desc, vnfds, cloud_init_dir, where=None):
     sections elsewhere; default: the top-level keys of the same name.
     """
     where = dict(where or {})
-    at_vld = where.get("vld", ["vld"])
-    at_vnf = where.get("vnf", ["vnf"])
     at_apv = where.get("additionalParamsForVnf", ["additionalParamsForVnf"])
     nsd = nsd_desc.body
-    out = []
     profiles = {p["id"]: p for p in nsd["df"][0]["vnf-profile"]}
-    vl_ids = {vl["id"] for vl in nsd["virtual-link-desc"]}
-    cidrs = _vl_cidrs(nsd)
-    connected = {}  # (member, vl) -> set of cpd ids
-    for prof in profiles.values():
-        for conn in prof["virtual-link-connectivity"]:
-            for cpd in conn["constituent-cpd-id"]:
-                connected.setdefault((prof["id"], conn["virtual-link-profile-id"]), set()).add(
-                    cpd["constituent-cpd-id"]
-                )
-    ips = {}  # (member, vl) -> ip
-    for i, vld in enumerate(data.get("vld", []) or []):
-        at = at_vld + [i]
-        if vld["name"] not in vl_ids:
-            out.append(
-                Problem(
-                    file,
-                    at + ["name"],
-                    "{!r} is not a virtual-link-desc of nsd {} ({})".format(
-                        vld["name"], nsd["id"], ", ".join(sorted(vl_ids))
-                    ),
-                )
-            )
-            continue
-        seen = {}
-        for j, ref in enumerate(vld.get("vnfd-connection-point-ref", []) or []):
-            rat = at + ["vnfd-connection-point-ref", j]
-            member = ref["member-vnf-index-ref"]
-            if member not in profiles:
-                out.append(
-                    Problem(
-                        file,
-                        rat + ["member-vnf-index-ref"],
-                        "no member-vnf-index {!r} in nsd {} ({})".format(
-                            member, nsd["id"], ", ".join(profiles)
-                        ),
-                    )
-                )
-                continue
-            if ref["vnfd-connection-point-ref"] not in connected.get((member, vld["name"]), set()):
-                out.append(
-                    Problem(
-                        file,
-                        rat + ["vnfd-connection-point-ref"],
-                        "{!r} of member {} is not connected to {} in nsd {}".format(
-                            ref["vnfd-connection-point-ref"], member, vld["name"], nsd["id"]
-                        ),
-                    )
-                )
-                continue
-            ip = ipaddress.ip_address(ref["ip-address"])
-            if vld["name"] not in cidrs:
-                out.append(
-                    Problem(
-                        file,
-                        rat + ["ip-address"],
-                        "link {} has no cidr in nsd {}, so no fixed address can be checked".format(
-                            vld["name"], nsd["id"]
-                        ),
-                    )
-                )
-                continue
-            net, gateway = cidrs[vld["name"]]
-            if ip not in net or (
-                net.num_addresses > 2 and ip in (net.network_address, net.broadcast_address)
-            ):
-                out.append(
-                    Problem(
-                        file,
-                        rat + ["ip-address"],
-                        "{} is not a host address of {} (link {})".format(ip, net, vld["name"]),
-                    )
-                )
-            elif gateway and ip == ipaddress.ip_address(gateway):
-                out.append(
-                    Problem(
-                        file, rat + ["ip-address"], "{} is the gateway of link {}".format(ip, vld["name"])
-                    )
-                )
-            if ip in seen:
-                out.append(
-                    Problem(
-                        file,
-                        rat + ["ip-address"],
-                        "{} is already used on link {} ({})".format(ip, vld["name"], seen[ip]),
-                    )
-                )
-            seen[ip] = "vnfd-connection-point-ref[{}]".format(j)
-            ips[(member, vld["name"])] = str(ip)
+    out, ips = _check_vlds(data.get("vld"), where.get("vld", ["vld"]), nsd, file)
     for i, vnf in enumerate(data.get("vnf", []) or []):
         if vnf["member-vnf-index"] not in profiles:
-            out.append(
-                Problem(
-                    file,
-                    at_vnf + [i, "member-vnf-index"],
-                    "no member-vnf-index {!r} in nsd {}".format(vnf["member-vnf-index"], nsd["id"]),
-                )
-            )
-    given = {}
-    for i, item in enumerate(data.get("additionalParamsForVnf", []) or []):
-        member = item["member-vnf-index"]
-        if member not in profiles:
-            out.append(
-                Problem(
-                    file,
-                    at_apv + [i, "member-vnf-index"],
-                    "no member-vnf-index {!r} in nsd {}".format(member, nsd["id"]),
-                )
-            )
-            continue
-        if member in given:
-            out.append(
-                Problem(file, at_apv + [i, "member-vnf-index"], "member {} is given twice".format(member))
-            )
-        given[member] = (i, item.get("additionalParams") or {})
+            msg = "no member-vnf-index {!r} in nsd {}".format(vnf["member-vnf-index"], nsd["id"])
+            out.append(Problem(file, where.get("vnf", ["vnf"]) + [i, "member-vnf-index"], msg))
+    found, given = _given_params(data.get("additionalParamsForVnf"), at_apv, profiles, nsd["id"], file)
+    out.extend(found)
     for member, prof in profiles.items():
         vnfd = vnfds.get(prof["vnfd-id"])
-        if vnfd is None:
-            continue
-        needed = dict(placeholders(vnfd.body))
-        for cif in descriptors.cloud_init_files(vnfd.body):
-            path = os.path.join(cloud_init_dir, cif)
-            if os.path.isfile(path):
-                with open(path) as f:
-                    names, _ = cloud_init_vars(f.read(), cif)
-                for name in names:
-                    needed.setdefault(name, "cloud-init/" + cif)
-        idx, supplied = given.get(member, (None, {}))
-        for name, where in sorted(needed.items()):
-            if name not in supplied:
-                where_s = where if isinstance(where, str) else "{} {}".format(vnfd.file, _fmt(where))
-                out.append(
-                    Problem(
-                        file,
-                        at_apv + ([idx, "additionalParams"] if idx is not None else []),
-                        "member {}: parameter {!r} is not supplied (needed by {})".format(
-                            member, name, where_s
-                        ),
-                    )
-                )
-        for name, value in sorted(supplied.items()):
-            at = at_apv + [idx, "additionalParams", name]
-            if name not in needed:
-                out.append(
-                    Problem(
-                        file, at, "not used by any primitive or cloud-init of vnfd {}".format(prof["vnfd-id"])
-                    )
-                )
-            m = re.match(r"^(.+)_endpoint_address$", name)
-            if m and (member, m.group(1)) in ips and str(value) != ips[(member, m.group(1))]:
-                out.append(
-                    Problem(
-                        file,
-                        at,
-                        "{} but member {} has {} on link {}".format(
-                            value, member, ips[(member, m.group(1))], m.group(1)
-                        ),
-                    )
-                )
+        if vnfd is not None:
+            out.extend(_check_member_params(member, vnfd, given, ips, at_apv, file, cloud_init_dir))
     return out
 
 
-def _fmt(path):
-    from bundle.validate.problems import fmt_path
-
-    return fmt_path(path)
-
-
 def check_nsi_params(data, file, nsts, nsds, vnfds, cloud_init_dir):
-    """One nsi-create config used for every NST in ``nsts``."""
+    """One nsi-create config used for every NST in ``nsts``: NBI's form, where each netslice-subnet
+    item carries its own vld, vnf and additionalParamsForVnf."""
     out = []
     for nst in nsts:
         subnets = {s["id"]: s for s in nst.body["netslice-subnet"]}
         slice_vlds = {v["name"] for v in nst.body.get("netslice-vld", [])}
         for i, vld in enumerate(data.get("netslice-vld", []) or []):
             if vld["name"] not in slice_vlds:
-                out.append(
-                    Problem(
-                        file,
-                        ["netslice-vld", i, "name"],
-                        "{!r} is not a netslice-vld of nst {}".format(vld["name"], nst.id),
-                    )
-                )
-        per_subnet = {}
+                msg = "{!r} is not a netslice-vld of nst {}".format(vld["name"], nst.id)
+                out.append(Problem(file, ["netslice-vld", i, "name"], msg))
+        given = {}
         for i, sub in enumerate(data.get("netslice-subnet", []) or []):
             if sub["id"] not in subnets:
-                out.append(
-                    Problem(
-                        file,
-                        ["netslice-subnet", i, "id"],
-                        "{!r} is not a netslice-subnet of nst {}".format(sub["id"], nst.id),
-                    )
-                )
+                msg = "{!r} is not a netslice-subnet of nst {}".format(sub["id"], nst.id)
+                out.append(Problem(file, ["netslice-subnet", i, "id"], msg))
                 continue
-            per_subnet.setdefault(sub["id"], {})["sub"] = (i, sub)
-        for i, extra in enumerate(data.get("additionalParamsForSubnet", []) or []):
-            if extra["id"] not in subnets:
-                out.append(
-                    Problem(
-                        file,
-                        ["additionalParamsForSubnet", i, "id"],
-                        "{!r} is not a netslice-subnet of nst {}".format(extra["id"], nst.id),
-                    )
-                )
-                continue
-            per_subnet.setdefault(extra["id"], {})["extra"] = (i, extra)
+            given[sub["id"]] = (i, sub)
         for sid, sub in subnets.items():
             nsd = nsds.get(sub["nsd-ref"])
             if nsd is None:
                 continue
-            got = per_subnet.get(sid, {})
-            si, s = got.get("sub", (None, {}))
-            ei, e = got.get("extra", (None, {}))
-            merged = {
-                "vld": s.get("vld", []),
-                "vnf": s.get("vnf", []),
-                "additionalParamsForVnf": e.get("additionalParamsForVnf", []),
-            }
-            where = {
-                "vld": ["netslice-subnet", si, "vld"],
-                "vnf": ["netslice-subnet", si, "vnf"],
-                "additionalParamsForVnf": (
-                    ["additionalParamsForSubnet", ei, "additionalParamsForVnf"]
-                    if ei is not None
-                    else ["additionalParamsForSubnet"]
-                ),
-            }
-            out.extend(check_ns_params(merged, file, nsd, vnfds, cloud_init_dir, where=where))
+            si, s = given.get(sid, (None, {}))
+            at = ["netslice-subnet", si] if si is not None else ["netslice-subnet"]
+            where = {key: at + [key] for key in ("vld", "vnf", "additionalParamsForVnf")}
+            out.extend(check_ns_params(s, file, nsd, vnfds, cloud_init_dir, where=where))
     return _dedupe(out)
 
 

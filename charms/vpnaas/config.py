@@ -1,0 +1,77 @@
+"""The charm's configuration, parsed once into typed values (pure: no ops).
+
+Juju hands the charm a dict of strings and numbers; everything downstream (the plan, the SSH
+target) works on the values below, each already checked by ``validation``. A bad option raises
+``validation.InvalidValue`` naming the option; an option that is still empty but will be set
+later by OSM's ``config`` primitive raises ``MissingOption`` (the unit waits, it is not an error).
+"""
+import ipaddress
+from typing import Any, Dict, List, NamedTuple
+
+from vpnaas import refpoints, validation
+from vpnaas.validation import Interface, Network
+
+
+class MissingOption(Exception):
+    """A required option that is still empty: the unit waits for it, it is not an error."""
+
+
+class CharmConfig(NamedTuple):
+    """The options every VPNaaS charm has."""
+    ssh_host: str            # "" until OSM's config primitive sets it
+    ssh_port: int
+    ssh_username: str
+    ssh_password: str
+    connect_timeout: int
+    mtu: int
+    keepalive: int
+
+    def __repr__(self) -> str:   # the password must never reach a log through a repr
+        return "CharmConfig(ssh_host={!r}, ssh_username={!r}, ...)".format(self.ssh_host, self.ssh_username)
+
+
+class EndpointConfig(NamedTuple):
+    """The options of one tunnel endpoint ``<ep>-*``."""
+    listen_port: int
+    address: Interface             # this device's address inside the tunnel
+    service_addresses: List[Interface]
+    publish_host: str              # the underlay host the peer sends to
+    allowance: List[Network]       # <ep>-peer-prefixes: what a related peer may announce
+
+
+def parse(config: Dict[str, Any]) -> CharmConfig:
+    return CharmConfig(
+        ssh_host=validation.ssh_hostname(config.get("ssh-hostname") or ""),
+        ssh_port=validation.port(config.get("ssh-port", 22), "ssh-port"),
+        ssh_username=validation.login_name(config.get("ssh-username") or "ubuntu", "ssh-username"),
+        ssh_password=config.get("ssh-password") or "",
+        connect_timeout=(validation.integer(config["ssh-connect-timeout"], "ssh-connect-timeout", 1, 600)
+                         if config.get("ssh-connect-timeout") is not None else 10),
+        mtu=validation.integer(config.get("tunnel-mtu"), "tunnel-mtu", 1280, 9000),
+        keepalive=validation.integer(config.get("persistent-keepalive"), "persistent-keepalive", 0, 65535),
+    )
+
+
+def parse_endpoint(config: Dict[str, Any], name: str, role: str, ssh_host: str) -> EndpointConfig:
+    publish = config.get(name + "-endpoint-address") or ""
+    return EndpointConfig(
+        listen_port=validation.port(config.get(name + "-listen-port"), name + "-listen-port"),
+        address=_tunnel_address(config, name, role),
+        service_addresses=validation.service_address_list(config.get(name + "-service-addresses") or "",
+                                                          name + "-service-addresses"),
+        publish_host=validation.host(publish, name + "-endpoint-address") if publish.strip() else ssh_host,
+        allowance=validation.prefix_list(config.get(name + "-peer-prefixes") or "", name + "-peer-prefixes"),
+    )
+
+
+def _tunnel_address(config: Dict[str, Any], name: str, role: str) -> Interface:
+    key = name + "-tunnel-address"
+    value = config.get(key) or ""
+    if value.strip():
+        return validation.interface_address(value, key)
+    net = refpoints.default_tunnel_network(name)
+    if not net:
+        raise MissingOption(key)
+    network = ipaddress.ip_network(net)
+    hosts = list(network.hosts())
+    return ipaddress.ip_interface("{}/{}".format(hosts[0] if role == "provider" else hosts[1], network.prefixlen))

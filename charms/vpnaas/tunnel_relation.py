@@ -1,0 +1,81 @@
+"""The tunnel relation interface ``wireguard[-<reference point>]``, read and written in one place.
+
+Interface (schema version 1, ``vpnaas-schema``). Each unit writes only into its own unit
+databag, one per relation; the application databags are not used. Both sides publish the same
+fields, so the interface is symmetric; provider and requirer differ only in the default tunnel
+address (first and second host of the reference point's tunnel network).
+
+| field              | written by      | meaning                                                          |
+|--------------------|-----------------|------------------------------------------------------------------|
+| `vpnaas-schema`    | each unit       | "1"; a reader refuses data of another version (Blocked)          |
+| `public-key`       | each unit       | WireGuard public key of its device for this endpoint             |
+| `endpoint`         | each unit       | underlay `host:port` the peer sends to                           |
+| `tunnel-address`   | each unit       | its device's address/prefix inside the tunnel                    |
+| `service-prefixes` | each unit       | comma-separated prefixes behind it (subject to the peer's policy) |
+| `peer-keys`        | each unit       | keys of that relation's units it has configured as peers         |
+
+A unit publishes all fields at once, when its key exists on the VNF. A reader validates every
+value of a remote unit (``relation_data.decode``: nothing from a related unit is trusted, see
+docs/security.md) and reports what is missing (Waiting, naming the unit) or invalid (Blocked).
+``peer-keys`` only wakes the peer (Juju runs its relation-changed) the moment the tunnel can
+handshake; nothing depends on its content.
+
+A relation in its own relation-broken hook is left out of reading and publishing: ops 1.5.4 still
+lists it, and Juju refuses writes to it.
+"""
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from vpnaas import plan as planning
+from vpnaas import refpoints, relation_data
+
+
+def tunnel_endpoints(meta: Any) -> List[planning.TunnelEndpoint]:
+    """The charm's relation endpoints whose interface is ``wireguard`` or ``wireguard-*``."""
+    out = []
+    for name, rel in sorted(meta.relations.items()):
+        iface = rel.interface_name or ""
+        if iface != refpoints.INTERFACE_PREFIX and not iface.startswith(refpoints.INTERFACE_PREFIX + "-"):
+            continue
+        out.append(planning.TunnelEndpoint(name, "provider" if rel.role.name == "provides" else "requirer"))
+    return out
+
+
+class TunnelRelations(object):
+    """All tunnel relations of a unit: what the remote units published, and what it publishes."""
+
+    def __init__(self, model: Any, endpoints: List[planning.TunnelEndpoint]) -> None:
+        self.model = model
+        self.endpoints = endpoints
+        self.breaking: Optional[int] = None      # id of the relation in its relation-broken hook, if any
+
+    def live(self, endpoint: str) -> List[Any]:
+        return [rel for rel in self.model.relations[endpoint] if rel.id != self.breaking]
+
+    def snapshot(self) -> planning.Relations:
+        """{endpoint: [{remote unit: databag}]}, one dict per live relation (the plan's input)."""
+        return {ep.name: [{unit.name: dict(rel.data[unit]) for unit in rel.units} for rel in self.live(ep.name)]
+                for ep in self.endpoints}
+
+    def publish(self, plan: planning.Plan, public_keys: Dict[str, str]) -> None:
+        """Write this unit's data for every device whose key is known; only changed fields."""
+        for _dev, rel, bag in self._bags(plan, public_keys):
+            mine = rel.data[self.model.unit]
+            for key, value in bag.items():
+                if mine.get(key) != value:
+                    mine[key] = value
+
+    def published(self, plan: planning.Plan, public_keys: Dict[str, str]) -> bool:
+        """True when every device has a key and every relation already carries its data."""
+        if any(not public_keys.get(dev.name) for dev in plan.devices):
+            return False
+        return all(rel.data[self.model.unit].get(k) == v
+                   for _dev, rel, bag in self._bags(plan, public_keys) for k, v in bag.items())
+
+    def _bags(self, plan: planning.Plan,
+              public_keys: Dict[str, str]) -> Iterator[Tuple[planning.Device, Any, Dict[str, str]]]:
+        for dev in plan.devices:
+            key = public_keys.get(dev.name)
+            if not key:
+                continue
+            for rel in self.live(dev.endpoint):
+                yield dev, rel, relation_data.publication(dev, key, {u.name for u in rel.units})

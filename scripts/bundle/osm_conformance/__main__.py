@@ -1,0 +1,149 @@
+"""`make osm-conformance OSM_SRC=<dir>`: the built packages and params files against OSM's own code.
+
+    python -m bundle.osm_conformance --osm-src DIR [--packages build/packages]
+
+OSM_SRC layout (prepare it with scripts/bundle/osm_conformance/prepare-osm-src.sh):
+
+    OSM_SRC/NBI         osm/NBI          (osm_nbi/: descriptor_topics, instance_topics, validation)
+    OSM_SRC/IM          osm/IM, newest   (models/ and the Makefile's patches)
+    OSM_SRC/IM-osm10    osm/IM as of OSM 10 (before the provider/requirer relation rework)
+    OSM_SRC/SOL006      ETSI NFV-SOL006 at the branch the IM's Makefile clones (v2.6.1)
+    OSM_SRC/osm-common  osm/common       (DbMemory, FsLocal)
+    OSM_SRC/osmclient   osm/osmclient    (how --config becomes the instantiate body)
+    OSM_SRC/COMMITS     optional, written by prepare-osm-src.sh; printed in the report
+
+For each IM (newest, osm10) a virtualenv with the pyang/pyangbind the IM needs is made under
+build/osm-conformance/, the IM's bindings are built there (bundle.osm_conformance.bindings) and
+runner.py loads every package and every params file through NBI. Expected on OSM 10: every VNF
+package and every `-osm10` NSD/NST and its params load; the others are reported for information.
+Without OSM_SRC it prints `not run: no OSM sources` and exits 2. Exit 1 if any expected load
+fails.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+from bundle import BUILD_DIR, ROOT, params
+from bundle.osm_conformance import bindings, report
+
+LAYOUT = ["NBI", "IM", "IM-osm10", "SOL006", "osm-common", "osmclient"]
+# name -> (IM folder in OSM_SRC, pins: pyang, pyangbind; from the IM's and NBI's requirements)
+FLAVOURS = {
+    "newest": ("IM", ["pyang==2.7.1", "pyangbind==0.8.6"]),
+    "osm10": ("IM-osm10", ["pyang==2.4.0", "pyangbind==0.8.1"]),
+}
+# What NBI's and osm_common's imports need besides the IM (NBI's requirements.txt names them).
+RUNTIME = ["deepdiff", "jsonschema", "pyyaml", "six", "cefevent", "pymongo", "pycryptodome"]
+WORK_DIR = os.path.join(BUILD_DIR, "osm-conformance")
+NOT_RUN = "not run: no OSM sources"
+
+
+def missing_layout(osm_src):
+    return [name for name in LAYOUT if not os.path.isdir(os.path.join(osm_src, name))]
+
+
+def ensure_venv(name, pins, work_dir=WORK_DIR):
+    venv = os.path.join(work_dir, "venv-" + name)
+    stamp = os.path.join(venv, ".done-" + "-".join(pins))
+    if os.path.isfile(stamp):
+        return venv
+    print("osm-conformance: creating {} ({})".format(os.path.relpath(venv, ROOT), ", ".join(pins)), flush=True)
+    subprocess.run([sys.executable, "-m", "venv", "--clear", venv], check=True)
+    pip = [os.path.join(venv, "bin", "python"), "-m", "pip", "install", "-q"]
+    subprocess.run(pip + pins + RUNTIME, check=True)
+    _patch_pyangbind(venv)
+    with open(stamp, "w") as f:
+        f.write("ok\n")
+    return venv
+
+
+def _patch_pyangbind(venv):
+    """pyangbind 0.8.1 uses collections.MutableMapping, gone in Python 3.10; NBI's tox patches it
+    (its pyangbind.patch). The same one-word change is made here, only where it is needed."""
+    py = os.path.join(venv, "bin", "python")
+    code = (
+        "import os, pyangbind.lib.yangtypes as y, sys; p = y.__file__; s = open(p).read(); "
+        "n = s.replace('collections.MutableMapping', 'collections.abc.MutableMapping')"
+        ".replace('collections.MutableSequence', 'collections.abc.MutableSequence'); "
+        "n = n if 'import collections.abc' in n else n.replace('import collections\\n', "
+        "'import collections\\nimport collections.abc\\n', 1); "
+        "open(p, 'w').write(n) if n != s else None"
+    )
+    subprocess.run([py, "-c", code], check=True)
+
+
+def build_job(packages_dir):
+    """The packages (in onboarding order) and rendered params files of catalog.json."""
+    with open(os.path.join(packages_dir, "catalog.json")) as f:
+        catalog = json.load(f)
+    pkgs = []
+    for kind, key in (("vnf", "package"), ("ns", "package"), ("nst", "file")):
+        for entry in catalog[kind]:
+            path = os.path.join(packages_dir, entry[key])
+            pkgs.append({"kind": kind, "name": entry[key], "id": entry["id"], "path": path})
+    by_file = {}
+    for variant in catalog["variants"].values():
+        new = {"file": variant["params"], "kind": variant["kind"], "targets": []}
+        item = by_file.setdefault(variant["params"], new)
+        for target in variant["descriptor_ids"]:
+            if target not in item["targets"]:
+                item["targets"].append(target)
+    for item in by_file.values():
+        template = params.load(item["file"])
+        item["config"] = params.substitute(template, params.dummy_env(template), where=item["file"])
+    return {"packages": pkgs, "params": list(by_file.values())}
+
+
+def run_flavour(name, osm_src, job_path, work_dir=WORK_DIR):
+    im_dir, pins = FLAVOURS[name]
+    venv = ensure_venv(name, pins, work_dir)
+    print("osm-conformance: building the {} IM bindings".format(name), flush=True)
+    out = bindings.build(
+        os.path.join(osm_src, im_dir), os.path.join(osm_src, "SOL006"), venv, os.path.join(work_dir, "im-" + name)
+    )
+    result = os.path.join(work_dir, "result-{}.json".format(name))
+    runner = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runner.py")
+    print("osm-conformance: loading through NBI with the {} IM".format(name), flush=True)
+    subprocess.run(
+        [os.path.join(venv, "bin", "python"), runner, "--osm-src", osm_src, "--im-bindings", out]
+        + ["--job", job_path, "--out", result],
+        check=True,
+    )
+    with open(result) as f:
+        return json.load(f)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m bundle.osm_conformance")
+    ap.add_argument("--osm-src", default=os.environ.get("OSM_SRC", ""))
+    ap.add_argument("--packages", default=os.path.join(BUILD_DIR, "packages"))
+    ap.add_argument("--flavour", choices=sorted(FLAVOURS), action="append")
+    args = ap.parse_args(argv)
+    if not args.osm_src:
+        print(NOT_RUN + " (give OSM_SRC=<dir>; see docs/bundle.md)")
+        return 2
+    osm_src = os.path.abspath(args.osm_src)
+    missing = missing_layout(osm_src)
+    if missing:
+        print("{} ({} has no {})".format(NOT_RUN, osm_src, ", ".join(missing)))
+        return 2
+    os.makedirs(WORK_DIR, exist_ok=True)
+    job = build_job(args.packages)
+    job_path = os.path.join(WORK_DIR, "job.json")
+    with open(job_path, "w") as f:
+        json.dump(job, f)
+    commits = report.read_commits(os.path.join(osm_src, "COMMITS"))
+    failed = False
+    for name in args.flavour or ["newest", "osm10"]:
+        results = run_flavour(name, osm_src, job_path)
+        text, ok = report.render(name, results["results"], commits, results["notes"])
+        print(text)
+        failed = failed or not ok
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
