@@ -7,6 +7,7 @@
 # follows its log. Running the step again attaches to a build in progress instead of starting one.
 
 oai_install() {  # component title repo ref timeout build-steps packages candidates binary source-dir
+  umask 022  # sources, builds and installed files readable like a normal install (lib.sh's is 077)
   oai_dirs
   if [ "${OAI_DETACHED:-}" = 1 ]; then
     oai_install_body "$@"
