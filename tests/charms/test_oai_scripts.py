@@ -162,9 +162,9 @@ SPGWC_POOLS = """\
     IP_ADDRESS_POOL :
     {
       IPV4_LIST = (
-                      {RANGE = "12.1.1.2 - 12.1.1.128";},                                  # STRING
-                      {RANGE = "12.1.1.129 - 12.1.1.224";},                                # STRING
-                      {RANGE = "192.169.0.2 - 192.169.255.253";}
+                      {RANGE = "10.0.0.2 - 10.0.0.100";},   # a comment
+                      {RANGE = "10.0.0.101 - 10.0.0.200";},
+                      {RANGE = "10.9.0.2 - 10.9.0.200";}
                   );
     };
     APN_LIST = (
@@ -196,7 +196,7 @@ def test_spgwc_ue_pool_edits_the_range_lines_that_exist():
     text, _ = _render(entry, SPGWC_POOLS)
     assert '{RANGE = "10.45.0.2 - 10.45.127.255";}' in text
     assert '{RANGE = "10.45.128.0 - 10.45.255.254";}' in text
-    assert '{RANGE = "192.169.0.2 - 192.169.255.253";}' in text  # the others are left alone
+    assert '{RANGE = "10.9.0.2 - 10.9.0.200";}' in text  # the others are left alone
     assert 'APN_NI = "internet.ntnu.no"' in text and 'APN_NI = "default.ntnu.no"' in text
     assert oai_spgw.ue_ranges(__import__("ipaddress").ip_network("12.1.1.0/24")) == (
         "12.1.1.2 - 12.1.1.127", "12.1.1.128 - 12.1.1.254")
@@ -209,12 +209,12 @@ def test_spgwu_ue_pool_edits_network_and_snat():
     assert f["tokens"]["@SGW_INTERFACE_NAME_FOR_SGI@"] == {"var": "SGI"}
     assert not {"@NETWORK_UE_IP@", "@NETWORK_UE_NAT_OPTION@"} & set(f["tokens"])
     template = ('    PDN_NETWORK_LIST  = (\n'
-                '          {NETWORK_IPV4 = "12.1.1.0/24"; NETWORK_IPV6 = "2001:1:2::0/64"; SNAT = "yes";},\n'
-                '          {NETWORK_IPV4 = "12.1.2.0/24"; SNAT = "no";}\n    );\n')
+                '          {NETWORK_IPV4 = "10.0.0.0/24"; NETWORK_IPV6 = "2001:db8::/64"; SNAT = "yes";},\n'
+                '          {NETWORK_IPV4 = "10.9.0.0/24"; SNAT = "no";}\n    );\n')
     entry = dict(f, tokens={}, edits=[e for e in f["edits"] if "UE network" in e["what"]])
     text, _ = _render(entry, template)
-    assert '{NETWORK_IPV4 = "10.45.0.0/16"; NETWORK_IPV6 = "2001:1:2::0/64"; SNAT = "no";}' in text
-    assert '{NETWORK_IPV4 = "12.1.2.0/24"; SNAT = "no";}' in text
+    assert '{NETWORK_IPV4 = "10.45.0.0/16"; NETWORK_IPV6 = "2001:db8::/64"; SNAT = "no";}' in text
+    assert '{NETWORK_IPV4 = "10.9.0.0/24"; SNAT = "no";}' in text
     assert "nat 10.45.0.0/16\n" in oai.service_settings(oai_spgw.SPGWU, values)
 
 

@@ -11,29 +11,27 @@ from vpnaas import oai, oai_ue, vnfscript
 from vpnaas.validation import InvalidValue
 
 UE = {"ue-imsi": "208951234500001", "ue-lte-k": LTE_K, "ue-lte-op": LTE_OP}
-#: The shape of OAI's UE template (not its text): a PLMN list and one UE block.
+#: A file shaped like OAI's UE template (a PLMN list, one UE block); the values are made up.
 TEMPLATE = """PLMN: {
-    PLMN3: { FULLNAME="X"; SHORTNAME="X"; MNC="13"; MCC="208"; };
+    PLMN3: { FULLNAME="A"; SHORTNAME="A"; MNC="13"; MCC="208"; };
     PLMN4: {
-           FULLNAME="OAI LTEBOX";
-           SHORTNAME="OAIALU";
+           FULLNAME="B";
+           SHORTNAME="B";
            MNC="93";
            MCC="208";
     };
 };
 UE0:
 {
-    USER: { IMEI="356113022094149"; PIN="0000"; };
+    USER: { IMEI="1"; PIN="1"; };
     SIM: {
-        MSIN="0100001111";
-        USIM_API_K="8baf473f2f8fd09487cccbd7097c6862";
-        OPC="e734f8734007d6c5ce7a0508809e7e9c";
-        MSISDN="33611123456";
+        MSIN="0000000000";
+        USIM_API_K="00000000000000000000000000000000";
+        OPC="00000000000000000000000000000000";
+        MSISDN="1";
     };
     HPLMN= "20893";
-    UCPLMN_LIST = ();
-    OPLMN_LIST = ("00101", "20810", "20893");
-    FPLMN_LIST = ();
+    OPLMN_LIST = ("00101", "20893");
 };
 """
 
