@@ -13,6 +13,7 @@ PYTEST_ARGS ?=
 
 .PHONY: help venv deps charms charms-local packages validate test unit unit36 lint shellcheck typecheck pycompat \
         wireguard-go demo bench deploy deploy-tools onboard undeploy measure-remote clean osm-conformance
+.PHONY: oai-conformance
 
 help: ## list the targets
 	@grep -hE '^[a-z][a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
@@ -61,8 +62,12 @@ typecheck: venv ## mypy over the shared charm package (its annotations; vermin h
 	$(VENV)/bin/mypy
 
 shellcheck: ## shellcheck (Debian's package) over the VNF-side scripts and the project's own
-	shellcheck -s bash charms/vpnaas/vnf/*.sh
+	shellcheck -x -s bash $$(find charms -name '*.sh' | sort)
 	shellcheck scripts/*.sh
+
+OAI_SRC ?=
+oai-conformance: venv ## check the OAI charms against OAI's sources at the pinned refs (OAI_SRC=<dir>, see scripts/oai_conformance)
+	$(PY) -m oai_conformance $(if $(OAI_SRC),--src "$(OAI_SRC)")
 
 pycompat: venv ## prove the charm runtime code runs on Python 3.6
 	$(VENV)/bin/vermin -q --no-tips --violations -t=3.6- $$(find charms -name '*.py')

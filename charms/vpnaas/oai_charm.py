@@ -1,32 +1,31 @@
 """The ops glue of the five OAI component charms: the oai-* actions and the start gate.
 
 Each step validates its inputs first (bad input fails the action and nothing is changed on the
-VNF), sends one script over SSH (``oai``), reports progress in the unit status as the script runs,
-and ends with a reconcile like every other action. Starting is a wish recorded in StoredState:
-the reconcile's component part starts the service once every tunnel of the component has a
-handshake, so a start that has to wait completes later from relation-changed or update-status,
-never by sleeping in the charm.
+VNF), sends one step over SSH (``oai``: files shipped in vnf/oai, values as arguments), reports
+progress in the unit status as the step runs, and ends with a reconcile like every other action.
+Starting is a wish recorded in StoredState: the reconcile's component part starts the service once
+every tunnel of the component has a handshake, so a start that has to wait completes later from
+relation-changed or update-status, never by sleeping in the charm.
 """
 
 import logging
 
 from ops.model import BlockedStatus, MaintenanceStatus
 
-from vpnaas import oai, remote, ssh
+from vpnaas import oai, ssh, vnfscript
 from vpnaas import oai_validation as ov
 from vpnaas.charm_base import ReconcileFailed, VpnaasCharm
 from vpnaas.validation import InvalidValue
 
 logger = logging.getLogger(__name__)
 
-CONFIGURE_TIMEOUT = 1800
 PRESTART_LIMIT = 300
 
 
 class OaiCharm(VpnaasCharm):
     """Subclasses set ``component`` (an oai.Component)."""
 
-    component = None
+    component: oai.Component
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -40,9 +39,9 @@ class OaiCharm(VpnaasCharm):
             self.framework.observe(getattr(self.on, name + "_action"), handler)
 
     # ------------------------------------------------------------------ reconcile extension
-    def component_script(self, plan):
+    def component_step(self, plan, step):
         devices = [d.name for d in plan.devices]
-        return oai.gate_script(self.component, devices, self._stored.oai_wanted, self._prestart_limit())
+        oai.add_gate(step, self.component, devices, self._stored.oai_wanted, self._prestart_limit())
 
     def _prestart_limit(self):
         try:
@@ -57,8 +56,13 @@ class OaiCharm(VpnaasCharm):
         # key (its peer-keys) is the moment to look again, even though the tunnels did not change.
         return self._stored.oai_wanted == "started" and self._stored.oai_service not in ("running", "starting")
 
+    def reconcile(self, force=False, rotate=(), restart=False):
+        plan, obs = super().reconcile(force=force, rotate=rotate, restart=restart)
+        if obs is not None:  # what the gate saw decides whether the next reconcile needs a session
+            self._stored.oai_service = obs.component.get("service", "")
+        return plan, obs
+
     def component_status(self, plan, obs, tunnel_status):
-        self._stored.oai_service = obs.component.get("service", "")
         text = self.service_text(obs.component)
         if self._stored.oai_error:
             text = "{}; {}".format(self._stored.oai_error, text)
@@ -94,39 +98,39 @@ class OaiCharm(VpnaasCharm):
     def _secrets(self):
         return [str(self.config.get(k) or "").strip() for k in ("lte-k", "lte-op") if self.config.get(k)]
 
-    def _fail(self, event, step, message):
+    def _fail_action_and_reconcile(self, event, step, message):
+        """Fail the action (secrets redacted), keep the error for the status, and reconcile: every
+        action ends with a reconcile, a failed one too."""
         message = oai.redact(message, self._secrets())
         self._stored.oai_error = "{} failed: {}".format(step, message)[:300]
         event.fail("{} failed: {}".format(step, message))
-        self._after_action(event)
+        self.after_action()
 
-    def _run_step(self, step, script, timeout):
-        """Run ``script`` in one SSH session with progress in the unit status; returns parse_step()."""
-        self.unit.status = MaintenanceStatus("{}: connecting to the VNF".format(step))
+    def _run_oai_step(self, step_name, step, timeout):
+        """Run ``step`` in one SSH session with progress in the unit status; returns step_results()."""
+        self.unit.status = MaintenanceStatus("{}: connecting to the VNF".format(step_name))
 
         def on_line(line):
             progress = oai.progress_text(line)
             if progress:
                 self.unit.status = MaintenanceStatus(
-                    "{}: {} (step {})".format(step, progress[1], progress[0])
+                    "{}: {} (step {})".format(step_name, progress[1], progress[0])
                 )
 
         with self.open_session() as session:
             rc, out, err = session.run(
-                remote.remote_command(session.target.username),
-                script.encode(),
+                step.command(session.target.username, timeout - 10),
+                step.program().encode(),
                 timeout=timeout,
                 on_line=on_line,
             )
         try:
-            report = oai.parse_step(out)
-        except oai.StepFailed:
+            report = vnfscript.parse(out, rc, err)
+        except vnfscript.StepError:
             if err.strip():
-                logger.warning("%s stderr: %s", step, oai.redact(err.strip()[-500:], self._secrets()))
+                logger.warning("%s stderr: %s", step_name, oai.redact(err.strip()[-500:], self._secrets()))
             raise
-        if rc != 0:
-            raise oai.StepFailed("the remote step exited with {}".format(rc))
-        return report
+        return oai.step_results(report)
 
     # ------------------------------------------------------------------ actions
     def _on_oai_install(self, event):
@@ -134,12 +138,12 @@ class OaiCharm(VpnaasCharm):
         try:
             inputs = oai.install_plan(self.component, dict(self.config))
         except InvalidValue as e:
-            self._fail(event, step, str(e))
+            self._fail_action_and_reconcile(event, step, str(e))
             return
         try:
-            report = self._run_step(step, oai.install_script(self.component, inputs), inputs["timeout"] + 120)
-        except (ssh.SshError, oai.StepFailed) as e:
-            self._fail(event, step, str(e))
+            report = self._run_oai_step(step, oai.install_step(self.component, inputs), inputs["timeout"] + 120)
+        except (ssh.SshError, vnfscript.StepError, vnfscript.ScriptError) as e:
+            self._fail_action_and_reconcile(event, step, str(e))
             return
         self._stored.oai_error = ""
         results = report["results"]
@@ -153,26 +157,26 @@ class OaiCharm(VpnaasCharm):
                 "log": "{}/oai-install-{}.log".format(oai.LOG_DIR, self.component.name),
             }
         )
-        self._after_action(event)
+        self.after_action()
 
     def _on_oai_configure(self, event):
         step = "oai-configure"
         try:
-            values = self.component.config_values(dict(self.config), self.build_plan(event))
-            script = oai.configure_script(self.component, values)
-        except InvalidValue as e:
-            self._fail(event, step, str(e))
+            values = self.component.config_values(dict(self.config), self.build_plan())
+            configure = oai.configure_step(self.component, values)
+        except (InvalidValue, vnfscript.ScriptError) as e:
+            self._fail_action_and_reconcile(event, step, str(e))
             return
         # The service addresses must be on the VNF before OAI is configured to bind to them: an
         # unchanged plan costs no SSH round trip here.
         try:
-            self.reconcile(event)
+            self.reconcile()
         except ReconcileFailed as e:  # the configure script's address check says what is missing
             logger.info("reconcile before configure failed: %s", e)
         try:
-            report = self._run_step(step, script, values.get("cassandra_timeout", 0) + CONFIGURE_TIMEOUT)
-        except (ssh.SshError, oai.StepFailed) as e:
-            self._fail(event, step, str(e))
+            report = self._run_oai_step(step, configure, self.component.configure_timeout(values))
+        except (ssh.SshError, vnfscript.StepError, vnfscript.ScriptError) as e:
+            self._fail_action_and_reconcile(event, step, str(e))
             return
         self._stored.oai_error = ""
         results = report["results"]
@@ -185,17 +189,15 @@ class OaiCharm(VpnaasCharm):
                 "restart": "yes" if results.get("restart") == "needed" else "no",
             }
         )
-        self._after_action(event)
+        self.after_action()
 
     def _on_oai_start(self, event):
         self._stored.oai_wanted = "started"
-        plan, obs = self._after_action(event)
-        if plan is None or obs is None:
-            event.fail(
-                "start recorded, but the VNF could not be reached: {}".format(
-                    obs if isinstance(obs, str) else "see the unit status"
-                )
-            )
+        outcome = self.after_action()
+        obs = outcome.obs
+        if obs is None:
+            event.fail("start recorded, but the VNF could not be reached: {}".format(
+                outcome.error or "see the unit status"))
             return
         comp = obs.component
         service = comp.get("service", "")
@@ -222,13 +224,11 @@ class OaiCharm(VpnaasCharm):
 
     def _on_oai_stop(self, event):
         self._stored.oai_wanted = "stopped"
-        plan, obs = self._after_action(event)
-        if plan is None or obs is None:
-            event.fail(
-                "stop recorded, but the VNF could not be reached: {}".format(
-                    obs if isinstance(obs, str) else "see the unit status"
-                )
-            )
+        outcome = self.after_action()
+        obs = outcome.obs
+        if obs is None:
+            event.fail("stop recorded, but the VNF could not be reached: {}".format(
+                outcome.error or "see the unit status"))
             return
         event.set_results(
             {

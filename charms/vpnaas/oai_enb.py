@@ -1,16 +1,16 @@
-"""The OAI eNB with the RF simulator: build, configuration and service (prior-art §5.5).
+"""The OAI eNB with the RF simulator: build, configuration and service.
 
 Pinned to the openairinterface5g release v1.2.2 (August 2020, "bug fix for supporting
 multi-antennas in RF simulator"; the earlier charm built an unpinned master). The configuration is
 OAI's band-7 template with every value set by an edit that must match exactly once, so that a
 changed template fails the step instead of being left with the template's values (the earlier
-whitespace-sensitive sed did nothing silently). The binary lives in cmake_targets/ran_build/build.
+whitespace-sensitive sed did nothing silently). At v1.2.2 build_oai builds into
+cmake_targets/lte_build_oai/build (ran_build is the name of later releases).
 """
 
 from vpnaas import oai
 from vpnaas import oai_validation as ov
 
-q = oai.q
 PREFIX = oai.PREFIX
 TEMPLATE = "targets/PROJECTS/GENERIC-LTE-EPC/CONF/enb.band7.tm1.50PRB.usrpb210.conf"
 PRBS = (6, 15, 25, 50, 75, 100)
@@ -38,21 +38,11 @@ class Enb(oai.Component):
 
     def binary_candidates(self):
         return [
-            self.source_dir + "/cmake_targets/ran_build/build/lte-softmodem",
             self.source_dir + "/cmake_targets/lte_build_oai/build/lte-softmodem",
+            self.source_dir + "/cmake_targets/ran_build/build/lte-softmodem",
         ]
 
-    def build_steps(self):
-        return [
-            (
-                "installing the eNB build dependencies",
-                "source oaienv && cd cmake_targets && ./build_oai -I --phy_simulators",
-            ),
-            (
-                "building the eNB and UE with the RF simulator",
-                "source oaienv && cd cmake_targets && ./build_oai -w SIMU --UE --eNB",
-            ),
-        ]
+    build_labels = ("installing the eNB build dependencies", "building the eNB and UE with the RF simulator")
 
     def config_values(self, config, plan):
         values = oai.common_values(config)
@@ -109,15 +99,12 @@ class Enb(oai.Component):
             ]
         }
 
-    def configure_body(self, values):
-        return "\n".join(
-            [
-                oai.spec_assignment("ENB_SPEC", self.render_spec(values)),
-                "require_addr {} 'the eNB S1-C service address'".format(q(str(values["s1c"].ip))),
-                "require_addr {} 'the eNB S1-U service address'".format(q(str(values["s1u"].ip))),
-                'progress "1/1 rendering enb.conf"',
-                'render_files "$ENB_SPEC"',
-            ]
+    def configure_calls(self, step, values):
+        step.call(
+            "oai_configure_enb",
+            oai.b64_json(self.render_spec(values)),
+            str(values["s1c"].ip),
+            str(values["s1u"].ip),
         )
 
 

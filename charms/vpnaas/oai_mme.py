@@ -1,4 +1,4 @@
-"""The OAI MME: build, configuration and service (prior-art §5.2).
+"""The OAI MME: build, configuration and service.
 
 The MME binds S1-C, S11 and S6a to its service addresses (on the dummy device the tunnel reconcile
 manages); the HSS and SPGW-C addresses come from explicit options or from the s6a/s11 relations.
@@ -8,8 +8,11 @@ TAC_0 is the configured TAC (the one the eNB announces), TAC_1/TAC_2 the next tw
 from vpnaas import oai
 from vpnaas import oai_validation as ov
 
-q = oai.q
 PREFIX = oai.PREFIX
+
+
+#: The placeholders of mme_fd.sprint.conf besides @PREFIX@ and @REALM@ (mme.conf has the others).
+FD_TOKENS = ("@MME_S6A_IP_ADDR@", "@MME_FQDN@", "@HSS_FQDN@", "@HSS_IP_ADDR@")
 
 
 def tac_bytes(tac):
@@ -28,14 +31,7 @@ class Mme(oai.Component):
     def binary_candidates(self):
         return ["/usr/local/bin/mme", self.source_dir + "/build/mme/build/mme"]
 
-    def build_steps(self):
-        return [
-            (
-                "installing the MME build dependencies",
-                "cd scripts && ./build_mme --check-installed-software --force",
-            ),
-            ("building the MME", "cd scripts && ./build_mme --clean"),
-        ]
+    build_labels = ("installing the MME build dependencies", "building the MME")
 
     def config_values(self, config, plan):
         values = oai.common_values(config)
@@ -55,11 +51,10 @@ class Mme(oai.Component):
     def run_argv(self, values):
         return [self.binary, "-c", PREFIX + "/mme.conf"]
 
-    def setup_lines(self, values):
+    def setup_settings(self, values):
         realm = values["realm"]
-        return oai.hosts_lines(
-            [(str(values["s6a"].ip), ["mme." + realm, "mme"]), (values["hss_ip"], ["hss." + realm, "hss"])]
-        )
+        return [("host", "{} mme.{} mme".format(values["s6a"].ip, realm)),
+                ("host", "{} hss.{} hss".format(values["hss_ip"], realm))]
 
     def tokens(self, values):
         realm, mcc, mnc, tac = values["realm"], values["mcc"], values["mnc"], values["tac"]
@@ -75,7 +70,6 @@ class Mme(oai.Component):
             "@HSS_HOSTNAME@": "hss",
             "@HSS_FQDN@": "hss." + realm,
             "@HSS_IP_ADDR@": values["hss_ip"],
-            "@HSS_REALM@": realm,
             "@MCC@": mcc,
             "@MNC@": mnc,
             "@MME_GID@": str(values["gid"]),
@@ -108,41 +102,27 @@ class Mme(oai.Component):
     def render_spec(self, values):
         tokens = self.tokens(values)
         src = self.source_dir + "/etc/"
+        fd = {k: tokens.pop(k) for k in FD_TOKENS}
+        fd["@PREFIX@"] = tokens["@PREFIX@"]
+        fd["@REALM@"] = tokens["@REALM@"]
         return {
             "files": [
-                {
-                    "src": src + "mme_fd.sprint.conf",
-                    "dst": PREFIX + "/freeDiameter/mme_fd.conf",
-                    "tokens": tokens,
-                },
+                {"src": src + "mme_fd.sprint.conf", "dst": PREFIX + "/freeDiameter/mme_fd.conf", "tokens": fd},
                 {"src": src + "mme.conf", "dst": PREFIX + "/mme.conf", "tokens": tokens},
             ]
         }
 
-    def configure_body(self, values):
-        log = "{}/oai-mme-configure.log".format(oai.LOG_DIR)
-        lines = [
-            oai.spec_assignment("MME_SPEC", self.render_spec(values)),
-            "SRC={}; LOG={}; FD={}".format(q(self.source_dir), q(log), q(PREFIX + "/freeDiameter")),
-            ': > "$LOG"',
-        ]
-        for key, what in (("s1c", "S1-C"), ("s11", "S11"), ("s6a", "S6a")):
-            lines.append(
-                "require_addr {} {}".format(
-                    q(str(values[key].ip)), q("the MME {} service address".format(what))
-                )
-            )
-        lines += [
-            'progress "1/2 rendering mme.conf and mme_fd.conf"',
-            'render_files "$MME_SPEC"',
-            'progress "2/2 checking the S6a certificate"',
-            'before=$(cat "$FD"/*.pem 2>/dev/null | md5sum)',
-            '(cd "$SRC/scripts" && ./check_mme_s6a_certificate "$FD" {}) >> "$LOG" 2>&1 '
-            '|| fail "check_mme_s6a_certificate failed (see $LOG)"'.format(q("mme." + values["realm"])),
-            '[ "$before" = "$(cat "$FD"/*.pem 2>/dev/null | md5sum)" ]'
-            ' || OAI_CHANGED="$OAI_CHANGED certificates"',
-        ]
-        return "\n".join(lines)
+    def configure_calls(self, step, values):
+        step.call(
+            "oai_configure_mme",
+            oai.b64_json(self.render_spec(values)),
+            self.source_dir,
+            PREFIX + "/freeDiameter",
+            "mme." + values["realm"],
+            str(values["s1c"].ip),
+            str(values["s11"].ip),
+            str(values["s6a"].ip),
+        )
 
 
 COMPONENT = Mme()

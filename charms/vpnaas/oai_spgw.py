@@ -1,4 +1,4 @@
-"""The OAI SPGW-C and SPGW-U (CUPS): build, configuration and services (prior-art §5.3, §5.4).
+"""The OAI SPGW-C and SPGW-U (CUPS): build, configuration and services.
 
 Both bind by interface name and read the address from the interface ("read"). Their service
 addresses share one dummy device, so "read" would give every interface the device's first
@@ -6,12 +6,9 @@ address: where that is ambiguous the address is written into the file explicitly
 then required; a template without the IPV4_ADDRESS line fails loudly instead of binding wrongly).
 """
 
-import json
-
 from vpnaas import oai
 from vpnaas import oai_validation as ov
 
-q = oai.q
 PREFIX = oai.PREFIX
 #: S5/S8 between the S-GW and P-GW halves of the SPGW-C stays inside the VNF (OAI's own setup).
 S5_SGW, S5_PGW = "127.0.0.15", "127.0.0.16"
@@ -28,9 +25,40 @@ def explicit_address(token, address):
     }
 
 
-def ue_range(pool):
-    """'12.1.1.2 - 12.1.1.254' for 12.1.1.0/24: the first host is the SPGW-U's own GTP address."""
-    return "{} - {}".format(pool.network_address + 2, pool.broadcast_address - 1)
+def ue_ranges(pool):
+    """The two halves of the UE pool, for the SPGW-C's first two IPv4 pools (APN default.<realm>
+    and internet.<realm>): ('12.1.1.2 - 12.1.1.127', '12.1.1.128 - 12.1.1.254') for 12.1.1.0/24.
+    The first host is left out: OAI's own setups give it to the SPGW-U's GTP side."""
+    low, high = list(pool.subnets(prefixlen_diff=1))
+    return (
+        "{} - {}".format(pool.network_address + 2, low.broadcast_address),
+        "{} - {}".format(high.network_address, pool.broadcast_address - 1),
+    )
+
+
+def ue_pool_edit(pool):
+    """At the pinned SPGW-C the UE pools are fixed lines (RANGE = "12.1.1.2 - 12.1.1.128"), not a
+    placeholder: the first two RANGE entries of IP_ADDRESS_POOL get the two halves of the pool."""
+    first, second = ue_ranges(pool)
+    return {
+        "pattern": (r'(IPV4_LIST\s*=\s*\(\s*\{\s*RANGE\s*=\s*")[^"]*'
+                    r'(";\s*\}[^\n]*\n\s*\{\s*RANGE\s*=\s*")[^"]*(";\s*\})'),
+        "repl": r"\g<1>{}\g<2>{}\g<3>".format(first, second),
+        "count": 1,
+        "what": "the UE pool (the first two RANGE entries of IP_ADDRESS_POOL)",
+    }
+
+
+def pdn_network_edit(pool):
+    """At the pinned SPGW-U the UE network is a fixed line (NETWORK_IPV4 = "12.1.1.0/24"; ...;
+    SNAT = "yes"), not a placeholder: the first PDN_NETWORK_LIST entry gets the pool, and SNAT
+    "no" because the charm's setup masquerades the pool out of SGi itself."""
+    return {
+        "pattern": r'(PDN_NETWORK_LIST\s*=\s*\(\s*\{\s*NETWORK_IPV4\s*=\s*")[^"]*("[^}\n]*?SNAT\s*=\s*")[^"]*(")',
+        "repl": r"\g<1>{}\g<2>no\g<3>".format(pool),
+        "count": 1,
+        "what": "the UE network (NETWORK_IPV4 and SNAT of the first PDN_NETWORK_LIST entry)",
+    }
 
 
 class Spgwc(oai.Component):
@@ -44,11 +72,7 @@ class Spgwc(oai.Component):
     def binary_candidates(self):
         return ["/usr/local/bin/spgwc", self.source_dir + "/build/spgw_c/build/spgwc"]
 
-    def build_steps(self):
-        return [
-            ("installing the SPGW-C build dependencies", "./build/scripts/build_spgwc -I -f"),
-            ("building the SPGW-C", "./build/scripts/build_spgwc -c -V -b Debug -j"),
-        ]
+    build_labels = ("installing the SPGW-C build dependencies", "building the SPGW-C")
 
     def config_values(self, config, plan):
         values = oai.common_values(config)
@@ -68,45 +92,31 @@ class Spgwc(oai.Component):
     def run_argv(self, values):
         return [self.binary, "-c", PREFIX + "/spgw_c.conf", "-o"]
 
-    def setup_lines(self, values):
-        return [
-            "ip addr replace {}/8 dev lo label lo:s5c".format(S5_SGW),
-            "ip addr replace {}/8 dev lo label lo:p5c".format(S5_PGW),
-        ]
+    def setup_settings(self, values):
+        return [("loaddr", "{}/8 lo:s5c".format(S5_SGW)), ("loaddr", "{}/8 lo:p5c".format(S5_PGW))]
 
     def render_spec(self, values):
         realm = values["realm"]
         tokens = {
             "@INSTANCE@": "0",
-            "@PREFIX@": PREFIX,
             "@PID_DIRECTORY@": "/var/run",
             "@SGW_INTERFACE_NAME_FOR_S11@": {"iface_of": str(values["s11"].ip)},
             "@PGW_INTERFACE_NAME_FOR_SX@": {"iface_of": str(values["sxab"].ip)},
             "@SGW_INTERFACE_NAME_FOR_S5_S8_CP@": "lo:s5c",
             "@PGW_INTERFACE_NAME_FOR_S5_S8_CP@": "lo:p5c",
-            "@SGW_IP_FOR_S5_S8_CP@": S5_SGW + "/8",
-            "@PGW_IP_FOR_S5_S8_CP@": S5_PGW + "/8",
             "@DEFAULT_DNS_IPV4_ADDRESS@": values["dns1"],
             "@DEFAULT_DNS_SEC_IPV4_ADDRESS@": values["dns2"],
             "@DEFAULT_APN@": "default." + realm,
-            "@UE_IP_ADDRESS_POOL@": ue_range(values["pool"]),
-            "@PGW_IP_FOR_SX@": str(values["sxab"]),
-            "@SGW_IP_FOR_S11@": str(values["s11"]),
         }
         edits = [
             explicit_address("@SGW_INTERFACE_NAME_FOR_S11@", values["s11"]),
             explicit_address("@PGW_INTERFACE_NAME_FOR_SX@", values["sxab"]),
-            {
-                "pattern": r'APN_NI\s*=\s*"default"',
-                "repl": 'APN_NI = "default.{}"'.format(realm),
-                "required": False,
-                "what": "the default APN",
-            },
+            ue_pool_edit(values["pool"]),
             {
                 "pattern": r'APN_NI\s*=\s*"apn1"',
                 "repl": 'APN_NI = "internet.{}"'.format(realm),
-                "required": False,
-                "what": "the second APN",
+                "count": 1,
+                "what": "the second APN (apn1, IPv4 pool 1)",
             },
         ]
         return {
@@ -120,15 +130,12 @@ class Spgwc(oai.Component):
             ]
         }
 
-    def configure_body(self, values):
-        return "\n".join(
-            [
-                oai.spec_assignment("SPGWC_SPEC", self.render_spec(values)),
-                "require_addr {} 'the SPGW-C S11 service address'".format(q(str(values["s11"].ip))),
-                "require_addr {} 'the SPGW-C SXab service address'".format(q(str(values["sxab"].ip))),
-                'progress "1/1 rendering spgw_c.conf"',
-                'render_files "$SPGWC_SPEC"',
-            ]
+    def configure_calls(self, step, values):
+        step.call(
+            "oai_configure_spgwc",
+            oai.b64_json(self.render_spec(values)),
+            str(values["s11"].ip),
+            str(values["sxab"].ip),
         )
 
 
@@ -144,11 +151,7 @@ class Spgwu(oai.Component):
     def binary_candidates(self):
         return ["/usr/local/bin/spgwu", self.source_dir + "/build/spgw_u/build/spgwu"]
 
-    def build_steps(self):
-        return [
-            ("installing the SPGW-U build dependencies", "./build/scripts/build_spgwu -I -f"),
-            ("building the SPGW-U", "./build/scripts/build_spgwu -c -V -b Debug -j"),
-        ]
+    build_labels = ("installing the SPGW-U build dependencies", "building the SPGW-U")
 
     def config_values(self, config, plan):
         values = oai.common_values(config)
@@ -166,46 +169,24 @@ class Spgwu(oai.Component):
     def run_argv(self, values):
         return [self.binary, "-c", PREFIX + "/spgw_u.conf", "-o"]
 
-    def _sgi(self, values):
-        """SGi: the configured interface, or the one of the default route (resolved on the VNF)."""
-        if values["sgi"]:
-            return q(values["sgi"])
-        return ('"$(ip -4 route show default'
-                ' | awk \'{for (i = 1; i < NF; i++) if ($i == "dev") {print $(i+1); exit}}\')"')
-
-    def setup_lines(self, values):
-        pool = str(values["pool"])
-        return [
-            "sgi={}".format(self._sgi(values)),
-            '[ -n "$sgi" ] || { echo "no SGi interface (no default route; set sgi-interface)" >&2; exit 1; }',
-            "sysctl -q -w net.ipv4.ip_forward=1",
-            "iptables -P FORWARD ACCEPT",
-            # UE traffic leaves through SGi with the VNF's address (checked first: idempotent).
-            'iptables -t nat -C POSTROUTING -s {p} -o "$sgi" -j MASQUERADE 2>/dev/null'
-            ' || iptables -t nat -A POSTROUTING -s {p} -o "$sgi" -j MASQUERADE'.format(p=q(pool)),
-        ]
+    def setup_settings(self, values):
+        # UE traffic leaves through SGi (sgi-interface, or the default route's) with NAT.
+        return [("nat", "{} {}".format(values["pool"], values["sgi"]).strip())]
 
     def render_spec(self, values):
         tokens = {
             "@INSTANCE@": "0",
-            "@PREFIX@": PREFIX,
             "@PID_DIRECTORY@": "/var/run",
             "@SGW_INTERFACE_NAME_FOR_S1U_S12_S4_UP@": {"iface_of": str(values["s1u"].ip)},
             "@SGW_INTERFACE_NAME_FOR_SX@": {"iface_of": str(values["sxab"].ip)},
-            "@SGW_INTERFACE_NAME_FOR_SGI@": "__SGI__",
-            "@NETWORK_UE_IP@": str(values["pool"]),
-            "@NETWORK_UE_NAT_OPTION@": "no",
+            # Only known on the VNF (the default route's interface unless sgi-interface is set).
+            "@SGW_INTERFACE_NAME_FOR_SGI@": {"var": "SGI"},
+            "@SPGWC0_IP_ADDRESS@": values["spgwc_ip"],
         }
-        ip = values["spgwc_ip"]
         edits = [
             explicit_address("@SGW_INTERFACE_NAME_FOR_S1U_S12_S4_UP@", values["s1u"]),
             explicit_address("@SGW_INTERFACE_NAME_FOR_SX@", values["sxab"]),
-            {
-                "pattern": r"(SPGW-C_LIST\s*=\s*\(\s*)\{[^}]*\}",
-                "repl": r'\g<1>{{ IPV4_ADDRESS="{}"; }}'.format(ip),
-                "count": 1,
-                "what": "SPGW-C_LIST",
-            },
+            pdn_network_edit(values["pool"]),
         ]
         return {
             "files": [
@@ -218,22 +199,13 @@ class Spgwu(oai.Component):
             ]
         }
 
-    def configure_body(self, values):
-        spec = self.render_spec(values)
-        return "\n".join(
-            [
-                "sgi={}".format(self._sgi(values)),
-                '[ -n "$sgi" ] || fail "no SGi interface: the VNF has no default route; set sgi-interface"',
-                'ip link show dev "$sgi" >/dev/null 2>&1'
-                ' || fail "SGi interface $sgi does not exist on this VNF"',
-                # The SGi name is only known here: put it into the spec before it is encoded.
-                "SPGWU_JSON={}".format(q(json.dumps(spec, sort_keys=True))),
-                'SPGWU_SPEC=$(printf "%s" "$SPGWU_JSON" | sed "s|__SGI__|$sgi|g" | base64 -w0)',
-                "require_addr {} 'the SPGW-U S1-U service address'".format(q(str(values["s1u"].ip))),
-                "require_addr {} 'the SPGW-U SXab service address'".format(q(str(values["sxab"].ip))),
-                'progress "1/1 rendering spgw_u.conf"',
-                'render_files "$SPGWU_SPEC"',
-            ]
+    def configure_calls(self, step, values):
+        step.call(
+            "oai_configure_spgwu",
+            oai.b64_json(self.render_spec(values)),
+            values["sgi"],
+            str(values["s1u"].ip),
+            str(values["sxab"].ip),
         )
 
 

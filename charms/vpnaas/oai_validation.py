@@ -82,6 +82,21 @@ def repository(value, what="oai-repository"):
     return value
 
 
+def apt_series(value, what):
+    """A release series of an apt repository such as Cassandra's 311x."""
+    value = _text(value, what)
+    if not re.match(r"^[0-9]{2,3}x$", value):
+        raise InvalidValue("{}: {!r} is not a release series such as 311x or 40x".format(what, value[:40]))
+    return value
+
+
+def https_url(value, what):
+    value = _text(value, what)
+    if not re.match(r"^https://[A-Za-z0-9._~:/@%+-]{3,300}$", value) or ".." in value:
+        raise InvalidValue("{}: {!r} is not a plain https:// URL".format(what, value[:120]))
+    return value
+
+
 def git_ref(value, what="oai-ref"):
     value = _text(value, what)
     if not _REF.match(value) or ".." in value or value.endswith((".lock", "/", ".")) or "//" in value:

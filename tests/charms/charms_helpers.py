@@ -3,7 +3,6 @@
 import base64
 import importlib.util
 import os
-import re
 import subprocess
 import sys
 
@@ -116,22 +115,37 @@ def plan_with_peer(endpoint, role, peer_service="172.16.6.2/32"):
     )
 
 
+def run_step(step, env=None, tmp=None, timeout=60, stubs=None):
+    """Run a vnfscript.Step locally like the VNF does (program in a file, values as arguments);
+    returns (rc, stdout, stderr).
+
+    lib.sh sets its own PATH, so stand-in commands (``stubs``: a folder of executables) are
+    made shell functions through BASH_ENV, which bash reads before the program."""
+    import tempfile
+
+    env = dict(os.environ if env is None else env)
+    with tempfile.NamedTemporaryFile("w", suffix=".sh", dir=tmp, delete=False) as f:
+        f.write(step.program())
+    if stubs:
+        rc_file = os.path.join(str(stubs), ".bash_env")
+        with open(rc_file, "w") as rc:
+            for name in sorted(os.listdir(str(stubs))):
+                if not name.startswith("."):
+                    rc.write('{}() {{ "{}" "$@"; }}\n'.format(name, os.path.join(str(stubs), name)))
+        env["BASH_ENV"] = rc_file
+    try:
+        result = subprocess.run(["bash", f.name] + step.args, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    finally:
+        os.unlink(f.name)
+    return result.returncode, result.stdout.decode(), result.stderr.decode()
+
+
 def bash_syntax_ok(script):
     result = subprocess.run(
         ["bash", "-n"], input=script.encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     return result.returncode == 0, result.stderr.decode()
-
-
-def decoded_assignments(script):
-    """Every base64 value assigned in ``script`` (VAR='...'), decoded; for checking what travels."""
-    out = []
-    for value in re.findall(r"[A-Z_]+='?([A-Za-z0-9+/=]{16,})'?", script):
-        try:
-            out.append(base64.b64decode(value).decode("utf-8", "replace"))
-        except ValueError:
-            continue
-    return out
 
 
 def load_charm_class(name):

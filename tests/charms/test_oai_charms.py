@@ -1,7 +1,9 @@
 """The five charms under Harness (ops 1.5.4) with the SSH layer replaced by a fake VNF."""
 
+import base64
 import logging
 import re
+import shlex
 
 import pytest
 from charms_helpers import COMPONENTS, LTE_K, LTE_OP, OWN_KEY, PEER_KEY, SECRETS, config_for, harness_for
@@ -15,6 +17,33 @@ ENDPOINTS = {
     "spgwu": ("s1u", "enb"),
     "enb": ("s1c", "mme"),
 }
+
+
+def called(program):
+    """{function: [index of its first argument]} of the calls at the end of a step's program."""
+    out = {}
+    for name, first in re.findall(r'^([a-z_]+) "\$\{(\d+)\}"', program, re.M):
+        out.setdefault(name, []).append(int(first))
+    for name in re.findall(r"^([a-z_]+)$", program, re.M):
+        out.setdefault(name, [])
+    return out
+
+
+def peer_tunnel_address(charm, endpoint):
+    """The other host of the endpoint's default tunnel network: the peer's side."""
+    import ipaddress
+
+    from vpnaas import refpoints
+
+    net = ipaddress.ip_network(refpoints.default_tunnel_network(endpoint))
+    role = next(e.role for e in charm.endpoints if e.name == endpoint)
+    return "{}/{}".format(list(net.hosts())[1 if role == "provider" else 0], net.prefixlen)
+
+
+def step_args(command):
+    """The positional arguments of a step's command line (... bash -c <runner> vpnaas <args>)."""
+    words = shlex.split(command)
+    return words[words.index("vpnaas") + 1:]
 
 
 class FakeEvent(object):
@@ -69,9 +98,13 @@ class FakeVnf(object):
     def run(self, command, script, on_line):
         self.commands.append(command)
         self.scripts.append(script)
-        if "remove_stale_devices" in script:
-            return 0, self._reconcile(script), ""
-        if "run_detached install-" in script:
+        args = step_args(command)
+        calls = called(script)
+        if set(calls) == {"report_facts"}:  # first contact: what must never be routed
+            return 0, "FACT addr 10.0.0.5/24\nFACT gateway 10.0.0.1\nFACT client 10.0.0.9\nDONE\n", ""
+        if "remove_stale_devices" in calls:
+            return 0, self._reconcile(calls, args), ""
+        if "oai_install" in calls:
             self.installed = True
             return self._emit(
                 [
@@ -83,18 +116,27 @@ class FakeVnf(object):
                 ],
                 on_line,
             )
-        if "OAI_CHANGED=''" in script:
+        if "oai_configure_begin" in calls:
             if self.remote_error:
                 return self._emit(["PROGRESS 1/2 rendering", "ERROR " + self.remote_error], on_line)
             self.configured = True
             return self._emit(
                 ["PROGRESS 1/2 rendering", "RESULT changed /usr/local/etc/oai/x.conf", "DONE"], on_line
             )
+        if "oai_ue_attach" in calls:
+            self.ue_args = args
+            return self._emit(["PROGRESS 1/3 writing the UE's SIM", "RESULT imsi " + args[2], "RESULT ip 12.1.1.2",
+                               "RESULT interface oaitun_ue1", "RESULT seconds 7", "DONE"], on_line)
+        if "oai_ue_iperf" in calls:
+            doc = {"end": {"sum_sent": {"bits_per_second": 8.5e6}, "sum_received": {"bits_per_second": 8.4e6}}}
+            encoded = base64.b64encode(__import__("json").dumps(doc).encode()).decode()
+            return self._emit(["RESULT ip 12.1.1.2", "RESULT rtt-ms 21.4", "RESULT iperf3 " + encoded, "DONE"], on_line)
         raise AssertionError("unexpected script")
 
-    def _reconcile(self, script):
-        devices = re.findall(r"^ensure_device (\S+)", script, re.M)
-        wanted = re.search(r"\bwanted=(\w+)", script).group(1)
+    def _reconcile(self, calls, args):
+        devices = [args[i - 1] for i in calls.get("apply_device", [])]
+        gate = calls["oai_gate"]
+        wanted = args[gate[0] + 2]
         lines = ["INIT systemd", "IMPL kernel"]
         for dev in devices:
             lines += ["PUBKEY {} {}".format(dev, OWN_KEY), "APPLIED {} up".format(dev), "UP {}".format(dev)]
@@ -112,7 +154,7 @@ class FakeVnf(object):
             else:
                 self.started = False
                 lines.append("COMPONENT service stopped")
-        lines += ["HOST vnf", "NOW 1000"]
+        lines += ["FACT addr 10.0.0.5/24", "FACT gateway 10.0.0.1", "FACT client 10.0.0.9", "HOST vnf", "NOW 1000"]
         for dev in devices:
             lines.append(
                 "PEER {} {}\t(none)\t192.168.8.2:51821\t10.250.1.1/32,172.16.6.2/32\t{}\t10\t20\t25".format(
@@ -146,7 +188,7 @@ def charm_env(monkeypatch, caplog):
                     "vpnaas-schema": "1",
                     "public-key": PEER_KEY,
                     "endpoint": "192.168.8.2:51821",
-                    "tunnel-address": "10.250.1.1/30",
+                    "tunnel-address": peer_tunnel_address(harness.charm, endpoint),
                     "service-prefixes": "172.16.6.2/32",
                 },
             )
@@ -184,7 +226,7 @@ def test_day1_sequence_start_waits_for_the_handshake(charm_env, name):
     harness.charm.on.update_status.emit()
     assert vnf.started
     assert harness.charm.unit.status.message.startswith("oai-{}: running".format(name))
-    assert harness.charm.unit.status.name == "active"
+    assert harness.charm.unit.status.name == "active", harness.charm.unit.status.message
     stop = act(harness, "oai-stop")
     assert stop.results["result"] == "stopped" and not vnf.started
 
@@ -203,12 +245,12 @@ def test_bad_input_fails_the_action_without_touching_the_vnf(charm_env):
     sent = len(vnf.scripts)
     configure = act(harness, "oai-configure")
     assert configure.failed.startswith("oai-configure failed: lte-k: must be 32 hex digits")
-    assert not any("OAI_CHANGED=''" in s for s in vnf.scripts[sent:]), "no configure script may be sent"
+    assert not any("oai_configure_begin" in called(s) for s in vnf.scripts[sent:]), "nothing may be sent"
     harness.update_config({"lte-k": LTE_K, "realm": "ntnu.no'; reboot; '"})
     sent = len(vnf.scripts)
     configure = act(harness, "oai-configure")
     assert "realm" in configure.failed
-    assert not any("OAI_CHANGED=''" in s for s in vnf.scripts[sent:])
+    assert not any("oai_configure_begin" in called(s) for s in vnf.scripts[sent:])
     assert harness.charm.unit.status.name == "blocked"
     assert "oai-configure failed" in harness.charm.unit.status.message
 
@@ -219,7 +261,7 @@ def test_bad_source_fails_install_without_ssh(charm_env):
     sent = len(vnf.scripts)
     install = act(harness, "oai-install")
     assert "oai-ref" in install.failed
-    assert not any("run_detached" in s for s in vnf.scripts[sent:])
+    assert not any("oai_install" in called(s) for s in vnf.scripts[sent:])
 
 
 def test_secrets_never_logged_returned_or_on_a_command_line(charm_env, caplog):
@@ -237,11 +279,17 @@ def test_secrets_never_logged_returned_or_on_a_command_line(charm_env, caplog):
     text = "\n".join(seen)
     for secret in SECRETS:
         assert secret not in text.lower()
-    # The scripts carry the keys only base64-encoded inside the renderer/provisioning specs.
+    # The keys travel only in the data section after the program's exit (base64 of NAME=value).
+    data = []
     for script in vnf.scripts:
+        program, _, section = script.partition("__VPNAAS_DATA__\n")
         for secret in SECRETS:
-            assert secret not in script
-    assert any("HSS_PROVISION=" in s for s in vnf.scripts)
+            assert secret not in program
+        if section:
+            data.append(base64.b64decode("".join(section.split())).decode())
+    assert any("HSS_PROVISION=" in d for d in data)
+    assert any(LTE_OP in base64.b64decode(line.partition("=")[2]).decode() for d in data
+               for line in d.splitlines() if line.startswith("HSS_SPEC="))
 
 
 def test_configure_uses_the_relation_when_no_explicit_peer_address(charm_env):
@@ -250,9 +298,8 @@ def test_configure_uses_the_relation_when_no_explicit_peer_address(charm_env):
     act(harness, "oai-install")
     configure = act(harness, "oai-configure")
     assert configure.failed is None, configure.failed
-    script = [s for s in vnf.scripts if "OAI_CHANGED=''" in s][-1]
-    assert "172.16.6.2 mme.ntnu.no mme # vpnaas-oai" in "".join(
-        __import__("base64").b64decode(b).decode("utf-8", "replace")
-        for b in re.findall(r"printf '%s' '?([A-Za-z0-9+/=]{40,})'? \| base64 -d", script)
-    )
-    assert LTE_OP not in script
+    i = max(i for i, s in enumerate(vnf.scripts) if "oai_configure_begin" in called(s))
+    args = step_args(vnf.commands[i])
+    settings = base64.b64decode(args[called(vnf.scripts[i])["oai_configure_begin"][0] + 2]).decode()
+    assert "host 172.16.6.2 mme.ntnu.no mme\n" in settings
+    assert LTE_OP not in vnf.commands[i]

@@ -1,14 +1,13 @@
 """The start gate, executed: the service starts only once has_handshake holds (fake `wg` on PATH)."""
 
 import os
-import re
 import subprocess
 import textwrap
 
 import pytest
-from charms_helpers import COMPONENTS
+from charms_helpers import COMPONENTS, run_step
 
-from vpnaas import oai, remote
+from vpnaas import oai, remote, vnfscript
 
 FAKE_WG = textwrap.dedent("""\
     #!/bin/bash
@@ -21,11 +20,6 @@ FAKE_WG = textwrap.dedent("""\
       *) echo "interface: $dev" ;;
     esac
     """)
-
-
-def _function(name):
-    """A function of the reconcile library (the gate runs inside the reconcile script)."""
-    return re.search(r"^{}\(\) \{{.*?^\}}".format(name), remote._LIBRARY, re.S | re.M).group(0)
 
 
 @pytest.fixture
@@ -56,23 +50,11 @@ def vnf(tmp_path):
     started = []
 
     def gate(wanted, devices=("wg-s6a", "wg-s11")):
-        script = "\n".join(
-            [
-                "set -eo pipefail",
-                "out() { printf '%s\\n' \"$*\"; }",
-                _function("has_handshake"),
-                oai.gate_script(COMPONENTS["mme"], list(devices), wanted, 30),
-            ]
-        )
-        result = subprocess.run(
-            ["bash", "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30
-        )
-        assert result.returncode == 0, result.stderr.decode()
-        lines = dict(
-            line.split(" ", 2)[1:]
-            for line in result.stdout.decode().splitlines()
-            if line.startswith("COMPONENT ")
-        )
+        # The component part exactly as the reconcile's step carries it (after tunnels.sh).
+        step = oai.add_gate(vnfscript.Step(remote.TUNNEL_FILES), COMPONENTS["mme"], list(devices), wanted, 30)
+        rc, stdout, stderr = run_step(step, env=env, timeout=30, stubs=bindir)
+        assert rc == 0, stderr + stdout
+        lines = dict(line.split(" ", 2)[1:] for line in stdout.splitlines() if line.startswith("COMPONENT "))
         pidfile = tmp_path / "run" / "oai-mme.pid"
         if pidfile.exists():
             started.append(pidfile.read_text().strip())
@@ -95,7 +77,8 @@ def test_service_waits_for_every_handshake_then_starts(vnf):
     assert out["service"] == "pending"
     assert out["pending"] == "wg-s11"
     assert not (tmp / "run" / "oai-mme.pid").exists(), "must not start before the handshake"
-    assert os.access(str(tmp / "sbin" / "oai-mme-prestart"), os.X_OK)
+    assert os.access(str(tmp / "sbin" / "oai-service"), os.X_OK)
+    assert (tmp / "state" / "mme.tunnels").read_text().splitlines()[1:] == ["limit 30", "dev wg-s6a", "dev wg-s11"]
     # Later reconcile (relation-changed / update-status): the handshake happened -> started.
     handshake("wg-s11", 1700000050)
     out = gate("started")
@@ -139,7 +122,7 @@ def test_unconfigured_component_reports_and_touches_nothing(vnf):
     (tmp / "state" / "mme.configured").unlink()
     out = gate("started")
     assert out == {"installed": "yes", "configured": "no", "service": "absent"}
-    assert not (tmp / "sbin" / "oai-mme-prestart").exists()
+    assert not (tmp / "sbin" / "oai-service").exists()
 
 
 def test_no_tunnels_starts_at_once(vnf):
@@ -150,16 +133,20 @@ def test_no_tunnels_starts_at_once(vnf):
 
 
 def test_prestart_waits_bounded_for_handshakes(tmp_path):
+    """oai-service prestart (the unit's ExecStartPre) with a stand-in wg."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
     (bindir / "wg").write_text(FAKE_WG)
     os.chmod(str(bindir / "wg"), 0o755)
     (tmp_path / "wg-s6a").write_text("0")
-    env = dict(os.environ, PATH="{}:{}".format(bindir, os.environ["PATH"]), WG_STATE=str(tmp_path))
-    script = oai.render_prestart(COMPONENTS["mme"], ["wg-s6a"], 1)
-    result = subprocess.run(["bash", "-c", script], env=env, stderr=subprocess.PIPE, timeout=20)
+    (tmp_path / "mme.tunnels").write_text(oai.tunnel_settings(["wg-s6a"], 1))
+    service = tmp_path / "oai-service"
+    service.write_text(vnfscript.load("oai/service.sh"))
+    env = dict(os.environ, PATH="{}:{}".format(bindir, os.environ["PATH"]), WG_STATE=str(tmp_path),
+               OAI_STATE_DIR=str(tmp_path), OAI_PREFIX=str(tmp_path / "etc"))
+    result = subprocess.run(["bash", str(service), "prestart", "mme"], env=env, stderr=subprocess.PIPE, timeout=20)
     assert result.returncode == 1
     assert b"no WireGuard handshake on wg-s6a after 1s" in result.stderr
     (tmp_path / "wg-s6a").write_text("1700000000")
-    result = subprocess.run(["bash", "-c", script], env=env, stderr=subprocess.PIPE, timeout=20)
+    result = subprocess.run(["bash", str(service), "prestart", "mme"], env=env, stderr=subprocess.PIPE, timeout=20)
     assert result.returncode == 0, result.stderr

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from vpnaas import oai_render
+from vpnaas import vnfscript
 
 FAKE_IP = """#!/bin/sh
 cat <<'EOF'
@@ -27,12 +27,12 @@ def render(tmp_path):
     (bindir / "ip").write_text(FAKE_IP)
     os.chmod(str(bindir / "ip"), 0o755)
     script = tmp_path / "render.py"
-    script.write_text(oai_render.SOURCE)
+    script.write_text(vnfscript.load("oai/render.py"))
     env = dict(os.environ, PATH="{}:{}".format(bindir, os.environ["PATH"]))
 
-    def run(spec):
+    def run(spec, *argv):
         result = subprocess.run(
-            [sys.executable, str(script)],
+            [sys.executable, str(script)] + list(argv),
             input=json.dumps(spec).encode(),
             env=env,
             stdout=subprocess.PIPE,
@@ -176,3 +176,39 @@ def test_cassandra_yaml_settings(render, tmp_path):
     assert data["cluster_name"] == "HSS Cluster"
     assert data["seed_provider"][0]["parameters"][0]["seeds"] == "172.16.6.129"
     assert data["listen_address"] == "172.16.6.129"
+
+
+def test_substitution_for_an_absent_placeholder_is_an_error(render, tmp_path):
+    """At the pinned SPGW-C there is no @UE_IP_ADDRESS_POOL@: a value for it must not vanish."""
+    src = tmp_path / "spgw_c.conf"
+    src.write_text('RANGE = "12.1.1.2 - 12.1.1.128"; DNS = "@DNS@";\n')
+    dst = tmp_path / "spgw_c.out"
+    spec = {"files": [{"src": str(src), "dst": str(dst),
+                       "tokens": {"@DNS@": "10.1.1.1", "@UE_IP_ADDRESS_POOL@": "12.1.2.2 - 12.1.2.254"}}]}
+    rc, out = render(spec)
+    assert rc == 3
+    assert out.startswith("ERROR ") and "no placeholder @UE_IP_ADDRESS_POOL@" in out
+    assert not dst.exists()
+
+
+def test_one_bad_file_writes_none_of_the_files(render, tmp_path):
+    good, bad = tmp_path / "good.conf", tmp_path / "bad.conf"
+    good.write_text("A = @A@;\n")
+    bad.write_text("B = @B@; C = @C@;\n")
+    spec = {"files": [{"src": str(good), "dst": str(tmp_path / "good.out"), "tokens": {"@A@": "1"}},
+                      {"src": str(bad), "dst": str(tmp_path / "bad.out"), "tokens": {"@B@": "2"}}]}
+    rc, out = render(spec)
+    assert rc == 3 and "@C@" in out
+    assert not (tmp_path / "good.out").exists()
+
+
+def test_values_known_only_on_the_vnf_come_as_arguments(render, tmp_path):
+    src = tmp_path / "spgw_u.conf"
+    src.write_text('INTERFACE_NAME = "@SGI@";\n')
+    dst = tmp_path / "spgw_u.out"
+    spec = {"files": [{"src": str(src), "dst": str(dst), "tokens": {"@SGI@": {"var": "SGI"}}}]}
+    rc, out = render(spec, "SGI=ens3")
+    assert rc == 0, out
+    assert dst.read_text() == 'INTERFACE_NAME = "ens3";\n'
+    rc, out = render(spec)
+    assert rc == 3 and "no value for SGI" in out

@@ -1,21 +1,12 @@
-"""The install/configure/start scripts of each component: content, pins, markers, bash syntax."""
+"""What each component's steps carry: pins, build steps, render specs, generated service files."""
 
-import base64
-import json
-import re
+import os
+import subprocess
 
 import pytest
-from charms_helpers import (
-    COMPONENTS,
-    LTE_K,
-    LTE_OP,
-    bash_syntax_ok,
-    config_for,
-    decoded_assignments,
-    plan_with_peer,
-)
+from charms_helpers import COMPONENTS, LTE_K, LTE_OP, bash_syntax_ok, config_for, plan_with_peer
 
-from vpnaas import oai, oai_hss, oai_spgw
+from vpnaas import oai, oai_hss, oai_spgw, vnfscript
 from vpnaas.validation import InvalidValue
 
 PINS = {
@@ -32,116 +23,85 @@ PINS = {
     "enb": ("https://gitlab.eurecom.fr/oai/openairinterface5g.git", "v1.2.2"),
 }
 BUILD_COMMANDS = {
-    "hss": ["./build_hss_rel14 --check-installed-software --force", "./build_hss_rel14 --clean"],
-    "mme": ["./build_mme --check-installed-software --force", "./build_mme --clean"],
+    "hss": ["cd scripts && ./build_hss_rel14 --check-installed-software --force",
+            "cd scripts && ./build_hss_rel14 --clean"],
+    "mme": ["cd scripts && ./build_mme --check-installed-software --force", "cd scripts && ./build_mme --clean"],
     "spgwc": ["./build/scripts/build_spgwc -I -f", "./build/scripts/build_spgwc -c -V -b Debug -j"],
     "spgwu": ["./build/scripts/build_spgwu -I -f", "./build/scripts/build_spgwu -c -V -b Debug -j"],
-    "enb": ["./build_oai -I --phy_simulators", "./build_oai -w SIMU --UE --eNB"],
+    "enb": ["source oaienv && cd cmake_targets && ./build_oai -I --phy_simulators",
+            "source oaienv && cd cmake_targets && ./build_oai -w SIMU --UE --eNB"],
 }
 
 
-def specs_of(script):
-    """The renderer specs (JSON) carried by a configure script."""
-    return [json.loads(text) for text in decoded_assignments(script) if text.startswith("{")]
-
-
-def all_files(script):
-    return {f["dst"]: f for spec in specs_of(script) for f in spec.get("files", [])}
+def files_of(component, values):
+    return {f["dst"]: f for f in component.render_spec(values)["files"]}
 
 
 def test_default_sources_are_pinned(component_name):
     comp = COMPONENTS[component_name]
     inputs = oai.install_plan(comp, config_for(component_name))
     assert (inputs["repository"], inputs["ref"]) == PINS[component_name]
-    assert inputs["ref"] != "master"
 
 
-def test_install_body_fetches_the_exact_ref_and_builds(component_name):
+def test_install_step_passes_the_inputs_as_arguments(component_name):
     comp = COMPONENTS[component_name]
-    body = oai.install_body(comp, oai.install_plan(comp, config_for(component_name)))
-    repo, ref = PINS[component_name]
-    assert "REPO={}; REF={}".format(repo, ref) in body or "REPO={}; REF='{}'".format(repo, ref) in body
-    assert 'fetch_source "$SRC" "$REPO" "$REF"' in body
-    assert "SRC=/opt/oai/{}".format(component_name) in body
-    for command in BUILD_COMMANDS[component_name]:
-        assert command in body
-    # Waits before apt: cloud-init (bounded) and the dpkg lock; progress lines for the display.
-    assert "wait_cloud_init {}".format(oai.CLOUD_INIT_TIMEOUT) in body
-    assert 'timeout "$limit" cloud-init status --wait' in oai.LIBRARY
-    assert "DPkg::Lock::Timeout=600" in oai.LIBRARY
-    assert re.search(r'progress "1/\d+ waiting for cloud-init"', body)
-    assert (
-        body.index("wait_cloud_init 1800")
-        < body.index('fetch_source "$SRC"')
-        < body.index(BUILD_COMMANDS[component_name][0])
-    )
-
-
-def test_install_marker_makes_a_rerun_a_no_op(component_name):
-    comp = COMPONENTS[component_name]
-    body = oai.install_body(comp, oai.install_plan(comp, config_for(component_name)))
-    marker = "/var/lib/vpnaas/oai/{}.built".format(component_name)
-    assert "BUILT={}".format(marker) in body
-    check = body.index('"$REPO $REF"')
-    assert check < body.index("wait_cloud_init {}".format(oai.CLOUD_INIT_TIMEOUT)), (
-        "marker checked before any work"
-    )
-    assert 'out "RESULT state unchanged"' in body
-    # The marker is written last, atomically, with the commit that was built.
-    assert body.rindex('mv -f "$BUILT.tmp" "$BUILT"') > body.index(BUILD_COMMANDS[component_name][-1])
-
-
-def test_install_override_of_repository_and_ref(component_name):
-    comp = COMPONENTS[component_name]
-    cfg = config_for(
-        component_name,
-        **{
-            "oai-repository": "https://git.example.org/oai/fork.git",
-            "oai-ref": "0123456789abcdef0123456789abcdef01234567",
-        },
-    )
-    body = oai.install_body(comp, oai.install_plan(comp, cfg))
-    assert "REPO=https://git.example.org/oai/fork.git; REF=0123456789abcdef0123456789abcdef01234567" in body
-
-
-def test_install_script_runs_detached_and_is_valid_bash(component_name):
-    comp = COMPONENTS[component_name]
-    inputs = oai.install_plan(comp, config_for(component_name))
-    script = oai.install_script(comp, inputs)
-    assert "run_detached install-{} 7200 ".format(component_name) in script
-    # The body travels as one base64 argument of run_detached.
-    b64 = re.search(r"run_detached \S+ \d+ '?([A-Za-z0-9+/=]+)'?", script).group(1)
-    assert base64.b64decode(b64).decode() == oai.install_body(comp, inputs)
-    for text in (script, oai.install_body(comp, inputs)):
-        ok, err = bash_syntax_ok(text)
-        assert ok, err
-
-
-def test_configure_script_is_valid_bash_and_secret_free(component_name):
-    comp = COMPONENTS[component_name]
-    values = comp.config_values(config_for(component_name), None)
-    script = oai.configure_script(comp, values)
-    ok, err = bash_syntax_ok(script)
+    cfg = config_for(component_name, **{"oai-repository": "https://git.example.org/oai/fork.git",
+                                        "oai-ref": "0123456789abcdef0123456789abcdef01234567"})
+    step = oai.install_step(comp, oai.install_plan(comp, cfg))
+    assert step.args[:6] == [component_name, comp.title, "https://git.example.org/oai/fork.git",
+                             "0123456789abcdef0123456789abcdef01234567", "7200", str(len(comp.build_labels))]
+    program = step.program()
+    assert "fork.git" not in program, "values are arguments, never program text"
+    ok, err = bash_syntax_ok(program)
     assert ok, err
-    assert LTE_K not in script and LTE_OP not in script
-    assert "tee -a" not in script and ">> /etc/hosts" not in script
-    assert "oai-install has not completed" in script  # refuses to configure an unbuilt VNF
-    assert "date -u +%FT%TZ > /var/lib/vpnaas/oai/{}.configured".format(component_name) in script
 
 
-def test_generated_unit_prestart_run_and_setup_are_valid_bash(component_name):
+def test_build_steps_run_the_pinned_build_commands(component_name, tmp_path):
+    """oai_build_<c> (install.sh) with build_step and check_asn1c replaced by recorders."""
+    comp = COMPONENTS[component_name]
+    script = "\n".join([
+        vnfscript.load("lib.sh"), vnfscript.load("oai/oai-lib.sh"), vnfscript.load("oai/install.sh"),
+        'build_step() { shift 2; printf "%s|" "$@"; echo; }',
+        "check_asn1c() { echo CHECK_ASN1C; }",
+        'oai_build_{} "$1" "$2"'.format(component_name),
+    ])
+    result = subprocess.run(["bash", "-c", script, "x", str(tmp_path), str(tmp_path / "log")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stdout.decode().splitlines() if line != "CHECK_ASN1C"]
+    labels = [line.split("|")[0] for line in lines]
+    assert labels == list(comp.build_labels)
+    words = [[w for w in line.split("|")[1:] if w] for line in lines]
+    commands = [" ".join(w[2:] if w[:2] == ["bash", "-c"] else w) for w in words]
+    assert commands == BUILD_COMMANDS[component_name]
+    # The eNB's asn1c (cloned and built by build_oai -I into a log) is checked before the build.
+    assert ("CHECK_ASN1C" in result.stdout.decode()) == (component_name == "enb")
+
+
+def test_configure_step_is_valid_bash_and_secret_free(component_name):
     comp = COMPONENTS[component_name]
     values = comp.config_values(config_for(component_name), None)
-    for text in (
-        oai.render_prestart(comp, ["wg-s6a", "wg-s11"], 120),
-        oai.render_setup_script(comp, values),
-        oai.render_run_script(comp, values),
-        "out(){ :; }\nhas_handshake(){ :; }\n" + oai.gate_script(comp, ["wg-s6a"], "started", 120),
-    ):
-        ok, err = bash_syntax_ok(text)
-        assert ok, err
+    step = oai.configure_step(comp, values)
+    program = step.program()
+    code = program.rpartition("\n" + vnfscript.DATA_MARKER + "\n")[0] or program
+    ok, err = bash_syntax_ok(code)
+    assert ok, err
+    for secret in (LTE_K, LTE_OP):
+        assert secret not in code and secret not in step.command("ubuntu")
+    assert "tee -a" not in code and ">> /etc/hosts" not in code
+
+
+def test_service_settings_are_data_and_the_unit_calls_oai_service(component_name):
+    comp = COMPONENTS[component_name]
+    values = comp.config_values(config_for(component_name), None)
+    lines = oai.service_settings(comp, values).splitlines()
+    assert lines[0].startswith("#") and all(" " in line or line in ("workdir",) for line in lines[1:])
+    assert "binary {}".format(comp.binary) in lines
+    assert ["arg " + a for a in comp.run_argv(values)[1:]] == [line for line in lines if line.startswith("arg ")]
+    with pytest.raises(InvalidValue):
+        oai.settings_text([("host", "1.2.3.4 a\nnat 0.0.0.0/0")])
     unit = oai.render_unit(comp, ["wg-s6a"])
-    assert "ExecStartPre=/usr/local/sbin/oai-{}-prestart".format(component_name) in unit
+    assert "ExecStartPre=/usr/local/sbin/oai-service prestart {}".format(component_name) in unit
     assert "After=network-online.target wg-quick@wg-s6a.service" in unit
     assert "WantedBy=multi-user.target" in unit
 
@@ -149,8 +109,7 @@ def test_generated_unit_prestart_run_and_setup_are_valid_bash(component_name):
 def test_hss_configuration_values():
     comp = oai_hss.COMPONENT
     values = comp.config_values(config_for("hss"), None)
-    script = oai.configure_script(comp, values)
-    files = all_files(script)
+    files = files_of(comp, values)
     cassandra = files["/etc/cassandra/cassandra.yaml"]["yaml"]
     assert cassandra == {
         "cluster_name": "HSS Cluster",
@@ -160,29 +119,36 @@ def test_hss_configuration_values():
         "endpoint_snitch": "GossipingPropertyFileSnitch",
     }
     assert files["/etc/cassandra/cassandra-rackdc.properties"]["content"] == "dc=DC1\nrack=RAC1\n"
-    tokens = files["/usr/local/etc/oai/hss_rel14.json"]["tokens"]
-    assert tokens["@REALM@"] == "ntnu.no" and tokens["@HSS_FQDN@"] == "hss.ntnu.no"
-    assert tokens["@OP_KEY@"] == LTE_OP  # only inside the base64 spec, never in clear text
-    assert files["/usr/local/etc/oai/hss_rel14.json"]["mode"] == "600"
-    # Bounded CQL wait with progress, no fixed sleep; schema once; provisioning via stdin.
-    assert "until cqlsh -e 'SHOW VERSION' \"$IP\"" in script
-    assert "Cassandra does not answer CQL on $IP after 600s" in script
-    assert "DESCRIBE KEYSPACE vhss" in script
-    provision = [json.loads(t) for t in decoded_assignments(script) if '"script"' in t][0]
+    json_file = files["/usr/local/etc/oai/hss_rel14.json"]
+    assert json_file["tokens"]["@REALM@"] == "ntnu.no" and json_file["tokens"]["@HSS_FQDN@"] == "hss.ntnu.no"
+    assert json_file["tokens"]["@OP_KEY@"] == LTE_OP and json_file["mode"] == "600"
+    # Each file gets exactly the placeholders its template has (a value for one it lacks fails).
+    assert set(files["/usr/local/etc/oai/freeDiameter/acl.conf"]["tokens"]) == {"@REALM@"}
+    assert "/usr/local/etc/oai/hss_rel14.conf" not in files  # read by nothing; invalid once filled in
+    # The json's ossfile is conf/oss.json, relative to the folder the HSS starts in.
+    assert files["/usr/local/etc/oai/conf/oss.json"]["src"].endswith("/etc/oss.json")
+    assert comp.workdir == "/usr/local/etc/oai" and set(comp.work_dirs) == {"logs", "conf"}
+    provision = comp.provision_spec(values)
     assert provision["args"][provision["args"].index("--key") + 1] == LTE_K
-    assert provision["args"][provision["args"].index("--imsi-first") + 1] == "208951234500000"
     assert provision["args"][provision["args"].index("--verbose") + 1] == "False"
-    assert 'make_certs.sh hss "$REALM"' in script
-    assert "--onlyloadkey >/dev/null 2>&1" in script
-    setup = oai.render_setup_script(comp, values)
-    assert "172.16.6.129 hss.ntnu.no hss # vpnaas-oai" in setup and "172.16.6.2 mme.ntnu.no mme" in setup
+    step = oai.configure_step(comp, values)
+    assert set(step.secrets) == {"HSS_SPEC", "HSS_PROVISION"}
+    assert ["/usr/local/etc/oai/logs", "/usr/local/etc/oai/conf"] == [
+        step.args[i - 1] for f, first, n in step.calls if f == "oai_configure_dirs"
+        for i in range(first, first + n)]
+    settings = oai.service_settings(comp, values)
+    assert "host 172.16.6.129 hss.ntnu.no hss\nhost 172.16.6.2 mme.ntnu.no mme\n" in settings
+    assert "cql 172.16.6.129 600\n" in settings and "workdir /usr/local/etc/oai\n" in settings
 
 
 def test_mme_configuration_values():
     comp = COMPONENTS["mme"]
     values = comp.config_values(config_for("mme", tac=601), None)
-    tokens = all_files(oai.configure_script(comp, values))["/usr/local/etc/oai/mme.conf"]["tokens"]
-    assert tokens["@HSS_IP_ADDR@"] == "172.16.6.129"
+    files = files_of(comp, values)
+    tokens = files["/usr/local/etc/oai/mme.conf"]["tokens"]
+    fd = files["/usr/local/etc/oai/freeDiameter/mme_fd.conf"]["tokens"]
+    assert fd["@HSS_IP_ADDR@"] == "172.16.6.129" and fd["@MME_FQDN@"] == "mme.ntnu.no"
+    assert "@HSS_IP_ADDR@" not in tokens and "@HSS_REALM@" not in tokens
     assert tokens["@SGW_IPV4_ADDRESS_FOR_S11_0@"] == "172.16.1.104"
     assert tokens["@MME_IPV4_ADDRESS_FOR_S1_MME@"] == "192.168.247.102/32"
     assert tokens["@MME_INTERFACE_NAME_FOR_S1_MME@"] == {"iface_of": "192.168.247.102"}
@@ -192,56 +158,101 @@ def test_mme_configuration_values():
     assert tokens["@MME_GID@"] == "32768" and tokens["@MME_CODE@"] == "3"
 
 
-def test_spgwc_configuration_values():
-    values = oai_spgw.SPGWC.config_values(config_for("spgwc"), None)
-    f = all_files(oai.configure_script(oai_spgw.SPGWC, values))["/usr/local/etc/oai/spgw_c.conf"]
-    assert f["tokens"]["@UE_IP_ADDRESS_POOL@"] == "12.1.1.2 - 12.1.1.254"
-    assert f["tokens"]["@DEFAULT_APN@"] == "default.ntnu.no"
-    assert f["tokens"]["@DEFAULT_DNS_IPV4_ADDRESS@"] == "10.1.1.1"
-    what = {e["what"]: e for e in f["edits"]}
-    assert what["the address of SGW_INTERFACE_NAME_FOR_S11"]["required_if_shared"] == "172.16.1.104"
-    assert 'APN_NI = "internet.ntnu.no"' == what["the second APN"]["repl"]
+SPGWC_POOLS = """\
+    IP_ADDRESS_POOL :
+    {
+      IPV4_LIST = (
+                      {RANGE = "10.0.0.2 - 10.0.0.100";},   # a comment
+                      {RANGE = "10.0.0.101 - 10.0.0.200";},
+                      {RANGE = "10.9.0.2 - 10.9.0.200";}
+                  );
+    };
+    APN_LIST = (
+      {APN_NI = "@DEFAULT_APN@"; PDN_TYPE = "IPv4"; IPV4_POOL  = 0; IPV6_POOL = -1},
+      {APN_NI = "apn1"; PDN_TYPE = "IPv4"; IPV4_POOL = 1; IPV6_POOL = -1}
+    );
+"""
 
 
-def test_spgwu_configuration_values():
-    values = oai_spgw.SPGWU.config_values(config_for("spgwu"), None)
-    script = oai.configure_script(oai_spgw.SPGWU, values)
-    spec = json.loads(re.search(r"SPGWU_JSON='([^']+)'", script).group(1))
-    edits = {e["what"]: e for e in spec["files"][0]["edits"]}
-    assert edits["SPGW-C_LIST"]["repl"].endswith('{ IPV4_ADDRESS="172.55.55.101"; }')
-    setup = oai.render_setup_script(oai_spgw.SPGWU, values)
-    assert "net.ipv4.ip_forward=1" in setup
-    assert "iptables -t nat -C POSTROUTING -s 12.1.1.0/24" in setup  # checked before appended
+def _render(entry, text, *argv):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("oai_render_file", os.path.join(vnfscript.VNF_DIR, "oai",
+                                                                                   "render.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    variables = dict(a.split("=", 1) for a in argv)
+    return module.render_text(dict(entry, tokens={k: v for k, v in entry.get("tokens", {}).items()
+                                                  if k in text or not k.startswith("@")}),
+                              text, [], variables), module
+
+
+def test_spgwc_ue_pool_edits_the_range_lines_that_exist():
+    values = oai_spgw.SPGWC.config_values(config_for("spgwc", **{"ue-ip-pool": "10.45.0.0/16"}), None)
+    f = files_of(oai_spgw.SPGWC, values)["/usr/local/etc/oai/spgw_c.conf"]
+    assert "@UE_IP_ADDRESS_POOL@" not in f["tokens"], "the pinned template has no such placeholder"
+    entry = dict(f, tokens={"@DEFAULT_APN@": "default.ntnu.no"})
+    entry["edits"] = [e for e in f["edits"] if "RANGE" in e["what"] or "APN" in e["what"]]
+    text, _ = _render(entry, SPGWC_POOLS)
+    assert '{RANGE = "10.45.0.2 - 10.45.127.255";}' in text
+    assert '{RANGE = "10.45.128.0 - 10.45.255.254";}' in text
+    assert '{RANGE = "10.9.0.2 - 10.9.0.200";}' in text  # the others are left alone
+    assert 'APN_NI = "internet.ntnu.no"' in text and 'APN_NI = "default.ntnu.no"' in text
+    assert oai_spgw.ue_ranges(__import__("ipaddress").ip_network("12.1.1.0/24")) == (
+        "12.1.1.2 - 12.1.1.127", "12.1.1.128 - 12.1.1.254")
+
+
+def test_spgwu_ue_pool_edits_network_and_snat():
+    values = oai_spgw.SPGWU.config_values(config_for("spgwu", **{"ue-ip-pool": "10.45.0.0/16"}), None)
+    f = files_of(oai_spgw.SPGWU, values)["/usr/local/etc/oai/spgw_u.conf"]
+    assert f["tokens"]["@SPGWC0_IP_ADDRESS@"] == "172.55.55.101"
+    assert f["tokens"]["@SGW_INTERFACE_NAME_FOR_SGI@"] == {"var": "SGI"}
+    assert not {"@NETWORK_UE_IP@", "@NETWORK_UE_NAT_OPTION@"} & set(f["tokens"])
+    template = ('    PDN_NETWORK_LIST  = (\n'
+                '          {NETWORK_IPV4 = "10.0.0.0/24"; NETWORK_IPV6 = "2001:db8::/64"; SNAT = "yes";},\n'
+                '          {NETWORK_IPV4 = "10.9.0.0/24"; SNAT = "no";}\n    );\n')
+    entry = dict(f, tokens={}, edits=[e for e in f["edits"] if "UE network" in e["what"]])
+    text, _ = _render(entry, template)
+    assert '{NETWORK_IPV4 = "10.45.0.0/16"; NETWORK_IPV6 = "2001:db8::/64"; SNAT = "no";}' in text
+    assert '{NETWORK_IPV4 = "10.9.0.0/24"; SNAT = "no";}' in text
+    assert "nat 10.45.0.0/16\n" in oai.service_settings(oai_spgw.SPGWU, values)
 
 
 def test_enb_configuration_values():
     comp = COMPONENTS["enb"]
     values = comp.config_values(config_for("enb", prb=25), None)
-    f = all_files(oai.configure_script(comp, values))["/usr/local/etc/oai/enb.conf"]
+    f = files_of(comp, values)["/usr/local/etc/oai/enb.conf"]
     assert f["src"].endswith("targets/PROJECTS/GENERIC-LTE-EPC/CONF/enb.band7.tm1.50PRB.usrpb210.conf")
     repl = {e["what"]: e["repl"] for e in f["edits"]}
     assert repl["tracking_area_code"] == r"tracking_area_code\g<1>= 600;"
     assert repl["N_RB_DL"] == r"N_RB_DL\g<1>= 25;"
     assert repl["mnc_length"] == r"mnc_length\g<1>= 2;"
     assert "192.168.247.102" in repl["mme_ip_address"]
-    assert repl["ENB_IPV4_ADDRESS_FOR_S1U"] == r'ENB_IPV4_ADDRESS_FOR_S1U\g<1>= "192.168.248.57/32";'
     assert all(e.get("count") == 1 and e.get("required", True) for e in f["edits"])
-    run = oai.render_run_script(comp, values)
-    assert "export RFSIMULATOR=enb" in run and "--rfsim" in run and "/opt/oai/bin/lte-softmodem" in run
-    assert comp.binary_candidates()[0].endswith("cmake_targets/ran_build/build/lte-softmodem")
+    settings = oai.service_settings(comp, values)
+    assert "env RFSIMULATOR=enb\n" in settings and "arg --rfsim\n" in settings
+    assert "binary /opt/oai/bin/lte-softmodem\n" in settings
+    assert "workdir \n" in settings  # empty: the build folder, where lte-softmodem finds the RF simulator
+    # v1.2.2's build_oai builds into lte_build_oai (ran_build is later releases' name).
+    assert comp.binary_candidates()[0].endswith("cmake_targets/lte_build_oai/build/lte-softmodem")
 
 
 def test_peer_address_comes_from_the_relation_when_no_option_is_set():
     plan = plan_with_peer("s6a", "requirer", "172.16.6.2/32")
     values = oai_hss.COMPONENT.config_values(config_for("hss", **{"mme-address": ""}), plan)
     assert values["mme_ip"] == "172.16.6.2"
-    # The explicit option wins (variants without tunnels, or an operator override).
     values = oai_hss.COMPONENT.config_values(config_for("hss", **{"mme-address": "172.16.6.9"}), plan)
     assert values["mme_ip"] == "172.16.6.9"
 
 
 def test_peer_address_missing_everywhere_is_a_clear_error():
-    with pytest.raises(
-        InvalidValue, match="mme-address: not set and the s6a relation has no peer service address"
-    ):
+    with pytest.raises(InvalidValue, match="mme-address: not set and the s6a relation has no peer service address"):
         oai_hss.COMPONENT.config_values(config_for("hss", **{"mme-address": ""}), None)
+
+
+def test_step_results_reads_the_shared_report():
+    report = vnfscript.parse("PROGRESS 1/2 a\nNOTE n1\nRESULT state built\nRESULT commit abc\nPROGRESS 2/2 b\nDONE\n")
+    assert oai.step_results(report) == {"results": {"state": "built", "commit": "abc"}, "notes": ["n1"],
+                                        "progress": "2/2 b"}
+    with pytest.raises(vnfscript.StepError, match="boom"):
+        vnfscript.parse("PROGRESS 1/2 a\nERROR boom\n")

@@ -1,0 +1,97 @@
+"""The optional UE of the eNB charm: OAI's lte-uesoftmodem on the eNB VNF, attached through the
+eNB's RF simulator (what the thesis did by hand on a separate VM), with the actions ``ue-attach``
+(waits for the attach, reports IMSI and address) and ``ue-iperf`` (throughput and RTT through
+S1-U and SGi to an iperf3 server).
+
+The SIM comes from OAI's UE template (openair3/NAS/TOOLS/ue_eurecom_test_sfr.conf) with edits
+that must match exactly once: the PLMN entry "OAI LTEBOX" becomes the EPC's PLMN (a home PLMN
+must be listed there, or conf2uedata refuses it), the UE0 block gets MSIN, K, OPc, MSISDN, home
+PLMN and operator PLMN list. K and OPc travel in the step's data section and are written only to
+a 0600 file in the state folder. OPc = AES-128_K(OP) xor OP (3GPP TS 35.206), computed here.
+"""
+import json
+
+from vpnaas import oai, vnfscript
+from vpnaas import oai_validation as ov
+from vpnaas.oai_enb import COMPONENT as ENB
+
+TEMPLATE = "openair3/NAS/TOOLS/ue_eurecom_test_sfr.conf"
+SIM_FILE = oai.STATE_DIR + "/ue.conf"
+
+
+def opc(k_hex, op_hex):
+    """OPc from K and OP (hex strings), as the HSS derives it from the OP in hss_rel14.json."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    k, op = bytes.fromhex(k_hex), bytes.fromhex(op_hex)
+    encryptor = Cipher(algorithms.AES(k), modes.ECB()).encryptor()
+    enc = encryptor.update(op) + encryptor.finalize()
+    return bytes(a ^ b for a, b in zip(enc, op)).hex()
+
+
+def values(config):
+    """Validated UE values (raises InvalidValue); the UE is off while ue-imsi is empty."""
+    common = oai.common_values(config)
+    imsi = (config.get("ue-imsi") or "").strip()
+    if not imsi:
+        raise ov.InvalidValue("ue-imsi: not set; the UE needs an IMSI the HSS provisions (imsi-first ...)")
+    imsi = ov.digits(imsi, "ue-imsi", 6, 15)
+    plmn = common["mcc"] + common["mnc"]
+    if not imsi.startswith(plmn):
+        raise ov.InvalidValue("ue-imsi: {} does not start with MCC+MNC {}".format(imsi, plmn))
+    k = ov.secret_hex32(config.get("ue-lte-k"), "ue-lte-k")
+    op = ov.secret_hex32(config.get("ue-lte-op"), "ue-lte-op")
+    return dict(common, imsi=imsi, k=k, opc=opc(k, op),
+                msisdn=ov.digits(config.get("ue-msisdn") or "33611123456", "ue-msisdn", 5, 15),
+                dl_freq=ov.integer(config.get("downlink-frequency"), "downlink-frequency", 400000000, 6000000000),
+                prb=ov.integer(config.get("prb"), "prb", 6, 100),
+                timeout=ov.integer(config.get("ue-attach-timeout", 120), "ue-attach-timeout", 10, 1800))
+
+
+def _field(key, value, what):
+    """Edit inside the UE0 block: ``KEY="..."`` (the first after "UE0:") becomes ``value``."""
+    return {"pattern": r'(UE0:\s*\{{.*?\b{}\s*=\s*")[^"]*(")'.format(key), "repl": r"\g<1>{}\g<2>".format(value),
+            "count": 1, "what": what}
+
+
+def sim_spec(v):
+    plmn = v["mcc"] + v["mnc"]
+    edits = [
+        {"pattern": r'(PLMN4:\s*\{[^}]*?MNC=")[^"]*(";\s*MCC=")[^"]*(")',
+         "repl": r"\g<1>{}\g<2>{}\g<3>".format(v["mnc"], v["mcc"]), "count": 1,
+         "what": "the PLMN entry PLMN4 (the EPC's MCC/MNC)"},
+        _field("MSIN", v["imsi"][len(plmn):], "MSIN (UE0)"),
+        _field("USIM_API_K", v["k"], "USIM_API_K (UE0)"),
+        _field("OPC", v["opc"], "OPC (UE0)"),
+        _field("MSISDN", v["msisdn"], "MSISDN (UE0)"),
+        _field("HPLMN", plmn, "HPLMN (UE0)"),
+        {"pattern": r'(UE0:\s*\{.*?\bOPLMN_LIST\s*=\s*\()[^)]*(\))', "repl": r'\g<1>"{}"\g<2>'.format(plmn),
+         "count": 1, "what": "OPLMN_LIST (UE0)"},
+    ]
+    for edit in edits:
+        edit["flags"] = "s"
+    return {"files": [{"src": "{}/{}".format(ENB.source_dir, TEMPLATE), "dst": SIM_FILE, "mode": "600",
+                       "edits": edits}]}
+
+
+def attach_step(v):
+    step = vnfscript.Step([oai.LIB, "oai/ue.sh"])
+    step.secret("UE_SPEC", oai.b64_json(sim_spec(v)))
+    return step.call("oai_ue_attach", oai.shipped_b64("oai/render.py"), ENB.source_dir, v["imsi"], v["dl_freq"],
+                     v["prb"], v["timeout"])
+
+
+def iperf_step(server, seconds):
+    return vnfscript.Step([oai.LIB, "oai/ue.sh"]).call("oai_ue_iperf", server, seconds)
+
+
+def iperf_figures(encoded):
+    """Throughput (Mbit/s, sent and received) from iperf3's JSON (base64)."""
+    import base64
+
+    doc = json.loads(base64.b64decode(encoded).decode("utf-8"))
+    end = doc.get("end", {})
+    sent = end.get("sum_sent", {}).get("bits_per_second")
+    received = end.get("sum_received", {}).get("bits_per_second")
+    return {"sent-mbps": round(sent / 1e6, 2) if sent else None,
+            "received-mbps": round(received / 1e6, 2) if received else None}

@@ -1,0 +1,386 @@
+"""Check the OAI charms against OAI's sources at the refs they pin.
+
+    python -m oai_conformance --src OAI_SRC      (make oai-conformance OAI_SRC=<dir>)
+
+OAI_SRC holds one git repository (checkout or bare mirror) per component -- hss, mme, spgwc,
+spgwu, enb -- and submodules/<name> for the repositories the HSS's submodules come from (name =
+the last part of the URL in .gitmodules, without .git); ``layout.py`` makes it from mirrors.
+Without --src it clones the pinned repositories (this needs the internet); where neither works it
+prints ``not run: no OAI sources`` and exits 2, so that it is never counted as passed.
+
+For each component, at the commit its pinned ref names:
+  * every file the charm renders, rendered with the charm's own spec and renderer (render.py) and a
+    complete params file (params.yaml); placeholders left unfilled and values for placeholders
+    that do not exist; edits that do not match exactly as often as declared;
+  * the libconfig outputs parsed with libconfig's C library, the JSON outputs with json;
+  * relative paths in the outputs against the folders the charm creates where the program starts;
+  * every build-script flag and value of vnf/oai/install.sh against that script's case labels;
+  * every program option the charms use against the program's getopt strings and option tables,
+    and the provisioning scripts' options against their argparse definitions;
+  * every submodule: its pinned commit exists upstream; every `git pull origin <branch>` of the
+    build helpers: the branch exists, or the charm replaces the pull; OAI's patches apply to the
+    pinned submodule commits.
+Exit status: 0 no mismatch, 1 mismatches, 2 not run.
+"""
+import argparse
+import importlib.util
+import ipaddress
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+from oai_conformance import checks, libconfig
+from oai_conformance.source import SourceError, Tree
+from vpnaas import oai_enb, oai_hss, oai_mme, oai_spgw, oai_ue, vnfscript
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+COMPONENTS = [("hss", oai_hss.COMPONENT), ("mme", oai_mme.COMPONENT), ("spgwc", oai_spgw.SPGWC),
+              ("spgwu", oai_spgw.SPGWU), ("enb", oai_enb.COMPONENT)]
+#: Where each program's command-line options are defined.
+PROGRAM_SOURCES = {
+    "hss": ["src/hss_rel14/src"],
+    "mme": ["src/mme_app"],
+    "spgwc": ["src/oai_spgwc"],
+    "spgwu": ["src/oai_spgwu"],
+    "enb": ["targets/RT/USER", "executables", "common/config"],
+}
+#: Helpers that may pull submodules.
+HELPER_FOLDERS = ("build/tools", "scripts", "cmake_targets/tools")
+LIBCONFIG_OUTPUTS = ("mme.conf", "spgw_c.conf", "spgw_u.conf", "enb.conf", "hss_rel14.conf", "ue.conf")
+
+
+class Report(object):
+    def __init__(self):
+        self.mismatches = 0
+
+    def line(self, kind, text):
+        if kind == "MISMATCH":
+            self.mismatches += 1
+        print("  {:9} {}".format(kind, text))
+
+
+def load_renderer():
+    path = os.path.join(vnfscript.VNF_DIR, "oai", "render.py")
+    spec = importlib.util.spec_from_file_location("oai_vnf_render", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def component_config(name):
+    from bundle.charmspec import charm_spec
+
+    with open(os.path.join(HERE, "params.yaml")) as f:
+        params = yaml.safe_load(f)
+    options = charm_spec(name)["config"]["options"]
+    config = {k: v.get("default") for k, v in options.items()}
+    config.update(params["common"])
+    config.update(params[name])
+    return config
+
+
+def own_addresses(values):
+    """The component's own service addresses, all on the dummy device as the reconcile puts them
+    (so "read" is ambiguous and every explicit-address edit is required: the strictest case)."""
+    out = []
+    for value in values.values():
+        if isinstance(value, (ipaddress.IPv4Interface,)):
+            out.append(("vpnaas0", str(value.ip)))
+    if "hss_ip" in values:
+        out.append(("vpnaas0", values["hss_ip"]))
+    return out + [("lo", "127.0.0.1")]
+
+
+def check_render(report, name, comp, tree, renderer):
+    values = comp.config_values(component_config(name), None)
+    spec = comp.render_spec(values)
+    addrs = own_addresses(values)
+    for entry in spec["files"]:
+        dst = entry["dst"]
+        if "content" in entry:
+            template = entry["content"]
+        elif entry["src"].startswith(comp.source_dir + "/"):
+            rel = entry["src"][len(comp.source_dir) + 1:]
+            template = tree.read(rel)
+            if template is None:
+                report.line("MISMATCH", "{}: template {} does not exist".format(dst, rel))
+                continue
+        else:
+            report.line("note", "{}: {} is not OAI's (installed by its package); not checked".format(
+                dst, entry["src"]))
+            continue
+        for what, n, count in checks.edit_counts(template, entry.get("edits", [])):
+            report.line("MISMATCH", "{}: edit '{}' matches {} time(s), declared {}".format(dst, what, n, count))
+        edited = template
+        for edit in entry.get("edits", []):
+            edited = re.sub(edit["pattern"], edit["repl"], edited, count=edit.get("count", 0),
+                            flags=renderer.edit_flags(edit))
+        unfilled, absent = checks.placeholder_report(edited, entry.get("tokens", {}))
+        for token in unfilled:
+            report.line("MISMATCH", "{}: placeholder {} left unfilled".format(dst, token))
+        for token in absent:
+            report.line("MISMATCH", "{}: value for placeholder {} that the template does not have".format(
+                dst, token))
+        try:
+            text = renderer.render_text(entry, template, addrs, {"SGI": "ens3"})
+        except renderer.RenderError as e:
+            report.line("MISMATCH", "render: {}".format(e))
+            continue
+        check_output(report, comp, dst, text)
+
+
+def check_output(report, comp, dst, text):
+    base = os.path.basename(dst)
+    if base in LIBCONFIG_OUTPUTS and "/freeDiameter/" not in dst:
+        error = libconfig.parse(text)
+        if error:
+            report.line("MISMATCH", "{}: libconfig cannot parse it: {}".format(dst, error))
+        else:
+            report.line("ok", "{}: rendered, parsed by libconfig".format(dst))
+    elif dst.endswith(".json"):
+        try:
+            json.loads(text)
+            report.line("ok", "{}: rendered, valid JSON".format(dst))
+        except ValueError as e:
+            report.line("MISMATCH", "{}: not valid JSON: {}".format(dst, e))
+    else:
+        report.line("ok", "{}: rendered (freeDiameter/plain format, not parsed)".format(dst))
+    for path in checks.relative_paths(text):
+        first = path.split("/")[0]
+        if comp.workdir and first in comp.work_dirs:
+            report.line("ok", "{}: relative path {} -> {}/{} (created by oai-configure, the program starts "
+                              "there)".format(dst, path, comp.workdir, first))
+        else:
+            report.line("MISMATCH", "{}: relative path {} but {} does not start in a folder with {}/".format(
+                dst, path, comp.service, first))
+
+
+def check_build_flags(report, name, tree):
+    install_sh = vnfscript.load("oai/install.sh")
+    commands = checks.build_commands(install_sh, name)
+    if not commands:
+        report.line("MISMATCH", "install.sh has no build commands for {}".format(name))
+    for path, words in commands:
+        text = tree.read(path)
+        if text is None:
+            report.line("MISMATCH", "build script {} does not exist".format(path))
+            continue
+        bad = checks.flag_findings(text, words)
+        for b in bad:
+            report.line("MISMATCH", "{} {}: {}".format(path, " ".join(words), b))
+        if not bad:
+            report.line("ok", "{} {}: every option handled".format(path, " ".join(words)))
+
+
+def sources_text(tree, folders):
+    texts = []
+    for rel in tree.files(*folders):
+        if rel.endswith((".c", ".cpp", ".h", ".hpp")):
+            texts.append(tree.read(rel) or "")
+    return "\n".join(texts)
+
+
+def check_program_options(report, name, comp, tree):
+    values = comp.config_values(component_config(name), None)
+    used = [w for w in comp.run_argv(values)[1:] if w.startswith("-")]
+    if name == "hss":
+        used += checks.options_in(vnfscript.load("oai/configure-hss.sh"), '"$binary"')
+    text = sources_text(tree, PROGRAM_SOURCES[name])
+    for option in sorted(set(used)):
+        if checks.option_known(text, option):
+            report.line("ok", "{} {}: defined by the program".format(comp.program, option))
+        else:
+            report.line("MISMATCH", "{} {}: not an option of the program at this ref".format(comp.program, option))
+    if name == "hss":
+        provision = comp.provision_spec(values)["args"]
+        scripts = [("scripts/data_provisioning_users", [a for a in provision if a.startswith("--")]),
+                   ("scripts/data_provisioning_mme",
+                    checks.options_in(vnfscript.load("oai/configure-hss.sh"), 'data_provisioning_mme"'))]
+        for path, options in scripts:
+            script = tree.read(path) or ""
+            for option in options:
+                if checks.argparse_known(script, option):
+                    report.line("ok", "{} {}: defined".format(path, option))
+                else:
+                    report.line("MISMATCH", "{} {}: not an option of the script".format(path, option))
+
+
+def submodule_tree(src_root, url):
+    name = url.rstrip("/").rsplit("/", 1)[-1]
+    name = name[:-4] if name.endswith(".git") else name
+    path = os.path.join(src_root, "submodules", name)
+    return Tree(path) if os.path.exists(path) else None
+
+
+def check_submodules(report, tree, src_root):
+    modules = tree.read(".gitmodules")
+    if not modules:
+        return
+    urls = dict(re.findall(r"path\s*=\s*(\S+)\s*\n\s*url\s*=\s*(\S+)", modules))
+    links = tree.gitlinks()
+    subs = {}
+    for path, sha in sorted(links.items()):
+        sub = submodule_tree(src_root, urls.get(path, ""))
+        name = path.rsplit("/", 1)[-1]
+        subs[name] = (sub, sha, path)
+        if sub is None:
+            report.line("MISMATCH", "submodule {} ({}): no repository in OAI_SRC/submodules".format(
+                path, urls.get(path)))
+        elif sub.has_commit(sha):
+            report.line("ok", "submodule {} pinned at {} exists upstream".format(path, sha[:12]))
+        else:
+            report.line("MISMATCH", "submodule {}: the pinned commit {} is not upstream".format(path, sha))
+    pattern = checks.pull_pattern(vnfscript.load("oai/oai-lib.sh"))
+    patches = set()
+    for rel in tree.files(*HELPER_FOLDERS):
+        text = tree.read(rel) or ""
+        for _, line_no, which, branch, line in checks.submodule_pulls(rel, text):
+            targets = list(subs) if which == "*" else [which]
+            missing = [t for t in targets if t in subs and subs[t][0] is not None and not subs[t][0].has_branch(branch)]
+            neutral = pattern is not None and pattern.search(line) is not None
+            where = "{}:{} `{}`".format(rel, line_no, line)
+            if missing and not neutral:
+                report.line("MISMATCH", "{}: no branch {} in {}".format(where, branch, ", ".join(missing)))
+            elif missing:
+                report.line("ok", "{}: needs branch {} that {} lack(s); the charm replaces this pull with the "
+                                  "pinned commits".format(where, branch, ", ".join(missing)))
+            elif neutral:
+                report.line("ok", "{}: replaced by the charm with the pinned commits".format(where))
+            else:
+                report.line("ok", "{}: branch {} exists in {}".format(where, branch, ", ".join(targets)))
+        for name, patch in checks.patch_applications(rel, text):
+            if (name, patch) not in patches:
+                patches.add((name, patch))
+                check_patch(report, tree, subs.get(name), name, patch, rel)
+
+
+def check_patch(report, tree, sub, name, patch, helper):
+    if sub is None or sub[0] is None:
+        report.line("MISMATCH", "{}: patch {} for unknown submodule {}".format(helper, patch, name))
+        return
+    text = tree.read(patch)
+    if text is None:
+        report.line("MISMATCH", "{}: patch {} does not exist".format(helper, patch))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        sub[0].extract(sub[1], tmp)
+        with open(os.path.join(tmp, ".oai.patch"), "w") as f:
+            f.write(text)
+        result = subprocess.run(["git", "apply", "--check", "-p1", ".oai.patch"], cwd=tmp,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if result.returncode == 0:
+        report.line("ok", "{} applies to {} at the pinned {}".format(patch, name, sub[1][:12]))
+    else:
+        report.line("MISMATCH", "{} does not apply to {} at {}: {}".format(
+            patch, name, sub[1][:12], result.stderr.decode().strip()[:200]))
+
+
+def check_component(report, name, comp, src_root, renderer):
+    tree = Tree(os.path.join(src_root, name), comp.ref)
+    print("{} {} @ {} -> {}{}".format(name, comp.repository, comp.ref, tree.commit,
+                                      "" if tree.resolved_from != "HEAD" else " (HEAD of the checkout)"))
+    check_render(report, name, comp, tree, renderer)
+    check_build_flags(report, name, tree)
+    check_program_options(report, name, comp, tree)
+    check_submodules(report, tree, src_root)
+    if name == "enb":
+        check_ue(report, comp, tree, renderer)
+    return tree.commit
+
+
+def check_ue(report, comp, tree, renderer):
+    """The eNB charm's optional UE: its SIM from OAI's UE template, the UE's and conf2uedata's options."""
+    config = component_config("enb")
+    values = oai_ue.values(config)
+    for entry in oai_ue.sim_spec(values)["files"]:
+        template = tree.read(entry["src"][len(comp.source_dir) + 1:])
+        if template is None:
+            report.line("MISMATCH", "UE template {} does not exist".format(entry["src"]))
+            continue
+        for what, n, count in checks.edit_counts(template, entry["edits"]):
+            report.line("MISMATCH", "{}: edit '{}' matches {} time(s), declared {}".format(
+                entry["dst"], what, n, count))
+        try:
+            check_output(report, comp, entry["dst"], renderer.render_text(entry, template, [], {}))
+        except renderer.RenderError as e:
+            report.line("MISMATCH", "render: {}".format(e))
+    ue_sh = vnfscript.load("oai/ue.sh")
+    text = sources_text(tree, PROGRAM_SOURCES["enb"])
+    for option in sorted(set(checks.options_in(ue_sh, "./lte-uesoftmodem"))):
+        kind = "ok" if checks.option_known(text, option) else "MISMATCH"
+        report.line(kind, "lte-uesoftmodem {}: {}".format(option, "defined by the program" if kind == "ok"
+                                                          else "not an option of the program at this ref"))
+    tool = sources_text(tree, ["openair3/NAS/TOOLS"])
+    for option in sorted(set(checks.options_in(ue_sh, 'conf2uedata"'))):
+        kind = "ok" if checks.option_known(tool, option) else "MISMATCH"
+        report.line(kind, "conf2uedata {}: {}".format(option, "defined" if kind == "ok" else "not an option"))
+
+
+def clone_sources(dest):
+    """Bare clones of the pinned repositories (and the HSS's submodules); None if impossible."""
+    os.makedirs(os.path.join(dest, "submodules"), exist_ok=True)
+    for name, comp in COMPONENTS:
+        target = os.path.join(dest, name)
+        if not os.path.exists(target):
+            result = subprocess.run(["git", "clone", "-q", "--mirror", comp.repository, target],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=1800)
+            if result.returncode != 0:
+                return "cannot clone {}: {}".format(comp.repository, result.stderr.decode().strip()[-200:])
+    modules = Tree(os.path.join(dest, "hss"), oai_hss.COMPONENT.ref).read(".gitmodules") or ""
+    for url in re.findall(r"url\s*=\s*(\S+)", modules):
+        target = os.path.join(dest, "submodules", url.rstrip("/").rsplit("/", 1)[-1].replace(".git", ""))
+        if not os.path.exists(target):
+            result = subprocess.run(["git", "clone", "-q", "--mirror", url, target],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=1800)
+            if result.returncode != 0:
+                return "cannot clone {}: {}".format(url, result.stderr.decode().strip()[-200:])
+    return None
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--src", default="", help="OAI_SRC: one repository per component (see layout.py)")
+    parser.add_argument("--clone-to", default="build/oai-src", help="where to clone when --src is not given")
+    args = parser.parse_args(argv)
+    src = args.src
+    if not src:
+        print("OAI_SRC not given: cloning the pinned repositories into {} (needs the internet)".format(args.clone_to))
+        why = clone_sources(args.clone_to)
+        if why:
+            print("not run: no OAI sources ({})".format(why))
+            return 2
+        src = args.clone_to
+    if not all(os.path.exists(os.path.join(src, n)) for n, _ in COMPONENTS):
+        missing = [n for n, _ in COMPONENTS if not os.path.exists(os.path.join(src, n))]
+        print("not run: no OAI sources ({} lacks {})".format(src, ", ".join(missing)))
+        return 2
+    try:
+        libconfig.parse("a = 1;")
+    except libconfig.Unavailable as e:
+        print("not run: {}".format(e))
+        return 2
+    renderer = load_renderer()
+    report = Report()
+    commits = {}
+    try:
+        for name, comp in COMPONENTS:
+            commits[name] = check_component(report, name, comp, src, renderer)
+    except SourceError as e:
+        print("not run: {}".format(e))
+        return 2
+    print("")
+    print("commits: " + ", ".join("{} {}".format(n, c[:12]) for n, c in commits.items()))
+    if report.mismatches:
+        print("oai-conformance: {} mismatch(es)".format(report.mismatches))
+        return 1
+    print("oai-conformance: no mismatch")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""The pure parts of `make oai-conformance` (scripts/oai_conformance); the target itself needs OAI's
+sources and is not part of `make test`."""
+
+import pytest
+from oai_conformance import __main__ as conformance
+from oai_conformance import checks, libconfig
+
+from vpnaas import vnfscript
+
+BUILD_MME = """\
+      -c | --clean)
+        clean=1 ;;
+      -i | --check-installed-software)
+        install=1 ;;
+      -w | --hardware)
+        case "$2" in "USRP" | "SIMU") HW=$2 ;; esac ;;
+"""
+
+
+def test_placeholders_unfilled_and_absent():
+    unfilled, absent = checks.placeholder_report('A = "@A@"; B = "@B@";', {"@A@": "1", "@C@": "3"})
+    assert unfilled == ["@B@"] and absent == ["@C@"]
+
+
+def test_edit_that_matches_more_often_than_declared_is_reported():
+    edit = {"pattern": r"tac = \d+;", "repl": "tac = 1;", "count": 1, "what": "tac"}
+    assert checks.edit_counts("tac = 5;", [edit]) == []
+    assert checks.edit_counts("tac = 5; tac = 6;", [edit]) == [("tac", 2, 1)]
+    assert checks.edit_counts("nothing", [edit]) == [("tac", 0, 1)]
+    optional = dict(edit, required=False)
+    assert checks.edit_counts("nothing", [optional]) == []
+
+
+def test_build_commands_are_read_from_the_shipped_install_script():
+    install = vnfscript.load("oai/install.sh")
+    assert checks.build_commands(install, "mme") == [
+        ("scripts/build_mme", ["--check-installed-software", "--force"]),
+        ("scripts/build_mme", ["--clean"]),
+    ]
+    assert checks.build_commands(install, "enb")[1] == ("cmake_targets/build_oai", ["-w", "SIMU", "--UE", "--eNB"])
+    assert checks.build_commands(install, "spgwu")[1] == ("build/scripts/build_spgwu",
+                                                          ["-c", "-V", "-b", "Debug", "-j"])
+
+
+def test_build_flags_against_case_labels():
+    assert checks.flag_findings(BUILD_MME, ["--clean", "-i", "-w", "SIMU"]) == []
+    assert checks.flag_findings(BUILD_MME, ["--force", "-w", "LMSSDR"]) == [
+        "option --force is not handled", "value LMSSDR is not accepted"]
+
+
+def test_program_options_from_getopt_and_option_tables():
+    source = ('c = getopt_long(argc, argv, "hj:q", long_options, &i);\n'
+              '{ "onlyloadkey", no_argument, NULL, \'q\' },\n'
+              'if ( argv[i][1] == \'O\' && i < (argc -1)) {\n')
+    assert checks.option_known(source, "-j") and checks.option_known(source, "--onlyloadkey")
+    assert checks.option_known(source, "-O")
+    assert checks.option_known('{"C" ,  CONFIG_HLP_DLF, 0, uptr:&f},', "-C")  # a configuration-module table
+    assert checks.option_known('const char options[]="c:o:h";\ngetopt(argc, argv, options)', "-o")
+    assert not checks.option_known(source, "-c") and not checks.option_known(source, "--reloadkey")
+
+
+def test_options_on_the_charms_command_lines():
+    text = '"$src/scripts/data_provisioning_mme" --id 3 --realm "$realm" \\\n  -C "$ip" >> "$log"\n'
+    assert checks.options_in(text, 'data_provisioning_mme"') == ["--id", "--realm", "-C"]
+    assert checks.argparse_known("parser.add_argument('-C', '--cassandra-cluster')", "-C")
+
+
+def test_submodule_pulls_and_who_they_concern():
+    helper = ("init() {\n  echo \"git submodule foreach git pull origin master\"\n"
+              "  git submodule foreach git pull origin master\n}\n"
+              "fd() {\n  pushd $DIR/build/git_submodules/freeDiameter\n  git pull origin master\n"
+              "  patch -p1 <  $DIR/build/patches/0001-fd.patch\n  popd\n}\n"
+              "top() {\n  git pull origin develop\n}\n")
+    pulls = [(which, branch) for _, _, which, branch, _ in checks.submodule_pulls("h", helper)]
+    assert pulls == [("*", "master"), ("freeDiameter", "master")]  # echo lines and the top level left out
+    assert checks.patch_applications("h", helper) == [("freeDiameter", "build/patches/0001-fd.patch")]
+
+
+def test_the_charm_replaces_every_pull_it_finds():
+    pattern = checks.pull_pattern(vnfscript.load("oai/oai-lib.sh"))
+    for line in ("git submodule foreach git pull origin master", "git pull origin master",
+                 "git submodule foreach --recursive git pull origin main"):
+        assert pattern.search(line)
+
+
+def test_relative_paths_in_outputs():
+    text = '"logname": "logs/hss.log",\n"fdcfg": "/usr/local/etc/oai/x.conf",\nRANGE = "12.1.1.2 - 12.1.1.9";\n' \
+           'ossfile = "conf/oss.json";'
+    assert checks.relative_paths(text) == ["conf/oss.json", "logs/hss.log"]
+
+
+def test_libconfig_parser_is_libconfig_itself():
+    assert libconfig.parse('a = "x"; b = { c = (1, 2); };') is None
+    # An unquoted address (what a filled-in @cassandra_Server_IP@ gives) is not libconfig.
+    assert libconfig.parse("A :\n{\nip = 172.16.6.129;\n};\n") == "line 3: syntax error"
+
+
+def test_without_sources_it_says_not_run(tmp_path, capsys):
+    assert conformance.main(["--src", str(tmp_path)]) == 2
+    assert capsys.readouterr().out.startswith("not run: no OAI sources")
+
+
+@pytest.mark.parametrize("name,comp", conformance.COMPONENTS)
+def test_params_file_is_complete(name, comp):
+    comp.config_values(conformance.component_config(name), None)  # raises InvalidValue otherwise
+    assert comp.render_spec(comp.config_values(conformance.component_config(name), None))["files"]
