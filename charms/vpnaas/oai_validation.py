@@ -7,62 +7,53 @@ VNF. Secrets (LTE K/OP) are checked without ever putting the value into a messag
 
 import ipaddress
 import re
+from typing import Any
 
-from vpnaas.validation import InvalidValue
+from vpnaas import validation
+from vpnaas.validation import InvalidValue, excerpt
 
 _REALM = re.compile(
-    r"^(?=.{3,200}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$"
+    r"(?=.{3,200}\Z)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+"
 )
-_REPO = re.compile(r"^(?:https://|http://|git://|ssh://)[A-Za-z0-9._~:/@%+-]{3,300}$")
-_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")
-_HEX32 = re.compile(r"^[0-9A-Fa-f]{32}$")
-_IFNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$")
+_REPO = re.compile(r"(?:https://|http://|git://|ssh://)[A-Za-z0-9._~:/@%+-]{3,300}")
+_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,127}")
+_HEX32 = re.compile(r"[0-9A-Fa-f]{32}")
+_IFNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}")
 
 
-def _text(value, what):
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise InvalidValue("{}: expected text, got {}".format(what, type(value).__name__))
-    return value.strip()
+def _text(value: Any, what: str) -> str:
+    """Printable ASCII without surrounding spaces (``validation``'s rule); None is empty."""
+    return "" if value is None else validation.word(value, what)
 
 
 def realm(value, what="realm"):
     value = _text(value, what)
-    if not _REALM.match(value):
-        raise InvalidValue("{}: {!r} is not a lower-case DNS domain such as ntnu.no".format(what, value[:80]))
+    if not _REALM.fullmatch(value):
+        raise InvalidValue("{}: {} is not a lower-case DNS domain such as ntnu.no".format(what, excerpt(value)))
     return value
 
 
 def digits(value, what, low_len, high_len):
     value = _text(str(value) if isinstance(value, int) and not isinstance(value, bool) else value, what)
-    if not re.match(r"^[0-9]{%d,%d}$" % (low_len, high_len), value):
-        raise InvalidValue(
-            "{}: {!r} must be {} digits".format(
-                what, value[:40], low_len if low_len == high_len else "{}-{}".format(low_len, high_len)
-            )
-        )
+    if not re.fullmatch(r"[0-9]{%d,%d}" % (low_len, high_len), value):
+        count = low_len if low_len == high_len else "{}-{}".format(low_len, high_len)
+        raise InvalidValue("{}: {} must be {} digits".format(what, excerpt(value), count))
     return value
 
 
-def integer(value, what, low, high):
-    if isinstance(value, bool):
-        raise InvalidValue("{}: expected a number".format(what))
-    try:
-        number = int(str(value).strip())
-    except ValueError:
-        raise InvalidValue("{}: {!r} is not a number".format(what, str(value)[:40])) from None
-    if not low <= number <= high:
-        raise InvalidValue("{}: {} is outside {}-{}".format(what, number, low, high))
-    return number
+integer = validation.integer
 
 
 def secret_hex32(value, what):
-    """An LTE key (K or OP): 32 hex digits. The value never appears in the message."""
-    value = _text(value, what)
+    """An LTE key (K or OP): 32 hex digits. The value never appears in a message, not even in part."""
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise InvalidValue("{}: expected text, got {}".format(what, type(value).__name__))
+    value = value.strip(" ")
     if not value:
         raise InvalidValue("{}: not set (32 hex digits are needed)".format(what))
-    if not _HEX32.match(value):
+    if not _HEX32.fullmatch(value):
         raise InvalidValue(
             "{}: must be 32 hex digits (got {} characters{})".format(
                 what, len(value), "" if len(value) != 32 else " with a non-hex digit"
@@ -73,53 +64,46 @@ def secret_hex32(value, what):
 
 def repository(value, what="oai-repository"):
     value = _text(value, what)
-    if not _REPO.match(value) or ".." in value:
-        raise InvalidValue(
-            "{}: {!r} is not a plain git URL (https://, git:// or ssh://, no spaces or quotes)".format(
-                what, value[:120]
-            )
-        )
+    if not _REPO.fullmatch(value) or ".." in value:
+        raise InvalidValue("{}: {} is not a plain git URL (https://, git:// or ssh://, no spaces or quotes)"
+                           .format(what, excerpt(value)))
     return value
 
 
 def apt_series(value, what):
     """A release series of an apt repository such as Cassandra's 311x."""
     value = _text(value, what)
-    if not re.match(r"^[0-9]{2,3}x$", value):
-        raise InvalidValue("{}: {!r} is not a release series such as 311x or 40x".format(what, value[:40]))
+    if not re.fullmatch(r"[0-9]{2,3}x", value):
+        raise InvalidValue("{}: {} is not a release series such as 311x or 40x".format(what, excerpt(value)))
     return value
 
 
 def https_url(value, what):
     value = _text(value, what)
-    if not re.match(r"^https://[A-Za-z0-9._~:/@%+-]{3,300}$", value) or ".." in value:
-        raise InvalidValue("{}: {!r} is not a plain https:// URL".format(what, value[:120]))
+    if not re.fullmatch(r"https://[A-Za-z0-9._~:/@%+-]{3,300}", value) or ".." in value:
+        raise InvalidValue("{}: {} is not a plain https:// URL".format(what, excerpt(value)))
     return value
 
 
 def git_ref(value, what="oai-ref"):
     value = _text(value, what)
-    if not _REF.match(value) or ".." in value or value.endswith((".lock", "/", ".")) or "//" in value:
-        raise InvalidValue("{}: {!r} is not a git commit, tag or branch name".format(what, value[:80]))
+    if not _REF.fullmatch(value) or ".." in value or value.endswith((".lock", "/", ".")) or "//" in value:
+        raise InvalidValue("{}: {} is not a git commit, tag or branch name".format(what, excerpt(value)))
     return value
 
 
-def ipv4(value, what):
-    value = _text(value, what)
-    try:
-        return str(ipaddress.IPv4Address(value))
-    except ValueError:
-        raise InvalidValue("{}: {!r} is not an IPv4 address".format(what, value[:80])) from None
+def ipv4(value: Any, what: str) -> str:
+    """An IPv4 address in the strict grammar (no leading zeros, whatever the Python version)."""
+    address = validation.ip_address(_text(value, what), what)
+    if address.version != 4:
+        raise InvalidValue("{}: {} is not an IPv4 address".format(what, excerpt(str(address))))
+    return str(address)
 
 
-def ipv4_pool(value, what):
-    value = _text(value, what)
-    try:
-        net = ipaddress.IPv4Network(value, strict=True)
-    except ValueError:
-        raise InvalidValue(
-            "{}: {!r} is not an IPv4 prefix such as 12.1.1.0/24".format(what, value[:80])
-        ) from None
+def ipv4_pool(value: Any, what: str) -> ipaddress.IPv4Network:
+    net = validation.prefix(_text(value, what), what)
+    if not isinstance(net, ipaddress.IPv4Network) or "/" not in _text(value, what):
+        raise InvalidValue("{}: {} is not an IPv4 prefix such as 12.1.1.0/24".format(what, excerpt(str(value))))
     if net.prefixlen > 29:
         raise InvalidValue("{}: {} is too small for a UE pool (at most /29)".format(what, net))
     return net
@@ -127,6 +111,6 @@ def ipv4_pool(value, what):
 
 def interface_name(value, what):
     value = _text(value, what)
-    if value and not _IFNAME.match(value):
-        raise InvalidValue("{}: {!r} is not a network interface name".format(what, value[:40]))
+    if value and not _IFNAME.fullmatch(value):
+        raise InvalidValue("{}: {} is not a network interface name".format(what, excerpt(value)))
     return value

@@ -61,7 +61,7 @@ def _text(value: Any, what: str) -> str:
     return value.strip(" ")
 
 
-def _word(value: Any, what: str) -> str:
+def word(value: Any, what: str) -> str:
     """Printable text that is one word (no spaces inside)."""
     value = _text(value, what)
     if " " in value:
@@ -76,7 +76,7 @@ def integer(value: Any, what: str, low: int, high: int) -> int:
     if isinstance(value, int):
         number = value
     else:
-        text = _word(str(value), what)
+        text = word(str(value), what)
         if not re.fullmatch(r"-?[0-9]{1,10}", text):
             raise InvalidValue("{}: {} is not a number".format(what, excerpt(text)))
         number = int(text)
@@ -93,7 +93,7 @@ def port(value: Any, what: str = "port") -> int:
 
 def public_key(value: Any, what: str = "public key") -> str:
     """A WireGuard key: 32 bytes in canonical standard base64, i.e. 44 characters ending in '='."""
-    value = _word(value, what)
+    value = word(value, what)
     if not _WG_KEY.fullmatch(value):
         raise InvalidValue("{}: a WireGuard key is 44 base64 characters ending in '=' (got {})"
                            .format(what, excerpt(value)))
@@ -106,7 +106,7 @@ def public_key(value: Any, what: str = "public key") -> str:
 
 def ip_address(value: Any, what: str = "address") -> Address:
     """An IPv4 address in dotted decimal (no leading zeros) or an IPv6 address (no scope id)."""
-    value = _word(value, what)
+    value = word(value, what)
     if _IPV4.fullmatch(value):
         return ipaddress.IPv4Address(value)
     if _IPV6_CHARS.fullmatch(value) and ":" in value:
@@ -123,7 +123,7 @@ def ip_address(value: Any, what: str = "address") -> Address:
 
 
 def _split_prefix(value: Any, what: str) -> Tuple[Address, Optional[int]]:
-    value = _word(value, what)
+    value = word(value, what)
     address, sep, length = value.partition("/")
     if not sep:
         return ip_address(address, what), None
@@ -188,7 +188,7 @@ def service_address_list(value: Any, what: str = "service addresses") -> List[In
 
 def host(value: Any, what: str = "host") -> str:
     """An IP address or a DNS name; nothing else (no spaces, quotes, scope ids or shell syntax)."""
-    value = _word(value, what)
+    value = word(value, what)
     if not value:
         raise InvalidValue("{}: empty".format(what))
     if ":" in value or _IPV4.fullmatch(value):
@@ -200,7 +200,7 @@ def host(value: Any, what: str = "host") -> str:
 
 def endpoint(value: Any, what: str = "endpoint") -> Tuple[str, int]:
     """host:port, or [v6]:port. Returns (host, port) in canonical form."""
-    value = _word(value, what)
+    value = word(value, what)
     if value.startswith("["):
         host_part, sep, port_part = value[1:].partition("]:")
         if not sep:
@@ -221,7 +221,7 @@ def format_endpoint(host_value: str, port_value: int) -> str:
 
 def endpoint_name(value: Any, what: str = "device") -> str:
     """A relation endpoint name that can become a device name wg-<name> (at most 15 bytes)."""
-    value = _word(value, what)
+    value = word(value, what)
     if not _ENDPOINT_NAME.fullmatch(value):
         raise InvalidValue("{}: {} must be 1-12 lower-case letters, digits or '-', starting with a letter"
                            .format(what, excerpt(value)))
@@ -236,7 +236,7 @@ def ssh_hostname(value: Any) -> str:
 
 def login_name(value: Any, what: str = "user name") -> str:
     """A POSIX login name (what useradd accepts by default)."""
-    value = _word(value, what)
+    value = word(value, what)
     if not re.fullmatch(r"[a-z_][a-z0-9_-]{0,31}", value):
         raise InvalidValue("{}: {} is not a login name".format(what, excerpt(value)))
     return value

@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from vpnaas import oai_validation as ov
 from vpnaas import plan as planning
 from vpnaas import policy, relation_data, validation, vnfscript, wgconfig
 
@@ -48,6 +49,12 @@ VALIDATORS = [
     ("prefix_list", validation.prefix_list), ("service_address_list", validation.service_address_list),
     ("host", validation.host), ("endpoint", validation.endpoint), ("endpoint_name", validation.endpoint_name),
     ("ssh_hostname", validation.ssh_hostname), ("port", validation.port),
+    ("login_name", validation.login_name),
+    # the OAI components' options
+    ("oai realm", ov.realm), ("oai digits", lambda v: ov.digits(v, "mcc", 3, 3)),
+    ("oai repository", ov.repository), ("oai git_ref", ov.git_ref), ("oai https_url", lambda v: ov.https_url(v, "u")),
+    ("oai apt_series", lambda v: ov.apt_series(v, "s")), ("oai ipv4", lambda v: ov.ipv4(v, "a")),
+    ("oai ipv4_pool", lambda v: ov.ipv4_pool(v, "p")), ("oai interface_name", lambda v: ov.interface_name(v, "i")),
 ]
 SAFE = re.compile(r"[\x21-\x7e]*")
 
@@ -80,8 +87,10 @@ def test_every_validator_refuses_or_returns_only_safe_words(name, check, value):
 @pytest.mark.parametrize("value", [None, 1, 2.5, [], {}, b"10.0.0.1", True])
 @pytest.mark.parametrize("name, check", VALIDATORS)
 def test_non_text_values_are_refused(name, check, value):
-    if name == "port" and type(value) is int:
+    if name in ("port", "oai digits") and type(value) is int:
         return  # Juju hands int options as numbers
+    if name.startswith("oai") and value is None:
+        return  # an unset OAI option is empty text (refused or allowed by the option itself)
     with pytest.raises(validation.InvalidValue):
         check(value)
 
@@ -284,3 +293,19 @@ def test_ipaddress_of_this_python_is_not_what_refuses_scope_ids():
 def test_without_an_allowance_a_peer_may_announce_single_addresses_only():
     plan_ = a_plan({"s6a": [{"hss/0": bag(GOOD_KEY, prefixes="172.16.6.0/24")}]})
     assert routed(plan_) == ["10.250.1.2/32"] and "only single addresses" in plan_.device("s6a").problems[0]
+
+
+@pytest.mark.parametrize("value", HOSTILE + ["0123456789abcdef0123456789abcdeX", "0123456789abcdef\n0123456789abcde"])
+def test_an_lte_key_never_appears_in_a_message(value):
+    try:
+        ov.secret_hex32(value, "lte-k")
+    except validation.InvalidValue as e:
+        for i in range(0, max(1, len(value) - 7)):
+            assert value[i:i + 8] not in str(e)
+
+
+def test_oai_ipv4_is_the_strict_grammar_on_every_python():
+    for bad in ("010.0.0.1", "10.0.0.1%x", "10.0.0.1\n"):
+        with pytest.raises(validation.InvalidValue):
+            ov.ipv4(bad, "mme-address")
+    assert ov.ipv4(" 10.0.0.1 ", "mme-address") == "10.0.0.1"
