@@ -5,7 +5,7 @@ builds need the internet and are SKIPPED. What can run is the eNB charm's own co
 1. its real ``ue-attach`` action, which must refuse with its own message (no lte-uesoftmodem);
    an attach is never claimed;
 2. its real ``ue-iperf`` action (ping and iperf3 -J from the UE's address, the charm parsing the
-   result), from a stand-in "UE interface": a dummy device named like OAI's (oaitun_ue1) holding
+   result), from a stand-in "UE interface": a veth device named like OAI's (oaitun_ue1) holding
    the eNB's own S1-U service address, to an iperf3 server on the SPGW-U's S1-U service address.
    That path is the eNB's end of S1-U through wg-s1u (or the plain S1-U link in the NS without
    WireGuard) to the SPGW-U -- no radio, no GTP-U, no SGi -- and the report says so.
@@ -40,10 +40,13 @@ def run(tb, r, seconds, progress):
     progress("UE {}: ue-attach on {} (the charm's action; no OAI build here, so it must refuse)".format(LABEL, enb))
     out["ue-attach"] = _failed_or_results(model.run_action(enb + "/0", "ue-attach"))
     vnf = tb.vnfs[enb]
-    vnf.exec(["ip", "link", "add", UE_IF, "type", "dummy"])
+    # A veth pair inside the eNB's namespace (the testbed's kernel may lack the dummy module; a
+    # TUN device without its program has no carrier): oaitun_ue1 is up and holds the address.
+    vnf.exec(["ip", "link", "add", UE_IF, "type", "veth", "peer", "name", UE_IF + "p"])
     srv = None
     try:
         vnf.exec(["ip", "addr", "add", ue_addr + "/32", "dev", UE_IF])
+        vnf.exec(["ip", "link", "set", UE_IF + "p", "up"])
         vnf.exec(["ip", "link", "set", UE_IF, "up"])
         srv = tb.vnfs[spgwu].popen(measure_parse.iperf3_server_cmd(server, one_off=True),
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
