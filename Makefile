@@ -92,7 +92,7 @@ bench: deps venv charms-local wireguard-go ## repeated data-plane and convergenc
 deploy-tools: venv ## install the openstack CLI (python-openstackclient) into .venv for make deploy
 	$(VENV)/bin/pip install -q -r requirements-deploy.txt
 
-deploy: venv deploy-tools packages ## prepare MicroStack, onboard and instantiate NS=$(NS) with OSM, wait until tunnels are up
+deploy: venv deploy-tools packages ## prepare MicroStack, onboard and instantiate NS=$(NS) with OSM, wait until tunnels are up, attach and measure the UE (UE=0 skips)
 	$(PY) -m deploy deploy --ns $(NS)
 
 onboard: venv packages ## onboard every package into OSM (updates existing ones)

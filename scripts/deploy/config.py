@@ -57,6 +57,10 @@ DEFAULTS = {
     "PING_COUNT": "1000",
     "PING_INTERVAL": "0.2",
     "MEASURE_MSS_S6A": "1362",
+    # The UE at the end of make deploy (deploy/ue.py): 0 skips it.
+    "UE": "1",
+    "UE_ATTACH_TIMEOUT": "600",
+    "UE_IPERF_SECONDS": "10",
 }
 
 #: Values never printed: redacted wherever a command line or message is shown.

@@ -4,7 +4,7 @@ import json
 import os
 import time
 
-from deploy import microstack, prereq
+from deploy import microstack, prereq, ue
 from deploy.catalog import tunnels
 from deploy.microstack import Site, flavors_for, images_for
 from deploy.osm import Osm
@@ -165,7 +165,7 @@ def prepare(ctx, variant_name=None):
 
 def deploy(ctx, variant_name):
     cfg, runner = ctx.cfg, ctx.runner
-    progress = Progress(runner, 9)
+    progress = Progress(runner, 10)
     progress.step("catalog, variant {} and its params".format(variant_name))
     variant = ctx.catalog.variant(variant_name)
     rendered = render_all(ctx, variant)
@@ -213,12 +213,16 @@ def deploy(ctx, variant_name):
         wait_nsi_ready(ctx, runner, progress, osm, names)
 
     progress.step("waiting for every tunnel to report a recent handshake (tunnel-status)")
-    ns_tunnels = [(ns, t) for ns, t, _ in ns_tunnels_for(ctx, osm, variant, names) if t]
+    instances = ns_tunnels_for(ctx, osm, variant, names)
+    ns_tunnels = [(ns, t) for ns, t, _ in instances if t]
     if not ns_tunnels:
         progress.note("this variant has no WireGuard tunnels")
         reports = {}
     else:
         reports = wait_tunnels(runner, progress, osm, ns_tunnels, cfg)
+
+    progress.step("the UE: attach, the MME's view, throughput and RTT through S1-U")
+    ues = run_ues(ctx, osm, instances, rendered, progress)
 
     progress.step("summary")
     seconds = None
@@ -232,6 +236,7 @@ def deploy(ctx, variant_name):
         "instances": names,
         "vim_accounts": [cfg.vim_account(s) for s in sites],
         "tunnels": reports,
+        "ue": ues,
         "seconds_to_all_tunnels_up": seconds,
         "elapsed_seconds": round(progress.elapsed(), 1),
     }
@@ -242,7 +247,28 @@ def deploy(ctx, variant_name):
         with open(path, "w") as f:
             json.dump(summary, f, indent=2, sort_keys=True)
         runner.say("status written to {}".format(os.path.relpath(path, cfg.root)))
+    failed = ["{}: {}".format(ns, r["error"]) for ns, r in ues.items() if "error" in r]
+    if failed:
+        raise DeployError("the NS is up but its UE failed: " + "; ".join(failed))
     return summary
+
+
+def run_ues(ctx, osm, instances, rendered, progress):
+    """{ns: UE result} (deploy/ue.py); UE=0 skips it. A failing UE is recorded, not raised, so that
+    the summary and status.json are written first."""
+    if not ctx.cfg.flag("UE"):
+        progress.note("skipped (UE=0)")
+        return {}
+    out = {}
+    for index, (ns, ns_tunnels, _) in enumerate(instances):
+        data = rendered[index][1] if len(rendered) > 1 else rendered[0][1]
+        try:
+            out[ns] = ue.run_ue(ctx.cfg, osm, ns, data, progress)
+        except ue.UeError as exc:
+            out[ns] = {"error": ctx.runner.redact(str(exc))}
+            progress.note("{}: UE FAILED: {}".format(ns, out[ns]["error"]))
+        out[ns]["wireguard"] = bool(ns_tunnels)
+    return out
 
 
 def wait_nsi_ready(ctx, runner, progress, osm, names):
@@ -283,6 +309,9 @@ def print_summary(runner, summary):
             runner.say(
                 "  {} {:5} {:4} handshake ages (s) {}".format(ns, rp, "up" if info["up"] else "DOWN", ages)
             )
+    for ns, result in sorted(summary.get("ue", {}).items()):
+        for line in ue.describe(ns, result, result.get("wireguard")):
+            runner.say(line)
     if summary["seconds_to_all_tunnels_up"] is not None:
         runner.say(
             "  seconds from instantiation to all tunnels up: {}".format(summary["seconds_to_all_tunnels_up"])

@@ -7,7 +7,9 @@
    VNF's tunnels have a handshake.
 2. Per reference point: handshake, a capture of the underlay while a plaintext probe crosses the
    tunnel, iperf3 and ping with and without WireGuard, next to the thesis' numbers.
-3. build/demo/report.json, report.png, and a table; then everything is torn down, also on Ctrl-C
+3. The UE: a stand-in, reported as one (ue_standin.py): the eNB charm's real ue-attach refuses
+   (no OAI build), its real ue-iperf measures the eNB's end of S1-U to the SPGW-U.
+4. build/demo/report.json, report.png, and a table; then everything is torn down, also on Ctrl-C
    or failure.
 """
 import argparse
@@ -23,7 +25,7 @@ import time
 import measure_parse
 
 from bundle import BUILD_DIR, build_charms
-from testbed import capture, lcm, measure, nsmodel, report, standin, thesis, vca, vim
+from testbed import capture, lcm, measure, nsmodel, report, standin, thesis, ue_standin, vca, vim
 
 OUT_DIR = os.path.join(BUILD_DIR, "demo")
 HANDSHAKE_TIMEOUT = 60
@@ -212,6 +214,7 @@ def _check_and_measure(tb, r, seconds, pings, out_dir, progress):
             only_wireguard=(not judged["non_wireguard"] and judged["packets"] > 0) if judged else None,
             captured_packets=judged["packets"] if judged else None,
             thesis=thesis.values(rp.name), **entry)
+    r["ue"] = ue_standin.run(tb, r, seconds, progress)
     skipped = [{"vnf": v, "primitive": p, "reason": why} for v, p, why in r["lcm"].skipped]
     status = {u: r["model"].status(u) for u in r["model"].units()}
     r["skipped"], r["status"] = skipped, status
@@ -251,7 +254,7 @@ def _final_report(results):
         per_instance[name] = measure_parse.build_report(
             r["entries"], seconds_to_all_tunnels_up=(round(r["timing"]["seconds"], 2) if r["timing"] else None),
             ns=results["ns"] if len(results["instances"]) == 1 else name, descriptor_id=r["inst"].descriptor_id,
-            wireguard=results["wireguard"], skipped_primitives=r["skipped"],
+            wireguard=results["wireguard"], skipped_primitives=r["skipped"], ue=r.get("ue"),
             unit_status={u: list(s) for u, s in r["status"].items()})
     if len(per_instance) == 1:
         return next(iter(per_instance.values()))
@@ -300,6 +303,8 @@ def main(argv=None):
             print("all tunnels up {:.1f} s after the last config primitive".format(r["seconds_to_all_tunnels_up"]))
         for s in r.get("skipped_primitives", []):
             print("SKIPPED {} on {}: {}".format(s["primitive"], s["vnf"], s["reason"]))
+        if r.get("ue"):
+            print(ue_standin.describe(r["ue"]))
     if "simultaneous" in rep:
         print("\nslices under simultaneous load (WireGuard path, Mbit/s / ms):")
         for rp, per in rep["simultaneous"].items():

@@ -35,6 +35,8 @@ LINKS = {
 }
 SECRET_K = "8baf473f2f8fd09487cccbd7097c6862"
 SECRET_OP = "11111111111111111111111111111111"
+UE_IMSI = "208951234500001"
+UE_SERVER = "10.254.1.203"  # the SPGW-U's SGi address
 
 
 def vnfd(ident, vcpu, ram, disk):
@@ -133,10 +135,20 @@ def params_template(multisite=False):
                 ],
             }
         )
+    vld.append(
+        {
+            "name": "sgi",
+            "vnfd-connection-point-ref": [
+                {"member-vnf-index-ref": "spgwu", "vnfd-connection-point-ref": "spgwu-sgi-ext", "ip-address": UE_SERVER}
+            ],
+        }
+    )
     for member, _, _, _, _ in VNFS:
         params = {"realm": "ntnu.no"}
         if member == "hss":
             params.update({"lte_k": "${LTE_K}", "lte_op": "${LTE_OP}"})
+        if member == "enb":
+            params.update({"ue_imsi": UE_IMSI, "ue_lte_k": "${LTE_K}", "ue_lte_op": "${LTE_OP}"})
         for i, (rp, ends) in enumerate(LINKS.items()):
             if member in ends:
                 params["{}_service_addresses".format(rp)] = "172.16.{}.{}/32".format(
@@ -184,7 +196,11 @@ def fake_root(tmp_path):
         yaml.safe_dump(
             {
                 "netslice-subnet": [
-                    {"id": "eps", "additionalParamsForVnf": params_template()["additionalParamsForVnf"]}
+                    {
+                        "id": "eps",
+                        "vld": [v for v in params_template()["vld"] if v["name"] != "mgmtnet"],
+                        "additionalParamsForVnf": params_template()["additionalParamsForVnf"],
+                    }
                 ]
             },
             f,

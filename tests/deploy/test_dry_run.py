@@ -96,10 +96,12 @@ def test_single_site(dry_run, fake_root):
     # waiting: ns-show polled, tunnel-status on every member that has a tunnel, read back by ns-op-show
     assert printed.reads("osm", "ns-show", "vpnaas-eps_wg", "--literal")
     actions = printed.reads("osm", "ns-action")
-    assert sorted(a[a.index("--vnf_name") + 1] for a in actions) == sorted(m for m, *_ in VNFS)
-    assert all(a[a.index("--action_name") + 1] == "tunnel-status" and a[-1] == "--wait" for a in actions)
+    assert all(a[-1] == "--wait" for a in actions)
+    status = [a for a in actions if a[a.index("--action_name") + 1] == "tunnel-status"]
+    assert sorted(a[a.index("--vnf_name") + 1] for a in status) == sorted(m for m, *_ in VNFS)
     assert len(printed.reads("osm", "ns-op-show")) == len(actions)
-    assert "step 9/9" in printed.text
+    # then the UE (deploy/ue.py), which ends the deploy
+    assert "step 10/10" in printed.text
 
 
 def test_multi_site_prepares_both_sites_and_maps_vims(dry_run, fake_root):
@@ -171,6 +173,8 @@ def test_nsi_two_slices(dry_run, fake_root):
     # tunnel-status on the NS of each slice (named <nsi>.<subnet id> in a dry run, as NBI names them)
     targets = {a[2] for a in printed.reads("osm", "ns-action")}
     assert targets == {"vpnaas-slices-embb.eps", "vpnaas-slices-urllc.eps"}
+    ue_attach = [a[2] for a in printed.reads("osm", "ns-action") if "ue-attach" in a]
+    assert ue_attach == ["vpnaas-slices-embb.eps", "vpnaas-slices-urllc.eps"]
 
 
 def test_nsi_packages_are_onboarded_in_dependency_order(dry_run):
@@ -181,13 +185,13 @@ def test_nsi_packages_are_onboarded_in_dependency_order(dry_run):
 
 
 def test_osm10_variant_reads_entities_relations(dry_run):
-    code, printed, err = dry_run("deploy", "--ns", "eps_wg_osm10")
+    code, printed, err = dry_run("deploy", "--ns", "eps_wg_osm10", UE="0")
     assert code == 0, err
     assert len(printed.reads("osm", "ns-action")) == 5
 
 
 def test_plain_variant_waits_for_no_tunnels(dry_run):
-    code, printed, err = dry_run("deploy", "--ns", "eps")
+    code, printed, err = dry_run("deploy", "--ns", "eps", UE="0")
     assert code == 0, err
     assert printed.reads("osm", "ns-action") == []
     assert "no WireGuard tunnels" in printed.text
@@ -287,3 +291,70 @@ def test_config_without_env_file_uses_the_project_root(tmp_path):
     from deploy.config import Config
     cfg = Config(environ={"DEPLOY_ROOT": str(tmp_path)})
     assert cfg.root == str(tmp_path)
+
+
+def test_deploy_dry_run_prints_the_ue_commands(dry_run):
+    from deploy_helpers import UE_IMSI, UE_SERVER
+
+    code, printed, err = dry_run("deploy", "--ns", "eps_wg", UE_IPERF_SECONDS="30")
+    assert code == 0, err
+    _no_secrets(printed, err)
+    ue = [a for a in printed.reads("osm", "ns-action") if a[a.index("--action_name") + 1] != "tunnel-status"]
+    assert [(a[a.index("--vnf_name") + 1], a[a.index("--action_name") + 1]) for a in ue] == [
+        ("spgwu", "run"), ("enb", "ue-attach"), ("mme", "run"), ("enb", "ue-iperf")]
+    params = [yaml.safe_load(a[a.index("--params") + 1]) if "--params" in a else None for a in ue]
+    assert params[0] == {"command": "iperf3 -s -B {} -1 -D".format(UE_SERVER)}
+    assert params[1] is None
+    assert params[2]["command"].startswith("sh -c ") and params[2]["command"].endswith(" mme-view " + UE_IMSI)
+    assert params[3] == {"seconds": 30, "server": UE_SERVER}
+    assert "UE: dry run, IMSI {} to iperf3 server {}".format(UE_IMSI, UE_SERVER) in printed.text
+
+
+def test_ue_is_skipped_without_an_imsi_and_refuses_a_hostile_one():
+    from deploy import ue
+
+    data = {"vld": [{"name": "sgi", "vnfd-connection-point-ref": [
+        {"member-vnf-index-ref": "spgwu", "ip-address": "10.254.1.203"}]}],
+        "additionalParamsForVnf": [{"member-vnf-index": "enb", "additionalParams": {"ue_imsi": ""}}]}
+    assert ue.plan(data) == (None, "the eNB's ue_imsi is empty in the params: no UE")
+    data["additionalParamsForVnf"][0]["additionalParams"]["ue_imsi"] = "2089512345; reboot"
+    import pytest
+
+    with pytest.raises(ue.UeError, match="not an IMSI"):
+        ue.plan(data)
+    data["additionalParamsForVnf"][0]["additionalParams"]["ue_imsi"] = "208951234500001"
+    assert ue.plan(data) == ("208951234500001", "10.254.1.203")
+    assert ue.plan({"additionalParamsForVnf": []}) == (None, "no eNB in this NS")
+
+
+def test_mme_view_reads_the_imsi_and_the_statistics():
+    from deploy import ue
+
+    text = ("Attached UEs   |          0      |              0              |             0               |\n"
+            "x IMSI 208951234500001 y\nAttached UEs   |  1 | 1 | 0 |\n")
+    assert ue.mme_view(text, "208951234500001") == (
+        "IMSI 208951234500001 in the MME's log (1 lines), last: x IMSI 208951234500001 y; "
+        "Attached UEs 1 (+1 -0 since the last statistics)")
+    assert ue.mme_view("", "208951234500001") == "IMSI 208951234500001 not in the MME's log"
+
+
+def test_mme_view_command_runs_in_a_real_shell(tmp_path):
+    """The `run` action hands the command line to the VNF's login shell: run it in one, with a
+    journalctl stand-in on PATH (sudo -n refused, as for a user without sudo rights)."""
+    import subprocess
+
+    from deploy import ue
+    from deploy.runner import quote_argv
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "sudo").write_text("#!/bin/sh\nexit 1\n")
+    (bindir / "journalctl").write_text(
+        "#!/bin/sh\necho 'noise'\necho 'NAS attach of IMSI 208951234500001 accepted'\n"
+        "echo 'Attached UEs   |   1 |   1 |   0 |'\necho 'IMSI 208951234500002 other'\n")
+    for f in bindir.iterdir():
+        f.chmod(0o755)
+    line = quote_argv(["sh", "-c", ue.MME_VIEW_SCRIPT, "mme-view", "208951234500001"])
+    out = subprocess.run(["/bin/sh", "-c", line], env={"PATH": "{}:/usr/bin:/bin".format(bindir)},
+                         stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
+    assert out.splitlines() == ["NAS attach of IMSI 208951234500001 accepted", "Attached UEs   |   1 |   1 |   0 |"]

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 import yaml
-from deploy_helpers import SECRET_K, base_env
+from deploy_helpers import SECRET_K, SECRET_OP, UE_IMSI, UE_SERVER, base_env
 
 from deploy.cli import main
 
@@ -28,6 +28,8 @@ class FakeClouds:
         self.polls = 0
         self.ready_after = ready_after
         self.handshake_age = handshake_age
+        self.ue_attaches = 0
+        self.ue_fails = False
         with open(os.path.join(root, "build/packages/catalog.json")) as f:
             cat = json.load(f)
         self.by_path = {i["package"]: i["id"] for i in cat["vnf"] + cat["ns"]}
@@ -159,9 +161,22 @@ class FakeClouds:
                     for e in eps
                 ]
                 detail = {"tunnels": json.dumps(tunnels)}
+            elif action == "ue-attach":
+                self.ue_attaches += 1
+                detail = {"result": "attached", "imsi": UE_IMSI, "ip": "12.1.1.2", "interface": "oaitun_ue1",
+                          "seconds": "7", "mme-view": "not read from the eNB VNF"}
+            elif action == "ue-iperf":
+                if self.ue_fails:
+                    return 0, yaml.safe_dump({"operationState": "FAILED", "detailed-status":
+                                              "ue-iperf failed: the UE is not attached"})
+                detail = {"ip": "12.1.1.2", "server": params["server"], "rtt-ms": "21.4", "sent-mbps": "9.8",
+                          "received-mbps": "9.6", "tunnels": "5 tunnels up"}
             else:
                 command = params["command"]
-                if command.startswith("iperf3") and "-c" in command:
+                if command.startswith("sh -c") and "mme-view" in command:
+                    detail = {"output": "Attached UEs   |          1      |              1              |"
+                              "             0               |\n[NAS] IMSI {} attach complete\n".format(UE_IMSI)}
+                elif command.startswith("iperf3") and "-c" in command:
                     rate = 0.9e9 if command.split()[2].startswith("172.16.") else 20e9
                     detail = {
                         "output": json.dumps(
@@ -316,3 +331,50 @@ def test_missing_tools_stop_with_clear_message(fake_root):
         fake_root, fake, "deploy", "--ns", "eps_wg", PATH="/nonexistent", OS_PASSWORD="", OSM_HOSTNAME=""
     )
     assert "OSM_HOSTNAME" in err and "OS_PASSWORD" in err
+
+
+def test_deploy_ends_with_the_ue_and_prints_its_result(fake_root, tools):
+    fake = FakeClouds(fake_root)
+    code, out, err = run(fake_root, fake, "deploy", "--ns", "eps_wg", PATH=tools)
+    assert code == 0, err
+    # the order: tunnels up first, then server, attach, MME's view, iperf
+    actions = [(c[c.index("--vnf_name") + 1], c[c.index("--action_name") + 1]) for c in fake.calls
+               if c[1] == "ns-action"]
+    ue_steps = [a for a in actions if a[1] != "tunnel-status"]
+    assert ue_steps == [("spgwu", "run"), ("enb", "ue-attach"), ("mme", "run"), ("enb", "ue-iperf")]
+    assert actions.index(("spgwu", "run")) > max(i for i, a in enumerate(actions) if a[1] == "tunnel-status")
+    assert "UE: IMSI {} attached, address 12.1.1.2 (7 s)".format(UE_IMSI) in out
+    assert "IMSI {} in the MME's log (1 lines)".format(UE_IMSI) in out and "Attached UEs 1 (+1 -0" in out
+    assert "with WireGuard on S1-U: throughput 9.8 Mbit/s sent, 9.6 Mbit/s received; RTT 21.4 ms" in out
+    status = json.load(open(os.path.join(fake_root, "build/deploy/eps_wg/status.json")))
+    ue = status["ue"]["vpnaas-eps_wg"]
+    assert ue["ip"] == "12.1.1.2" and ue["sent_mbps"] == 9.8 and ue["rtt_ms"] == 21.4 and ue["wireguard"] is True
+    assert ue["server"] == UE_SERVER
+    for secret in (SECRET_K, SECRET_OP):
+        assert secret not in out and secret not in err
+    # idempotent: a second deploy creates nothing and simply attaches and measures again
+    fake.calls.clear()
+    code, out, err = run(fake_root, fake, "deploy", "--ns", "eps_wg", PATH=tools)
+    assert code == 0, err
+    assert [c for c in fake.calls if _creates(c)] == [] and fake.ue_attaches == 2
+    # UE=0 skips it
+    code, out, err = run(fake_root, fake, "deploy", "--ns", "eps_wg", PATH=tools, UE="0")
+    assert code == 0 and fake.ue_attaches == 2 and "skipped (UE=0)" in out
+
+
+def test_plain_ns_gives_the_baseline(fake_root, tools):
+    fake = FakeClouds(fake_root)
+    code, out, err = run(fake_root, fake, "deploy", "--ns", "eps", PATH=tools)
+    assert code == 0, err
+    assert "without WireGuard (baseline): throughput 9.8 Mbit/s sent" in out
+
+
+def test_a_failing_ue_fails_the_deploy_after_the_summary(fake_root, tools):
+    fake = FakeClouds(fake_root)
+    fake.ue_fails = True
+    code, out, err = run(fake_root, fake, "deploy", "--ns", "eps_wg", PATH=tools)
+    assert code == 1
+    assert "the NS is up but its UE failed" in err and "ue-iperf failed: the UE is not attached" in err
+    assert "UE: FAILED" in out and "s1u   up" in out
+    status = json.load(open(os.path.join(fake_root, "build/deploy/eps_wg/status.json")))
+    assert "the UE is not attached" in status["ue"]["vpnaas-eps_wg"]["error"]

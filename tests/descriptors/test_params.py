@@ -248,3 +248,51 @@ def test_testbed_reads_the_nsi_subnet_form_and_refuses_the_old_one():
     data["additionalParamsForSubnet"] = [{"id": "eps-wg", "additionalParamsForVnf": sub.pop("additionalParamsForVnf")}]
     with pytest.raises(nsmodel.NsModelError, match="additionalParamsForSubnet is refused"):
         nsmodel._subnet_plan(data, "eps-wg")
+
+
+UE_PARAMS_FILES = ["params/eps_wg.yaml", "params/eps.yaml", "params/eps_wg_multisite.yaml", NSI]
+
+
+def _enb_params(data):
+    items = data.get("additionalParamsForVnf") or data["netslice-subnet"][0]["additionalParamsForVnf"]
+    return next(i["additionalParams"] for i in items if i["member-vnf-index"] == "enb")
+
+
+@pytest.mark.parametrize("file", UE_PARAMS_FILES)
+def test_every_eps_params_file_gives_the_ue_an_imsi_the_hss_provisions(file):
+    """The UE's SIM: an IMSI inside the HSS's default range (imsi-first, number-of-users of the HSS
+    charm; the HSS VNFD does not override them) and the HSS's own K/OP, as ${VAR} references."""
+    import yaml
+
+    from bundle import ROOT
+
+    with open(ROOT + "/charms/hss/config.yaml") as f:
+        hss = yaml.safe_load(f)["options"]
+    first, users = int(hss["imsi-first"]["default"]), hss["number-of-users"]["default"]
+    enb = _enb_params(params.load(file))
+    assert first <= int(enb["ue_imsi"]) < first + users
+    assert enb["ue_lte_k"] == "${LTE_K}" and enb["ue_lte_op"] == "${LTE_OP}"
+    rendered = _enb_params(params.render(file, params.dummy_env(params.load(file))))
+    assert rendered["ue_lte_k"] == "0" * 32
+
+
+def test_ue_secret_must_be_a_variable_reference(bundle):
+    def leak(t):
+        t["additionalParamsForVnf"][4]["additionalParams"]["ue_lte_k"] = "8baf473f2f8fd09487cccbd7097c6862"
+
+    assert_problem(
+        run(bundle, EPS_WG, leak),
+        EPS_WG,
+        "additionalParamsForVnf[4].additionalParams.ue_lte_k",
+        "a secret must be a ${VAR} reference",
+    )
+
+
+def test_enb_vnfd_offers_the_ue_actions_as_day2_primitives(bundle):
+    entry = day12(find(bundle, "vnfd", "oai-enb"))
+    prims = {p["name"]: p for p in entry["config-primitive"]}
+    assert "parameter" not in prims["ue-attach"]
+    assert {p["name"]: p.get("mandatory", False) for p in prims["ue-iperf"]["parameter"]} == {
+        "server": True, "seconds": False}
+    config = {p["name"]: p["value"] for p in entry["initial-config-primitive"][0]["parameter"]}
+    assert config["ue-imsi"] == "<ue_imsi>" and config["ue-lte-k"] == "<ue_lte_k>"

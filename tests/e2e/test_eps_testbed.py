@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from testbed import capture, demo, vim
+from testbed import capture, demo, ue_standin, vim
 
 REFPOINTS = ("s6a", "s11", "s1c", "sxab", "s1u")
 
@@ -76,6 +76,29 @@ def test_services_started_only_after_handshake_and_reachable_through_tunnels(eps
         status, message = model.status(unit)
         assert status == "active", (unit, message)
         assert "running" in message and "no boot persistence (no systemd)" in message, message
+
+
+def test_ue_is_a_stand_in_and_reported_as_such(eps):
+    """The eNB charm's real UE actions: ue-attach refuses without the OAI build (never a claimed
+    attach); ue-iperf measures from the stand-in UE interface through wg-s1u to the SPGW-U."""
+    tb, r, _out, _steps = eps
+    s1u = next(rp for rp in r["inst"].refpoints if rp.name == "s1u")
+    ue = ue_standin.run(tb, r, 2, lambda _t: None)
+    assert ue["ue"] == "stand-in (no OAI build here)" and "through wg-s1u" in ue["path"]
+    assert ue["ue-attach"]["status"] == "failed", ue["ue-attach"]
+    assert "lte-uesoftmodem: run oai-install on the eNB first" in ue["ue-attach"]["message"]
+    assert ue["ue-iperf"]["status"] == "completed", ue["ue-iperf"]
+    res = ue["ue-iperf"]["results"]
+    assert res["ip"] == s1u.service["enb"] and res["server"] == s1u.service["spgwu"]
+    assert float(res["sent-mbps"]) > 0 and float(res["received-mbps"]) > 0 and float(res["rtt-ms"]) > 0
+    line = ue_standin.describe(ue)
+    assert line.startswith("UE: stand-in (no OAI build here); ue-attach: ue-attach failed:") and "Mbit/s" in line
+    # the SIM's secrets never reach an action's output or the unit's log
+    enb = next(v for v in r["inst"].vnfs if v.name == "enb")
+    logs = repr(r["model"].logs("enb/0")) + repr(ue)
+    for key in ("ue-lte-k", "ue-lte-op"):
+        assert enb.config[key] and enb.config[key] not in logs
+    assert tb.vnfs["enb"].exec(["ip", "link", "show", ue_standin.UE_IF], check=False).returncode != 0
 
 
 def test_rerunning_every_primitive_changes_nothing(eps):
