@@ -24,6 +24,7 @@ NETNS_PREFIX = "vpnaas-tb"
 #: One file per live testbed, naming the process that owns it: cleanup_stale leaves those alone.
 OWNERS_DIR = "/run/vpnaas-testbed"
 MGMT_CIDR = "198.18.0.0/24"   # RFC 2544 benchmarking range: never a real network
+REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class VimError(Exception):
@@ -65,8 +66,7 @@ def kill_netns_processes(ns):
 def userspace_wireguard():
     """The newest wireguard-go built by `make wireguard-go` (several times faster than the 2022
     distribution build, see the README), else the distribution's, else None."""
-    built = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                         "build", "tools", "wireguard-go")
+    built = os.path.join(REPO_DIR, "build", "tools", "wireguard-go")
     if os.access(built, os.X_OK):
         return built
     return shutil.which("wireguard-go")

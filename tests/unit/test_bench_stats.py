@@ -37,7 +37,8 @@ def test_summarize_rounds_per_metric_with_gaps():
 
 @pytest.mark.parametrize("name,value,met", [
     ("tcp1_ratio", 0.2, True), ("tcp1_ratio", 0.1, False), ("tcp1_ratio", 0.15, True),
-    ("added_rtt_ms", 0.4, True), ("added_rtt_ms", 0.6, False),
+    ("added_rtt_ms", 0.2, True), ("added_rtt_ms", 0.3, False),
+    ("product_vs_bare", 0.96, True), ("product_vs_bare", 0.9, False),
     ("synthetic_32_over_8", 4.0, True), ("synthetic_32_over_8", 4.1, False),
     ("eps_max_hooks_per_unit_relation", 3, True), ("eps_max_hooks_per_unit_relation", 5, False),
 ])
