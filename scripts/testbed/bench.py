@@ -11,7 +11,6 @@ followed by a profile of a hook (hookprofile.py). Writes bench.json, summary.jso
 bench.png into ``--out`` and prints the tables (benchreport.py). Everything is torn down, also
 on Ctrl-C, SIGTERM or failure; only the work directory this run created is removed.
 """
-import argparse
 import os
 import shutil
 import signal
@@ -23,6 +22,7 @@ import time
 from bundle import BUILD_DIR, build_charms
 from testbed import (
     benchreport,
+    cli,
     convergence,
     dataplane,
     demo,
@@ -253,89 +253,39 @@ def remove_work_dir(work):
 # --------------------------------------------------------------------------- arguments
 
 
-class OneLineParser(argparse.ArgumentParser):
-    """Bad arguments: one line on stderr and exit status 2 (no usage block)."""
-
-    def error(self, message):
-        self.exit(2, "{}: error: {}\n".format(self.prog, message))
-
-
-def positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("{!r} is not a whole number".format(text)) from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("{} must be at least 1".format(value))
-    return value
-
-
-def non_negative_float(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("{!r} is not a number".format(text)) from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError("{} must be 0 or more".format(text))
-    return value
-
-
-def parse_list(parser, option, text, choices=None, convert=str):
-    items = [x.strip() for x in text.split(",")]
-    if not all(items):
-        parser.error("{}: empty item in {!r} (comma-separated list)".format(option, text))
-    try:
-        values = [convert(x) for x in items]
-    except (ValueError, argparse.ArgumentTypeError) as e:
-        parser.error("{}: {}".format(option, e))
-    unknown = [v for v in values if choices is not None and v not in choices]
-    if unknown:
-        parser.error("{}: unknown {}; choose from {}".format(option, ", ".join(map(str, unknown)), ", ".join(choices)))
-    return values
-
-
-def check_out_dir(parser, out):
-    if os.path.exists(out) and not os.path.isdir(out):
-        parser.error("--out {}: exists and is not a directory".format(out))
-    parent = out if os.path.isdir(out) else os.path.dirname(os.path.abspath(out))
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if not os.access(parent, os.W_OK | os.X_OK):
-        parser.error("--out {}: {} is not writable".format(out, parent))
-
-
 def parse_args(argv):
-    p = OneLineParser(prog="testbed.bench", description="Data-plane and control-plane measurements (root).")
-    p.add_argument("--rounds", "--runs", type=positive_int, default=3,
+    p = cli.OneLineParser(prog="testbed.bench", description="Data-plane and control-plane measurements (root).")
+    p.add_argument("--rounds", "--runs", type=cli.positive_int, default=3,
                    help="interleaved rounds / instantiations per measurement (default 3)")
-    p.add_argument("--seconds", type=positive_int, default=4, help="seconds per iperf3 run, two-VNF pair (default 4)")
-    p.add_argument("--pings", type=positive_int, default=200, help="echoes per direction at 10 ms (default 200)")
-    p.add_argument("--if-seconds", type=positive_int, default=2, help="seconds per iperf3 run per EPS interface")
-    p.add_argument("--if-pings", type=positive_int, default=50, help="echoes per direction per EPS interface")
-    p.add_argument("--max-other-load", type=non_negative_float, default=0.3,
-                   help="cores other work may use during a sample before it is measured again (default 0.3)")
-    p.add_argument("--retries", type=int, default=2, choices=range(0, 10), metavar="N",
-                   help="times a disturbed sample is measured again (default 2)")
+    p.add_argument("--seconds", type=cli.positive_int, default=3,
+                   help="seconds per iperf3 run, two-VNF pair (default 3)")
+    p.add_argument("--pings", type=cli.positive_int, default=200, help="echoes per direction at 10 ms (default 200)")
+    p.add_argument("--if-seconds", type=cli.positive_int, default=2, help="seconds per iperf3 run per EPS interface")
+    p.add_argument("--if-pings", type=cli.positive_int, default=50, help="echoes per direction per EPS interface")
+    p.add_argument("--max-other-load", type=cli.non_negative_float, default=0.5,
+                   help="cores other work may use during a sample before it is measured again (default 0.5)")
+    p.add_argument("--retries", type=int, default=1, choices=range(0, 10), metavar="N",
+                   help="times a disturbed sample is measured again (default 1)")
     p.add_argument("--only", default=",".join(PARTS), help="comma-separated parts: " + ", ".join(PARTS))
     p.add_argument("--paths", default=",".join(PAIR_PATHS), help="data-plane paths: " + ", ".join(PAIR_PATHS))
     p.add_argument("--sizes", default=",".join(map(str, SIZES)), help="synthetic topology sizes (tunnels, 1-250)")
     p.add_argument("--big", type=int, default=2, help="sizes above this get --big-runs runs")
-    p.add_argument("--big-runs", type=positive_int, default=1, help="runs of the sizes above --big (default 1)")
-    p.add_argument("--parallel", type=positive_int, default=4,
+    p.add_argument("--big-runs", type=cli.positive_int, default=1, help="runs of the sizes above --big (default 1)")
+    p.add_argument("--parallel", type=cli.positive_int, default=4,
                    help="units whose hooks the emulated VCA runs at the same time (default 4; Juju: unbounded)")
     p.add_argument("--hub-first", action="store_true", help="configure the hub before the spokes")
     p.add_argument("--no-profile", action="store_true", help="skip the hook profile")
     p.add_argument("--out", default=OUT_DIR, help="output directory (default build/bench)")
     args = p.parse_args(argv)
-    args.parts = set(parse_list(p, "--only", args.only, PARTS))
-    args.paths = parse_list(p, "--paths", args.paths, PAIR_PATHS)
+    args.parts = set(cli.parse_list(p, "--only", args.only, PARTS))
+    args.paths = cli.parse_list(p, "--paths", args.paths, PAIR_PATHS)
     for required in ("plain", "charm"):
         if required not in args.paths:
             args.paths.insert(0, required)
-    args.sizes = parse_list(p, "--sizes", args.sizes, convert=positive_int)
+    args.sizes = cli.parse_list(p, "--sizes", args.sizes, convert=cli.positive_int)
     if any(k > 250 for k in args.sizes):
         p.error("--sizes: at most 250 tunnels (one /24 link)")
-    check_out_dir(p, args.out)
+    cli.check_out_dir(p, args.out)
     args.out = os.path.abspath(args.out)    # the VNFs' processes run in other directories
     args.argv = list(argv)
     return args

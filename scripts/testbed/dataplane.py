@@ -27,7 +27,7 @@ FIXED_PAYLOAD = measure.UDP_PAYLOAD
 class Settings(object):
     """What a data-plane measurement takes from the command line."""
 
-    def __init__(self, rounds=3, seconds=5, pings=200, ping_interval=0.01, max_other=0.3, retries=2):
+    def __init__(self, rounds=3, seconds=5, pings=200, ping_interval=0.01, max_other=0.5, retries=1):
         self.rounds, self.seconds, self.pings, self.ping_interval = rounds, seconds, pings, ping_interval
         self.max_other, self.retries = max_other, retries
 

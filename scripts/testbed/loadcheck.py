@@ -2,11 +2,12 @@
 
 The machine's busy time (user + nice + system in /proc/stat) minus what the bench's own
 processes used: this process and the children it waited for (iperf3, ping through nsenter:
-their time lands in our cutime/cstime once reaped) plus the live processes in the testbed's
-network namespaces (the tunnel daemons, sshd). Interrupt and softirq time is left out on both
-sides (packet processing of the bench's own traffic lands there), and so is steal, which is
-recorded apart: it is another virtual machine taking this one's CPU. The result is in cores:
-0.5 means half a core was busy with other work for the whole sample.
+their time lands in our cutime/cstime once reaped), the live processes in the testbed's
+network namespaces (the tunnel daemons, sshd) and the kernel's threads (ksoftirqd, kworker:
+during a sample they mostly move the bench's own packets). Interrupt and softirq time is left
+out on both sides for the same reason, and so is steal, which is recorded apart: it is another
+virtual machine taking this one's CPU. The result is in cores: 0.5 means half a core was busy
+with other work for the whole sample.
 """
 import os
 import time
@@ -37,8 +38,24 @@ def process_ticks(pid, children=False):
     return ticks
 
 
+def kernel_thread_ticks():
+    """utime + stime of the kernel's threads (children of kthreadd, pid 2)."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/{}/stat".format(pid)) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == "2" or pid == "2":
+            total += int(fields[11]) + int(fields[12])
+    return total
+
+
 def own_ticks(namespaces):
-    total = process_ticks("self", children=True)
+    total = process_ticks("self", children=True) + kernel_thread_ticks()
     seen = set()
     for ns in namespaces:
         for pid in vim.sh(["ip", "netns", "pids", ns], check=False).stdout.split():
