@@ -17,7 +17,7 @@ from ops.framework import StoredState
 from ops.model import ActiveStatus, BlockedStatus, MaintenanceStatus, WaitingStatus
 
 from vpnaas import plan as planning
-from vpnaas import refpoints, remote, ssh, validation
+from vpnaas import refpoints, relation_cache, remote, ssh, validation
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +50,7 @@ class VpnaasCharm(CharmBase):
         self.endpoints = self._tunnel_endpoints()
         self._breaking = None
         self.keystore = ssh.KeyStore(os.path.join(os.path.dirname(str(self.charm_dir)), "vpnaas"))
+        self.relation_cache = relation_cache.RelationCache(self)
         on = self.on
         for event in (on.install, on.start, on.config_changed, on.upgrade_charm, on.update_status,
                       on.leader_elected):
@@ -112,9 +113,12 @@ class VpnaasCharm(CharmBase):
 
     # ------------------------------------------------------------------ reconcile
     def _on_event(self, event):
+        if self.relation_cache.nothing_new(event, self._stored.applied):
+            return  # one relation's unchanged data: not worth reading all k relations
         force = event.handle.kind in _FORCING_EVENTS
         try:
             self.reconcile(event, force=force)
+            self.relation_cache.remember(event, self._stored.applied)
         except ReconcileFailed:
             pass  # status already says what is wrong; the next event retries
 

@@ -28,9 +28,9 @@ from testbed import (
     demo,
     hookprofile,
     lcm,
-    measure,
     nsmodel,
     pair,
+    traffic,
     tunnels,
     vca,
     vim,
@@ -311,7 +311,7 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("interrupted; everything was torn down", file=sys.stderr)
         return 130
-    except (BenchError, lcm.InstantiationFailed, measure.MeasureError, vim.VimError, vca.VcaError,
+    except (BenchError, lcm.InstantiationFailed, traffic.MeasureError, vim.VimError, vca.VcaError,
             nsmodel.NsModelError, convergence.ConvergenceError, dataplane.DataplaneError, tunnels.TunnelError) as e:
         print("bench failed: {}".format(e), file=sys.stderr)
         return 1

@@ -15,13 +15,13 @@ import json
 import os
 import time
 
-from testbed import benchstats, loadcheck, measure, tunnels, vim
+from testbed import benchstats, loadcheck, traffic, tunnels, vim
 
 IPERF_PORT = 5301           # not demo's 5201: a bench and a demo may run side by side
 #: Fixed-rate overhead test: 100 Mbit/s of UDP datagrams whose inner IP packet (payload + 28)
 #: exactly fills the tunnel MTU (1420): 1400-byte payloads would be fragmented inside the tunnel.
 FIXED_RATE = "100M"
-FIXED_PAYLOAD = measure.UDP_PAYLOAD
+FIXED_PAYLOAD = traffic.UDP_PAYLOAD
 
 
 class Settings(object):
@@ -53,9 +53,9 @@ class DataplaneError(Exception):
 def iperf_raw(path, seconds, streams=1, udp_bitrate=None, length=None):
     """One iperf3 run a -> b on ``path``; the parsed summary plus UDP loss."""
     try:
-        summary, data = measure.iperf_json(path.b, path.dst, path.a, path.src, seconds, streams, udp_bitrate,
-                                           length=length or measure.UDP_PAYLOAD, port=IPERF_PORT)
-    except measure.MeasureError as e:
+        summary, data = traffic.iperf_json(path.b, path.dst, path.a, path.src, seconds, streams, udp_bitrate,
+                                           length=length or traffic.UDP_PAYLOAD, port=IPERF_PORT)
+    except traffic.MeasureError as e:
         raise DataplaneError(str(e)) from None
     udp = (data.get("end") or {}).get("sum") or {}
     if udp_bitrate is not None:
@@ -85,8 +85,8 @@ def cpu_cores(pids, fn):
 def run_test(test, path, s, testbed=None, underlay_port=None):
     """{metric: value} of one test on one path (names without the path prefix)."""
     if test == "ping":
-        fwd = measure.ping(path.a, path.src, path.dst, count=s.pings, interval=s.ping_interval)
-        back = measure.ping(path.b, path.dst, path.src, count=s.pings, interval=s.ping_interval)
+        fwd = traffic.ping(path.a, path.src, path.dst, count=s.pings, interval=s.ping_interval)
+        back = traffic.ping(path.b, path.dst, path.src, count=s.pings, interval=s.ping_interval)
         return {"rtt_ms": (fwd["rtt_avg_ms"] + back["rtt_avg_ms"]) / 2, "rtt_ab_ms": fwd["rtt_avg_ms"],
                 "rtt_ba_ms": back["rtt_avg_ms"], "rtt_max_ms": max(fwd["rtt_max_ms"], back["rtt_max_ms"])}
     if test == "fixed":

@@ -22,7 +22,7 @@ import time
 import measure_parse
 
 from bundle import BUILD_DIR, build_charms
-from testbed import benchstats, capture, cli, lcm, measure, nsmodel, report, standin, thesis, vca, vim
+from testbed import benchstats, capture, cli, lcm, nsmodel, report, standin, thesis, traffic, vca, vim
 
 OUT_DIR = os.path.join(BUILD_DIR, "demo")
 HANDSHAKE_TIMEOUT = 60
@@ -129,8 +129,8 @@ def measure_refpoint(testbed, rp, seconds, pings, tunnelled, rounds=1):
     samples = {label: [] for label, _s, _d in paths}
     for i in range(rounds):
         for label, src, dst in (paths if i % 2 == 0 else paths[::-1]):
-            samples[label].append((measure.iperf(b, dst, a, src, seconds=seconds),
-                                   measure.ping(a, src, dst, count=pings)))
+            samples[label].append((traffic.iperf(b, dst, a, src, seconds=seconds),
+                                   traffic.ping(a, src, dst, count=pings)))
     result, spread = {}, {}
     for label, runs in samples.items():
         by_rate = sorted(runs, key=lambda r: r[0]["throughput_bps"])
@@ -249,8 +249,8 @@ def _simultaneous(tb, results, seconds, pings, progress):
             def work(rp=rp, name=name, off=port_offset, found=found):
                 a, b = tb.vnfs[rp.provider], tb.vnfs[rp.requirer]
                 src, dst = rp.service[rp.provider], rp.service[rp.requirer]
-                found[name] = {"iperf": measure.iperf(b, dst, a, src, seconds=seconds, port=measure.IPERF_PORT + off),
-                               "ping": measure.ping(a, src, dst, count=pings)}
+                found[name] = {"iperf": traffic.iperf(b, dst, a, src, seconds=seconds, port=traffic.IPERF_PORT + off),
+                               "ping": traffic.ping(a, src, dst, count=pings)}
             threads.append(threading.Thread(target=work))
         progress("measuring {} in {} slices at once".format(rp_name, len(names)))
         for t in threads:
@@ -309,7 +309,7 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("interrupted; everything was torn down", file=sys.stderr)
         return 130
-    except (nsmodel.NsModelError, lcm.InstantiationFailed, measure.MeasureError, vim.VimError,
+    except (nsmodel.NsModelError, lcm.InstantiationFailed, traffic.MeasureError, vim.VimError,
             vca.VcaError, DemoError) as e:
         print("demo failed: {}".format(e), file=sys.stderr)
         return 1

@@ -78,23 +78,30 @@ class _Pair(object):
 
 
 class WireGuardPair(_Pair):
-    """``impl`` is "wireguard-go" or "boringtun"; ``path`` its binary."""
+    """``impl`` is "wireguard-go" or "boringtun"; ``path`` its binary. ``wrappers`` (one argv
+    prefix per side, e.g. ``["taskset", "-c", "0"]``), ``env`` and ``options`` (extra daemon
+    arguments) serve the latency probe."""
 
-    def __init__(self, a, b, a_underlay, b_underlay, net_index, impl, path, mtu=1420, port=51900):
+    def __init__(self, a, b, a_underlay, b_underlay, net_index, impl, path, mtu=1420, port=51900,
+                 wrappers=((), ()), env=None, options=()):
         super().__init__(a, b, a_underlay, b_underlay, net_index)
         self.impl, self.path, self.mtu, self.port = impl, path, mtu, port + net_index
+        self.wrappers, self.env, self.options = wrappers, dict(env or {}), list(options)
         self.device = "wgb{}".format(net_index)
         self.label = "{} {} (bare pair, MTU {})".format(impl, version_of(path), mtu)
 
-    def _argv(self):
+    def _argv(self, side):
+        env = ["env"] + ["{}={}".format(k, v) for k, v in sorted(self.env.items())]
         if self.impl == "boringtun":
             # As root it must keep its privileges, else it fails and leaves a stale socket.
-            return [self.path, "--foreground", "--disable-drop-privileges", self.device]
-        return ["env", "WG_PROCESS_FOREGROUND=1", self.path, "-f", self.device]
+            daemon = [self.path, "--foreground", "--disable-drop-privileges"] + self.options + [self.device]
+        else:
+            daemon = ["WG_PROCESS_FOREGROUND=1", self.path, "-f"] + self.options + [self.device]
+        return list(self.wrappers[side]) + env + daemon
 
     def up(self):
         keys = []
-        for vnf in (self.a, self.b):
+        for side, vnf in enumerate((self.a, self.b)):
             key = os.path.join(vnf.state_dir, self.device + ".key")
             priv = vim.sh(["wg", "genkey"]).stdout.strip()
             fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -102,7 +109,7 @@ class WireGuardPair(_Pair):
                 f.write(priv + "\n")
             pub = vim.sh(["wg", "pubkey"], input=priv + "\n").stdout.strip()
             keys.append((key, pub))
-            self.procs.append(vnf.popen(self._argv(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            self.procs.append(vnf.popen(self._argv(side), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                         start_new_session=True))
         for i, vnf in enumerate((self.a, self.b)):
             _wait(lambda vnf=vnf: vnf.exec(["wg", "show", self.device], check=False).returncode == 0,
