@@ -103,6 +103,8 @@ def run_pair(runner, settings, want, progress):
                     model.update_status()
                     convergence.wait_handshakes(handshakes)
 
+            setup = (dataplane.setup_differences((a, b), ("wg-vpn", "wg-vpn-peer"), extras["wg-bare"].device)
+                     if "wg-bare" in extras else {})
             paths = _pair_paths(tb, extras, charm_pids)
             labels = {p.name: p.label for p in paths}
             labels["charm"] = "charms' tunnel: {}, MTU {}".format(dataplane.flag_implementation(runner.userspace), mtu)
@@ -113,6 +115,7 @@ def run_pair(runner, settings, want, progress):
             for x in extras.values():
                 x.down()
         res.update({"paths": [p.name for p in paths], "labels": labels, "tunnel_mtu": mtu, "underlay_mtu": 1500,
+                    "charm_vs_bare_setup": setup,
                     "seconds": settings.seconds, "pings_per_direction": settings.pings, "repairs": repairs,
                     "fixed_rate": dataplane.FIXED_RATE, "fixed_payload_bytes": dataplane.FIXED_PAYLOAD,
                     "max_other_cores": settings.max_other, "retries": settings.retries,
@@ -161,7 +164,7 @@ class _one(object):
 # --------------------------------------------------------------------------- orchestration
 
 
-def run(args, progress, work):
+def run(args, progress, work, result):
     charms_dir = build_charms.output_dir("local")
     if not os.path.isdir(os.path.join(charms_dir, "wireguard-proxy")):
         raise BenchError("no built charms in {}: run `make charms-local`".format(charms_dir))
@@ -170,10 +173,10 @@ def run(args, progress, work):
         raise BenchError("no wireguard-go: run `make wireguard-go` or `sudo make deps`")
     runner = convergence.Runner(charms_dir, work, userspace, args.parallel)
     runner.created = CREATED
-    result = {"schema": 2, "command": " ".join(["python -m testbed.bench"] + args.argv),
-              "machine": machine_info(), "wireguard": dataplane.flag_implementation(userspace),
-              "settings": {k: getattr(args, k) for k in ("rounds", "seconds", "pings", "if_seconds", "max_other_load",
-                                                         "retries", "parallel")}}
+    result.update({"schema": 2, "command": " ".join(["python -m testbed.bench"] + args.argv),
+                   "machine": machine_info(), "wireguard": dataplane.flag_implementation(userspace),
+                   "settings": {k: getattr(args, k) for k in ("rounds", "seconds", "pings", "if_seconds",
+                                                              "max_other_load", "retries", "parallel")}})
     dp_settings = dataplane.Settings(args.rounds, args.seconds, args.pings, max_other=args.max_other_load,
                                      retries=args.retries)
     if "dataplane" in args.parts:
@@ -305,8 +308,9 @@ def main(argv=None):
     t0 = time.monotonic()
     os.makedirs(args.out, exist_ok=True)
     work = make_work_dir(args.out)
+    result = {}
     try:
-        result = run(args, progress, work)
+        run(args, progress, work, result)
         result["left_behind"] = left_behind(progress)
     except KeyboardInterrupt:
         print("interrupted; everything was torn down", file=sys.stderr)
@@ -314,6 +318,9 @@ def main(argv=None):
     except (BenchError, lcm.InstantiationFailed, traffic.MeasureError, vim.VimError, vca.VcaError,
             nsmodel.NsModelError, convergence.ConvergenceError, dataplane.DataplaneError, tunnels.TunnelError) as e:
         print("bench failed: {}".format(e), file=sys.stderr)
+        if result.get("dataplane") or result.get("eps") or result.get("synthetic"):
+            result["error"] = str(e)
+            print("what was measured before: {}".format(benchreport.write(result, args.out)[0]), file=sys.stderr)
         return 1
     finally:
         remove_work_dir(work)     # per-run charm copies (a venv per unit): large, worthless afterwards

@@ -41,6 +41,9 @@ class Path(object):
 
 
 ALL_TESTS = ("tcp1", "tcp4", "udp", "fixed", "ping")
+#: Tests whose result does not depend on the machine's load (bytes counted on the link): the
+#: first round only, never repeated.
+ONCE = ("fixed",)
 
 
 class DataplaneError(Exception):
@@ -120,13 +123,15 @@ def measure_round(paths, i, s, namespaces, testbed=None, underlay_port=None, pro
     order = rotated([p.name for p in paths], i)
     by_name = {p.name: p for p in paths}
     for test in ALL_TESTS:
+        if test in ONCE and i > 0:
+            continue
         for name in order:
             path = by_name[name]
             if test not in path.tests:
                 continue
             result, other, steal, attempts, disturbed = loadcheck.sampled(
                 lambda test=test, path=path: run_test(test, path, s, testbed, underlay_port), namespaces,
-                s.max_other, s.retries)
+                s.max_other, 0 if test in ONCE else s.retries)
             for k, v in result.items():
                 sample["{}_{}".format(name, k)] = v
             sample["{}_{}_other_cores".format(name, test)] = other
@@ -242,3 +247,44 @@ def flag_implementation(path):
         return "kernel WireGuard ({})".format(os.uname().release)
     kind = "built by make" if os.sep + "build" + os.sep in path else "distribution package"
     return "{} {} ({}, {})".format(os.path.basename(path), tunnels.version_of(path), kind, path)
+
+
+# --------------------------------------------------------------------------- setup comparison
+
+
+def device_setup(vnf, device):
+    """What decides a userspace tunnel's speed besides its code: the TUN device's MTU, queue
+    length and offloads, the daemon's UDP socket buffers, CPU affinity, niceness and threads."""
+    link = json.loads(vnf.exec(["ip", "-d", "-j", "link", "show", "dev", device]).stdout)[0]
+    out = {"mtu": link.get("mtu"), "txqlen": link.get("txqlen"), "gso_max_size": link.get("gso_max_size"),
+           "gro_max_size": link.get("gro_max_size"),
+           "vnet_hdr": ((link.get("linkinfo") or {}).get("info_data") or {}).get("vnet_hdr")}
+    port = vnf.exec(["wg", "show", device, "listen-port"], check=False).stdout.strip()
+    if not port.isdigit():
+        return out
+    pid = None
+    for line in vnf.exec(["ss", "-Hunapm", "sport", "= :" + port], check=False).stdout.splitlines():
+        if "pid=" in line and pid is None:
+            pid = line.split("pid=")[1].split(",")[0]
+        if "skmem:" in line:
+            mem = dict((k[:2], k[2:]) for k in line.split("skmem:(")[1].rstrip(") ").split(","))
+            out["udp_rcvbuf"], out["udp_sndbuf"] = int(mem["rb"]), int(mem["tb"])
+    if pid:
+        status = open("/proc/{}/status".format(pid)).read()
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        out["cpus_allowed"] = fields.get("Cpus_allowed_list", "").strip()
+        out["threads"] = int(fields.get("Threads", "0"))
+        out["nice"] = int(open("/proc/{}/stat".format(pid)).read().rsplit(")", 1)[1].split()[16])
+        out["daemon"] = os.path.basename(os.readlink("/proc/{}/exe".format(pid)))
+    return out
+
+
+def setup_differences(vnfs, charm_devices, bare_device):
+    """{vnf: {setting: [charms' tunnel, bare pair]}} for every setting that differs."""
+    out = {}
+    for vnf, device in zip(vnfs, charm_devices):
+        c, b = device_setup(vnf, device), device_setup(vnf, bare_device)
+        # The Go runtime starts threads as it needs them: their number is not a setting.
+        diff = {k: [c.get(k), b.get(k)] for k in sorted(set(c) | set(b)) if c.get(k) != b.get(k) and k != "threads"}
+        out[vnf.name] = {"differences": diff, "charm": c}
+    return out

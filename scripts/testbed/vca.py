@@ -268,8 +268,10 @@ class Model(object):
             self.hook_log.append(HookRun(started, ended, unit, dispatch_path, ended - started,
                                          extra.get("JUJU_RELATION_ID", ""), new_log))
         if proc.returncode != 0:
-            raise VcaError("{} {} failed (exit {}):\n{}".format(unit, dispatch_path, proc.returncode,
-                                                                 proc.stdout[-4000:]))
+            # ops sends an uncaught exception's traceback to juju-log, not to stderr.
+            logged_text = "\n".join(new_log)
+            raise VcaError("{} {} failed (exit {}):\n{}{}".format(unit, dispatch_path, proc.returncode,
+                                                                   proc.stdout[-4000:], logged_text[-4000:]))
         return proc
 
     def run_hook(self, unit, name, suffix=None, rid=None, remote=None, departing=None):
@@ -307,8 +309,11 @@ class Model(object):
 
     def _after(self, unit, before):
         after = self._bags_of(unit)
+        # A relation added while the hook ran (a parallel VCA relates during other units' hooks)
+        # starts with empty bags: only what the hook wrote into it is a change.
+        empty = (json.dumps({}), json.dumps({}))
         for rid, bags in after.items():
-            if before.get(rid) != bags:
+            if before.get(rid, empty) != bags:
                 self._wake_remotes(rid, unit)
 
     def _wake_remotes(self, rid, writer):
