@@ -40,6 +40,8 @@ OUT_DIR = os.path.join(BUILD_DIR, "bench")
 SIZES = (2, 8, 32)
 PARTS = ("dataplane", "interfaces", "control", "synthetic")
 PAIR_PATHS = ("plain", "wg-bare", "charm", "boringtun", "ovpn-aes", "ovpn-chacha")
+SETTINGS = ("rounds", "seconds", "pings", "if_seconds", "if_pings", "max_other_load", "retries", "parallel",
+            "implementation")
 #: A file in the work directory naming this tool: only such a directory is ever removed.
 WORK_MARKER = ".vpnaas-bench-work"
 
@@ -134,7 +136,8 @@ def measure_interfaces(runner, settings, progress):
             ua, ub = rp.underlay[rp.provider] or a.mgmt_ip, rp.underlay[rp.requirer] or b.mgmt_ip
             device = "wg-" + rp.name
             mtu = dataplane.device_mtu(a, device)
-            bare = tunnels.WireGuardPair(a, b, ua, ub, 10 + i, "wireguard-go", runner.userspace, mtu=mtu).up()
+            bare = tunnels.WireGuardPair(a, b, ua, ub, 10 + i, tunnels.impl_of(runner.userspace), runner.userspace,
+                                         mtu=mtu).up()
             try:
                 mine = set(bare.pids())
                 paths = [dataplane.Path("plain", "plain", a, b, ua, ub, ("tcp1", "ping")),
@@ -168,15 +171,14 @@ def run(args, progress, work, result):
     charms_dir = build_charms.output_dir("local")
     if not os.path.isdir(os.path.join(charms_dir, "wireguard-proxy")):
         raise BenchError("no built charms in {}: run `make charms-local`".format(charms_dir))
-    userspace = vim.userspace_wireguard()
+    userspace = tunnels.boringtun_path() if args.implementation == "boringtun" else vim.userspace_wireguard()
     if not userspace:
-        raise BenchError("no wireguard-go: run `make wireguard-go` or `sudo make deps`")
+        raise BenchError("no {}: run `make {}`".format(args.implementation, args.implementation))
     runner = convergence.Runner(charms_dir, work, userspace, args.parallel)
     runner.created = CREATED
     result.update({"schema": 2, "command": " ".join(["python -m testbed.bench"] + args.argv),
                    "machine": machine_info(), "wireguard": dataplane.flag_implementation(userspace),
-                   "settings": {k: getattr(args, k) for k in ("rounds", "seconds", "pings", "if_seconds",
-                                                              "max_other_load", "retries", "parallel")}})
+                   "settings": {k: getattr(args, k) for k in SETTINGS}})
     dp_settings = dataplane.Settings(args.rounds, args.seconds, args.pings, max_other=args.max_other_load,
                                      retries=args.retries)
     if "dataplane" in args.parts:
@@ -276,6 +278,8 @@ def parse_args(argv):
     p.add_argument("--big-runs", type=cli.positive_int, default=1, help="runs of the sizes above --big (default 1)")
     p.add_argument("--parallel", type=cli.positive_int, default=4,
                    help="units whose hooks the emulated VCA runs at the same time (default 4; Juju: unbounded)")
+    p.add_argument("--implementation", choices=("wireguard-go", "boringtun"), default="wireguard-go",
+                   help="userspace WireGuard the charms' tunnels (and the bare pairs (b)) use")
     p.add_argument("--hub-first", action="store_true", help="configure the hub before the spokes")
     p.add_argument("--no-profile", action="store_true", help="skip the hook profile")
     p.add_argument("--out", default=OUT_DIR, help="output directory (default build/bench)")

@@ -202,8 +202,9 @@ def extra_pairs(a, b, a_underlay, b_underlay, mtu, wireguard_go, pki_dir, want, 
     bt = tunnels.boringtun_path()
     for name in want:
         if name == "wg-bare" and wireguard_go:
-            pairs[name] = tunnels.WireGuardPair(a, b, a_underlay, b_underlay, index, "wireguard-go", wireguard_go,
-                                                mtu=mtu)
+            # The charms' implementation, whichever it is (the comparison is the product's cost).
+            pairs[name] = tunnels.WireGuardPair(a, b, a_underlay, b_underlay, index, tunnels.impl_of(wireguard_go),
+                                                wireguard_go, mtu=mtu)
         elif name == "boringtun" and bt:
             pairs[name] = tunnels.WireGuardPair(a, b, a_underlay, b_underlay, index, "boringtun", bt, mtu=mtu)
         elif name.startswith("ovpn-"):

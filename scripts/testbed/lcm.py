@@ -1,4 +1,4 @@
-"""OSM LCM emulation: the order in which OSM instantiates proxy-charm VNFs (osm-facts §7).
+"""OSM LCM emulation: the order in which OSM instantiates proxy-charm VNFs.
 
 For every VNF: the charm is deployed; relations are added as soon as both sides exist (BEFORE
 any configuration); ``generate-ssh-key`` and ``get-ssh-public-key`` run and the key is injected

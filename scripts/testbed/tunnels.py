@@ -31,6 +31,11 @@ def boringtun_path():
     return shutil.which("boringtun-cli")
 
 
+def impl_of(path):
+    """"boringtun" or "wireguard-go", from the executable's name."""
+    return "boringtun" if os.path.basename(path).startswith("boringtun") else "wireguard-go"
+
+
 def version_of(path):
     out = vim.sh([path, "--version"], check=False).stdout.split()
     return out[1] if len(out) > 1 else "unknown"

@@ -287,6 +287,8 @@ class Testbed(object):
         env = dict(vnf.env)
         if self.userspace_wireguard:
             env["WG_QUICK_USERSPACE_IMPLEMENTATION"] = self.userspace_wireguard
+            if os.path.basename(self.userspace_wireguard).startswith("boringtun"):
+                env["WG_SUDO"] = "1"   # boringtun as root keeps its privileges, else it fails
         if env:
             config.append("SetEnv " + " ".join("{}={}".format(k, v) for k, v in sorted(env.items())))
         with open(os.path.join(d, "sshd_config"), "w") as f:
