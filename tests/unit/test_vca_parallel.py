@@ -8,7 +8,8 @@ from testbed import vca
 
 DISPATCH = """#!/bin/sh
 # A charm in four lines: log every hook; publish this unit's name when a relation is joined.
-echo "$JUJU_DISPATCH_PATH ${JUJU_RELATION_ID:-} ${JUJU_REMOTE_UNIT:-}" >> "$LOG_DIR/$(echo $JUJU_UNIT_NAME | tr / -).log"
+log="$LOG_DIR/$(echo $JUJU_UNIT_NAME | tr / -).log"
+echo "$JUJU_DISPATCH_PATH ${JUJU_RELATION_ID:-} ${JUJU_REMOTE_UNIT:-}" >> "$log"
 case "$JUJU_DISPATCH_PATH" in
   hooks/install) sleep "${INSTALL_SLEEP:-0}" ;;
   hooks/*-relation-joined) relation-set "me=$JUJU_UNIT_NAME" ;;
