@@ -162,9 +162,9 @@ def _conv_table(result, w):
         return
     metrics = ("seconds_after_last_config", "seconds_after_first_config", "hooks_after_first_config",
                "hooks_per_tunnel", "max_hooks_per_unit_relation", "reconcile_sessions", "sessions_per_tunnel",
-               "sessions_per_reconcile")
+               "sessions_per_reconcile", "hub_changed_hook_seconds")
     head = ("topology", "s after last cfg", "s after first cfg", "hooks after 1st cfg", "hooks/tunnel",
-            "max/unit+rel", "reconciles", "sessions/tunnel", "logins/reconcile", "n")
+            "max/unit+rel", "reconciles", "sessions/tunnel", "logins/reconcile", "hub changed-hook s", "n")
     rows = []
     for label, s in conv:
         rows.append([label] + [_cell(s.get(m), 1, _digits(m)) for m in metrics] + [s["seconds_after_last_config"]["n"]])
@@ -173,7 +173,7 @@ def _conv_table(result, w):
 
 
 def _digits(metric):
-    return 1 if "seconds" in metric else 2 if "per_" in metric else 0
+    return 2 if "hook_seconds" in metric or "per_" in metric else 1 if "seconds" in metric else 0
 
 
 # --------------------------------------------------------------------------- plot

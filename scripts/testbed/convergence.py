@@ -219,6 +219,11 @@ def run_synthetic_once(runner, k, hub_last=True):
         rec["tunnels"], rec["vnfs"], rec["hub_last"] = k, k + 1, hub_last
         rec["hub_hooks"] = rec["hooks"]["per_unit"].get("hub/0", 0)
         rec["hooks_per_tunnel"] = rec["hooks_after_first_config"] / float(k)
+        # The hub's cost per relation-changed hook: flat in k when a hook reads one relation.
+        changed = [r.seconds for r in model.hook_log if r.unit == "hub/0" and r.hook == "hooks/vpn-relation-changed"
+                   and r.started >= model.config_times[0]]
+        rec["hub_changed_hook_seconds"] = benchstats.summarize(changed)["median"]
+        rec["hub_changed_hooks"] = len(changed)
         rec["sessions_per_tunnel"] = rec["reconcile_sessions"] / float(k)
         return rec
     finally:
@@ -236,7 +241,7 @@ def conv_line(label, rec):
 CONV_METRICS = ("seconds_after_last_config", "seconds_after_first_config", "hooks_total", "hooks_after_first_config",
                 "max_hooks_per_unit", "max_hooks_per_unit_relation", "max_changed_per_unit_relation",
                 "reconcile_sessions", "sshd_logins", "sessions_per_reconcile", "hooks_per_tunnel",
-                "sessions_per_tunnel")
+                "sessions_per_tunnel", "hub_changed_hook_seconds")
 
 
 def conv_summary(records):
