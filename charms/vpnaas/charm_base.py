@@ -113,8 +113,8 @@ class VpnaasCharm(CharmBase):
 
     # ------------------------------------------------------------------ reconcile
     def _on_event(self, event):
-        if self.relation_cache.nothing_new(event, self._stored.applied):
-            return  # one relation's unchanged data: not worth reading all k relations
+        if self.relation_cache.nothing_to_do(event, self._stored.applied):
+            return  # no VNF yet, or one relation's unchanged data: not worth reading all k relations
         force = event.handle.kind in _FORCING_EVENTS
         try:
             self.reconcile(event, force=force)

@@ -1,4 +1,4 @@
-"""Skip a relation-changed hook that brings nothing new, before the plan reads every relation.
+"""Skip a relation hook that can change nothing, before the plan reads every relation.
 
 A hub related to k spokes gets about k relation-changed hooks per round of key exchange, and
 each reconcile builds its plan from all k relations (O(k) hook-tool calls): O(k^2) in all.
@@ -8,20 +8,25 @@ reconcile, a digest of each remote unit's tunnel data per relation; a later rela
 whose remote unit's data has the same digest, while the VNF still holds what that reconcile
 applied, is skipped: it reads one databag instead of k.
 
+Before the ``config`` primitive has set ``ssh-hostname`` no relation hook can do anything (no
+key is published before this unit has a key on its VNF, and there is no VNF to reach): those
+hooks are skipped too, so that a hub deployed and related to k spokes before its configuration
+(OSM's order) runs O(k) cheap hooks instead of O(k) hooks that each read k relations.
+
 The reconcile still decides on the whole state whenever it runs: a change in another relation
 comes with that relation's own relation-changed hook, which is not skipped. ``peer-keys`` is
 part of the digest for charms whose component waits for it (they override
 ``component_wants_session``), so their wake-up is never lost.
 
 Hook-in (charm_base.VpnaasCharm): ``self.relation_cache = RelationCache(self)`` in __init__;
-in the event handler, ``if self.relation_cache.nothing_new(event, applied): return`` before
+in the event handler, ``if self.relation_cache.nothing_to_do(event, applied): return`` before
 reconciling and ``self.relation_cache.remember(event, applied)`` after a reconcile that did not
 fail, ``applied`` being the fingerprint of the plan the VNF holds ("" when unknown).
 """
 import hashlib
 import json
 
-from ops.charm import RelationBrokenEvent, RelationChangedEvent
+from ops.charm import RelationBrokenEvent, RelationChangedEvent, RelationCreatedEvent, RelationJoinedEvent
 from ops.framework import Object, StoredState
 
 from vpnaas import relation_data
@@ -55,9 +60,13 @@ class RelationCache(Object):
         from vpnaas.charm_base import VpnaasCharm
         return type(charm).component_wants_session is not VpnaasCharm.component_wants_session
 
-    def nothing_new(self, event, applied):
-        """True when ``event`` is a relation-changed whose remote unit's tunnel data is what the
-        last successful reconcile used, and the VNF still holds that reconcile's plan."""
+    def nothing_to_do(self, event, applied):
+        """True when ``event`` is a relation-created/joined/changed before this unit has a VNF to
+        reach, or a relation-changed whose remote unit's tunnel data is what the last successful
+        reconcile used while the VNF still holds that reconcile's plan."""
+        arriving = (RelationCreatedEvent, RelationJoinedEvent, RelationChangedEvent)
+        if isinstance(event, arriving) and not self.charm.config.get("ssh-hostname"):
+            return True
         if not isinstance(event, RelationChangedEvent) or event.unit is None or not applied:
             return False
         if applied != self._stored.applied:

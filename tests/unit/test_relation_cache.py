@@ -45,6 +45,7 @@ def _hub(cls, spokes=3):
     h = Harness(cls, meta=yaml.safe_dump(SPEC["metadata"]), actions=yaml.safe_dump(SPEC["actions"]),
                 config=yaml.safe_dump(SPEC["config"]))
     h.begin()
+    h.update_config({"ssh-hostname": "10.0.0.5"})
     rids = []
     for i in range(spokes):
         app = "s{}".format(i + 1)
@@ -78,6 +79,21 @@ def test_after_a_failed_reconcile_nothing_is_skipped():
     n = len(CountingCharm.calls)
     h.update_relation_data(rids[0], "s1/0", {"peer-keys": "x"})
     assert len(CountingCharm.calls) == n + 1
+
+
+def test_relation_hooks_before_configuration_are_skipped_until_config_arrives():
+    CountingCharm.calls, CountingCharm.fail = [], False
+    h = Harness(CountingCharm, meta=yaml.safe_dump(SPEC["metadata"]), actions=yaml.safe_dump(SPEC["actions"]),
+                config=yaml.safe_dump(SPEC["config"]))
+    h.begin()
+    rid = h.add_relation("vpn", "s1")
+    h.add_relation_unit(rid, "s1/0")
+    h.update_relation_data(rid, "s1/0", _bag(2))
+    assert CountingCharm.calls == []            # created, joined, changed: no VNF to reach yet
+    h.update_config({"ssh-hostname": "10.0.0.5"})
+    assert CountingCharm.calls == ["config_changed"]
+    h.update_relation_data(rid, "s1/0", {"endpoint": "192.168.64.77:51820"})
+    assert CountingCharm.calls == ["config_changed", "vpn_relation_changed"]
 
 
 def test_other_events_are_never_skipped():
