@@ -25,6 +25,7 @@ fail, ``applied`` being the fingerprint of the plan the VNF holds ("" when unkno
 """
 import hashlib
 import json
+from typing import Any, Dict, Sequence
 
 from ops.charm import RelationBrokenEvent, RelationChangedEvent, RelationCreatedEvent, RelationJoinedEvent
 from ops.framework import Object, StoredState
@@ -34,20 +35,20 @@ from vpnaas import relation_data
 PEER_KEYS = "peer-keys"
 
 
-def digest(data, fields):
+def digest(data: Any, fields: Sequence[str]) -> str:
     """A short digest of ``fields`` of one databag (missing keys count as empty)."""
     picked = dict((k, data.get(k, "")) for k in fields)
     return hashlib.sha256(json.dumps(picked, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def slot(relation_id, unit_name):
+def slot(relation_id: int, unit_name: str) -> str:
     return "{}/{}".format(relation_id, unit_name)
 
 
 class RelationCache(Object):
-    _stored = StoredState()
+    _stored: Any = StoredState()
 
-    def __init__(self, charm, endpoints=None):
+    def __init__(self, charm: Any) -> None:
         super().__init__(charm, "relation-cache")
         self.charm = charm
         self._stored.set_default(digests="{}", applied="")
@@ -56,11 +57,11 @@ class RelationCache(Object):
             self.fields += (PEER_KEYS,)
 
     @staticmethod
-    def _component_waits_for_peer_keys(charm):
+    def _component_waits_for_peer_keys(charm: Any) -> bool:
         from vpnaas.charm_base import VpnaasCharm
         return type(charm).component_wants_session is not VpnaasCharm.component_wants_session
 
-    def nothing_to_do(self, event, applied):
+    def nothing_to_do(self, event: Any, applied: str) -> bool:
         """True when ``event`` is a relation-created/joined/changed before this unit has a VNF to
         reach, or a relation-changed whose remote unit's tunnel data is what the last successful
         reconcile used while the VNF still holds that reconcile's plan."""
@@ -74,10 +75,10 @@ class RelationCache(Object):
         known = json.loads(self._stored.digests).get(slot(event.relation.id, event.unit.name))
         return known is not None and known == digest(event.relation.data[event.unit], self.fields)
 
-    def remember(self, event, applied):
+    def remember(self, event: Any, applied: str) -> None:
         """Digests of every related unit's tunnel data, as the reconcile just read them."""
         broken = event.relation.id if isinstance(event, RelationBrokenEvent) else None
-        digests = {}
+        digests: Dict[str, str] = {}
         for endpoint in self.charm.endpoints:
             for rel in self.charm.model.relations[endpoint.name]:
                 if rel.id == broken:
