@@ -145,7 +145,9 @@ def relation_set(ctx, args):
         raise SystemExit(1)
     updates = {}
     if "--file" in opts:
-        import yaml  # only here: it is the slowest import and most tools do not need it
+        # Only here: it is the slowest import and most tools do not need it (they run without site).
+        sys.path.insert(0, os.environ.get("VPNAAS_YAML_DIR", ""))
+        import yaml
         src = sys.stdin.read() if opts["--file"] == "-" else open(opts["--file"]).read()
         updates.update(yaml.safe_load(src) or {})
     for item in pos:
