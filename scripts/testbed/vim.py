@@ -58,9 +58,27 @@ def kill_netns_processes(ns):
         if not alive:
             return
         deadline = time.monotonic() + 3
-        while time.monotonic() < deadline and any(os.path.exists("/proc/" + p) for p in alive):
+        while time.monotonic() < deadline and any(_alive(p) for p in alive):
             time.sleep(0.05)
-        pids = [p for p in alive if os.path.exists("/proc/" + p)]
+        pids = [p for p in alive if _alive(p)]
+
+
+def _alive(pid):
+    """False once ``pid`` has exited. A process of ours that exited stays a zombie until reaped
+    (the VNFs' anchors and sshd are this process's children): reap it, else every teardown
+    would wait out its whole deadline per VNF."""
+    try:
+        with open("/proc/{}/stat".format(pid)) as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    if state != "Z":
+        return True
+    try:
+        os.waitpid(int(pid), os.WNOHANG)
+    except ChildProcessError:
+        pass      # another process's zombie: its parent reaps it
+    return False
 
 
 def userspace_wireguard():
