@@ -1,6 +1,7 @@
-"""`make bench` on its smallest settings (one round of 1 s per iperf3 run, the charms' tunnel
-beside the plain link, a bare wireguard-go pair and OpenVPN, and a 1-tunnel hub with a parallel
-VCA): checks the JSON's structure, summary.json, and that the figures are sane."""
+"""`make bench` on its smallest settings (one round of 1 s per iperf3 run: the charms' tunnel
+beside the plain link, a bare wireguard-go pair and OpenVPN, brought up by a parallel VCA):
+checks the JSON's structure, summary.json, and that the figures are sane. (The convergence
+parts are exercised by tests/unit/test_vca_parallel.py and the end-to-end sequences.)"""
 import json
 import os
 
@@ -22,8 +23,8 @@ def test_bench_smallest_settings(environment_ready, local_charms, tmp_path):
     keep = os.path.join(out, "work", "mine.txt")     # not the bench's: must survive the run
     open(keep, "w").close()
     rc = bench.main(["--rounds", "1", "--seconds", "1", "--pings", "20", "--retries", "0",
-                     "--only", "dataplane,synthetic", "--paths", "plain,charm,wg-bare,ovpn-chacha",
-                     "--sizes", "1", "--parallel", "2", "--no-profile", "--out", out])
+                     "--only", "dataplane", "--paths", "plain,charm,wg-bare,ovpn-chacha", "--parallel", "2",
+                     "--out", out])
     assert rc == 0
     assert os.path.exists(keep)
     assert sorted(os.listdir(out)) == ["bench.json", "bench.png", "summary.json", "work"]
@@ -59,12 +60,6 @@ def test_bench_smallest_settings(environment_ready, local_charms, tmp_path):
     assert summary["openvpn_added_rtt_ms"] == pytest.approx(s["ovpn-chacha_added_rtt_ms"]["median"])
     assert summary["convergence_32_over_8"] is None                   # not measured on this setting
 
-    syn = result["synthetic"]["sizes"]["1"]
-    rec = syn["runs"][0]
-    assert rec["tunnels"] == 1 and rec["vnfs"] == 2
-    assert rec["seconds_after_first_config"] >= rec["seconds_after_last_config"] > 0
-    assert rec["reconcile_sessions"] > 0
-    assert rec["sessions_per_reconcile"] == 1.0      # every sshd login is one reconcile's session
-    assert len(rec["hook_seconds"]) == rec["hooks_total"] == len(rec["hook_opened_session"])
-    assert {t["name"] for t in result["targets"]} >= {"tcp1_ratio", "added_rtt_ms", "product_vs_bare",
-                                                      "sessions_per_reconcile"}
+    assert {t["name"] for t in result["targets"]} >= {"tcp1_ratio", "added_rtt_ms", "product_vs_bare"}
+    assert dp["charm_vs_bare_setup"]["a"]["differences"] == {}, dp["charm_vs_bare_setup"]
+    assert dp["charm_vs_bare_setup"]["a"]["charm"]["mtu"] == dp["tunnel_mtu"]
