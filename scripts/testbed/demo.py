@@ -14,7 +14,6 @@ import os
 import secrets
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -22,7 +21,7 @@ import time
 import measure_parse
 
 from bundle import BUILD_DIR, build_charms
-from testbed import benchstats, capture, cli, lcm, nsmodel, report, standin, thesis, traffic, vca, vim
+from testbed import benchstats, capture, cli, lcm, nsmodel, report, standin, thesis, traffic, tunnels, vca, vim
 
 OUT_DIR = os.path.join(BUILD_DIR, "demo")
 HANDSHAKE_TIMEOUT = 60
@@ -186,10 +185,10 @@ def bring_up(tb, instances, out_dir, progress):
     return out
 
 
-def run(ns, seconds, pings, out_dir, progress, rounds=1):
+def run(ns, seconds, pings, out_dir, progress, rounds=1, userspace=None):
     instances = load_instances(ns)
     os.makedirs(out_dir, exist_ok=True)
-    tb = vim.Testbed(os.path.join(out_dir, "tb"), userspace_wireguard=vim.userspace_wireguard())
+    tb = vim.Testbed(os.path.join(out_dir, "tb"), userspace_wireguard=userspace or vim.userspace_wireguard())
     impl = _implementation(tb)
     progress("NS {}: {} instance(s), WireGuard: {}".format(ns, len(instances), impl))
     results = {"ns": ns, "wireguard": {"implementation": impl}, "instances": {}}
@@ -278,10 +277,10 @@ def _final_report(results):
 
 def _implementation(tb):
     if tb.userspace_wireguard:
-        out = subprocess.run([tb.userspace_wireguard, "--version"], stdout=subprocess.PIPE, universal_newlines=True)
-        version = out.stdout.split()[1] if out.stdout.split()[1:] else "unknown"
-        return "wireguard-go {} ({})".format(version, "newest, built from the Go module proxy"
-                                             if "build" in tb.userspace_wireguard else "distribution package")
+        name = tunnels.impl_of(tb.userspace_wireguard)
+        version = tunnels.version_of(tb.userspace_wireguard)
+        return "{} {} ({})".format(name, version, "built by make" if "build" in tb.userspace_wireguard
+                                   else "distribution package")
     return "kernel"
 
 
@@ -293,6 +292,9 @@ def main(argv=None):
     parser.add_argument("--pings", type=cli.positive_int, default=200, help="pings per path and round (thesis: 1000)")
     parser.add_argument("--rounds", type=cli.positive_int, default=3,
                         help="interleaved rounds per reference point; the table shows median (min-max)")
+    parser.add_argument("--implementation", choices=("wireguard-go", "boringtun"), default="wireguard-go",
+                        help="userspace WireGuard of the VNFs where the kernel has no module (boringtun: `make "
+                        "boringtun`; lower added RTT, lower throughput)")
     parser.add_argument("--out", default=OUT_DIR)
     args = parser.parse_args(argv)
     cli.check_out_dir(parser, args.out)
@@ -305,7 +307,10 @@ def main(argv=None):
     if removed:
         progress("removed namespaces left by an interrupted run: " + ", ".join(removed))
     try:
-        rep = run(args.ns, args.seconds, args.pings, args.out, progress, args.rounds)
+        userspace = tunnels.boringtun_path() if args.implementation == "boringtun" else None
+        if args.implementation == "boringtun" and not userspace:
+            raise DemoError("no boringtun-cli: run `make boringtun`")
+        rep = run(args.ns, args.seconds, args.pings, args.out, progress, args.rounds, userspace)
     except KeyboardInterrupt:
         print("interrupted; everything was torn down", file=sys.stderr)
         return 130
