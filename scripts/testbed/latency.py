@@ -8,7 +8,9 @@ Interleaved rounds, median (min-max) of the average RTT of each variant and of t
     PYTHONPATH=scripts:charms python -m testbed.latency [--rounds 5] [--pings 200]
 """
 import os
+import shutil
 import sys
+import tempfile
 
 from testbed import benchstats, cli, traffic, tunnels, vim
 
@@ -40,7 +42,8 @@ def main(argv=None):
         print("needs root (network namespaces)", file=sys.stderr)
         return 2
     wggo, bt = vim.userspace_wireguard(), tunnels.boringtun_path()
-    tb = vim.Testbed("/tmp/vpnaas-latency-probe", userspace_wireguard=wggo)
+    workdir = tempfile.mkdtemp(prefix="vpnaas-latency-")
+    tb = vim.Testbed(workdir, userspace_wireguard=wggo)
     tb.create()
     pairs = []
     try:
@@ -71,6 +74,7 @@ def main(argv=None):
         for _n, x in pairs:
             x.down()
         tb.teardown()
+        shutil.rmtree(workdir, ignore_errors=True)
     return 0
 
 
