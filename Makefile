@@ -10,10 +10,11 @@ export PYTHONPATH := $(CURDIR)/scripts:$(CURDIR)/charms
 BASE ?= ubuntu@18.04
 NS ?= eps_wg
 PYTEST_ARGS ?=
+BENCH_ARGS ?=
 
 .PHONY: help venv deps charms charms-local packages validate test unit unit36 lint shellcheck typecheck pycompat \
-        wireguard-go demo bench deploy deploy-tools onboard undeploy measure-remote clean osm-conformance
-.PHONY: oai-conformance
+        wireguard-go boringtun demo bench deploy deploy-tools onboard undeploy measure-remote clean \
+        osm-conformance oai-conformance
 
 help: ## list the targets
 	@grep -hE '^[a-z][a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
@@ -42,6 +43,9 @@ deps: ## install the system packages the tests and the demo use (Debian/Ubuntu, 
 
 wireguard-go: venv ## build the newest wireguard-go into build/tools (falls back to the distribution's)
 	bash scripts/build-wireguard-go.sh
+
+boringtun: ## build boringtun-cli (crates.io, cargo) into build/tools; the bench measures it beside wireguard-go
+	bash scripts/build-boringtun.sh
 
 charms: venv ## build every charm for BASE (default ubuntu@18.04, Python 3.6) into build/charms
 	$(PY) -m bundle.build_charms --base $(BASE)
@@ -86,8 +90,8 @@ unit36: $(VENV36)/.done ## the pure core, the hostile-value corpus and the charm
 demo: deps venv charms-local wireguard-go ## bring up the WireGuard EPS locally in network namespaces and measure it (root)
 	$(PY) -m testbed.demo --ns $(NS)
 
-bench: deps venv charms-local wireguard-go ## repeated data-plane and convergence measurements (root)
-	$(PY) -m testbed.bench
+bench: deps venv charms-local wireguard-go boringtun ## repeated data-plane and convergence measurements (root)
+	$(PY) -m testbed.bench $(BENCH_ARGS)
 
 deploy-tools: venv ## install the openstack CLI (python-openstackclient) into .venv for make deploy
 	$(VENV)/bin/pip install -q -r requirements-deploy.txt

@@ -4,7 +4,8 @@ set -euo pipefail
 pkgs=(python3 python3-venv make git openssh-server openssh-client wireguard-tools wireguard-go
       iproute2 iputils-ping iperf3 tcpdump procps util-linux psmisc kmod sudo ca-certificates
       shellcheck)
-pkgs+=(libconfig9)  # make oai-conformance parses OAI's libconfig files with libconfig itself
+pkgs+=(libconfig9)        # make oai-conformance parses OAI's libconfig files with libconfig itself
+pkgs+=(openvpn openssl)   # the bench's peer VPN and its throwaway PKI
 missing=()
 for p in "${pkgs[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
 if [ "${#missing[@]}" -gt 0 ]; then

@@ -4,7 +4,8 @@ Pure functions only (no I/O, no subprocess): the deploy tooling runs the command
 charms' `run` action on OSM-deployed VNFs, the local testbed runs them in network namespaces, and
 both turn the output into the same report with the functions below.
 
-The command lines follow the thesis (Appendix F, see reference/seed-results.md §2):
+The command lines follow the thesis (Sondre Sørensen Kielland, "Secure communication with
+WireGuard — VPN-as-a-Service in beyond 5G", master's thesis, NTNU, February 2022, Appendix F):
     server:  iperf3 -s -B <server-ip>
     client:  iperf3 -B <client-ip> -c <server-ip> [-M 1362] -t 600 -i 60
     latency: ping -q -i 0.2 -c 1000 -I <interface> <peer-ip>
@@ -15,8 +16,11 @@ than from its human-readable table.
 import json
 import re
 
-#: The reference points in the order every report lists them.
-REFERENCE_POINTS = ("s6a", "s11", "sxab", "s1c", "s1u")
+from vpnaas import refpoints
+
+#: The reference points in the order every report lists them: the charms' own list
+#: (charms/vpnaas/refpoints.py), the one source of the reference points.
+REFERENCE_POINTS = tuple(refpoints.REFERENCE_POINTS)
 
 #: Thesis defaults: 10 minutes, 60 s reports; 1000 echoes at 200 ms spacing.
 IPERF3_SECONDS = 600

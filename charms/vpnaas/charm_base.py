@@ -17,7 +17,7 @@ from ops.framework import StoredState
 from ops.model import ActiveStatus, BlockedStatus, MaintenanceStatus, StatusBase, WaitingStatus
 
 from vpnaas import plan as planning
-from vpnaas import policy, refpoints, remote, ssh, validation, vnfscript
+from vpnaas import policy, refpoints, relation_cache, remote, ssh, validation, vnfscript
 from vpnaas.tunnel_relation import TunnelRelations, tunnel_endpoints
 
 logger = logging.getLogger(__name__)
@@ -43,6 +43,7 @@ class VpnaasCharm(CharmBase):
         self.endpoints = tunnel_endpoints(self.meta)
         self.tunnels = TunnelRelations(self.model, self.endpoints)
         self.keystore = ssh.KeyStore(os.path.join(os.path.dirname(str(self.charm_dir)), "vpnaas"))
+        self.relation_cache = relation_cache.RelationCache(self)
         on = self.on
         for event in (on.install, on.start, on.config_changed, on.upgrade_charm, on.update_status,
                       on.leader_elected):
@@ -98,12 +99,15 @@ class VpnaasCharm(CharmBase):
 
     # ------------------------------------------------------------------ reconcile
     def _on_event(self, event: Any) -> None:
+        if self.relation_cache.nothing_to_do(event, self._stored.applied):
+            return  # no VNF yet, or one relation's unchanged data: not worth reading all k relations
         force = event.handle.kind in _FORCING_EVENTS
         # ops 1.5.4 still lists a relation in its own relation-broken hook (and Juju refuses
         # writes to it): it is left out of the plan and of publishing for this hook.
         self.tunnels.breaking = event.relation.id if isinstance(event, RelationBrokenEvent) else None
         try:
             self.reconcile(force=force)
+            self.relation_cache.remember(event, self._stored.applied)
         except ReconcileFailed:
             pass  # status already says what is wrong; the next event retries
 

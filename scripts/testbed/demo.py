@@ -12,12 +12,10 @@
 4. build/demo/report.json, report.png, and a table; then everything is torn down, also on Ctrl-C
    or failure.
 """
-import argparse
 import os
 import secrets
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -25,7 +23,21 @@ import time
 import measure_parse
 
 from bundle import BUILD_DIR, build_charms
-from testbed import capture, lcm, measure, nsmodel, report, standin, thesis, ue_standin, vca, vim
+from testbed import (
+    benchstats,
+    capture,
+    cli,
+    lcm,
+    nsmodel,
+    report,
+    standin,
+    thesis,
+    traffic,
+    tunnels,
+    ue_standin,
+    vca,
+    vim,
+)
 
 OUT_DIR = os.path.join(BUILD_DIR, "demo")
 HANDSHAKE_TIMEOUT = 60
@@ -120,17 +132,34 @@ def verdict(testbed, inst, rp, out_dir, progress):
     return judged
 
 
-def measure_refpoint(testbed, rp, seconds, pings, tunnelled):
+def measure_refpoint(testbed, rp, seconds, pings, tunnelled, rounds=1):
+    """iperf3 and ping on the tunnel and on the plain link, ``rounds`` interleaved rounds (the
+    order of the paths alternates). Returns {path_iperf, path_ping: the median round's result,
+    "spread": {metric: median/min/max/n}}."""
     a, b = testbed.vnfs[rp.provider], testbed.vnfs[rp.requirer]
-    result = {}
     paths = [("plain", rp.underlay[rp.provider], rp.underlay[rp.requirer])]
     if tunnelled:
         paths.insert(0, ("wg", rp.service[rp.provider], rp.service[rp.requirer]))
-    for label, src, dst in paths:
-        if not src or not dst:
-            continue
-        result[label + "_iperf"] = measure.iperf(b, dst, a, src, seconds=seconds)
-        result[label + "_ping"] = measure.ping(a, src, dst, count=pings)
+    paths = [p for p in paths if p[1] and p[2]]
+    samples = {label: [] for label, _s, _d in paths}
+    for i in range(rounds):
+        for label, src, dst in (paths if i % 2 == 0 else paths[::-1]):
+            samples[label].append((traffic.iperf(b, dst, a, src, seconds=seconds),
+                                   traffic.ping(a, src, dst, count=pings)))
+    result, spread = {}, {}
+    for label, runs in samples.items():
+        by_rate = sorted(runs, key=lambda r: r[0]["throughput_bps"])
+        by_rtt = sorted(runs, key=lambda r: r[1]["rtt_avg_ms"])
+        result[label + "_iperf"] = by_rate[(len(runs) - 1) // 2][0]
+        result[label + "_ping"] = by_rtt[(len(runs) - 1) // 2][1]
+        spread[label + "_throughput_bps"] = benchstats.summarize([r[0]["throughput_bps"] for r in runs])
+        spread[label + "_rtt_avg_ms"] = benchstats.summarize([r[1]["rtt_avg_ms"] for r in runs])
+    if "wg" in samples and "plain" in samples:
+        pairs = list(zip(samples["wg"], samples["plain"]))
+        spread["throughput_ratio"] = benchstats.summarize(
+            [benchstats.ratio(w[0]["throughput_bps"], p[0]["throughput_bps"]) for w, p in pairs])
+        spread["added_rtt_ms"] = benchstats.summarize([w[1]["rtt_avg_ms"] - p[1]["rtt_avg_ms"] for w, p in pairs])
+    result["spread"] = spread
     return result
 
 
@@ -172,10 +201,10 @@ def bring_up(tb, instances, out_dir, progress):
     return out
 
 
-def run(ns, seconds, pings, out_dir, progress):
+def run(ns, seconds, pings, out_dir, progress, rounds=1, userspace=None):
     instances = load_instances(ns)
     os.makedirs(out_dir, exist_ok=True)
-    tb = vim.Testbed(os.path.join(out_dir, "tb"), userspace_wireguard=vim.userspace_wireguard())
+    tb = vim.Testbed(os.path.join(out_dir, "tb"), userspace_wireguard=userspace or vim.userspace_wireguard())
     impl = _implementation(tb)
     progress("NS {}: {} instance(s), WireGuard: {}".format(ns, len(instances), impl))
     results = {"ns": ns, "wireguard": {"implementation": impl}, "instances": {}}
@@ -183,7 +212,7 @@ def run(ns, seconds, pings, out_dir, progress):
         tb.create()
         results["instances"] = bring_up(tb, instances, out_dir, progress)
         for r in results["instances"].values():
-            r["entries"] = _check_and_measure(tb, r, seconds, pings, out_dir, progress)
+            r["entries"] = _check_and_measure(tb, r, seconds, pings, out_dir, progress, rounds)
         if len(instances) > 1:
             results["simultaneous"] = _simultaneous(tb, results, seconds, pings, progress)
         return _final_report(results)
@@ -194,7 +223,7 @@ def run(ns, seconds, pings, out_dir, progress):
         progress("teardown: {}".format("nothing left behind" if not left else "LEFT: " + ", ".join(left)))
 
 
-def _check_and_measure(tb, r, seconds, pings, out_dir, progress):
+def _check_and_measure(tb, r, seconds, pings, out_dir, progress, rounds=1):
     inst = r["inst"]
     entries = {}
     state = handshakes_up(tb, inst) if inst.tunnelled else {}
@@ -204,8 +233,9 @@ def _check_and_measure(tb, r, seconds, pings, out_dir, progress):
         if inst.tunnelled:
             judged = verdict(tb, inst, rp, out_dir, progress)
         entry["standin"] = standin_reachable(tb, rp)
-        progress("measuring {} {} ({} s iperf3, {} pings per path)".format(inst.name, rp.name, seconds, pings))
-        m = measure_refpoint(tb, rp, seconds, pings, inst.tunnelled)
+        progress("measuring {} {} ({} round(s): {} s iperf3, {} pings per path)".format(
+            inst.name, rp.name, rounds, seconds, pings))
+        m = measure_refpoint(tb, rp, seconds, pings, inst.tunnelled, rounds)
         entries[rp.name] = measure_parse.interface_entry(
             handshake=state.get(rp.name) if inst.tunnelled else None,
             plaintext_seen=judged["plaintext_seen"] if judged else None,
@@ -213,7 +243,7 @@ def _check_and_measure(tb, r, seconds, pings, out_dir, progress):
             wg_ping=m.get("wg_ping"), plain_ping=m.get("plain_ping"),
             only_wireguard=(not judged["non_wireguard"] and judged["packets"] > 0) if judged else None,
             captured_packets=judged["packets"] if judged else None,
-            thesis=thesis.values(rp.name), **entry)
+            thesis=thesis.values(rp.name), spread=m["spread"], rounds=rounds, **entry)
     r["ue"] = ue_standin.run(tb, r, seconds, progress)
     skipped = [{"vnf": v, "primitive": p, "reason": why} for v, p, why in r["lcm"].skipped]
     status = {u: r["model"].status(u) for u in r["model"].units()}
@@ -235,8 +265,8 @@ def _simultaneous(tb, results, seconds, pings, progress):
             def work(rp=rp, name=name, off=port_offset, found=found):
                 a, b = tb.vnfs[rp.provider], tb.vnfs[rp.requirer]
                 src, dst = rp.service[rp.provider], rp.service[rp.requirer]
-                found[name] = {"iperf": measure.iperf(b, dst, a, src, seconds=seconds, port=measure.IPERF_PORT + off),
-                               "ping": measure.ping(a, src, dst, count=pings)}
+                found[name] = {"iperf": traffic.iperf(b, dst, a, src, seconds=seconds, port=traffic.IPERF_PORT + off),
+                               "ping": traffic.ping(a, src, dst, count=pings)}
             threads.append(threading.Thread(target=work))
         progress("measuring {} in {} slices at once".format(rp_name, len(names)))
         for t in threads:
@@ -264,20 +294,27 @@ def _final_report(results):
 
 def _implementation(tb):
     if tb.userspace_wireguard:
-        out = subprocess.run([tb.userspace_wireguard, "--version"], stdout=subprocess.PIPE, universal_newlines=True)
-        version = out.stdout.split()[1] if out.stdout.split()[1:] else "unknown"
-        return "wireguard-go {} ({})".format(version, "newest, built from the Go module proxy"
-                                             if "build" in tb.userspace_wireguard else "distribution package")
+        name = tunnels.impl_of(tb.userspace_wireguard)
+        version = tunnels.version_of(tb.userspace_wireguard)
+        return "{} {} ({})".format(name, version, "built by make" if "build" in tb.userspace_wireguard
+                                   else "distribution package")
     return "kernel"
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Bring up an NS of the bundle locally and measure it.")
+    parser = cli.OneLineParser(prog="testbed.demo", description="Bring up an NS of the bundle locally and measure it.")
     parser.add_argument("--ns", default="eps_wg", help="variant: eps_wg (default), eps (baseline), slices, ...")
-    parser.add_argument("--seconds", type=int, default=5, help="iperf3 duration per path (thesis: 600)")
-    parser.add_argument("--pings", type=int, default=200, help="pings per path (thesis: 1000)")
+    parser.add_argument("--seconds", type=cli.positive_int, default=3, help="iperf3 duration per path and round "
+                        "(thesis: 600)")
+    parser.add_argument("--pings", type=cli.positive_int, default=200, help="pings per path and round (thesis: 1000)")
+    parser.add_argument("--rounds", type=cli.positive_int, default=3,
+                        help="interleaved rounds per reference point; the table shows median (min-max)")
+    parser.add_argument("--implementation", choices=("wireguard-go", "boringtun"), default="wireguard-go",
+                        help="userspace WireGuard of the VNFs where the kernel has no module (boringtun: `make "
+                        "boringtun`; lower added RTT, lower throughput)")
     parser.add_argument("--out", default=OUT_DIR)
     args = parser.parse_args(argv)
+    cli.check_out_dir(parser, args.out)
     if os.geteuid() != 0:
         print("make demo needs root (network namespaces): run `sudo make demo`", file=sys.stderr)
         return 2
@@ -287,11 +324,14 @@ def main(argv=None):
     if removed:
         progress("removed namespaces left by an interrupted run: " + ", ".join(removed))
     try:
-        rep = run(args.ns, args.seconds, args.pings, args.out, progress)
+        userspace = tunnels.boringtun_path() if args.implementation == "boringtun" else None
+        if args.implementation == "boringtun" and not userspace:
+            raise DemoError("no boringtun-cli: run `make boringtun`")
+        rep = run(args.ns, args.seconds, args.pings, args.out, progress, args.rounds, userspace)
     except KeyboardInterrupt:
         print("interrupted; everything was torn down", file=sys.stderr)
         return 130
-    except (nsmodel.NsModelError, lcm.InstantiationFailed, measure.MeasureError, vim.VimError,
+    except (nsmodel.NsModelError, lcm.InstantiationFailed, traffic.MeasureError, vim.VimError,
             vca.VcaError, DemoError) as e:
         print("demo failed: {}".format(e), file=sys.stderr)
         return 1

@@ -82,111 +82,161 @@ def _out(value):
     sys.stdout.write(json.dumps(value) + "\n")
 
 
-def main():
-    tool = sys.argv[1]
-    args = sys.argv[2:]
-    unit = os.environ["JUJU_UNIT_NAME"]
-    app = unit.split("/")[0]
-    state, path, _lock = _load()
-    me = state["units"][unit]
-    changed = False
-    if tool == "config-get":
-        opts, pos = _opts(args, flags=("--format", "--all", "-a"))
-        _out(me["config"][pos[0]] if pos else me["config"])
-    elif tool == "is-leader":
-        _opts(args, flags=("--format",))
-        _out(bool(me["leader"]))
-    elif tool == "relation-ids":
-        opts, pos = _opts(args, flags=("--format",))
-        _out(["{}:{}".format(pos[0], rid) for rid, r in sorted(state["relations"].items(), key=lambda x: int(x[0]))
-              if [app, pos[0]] in r["endpoints"]])
-    elif tool == "relation-list":
-        opts, pos = _opts(args, flags=("--format", "--app"), valued=("-r",))
-        rid, rel = _rel(state, opts.get("-r", os.environ.get("JUJU_RELATION_ID", "")))
-        remote_app = next(a for a, _ep in rel["endpoints"] if a != app) if len(rel["endpoints"]) > 1 else app
-        if opts.get("--app"):
-            _out(remote_app)
-        else:
-            _out([u for u in rel["units"] if u.split("/")[0] == remote_app and u != unit])
-    elif tool == "relation-get":
-        opts, pos = _opts(args, flags=("--format", "--app"), valued=("-r",))
-        rid, rel = _rel(state, opts.get("-r", os.environ.get("JUJU_RELATION_ID", "")))
-        key = pos[0] if pos else "-"
-        who = pos[1] if len(pos) > 1 else os.environ.get("JUJU_REMOTE_UNIT", "")
-        if opts.get("--app"):
-            who = who.split("/")[0]
-        bag = rel["data"].get(who, {})
-        _out(bag if key == "-" else bag.get(key))
-    elif tool == "relation-set":
-        opts, pos = _opts(args, flags=("--app", "--format"), valued=("-r", "--file"))
-        rid, rel = _rel(state, opts.get("-r", os.environ.get("JUJU_RELATION_ID", "")))
-        owner = app if opts.get("--app") else unit
-        if rel.get("broken"):
-            sys.stderr.write("ERROR cannot write relation settings: relation {} is being removed\n".format(rid))
-            raise SystemExit(1)
-        if opts.get("--app") and not me["leader"]:
-            sys.stderr.write("ERROR cannot write relation settings: unit is not leader\n")
-            raise SystemExit(1)
-        updates = {}
-        if "--file" in opts:
-            import yaml  # only here: it is the slowest import and most tools do not need it
-            src = sys.stdin.read() if opts["--file"] == "-" else open(opts["--file"]).read()
-            updates.update(yaml.safe_load(src) or {})
-        for item in pos:
-            k, _, v = item.partition("=")
-            updates[k] = v
-        bag = rel["data"].setdefault(owner, {})
-        for k, v in updates.items():
-            if v == "" or v is None:
-                bag.pop(k, None)  # Juju: an empty value deletes the key
-            else:
-                bag[k] = str(v)
-        changed = True
-    elif tool == "status-set":
-        opts, pos = _opts(args, flags=("--application",))
-        target = "app_status" if opts.get("--application") in ("True", "true", True) else "status"
-        me[target] = {"status": pos[0], "message": pos[1] if len(pos) > 1 else ""}
-        me.setdefault("status_history", []).append([pos[0], pos[1] if len(pos) > 1 else ""])
-        changed = True
-    elif tool == "status-get":
-        opts, pos = _opts(args, flags=("--format", "--include-data", "--application"))
-        st = me.get("status", {"status": "unknown", "message": ""})
-        if opts.get("--application") in ("True", "true", True):
-            _out({"application-status": dict(st, **{"status-data": {}, "units": {}})})
-        else:
-            _out(dict(st, **{"status-data": {}}))
-    elif tool == "action-get":
-        _opts(args, flags=("--format",))
-        _out(me["action"]["params"])
-    elif tool == "action-set":
-        for item in args:
-            k, _, v = item.partition("=")
-            bad = _bad_action_key(k)
-            if bad:
-                sys.stderr.write("ERROR {}\n".format(bad))
-                raise SystemExit(2)
-            me["action"]["results"][k] = v
-        changed = True
-    elif tool == "action-fail":
-        me["action"]["failed"] = args[0] if args else "action failed"
-        changed = True
-    elif tool == "action-log":
-        me["action"]["log"].append(" ".join(args))
-        changed = True
-    elif tool == "juju-log":
-        opts, pos = _opts(args, flags=("--debug",), valued=("--log-level", "-l"))
-        level = opts.get("--log-level", opts.get("-l", "INFO"))
-        me.setdefault("log", []).append([level, " ".join(pos)])
-        changed = True
-    elif tool == "application-version-set":
-        me["workload_version"] = args[-1] if args else ""
-        changed = True
-    elif tool == "goal-state":
-        _out({"units": {}, "relations": {}})
+class Context(object):
+    """What every tool works on: the model state, this unit and its application."""
+
+    def __init__(self, state, unit):
+        self.state, self.unit = state, unit
+        self.app = unit.split("/")[0]
+        self.me = state["units"][unit]
+
+    def relation(self, opts):
+        return _rel(self.state, opts.get("-r", os.environ.get("JUJU_RELATION_ID", "")))
+
+
+# Each tool: (ctx, args) -> True when it changed the state (then it is saved).
+
+
+def config_get(ctx, args):
+    _opts_, pos = _opts(args, flags=("--format", "--all", "-a"))
+    _out(ctx.me["config"][pos[0]] if pos else ctx.me["config"])
+
+
+def is_leader(ctx, args):
+    _opts(args, flags=("--format",))
+    _out(bool(ctx.me["leader"]))
+
+
+def relation_ids(ctx, args):
+    _opts_, pos = _opts(args, flags=("--format",))
+    rels = sorted(ctx.state["relations"].items(), key=lambda x: int(x[0]))
+    _out(["{}:{}".format(pos[0], rid) for rid, r in rels if [ctx.app, pos[0]] in r["endpoints"]])
+
+
+def relation_list(ctx, args):
+    opts, _pos = _opts(args, flags=("--format", "--app"), valued=("-r",))
+    _rid, rel = ctx.relation(opts)
+    remote_app = next(a for a, _ep in rel["endpoints"] if a != ctx.app) if len(rel["endpoints"]) > 1 else ctx.app
+    if opts.get("--app"):
+        _out(remote_app)
     else:
+        _out([u for u in rel["units"] if u.split("/")[0] == remote_app and u != ctx.unit])
+
+
+def relation_get(ctx, args):
+    opts, pos = _opts(args, flags=("--format", "--app"), valued=("-r",))
+    _rid, rel = ctx.relation(opts)
+    key = pos[0] if pos else "-"
+    who = pos[1] if len(pos) > 1 else os.environ.get("JUJU_REMOTE_UNIT", "")
+    if opts.get("--app"):
+        who = who.split("/")[0]
+    bag = rel["data"].get(who, {})
+    _out(bag if key == "-" else bag.get(key))
+
+
+def relation_set(ctx, args):
+    opts, pos = _opts(args, flags=("--app", "--format"), valued=("-r", "--file"))
+    rid, rel = ctx.relation(opts)
+    if rel.get("broken"):
+        sys.stderr.write("ERROR cannot write relation settings: relation {} is being removed\n".format(rid))
+        raise SystemExit(1)
+    if opts.get("--app") and not ctx.me["leader"]:
+        sys.stderr.write("ERROR cannot write relation settings: unit is not leader\n")
+        raise SystemExit(1)
+    updates = {}
+    if "--file" in opts:
+        # Only here: it is the slowest import and most tools do not need it (they run without site).
+        sys.path.insert(0, os.environ.get("VPNAAS_YAML_DIR", ""))
+        import yaml
+        src = sys.stdin.read() if opts["--file"] == "-" else open(opts["--file"]).read()
+        updates.update(yaml.safe_load(src) or {})
+    for item in pos:
+        k, _, v = item.partition("=")
+        updates[k] = v
+    bag = rel["data"].setdefault(ctx.app if opts.get("--app") else ctx.unit, {})
+    for k, v in updates.items():
+        if v == "" or v is None:
+            bag.pop(k, None)  # Juju: an empty value deletes the key
+        else:
+            bag[k] = str(v)
+    return True
+
+
+def status_set(ctx, args):
+    opts, pos = _opts(args, flags=("--application",))
+    target = "app_status" if opts.get("--application") in ("True", "true", True) else "status"
+    message = pos[1] if len(pos) > 1 else ""
+    ctx.me[target] = {"status": pos[0], "message": message}
+    ctx.me.setdefault("status_history", []).append([pos[0], message])
+    return True
+
+
+def status_get(ctx, args):
+    opts, _pos = _opts(args, flags=("--format", "--include-data", "--application"))
+    st = ctx.me.get("status", {"status": "unknown", "message": ""})
+    if opts.get("--application") in ("True", "true", True):
+        _out({"application-status": dict(st, **{"status-data": {}, "units": {}})})
+    else:
+        _out(dict(st, **{"status-data": {}}))
+
+
+def action_get(ctx, args):
+    _opts(args, flags=("--format",))
+    _out(ctx.me["action"]["params"])
+
+
+def action_set(ctx, args):
+    for item in args:
+        k, _, v = item.partition("=")
+        bad = _bad_action_key(k)
+        if bad:
+            sys.stderr.write("ERROR {}\n".format(bad))
+            raise SystemExit(2)
+        ctx.me["action"]["results"][k] = v
+    return True
+
+
+def action_fail(ctx, args):
+    ctx.me["action"]["failed"] = args[0] if args else "action failed"
+    return True
+
+
+def action_log(ctx, args):
+    ctx.me["action"]["log"].append(" ".join(args))
+    return True
+
+
+def juju_log(ctx, args):
+    opts, pos = _opts(args, flags=("--debug",), valued=("--log-level", "-l"))
+    level = opts.get("--log-level", opts.get("-l", "INFO"))
+    ctx.me.setdefault("log", []).append([level, " ".join(pos)])
+    return True
+
+
+def application_version_set(ctx, args):
+    ctx.me["workload_version"] = args[-1] if args else ""
+    return True
+
+
+def goal_state(ctx, args):
+    _out({"units": {}, "relations": {}})
+
+
+TOOLS = {
+    "config-get": config_get, "is-leader": is_leader, "relation-ids": relation_ids, "relation-list": relation_list,
+    "relation-get": relation_get, "relation-set": relation_set, "status-set": status_set, "status-get": status_get,
+    "action-get": action_get, "action-set": action_set, "action-fail": action_fail, "action-log": action_log,
+    "juju-log": juju_log, "application-version-set": application_version_set, "goal-state": goal_state,
+}
+
+
+def main():
+    tool, args = sys.argv[1], sys.argv[2:]
+    if tool not in TOOLS:
         sys.stderr.write("{}: not offered by the emulated VCA\n".format(tool))
         raise SystemExit(1)
-    if changed:
+    state, path, _lock = _load()
+    if TOOLS[tool](Context(state, os.environ["JUJU_UNIT_NAME"]), args):
         _save(state, path)
 
 

@@ -1,4 +1,4 @@
-"""OSM LCM emulation: the order in which OSM instantiates proxy-charm VNFs (osm-facts §7).
+"""OSM LCM emulation: the order in which OSM instantiates proxy-charm VNFs.
 
 For every VNF: the charm is deployed; relations are added as soon as both sides exist (BEFORE
 any configuration); ``generate-ssh-key`` and ``get-ssh-public-key`` run and the key is injected
@@ -60,11 +60,12 @@ def instantiate(testbed, model, links, vnfs, relations, progress=None, verify_tr
         machines[spec.name] = testbed.add_vnf(spec.name, spec.links, spec.env)
         report.step("VIM: VNF {} up (mgmt {})".format(spec.name, machines[spec.name].mgmt_ip), progress)
     for spec in vnfs:
-        model.deploy(spec.name, spec.charm_dir)
+        model.deploy(spec.name, spec.charm_dir, wait=False)
         report.step("VCA: charm of {} deployed".format(spec.name), progress)
     for provider, requirer in relations:
-        model.relate(provider, requirer)
+        model.relate(provider, requirer, wait=False)
         report.step("VCA: relation {} -> {} added".format(provider, requirer), progress)
+    model.settle()      # a parallel VCA delivers the deployment's hooks meanwhile
     for spec in vnfs:
         unit = spec.name + "/0"
         _action(model, unit, "generate-ssh-key", {}, tolerate=True)
@@ -74,10 +75,12 @@ def instantiate(testbed, model, links, vnfs, relations, progress=None, verify_tr
     for spec in vnfs:
         config = {k: (machines[spec.name].mgmt_ip if v == "<rw_mgmt_ip>" else v) for k, v in spec.config.items()}
         report.last_config_at = time.monotonic()
-        model.set_config(spec.name, config)
+        # OSM's config primitive and actions return when Juju has done them, not when every hook
+        # they cause in other units has run (with a serial VCA that is the same thing).
+        model.set_config(spec.name, config, wait=False)
         report.step("config primitive on {}".format(spec.name), progress)
         for _attempt in range(verify_tries):
-            result = model.run_action(spec.name + "/0", "verify-ssh-credentials", {})
+            result = model.run_action(spec.name + "/0", "verify-ssh-credentials", {}, wait=False)
             if result.status == "completed":
                 break
         else:
@@ -96,6 +99,7 @@ def instantiate(testbed, model, links, vnfs, relations, progress=None, verify_tr
                 continue
             _action(model, spec.name + "/0", name, params)
             report.step("{} on {}".format(name, spec.name), progress)
+    model.settle()
     return report
 
 

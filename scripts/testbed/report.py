@@ -34,10 +34,11 @@ def table(report):
             rp, {True: "yes", False: "NO", None: "-"}[e.get("handshake")],
             {True: "SEEN", False: "absent", None: "-"}[e.get("plaintext_seen")],
             {True: "yes", False: "NO", None: "-"}[e.get("only_wireguard")],
-            _mbit(e.get("wg_throughput_bps")), _mbit(e.get("plain_throughput_bps")),
-            _ratio(e.get("wg_throughput_bps"), e.get("plain_throughput_bps")),
+            _spread(e, "wg_throughput_bps", _mbit), _spread(e, "plain_throughput_bps", _mbit),
+            _spread(e, "throughput_ratio", lambda v: _ratio(v, 1)),
             _mbit(t["wg_throughput_bps"]), _mbit(t["plain_throughput_bps"]),
-            _rtt(e.get("wg_ping")), _rtt(e.get("plain_ping")), _ms(added),
+            _spread(e, "wg_rtt_avg_ms", _ms, _rtt(e.get("wg_ping"))),
+            _spread(e, "plain_rtt_avg_ms", _ms, _rtt(e.get("plain_ping"))), _spread(e, "added_rtt_ms", _ms, _ms(added)),
             "{}/{}".format(_ms(t["wg_rtt_avg_ms"]), _ms(t["plain_rtt_avg_ms"])),
         ))
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(head))]
@@ -45,6 +46,16 @@ def table(report):
              for r in rows]
     lines.insert(1, "-" * len(lines[0]))
     return "\n".join(lines)
+
+
+def _spread(entry, key, fmt, single=None):
+    """median (min-max) over the demo's rounds; a single measurement as it was."""
+    s = (entry.get("spread") or {}).get(key)
+    if s and s.get("n", 0) > 1:
+        return "{} ({}-{})".format(fmt(s["median"]), fmt(s["min"]), fmt(s["max"]))
+    if single is not None:
+        return single
+    return fmt(s["median"]) if s else fmt(entry.get(key))
 
 
 def _rtt(ping):

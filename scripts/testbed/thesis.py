@@ -1,6 +1,7 @@
-"""The published numbers the testbed reports beside its own (../shared seed results: thesis
-Tables 5.1 and 5.2, "OAI EPS NS with/without WireGuard"). The thesis measured S6a, S1-C and S1-U
-only; S11 and SXab have no published value (None)."""
+"""The published numbers the testbed reports beside its own: Tables 5.1 and 5.2 ("OAI EPS NS
+with/without WireGuard") of Sondre Sørensen Kielland, "Secure communication with WireGuard —
+VPN-as-a-Service in beyond 5G", master's thesis, NTNU, February 2022. The thesis measured S6a,
+S1-C and S1-U only; S11 and SXab have no published value (None)."""
 
 THROUGHPUT_BPS = {
     # reference point: (with WireGuard, without WireGuard)

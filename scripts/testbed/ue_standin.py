@@ -15,7 +15,7 @@ import subprocess
 
 import measure_parse
 
-from testbed import measure
+from testbed import traffic
 
 LABEL = "stand-in (no OAI build here)"
 UE_IF = "oaitun_ue1"  # the name the eNB charm's ue-iperf reads the UE's address from
@@ -50,14 +50,14 @@ def run(tb, r, seconds, progress):
         vnf.exec(["ip", "link", "set", UE_IF, "up"])
         srv = tb.vnfs[spgwu].popen(measure_parse.iperf3_server_cmd(server, one_off=True),
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        measure._wait_listening(tb.vnfs[spgwu], measure.IPERF_PORT)
+        traffic._wait_listening(tb.vnfs[spgwu], traffic.IPERF_PORT)
         progress("UE {}: ue-iperf on {} from {} ({}) to {} for {} s".format(LABEL, enb, UE_IF, ue_addr, server,
                                                                          seconds))
         out["ue-iperf"] = _failed_or_results(model.run_action(enb + "/0", "ue-iperf",
                                                               {"server": server, "seconds": seconds}))
     finally:
         if srv is not None:
-            measure.stop(srv)
+            traffic.stop(srv)
         vnf.exec(["ip", "link", "del", UE_IF], check=False)
     return out
 

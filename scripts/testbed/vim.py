@@ -24,6 +24,7 @@ NETNS_PREFIX = "vpnaas-tb"
 #: One file per live testbed, naming the process that owns it: cleanup_stale leaves those alone.
 OWNERS_DIR = "/run/vpnaas-testbed"
 MGMT_CIDR = "198.18.0.0/24"   # RFC 2544 benchmarking range: never a real network
+REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class VimError(Exception):
@@ -57,16 +58,33 @@ def kill_netns_processes(ns):
         if not alive:
             return
         deadline = time.monotonic() + 3
-        while time.monotonic() < deadline and any(os.path.exists("/proc/" + p) for p in alive):
+        while time.monotonic() < deadline and any(_alive(p) for p in alive):
             time.sleep(0.05)
-        pids = [p for p in alive if os.path.exists("/proc/" + p)]
+        pids = [p for p in alive if _alive(p)]
+
+
+def _alive(pid):
+    """False once ``pid`` has exited. A process of ours that exited stays a zombie until reaped
+    (the VNFs' anchors and sshd are this process's children): reap it, else every teardown
+    would wait out its whole deadline per VNF."""
+    try:
+        with open("/proc/{}/stat".format(pid)) as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    if state != "Z":
+        return True
+    try:
+        os.waitpid(int(pid), os.WNOHANG)
+    except ChildProcessError:
+        pass      # another process's zombie: its parent reaps it
+    return False
 
 
 def userspace_wireguard():
     """The newest wireguard-go built by `make wireguard-go` (several times faster than the 2022
     distribution build, see the README), else the distribution's, else None."""
-    built = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                         "build", "tools", "wireguard-go")
+    built = os.path.join(REPO_DIR, "build", "tools", "wireguard-go")
     if os.access(built, os.X_OK):
         return built
     return shutil.which("wireguard-go")
@@ -287,6 +305,8 @@ class Testbed(object):
         env = dict(vnf.env)
         if self.userspace_wireguard:
             env["WG_QUICK_USERSPACE_IMPLEMENTATION"] = self.userspace_wireguard
+            if os.path.basename(self.userspace_wireguard).startswith("boringtun"):
+                env["WG_SUDO"] = "1"   # boringtun as root keeps its privileges, else it fails
         if env:
             config.append("SetEnv " + " ".join("{}={}".format(k, v) for k, v in sorted(env.items())))
         with open(os.path.join(d, "sshd_config"), "w") as f:

@@ -5,6 +5,8 @@ import json
 import measure_parse as mp
 import pytest
 
+from vpnaas import refpoints
+
 IPERF_TCP = {
     "start": {"test_start": {"protocol": "TCP", "duration": 600}},
     "intervals": [],
@@ -121,7 +123,8 @@ def test_report_has_every_reference_point_and_required_keys():
         wg_ping={"rtt_avg_ms": 0.8},
     )
     report = mp.build_report({"s6a": entry}, seconds_to_all_tunnels_up=95.5, source="osm")
-    assert list(report["reference_points"]) == ["s6a", "s11", "sxab", "s1c", "s1u"]
+    # One source of the reference points and their order: the charms' refpoints module.
+    assert list(report["reference_points"]) == list(refpoints.REFERENCE_POINTS) == ["s6a", "s11", "s1c", "sxab", "s1u"]
     assert report["seconds_to_all_tunnels_up"] == 95.5 and report["source"] == "osm"
     s6a = report["reference_points"]["s6a"]
     assert s6a["throughput_ratio"] == pytest.approx(0.05)

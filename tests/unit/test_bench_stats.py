@@ -37,7 +37,8 @@ def test_summarize_rounds_per_metric_with_gaps():
 
 @pytest.mark.parametrize("name,value,met", [
     ("tcp1_ratio", 0.2, True), ("tcp1_ratio", 0.1, False), ("tcp1_ratio", 0.15, True),
-    ("added_rtt_ms", 0.4, True), ("added_rtt_ms", 0.6, False),
+    ("added_rtt_ms", 0.2, True), ("added_rtt_ms", 0.3, False),
+    ("product_vs_bare", 0.96, True), ("product_vs_bare", 0.9, False),
     ("synthetic_32_over_8", 4.0, True), ("synthetic_32_over_8", 4.1, False),
     ("eps_max_hooks_per_unit_relation", 3, True), ("eps_max_hooks_per_unit_relation", 5, False),
 ])
@@ -73,3 +74,82 @@ def test_fmt():
 def test_summary_rows_scale():
     rows = bs.summary_rows({"x_bps": bs.summarize([1e9, 2e9])}, scale=1e6, digits=0)
     assert rows == [["x_bps", "1,500", "1,000", "2,000", 2]]
+
+
+# --------------------------------------------------------------------------- load check
+
+
+class _FakeWindow(object):
+    """loadcheck.Window with scripted other-load figures."""
+    loads = []
+
+    def __init__(self, namespaces):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.other_cores, self.steal_cores, self.seconds = _FakeWindow.loads.pop(0), 0.0, 1.0
+        return False
+
+
+def test_sampled_repeats_a_disturbed_sample_and_keeps_the_quiet_one(monkeypatch):
+    from testbed import loadcheck
+    monkeypatch.setattr(loadcheck, "Window", _FakeWindow)
+    _FakeWindow.loads = [0.9, 0.1]
+    results = iter(["noisy", "quiet"])
+    assert loadcheck.sampled(lambda: next(results), [], 0.5, 2) == ("quiet", 0.1, 0.0, 2, False)
+
+
+def test_sampled_keeps_the_least_disturbed_when_all_are_disturbed(monkeypatch):
+    from testbed import loadcheck
+    monkeypatch.setattr(loadcheck, "Window", _FakeWindow)
+    _FakeWindow.loads = [0.9, 0.6, 1.2]
+    results = iter(["a", "b", "c"])
+    assert loadcheck.sampled(lambda: next(results), [], 0.5, 2) == ("b", 0.6, 0.0, 3, True)
+
+
+def test_window_counts_its_own_busy_loop_as_its_own():
+    """A busy loop of this process is the bench's own work: other load stays well below it."""
+    import time
+
+    from testbed import loadcheck
+    with loadcheck.Window([]) as w:
+        t_end = time.monotonic() + 0.5
+        while time.monotonic() < t_end:
+            pass
+    assert w.seconds >= 0.5 and w.other_cores >= 0
+
+
+def test_rotated_order_interleaves_paths():
+    from testbed import dataplane
+    names = ["plain", "wg-bare", "charm"]
+    assert [dataplane.rotated(names, i)[0] for i in range(3)] == names
+
+
+def test_derived_ratios_are_per_round():
+    from testbed import dataplane
+    sample = {"plain_tcp1_bps": 10e9, "wg-bare_tcp1_bps": 2e9, "charm_tcp1_bps": 1.9e9, "ovpn-aes_tcp1_bps": 0.5e9,
+              "ovpn-chacha_tcp1_bps": 0.4e9, "plain_rtt_ms": 0.05, "charm_rtt_ms": 0.45}
+    out = dataplane.derived(sample, ["plain", "wg-bare", "charm", "ovpn-aes", "ovpn-chacha"])
+    assert out["charm_over_bare_tcp1"] == pytest.approx(0.95)
+    assert out["charm_over_plain_tcp1"] == pytest.approx(0.19)
+    assert out["charm_over_best_openvpn_tcp1"] == pytest.approx(3.8)
+    assert out["charm_added_rtt_ms"] == pytest.approx(0.4)
+
+
+def test_summary_json_headline_figures():
+    from testbed import benchreport
+    dp = bs.summarize_rounds([{"charm_over_bare_tcp1": 0.97, "charm_over_best_openvpn_tcp1": 4.0,
+                               "charm_added_rtt_ms": 0.4, "ovpn-aes_added_rtt_ms": 0.3,
+                               "ovpn-chacha_added_rtt_ms": 0.25}])
+    ifaces = {"s6a": {"summary": bs.summarize_rounds([{"charm_over_bare_tcp1": 0.9}, {"charm_over_bare_tcp1": 0.96}])}}
+    syn = {"8": {"runs": [{"seconds_after_first_config": 10.0}]},
+           "32": {"runs": [{"seconds_after_first_config": 35.0}]}}
+    s = benchreport.summary({"dataplane": {"summary": dp, "rounds": []}, "interfaces": {"per_interface": ifaces},
+                             "synthetic": {"sizes": syn}})
+    assert s["product_vs_bare_wireguard"] == pytest.approx(0.93)      # the worse of s6a (0.93) and the pair
+    assert s["wireguard_vs_openvpn_throughput"] == 4.0
+    assert s["wireguard_added_rtt_ms"] == 0.4 and s["openvpn_added_rtt_ms"] == 0.25
+    assert s["convergence_32_over_8"] == pytest.approx(3.5)

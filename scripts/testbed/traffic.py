@@ -1,4 +1,6 @@
-"""Throughput and latency between two emulated VNFs, with the thesis' tools (iperf3, ping).
+"""Traffic between two emulated VNFs with the thesis' tools (iperf3, ping), inside their namespaces.
+
+(Named apart from scripts/deploy/measure.py, which runs the same commands on a deployed NS.)
 
 The command lines come from ``measure_parse`` (the same ones ``make measure-remote`` runs on a
 real deployment), and so do the parsers, so local and remote reports are the same format.

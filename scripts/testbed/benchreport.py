@@ -1,0 +1,245 @@
+"""What `make bench` prints and writes: tables, bench.json, summary.json, bench.png."""
+import json
+import os
+import sys
+
+from testbed import benchstats
+
+PATH_LABELS = {"plain": "plain link (a)", "wg-bare": "bare wireguard-go pair (b)", "charm": "charms' tunnel (c)",
+               "boringtun": "bare boringtun pair", "ovpn-aes": "OpenVPN AES-256-GCM",
+               "ovpn-chacha": "OpenVPN CHACHA20-POLY1305"}
+PATH_COLORS = {"plain": "tab:gray", "wg-bare": "tab:cyan", "charm": "tab:blue", "boringtun": "tab:purple",
+               "ovpn-aes": "tab:orange", "ovpn-chacha": "tab:red"}
+
+
+def _median(summary, key):
+    return ((summary or {}).get(key) or {}).get("median")
+
+
+def _spread(summary, key):
+    s = (summary or {}).get(key) or {}
+    return {"median": s.get("median"), "min": s.get("min"), "max": s.get("max"), "n": s.get("n", 0)}
+
+
+# --------------------------------------------------------------------------- summary.json
+
+
+def summary(result):
+    """The machine-readable headline figures (medians; each also with its spread)."""
+    dp = (result.get("dataplane") or {}).get("summary") or {}
+    ifaces = (result.get("interfaces") or {}).get("per_interface") or {}
+    c_over_b = {name: _spread(v["summary"], "charm_over_bare_tcp1") for name, v in ifaces.items()}
+    if "charm_over_bare_tcp1" in dp:
+        c_over_b["pair"] = _spread(dp, "charm_over_bare_tcp1")
+    lowest = min((v["median"] for v in c_over_b.values() if v["median"] is not None), default=None)
+    ovpn_rtt = {n: _spread(dp, n + "_added_rtt_ms") for n in ("ovpn-aes", "ovpn-chacha")
+                if n + "_added_rtt_ms" in dp}
+    best_ovpn_rtt = min((v["median"] for v in ovpn_rtt.values() if v["median"] is not None), default=None)
+    sizes = ((result.get("synthetic") or {}).get("sizes") or {})
+    times = {int(k): [r["seconds_after_first_config"] for r in v["runs"]] for k, v in sizes.items()}
+    out = {
+        "product_vs_bare_wireguard": lowest,
+        "wireguard_vs_openvpn_throughput": _median(dp, "charm_over_best_openvpn_tcp1"),
+        "wireguard_added_rtt_ms": _median(dp, "charm_added_rtt_ms"),
+        "openvpn_added_rtt_ms": best_ovpn_rtt,
+        "convergence_32_over_8": benchstats.growth(times, 8, 32),
+        "spread": {
+            "charm_over_bare_tcp1_per_interface": c_over_b,
+            "charm_over_plain_tcp1": _spread(dp, "charm_over_plain_tcp1"),
+            "wireguard_vs_openvpn_throughput": _spread(dp, "charm_over_best_openvpn_tcp1"),
+            "wireguard_added_rtt_ms": _spread(dp, "charm_added_rtt_ms"),
+            "bare_wireguard_added_rtt_ms": _spread(dp, "wg-bare_added_rtt_ms"),
+            "boringtun_added_rtt_ms": _spread(dp, "boringtun_added_rtt_ms"),
+            "openvpn_added_rtt_ms": ovpn_rtt,
+            "tcp1_bps": {n: _spread(dp, n + "_tcp1_bps") for n in PATH_LABELS if n + "_tcp1_bps" in dp},
+        },
+        "implementations": (result.get("dataplane") or {}).get("labels", {}),
+        "command": result.get("command"),
+        "seconds_total": result.get("seconds_total"),
+        "disturbed_samples": sum(len(r.get("disturbed", []))
+                                 for r in (result.get("dataplane") or {}).get("rounds", [])),
+    }
+    return out
+
+
+def targets(result):
+    out = []
+    dp = (result.get("dataplane") or {}).get("summary") or {}
+    if dp:
+        out.append(benchstats.check_target("tcp1_ratio", _median(dp, "charm_over_plain_tcp1")))
+        out.append(benchstats.check_target("added_rtt_ms", _median(dp, "charm_added_rtt_ms")))
+    s = summary(result)
+    if s["product_vs_bare_wireguard"] is not None:
+        out.append(benchstats.check_target("product_vs_bare", s["product_vs_bare_wireguard"]))
+    eps = (result.get("eps") or {}).get("summary") or {}
+    if eps:
+        out.append(benchstats.check_target("eps_seconds_after_last_config", eps["seconds_after_last_config"]["median"]))
+        worst = eps["max_hooks_per_unit_relation"]["max"]
+        out.append(benchstats.check_target("eps_max_hooks_per_unit_relation", worst))
+    sessions = [x["summary"]["sessions_per_reconcile"]["max"] for x in
+                [result.get("eps") or {}] + list(((result.get("synthetic") or {}).get("sizes") or {}).values())
+                if x.get("summary")]
+    sessions = [x for x in sessions if x is not None]
+    if sessions:
+        out.append(benchstats.check_target("sessions_per_reconcile", max(sessions)))
+    if s["convergence_32_over_8"] is not None:
+        out.append(benchstats.check_target("synthetic_32_over_8", s["convergence_32_over_8"]))
+    if result.get("seconds_total") is not None:
+        out.append(benchstats.check_target("bench_minutes", result["seconds_total"] / 60.0))
+    return out
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def _cell(s, scale=1.0, digits=3):
+    if not s or s.get("median") is None:
+        return "-"
+    return "{} ({}-{})".format(*(benchstats.fmt(s[x] / scale, digits) for x in ("median", "min", "max")))
+
+
+def path_rows(dp, names):
+    rows = []
+    for n in names:
+        rows.append([PATH_LABELS.get(n, n), _cell(dp.get(n + "_tcp1_bps"), 1e6, 0),
+                     _cell(dp.get(n + "_tcp4_bps"), 1e6, 0),
+                     _cell(dp.get(n + "_rtt_ms")), _cell(dp.get(n + "_added_rtt_ms")),
+                     _cell(dp.get(n + "_over_plain_tcp1")), _cell(dp.get(n + "_tcp1_daemon_cores"), 1, 2)])
+    return rows
+
+
+PATH_HEAD = ("path", "TCP 1 Mbit/s", "TCP 4 Mbit/s", "RTT ms", "added RTT ms", "TCP1 / plain", "daemon cores")
+
+
+def print_tables(result, stream=sys.stdout):
+    w = stream.write
+    dpr = result.get("dataplane") or {}
+    dp = dpr.get("summary")
+    if dp:
+        w("\nData plane, two VNFs on one link: median (min-max) over {} interleaved rounds\n".format(
+            len(dpr["rounds"])))
+        w(benchstats.table(PATH_HEAD, path_rows(dp, dpr["paths"])) + "\n")
+        for n, label in sorted(dpr.get("labels", {}).items()):
+            w("  {}: {}\n".format(n, label))
+        w("  charms' tunnel / bare pair, TCP 1: {}   TCP 4: {}   charms' tunnel / best OpenVPN, TCP 1: {}\n".format(
+            _cell(dp.get("charm_over_bare_tcp1")), _cell(dp.get("charm_over_bare_tcp4")),
+            _cell(dp.get("charm_over_best_openvpn_tcp1"))))
+        w("  overhead on the underlay (bytes per payload byte, fixed rate): charm {}  plain {}\n".format(
+            _cell(dp.get("charm_fixed_overhead_ratio")), _cell(dp.get("plain_fixed_overhead_ratio"))))
+    ifr = result.get("interfaces")
+    if ifr:
+        w("\nEPS interfaces: (c) charms' tunnel vs (b) bare wireguard-go pair vs (a) plain, median (min-max)\n")
+        rows = []
+        for name, v in ifr["per_interface"].items():
+            s = v["summary"]
+            rows.append([name, _cell(s.get("plain_tcp1_bps"), 1e6, 0), _cell(s.get("wg-bare_tcp1_bps"), 1e6, 0),
+                         _cell(s.get("charm_tcp1_bps"), 1e6, 0), _cell(s.get("charm_over_bare_tcp1")),
+                         _cell(s.get("charm_over_plain_tcp1")), _cell(s.get("charm_added_rtt_ms")),
+                         _cell(s.get("wg-bare_added_rtt_ms"))])
+        w(benchstats.table(("interface", "(a) Mbit/s", "(b) Mbit/s", "(c) Mbit/s", "(c)/(b)", "(c)/(a)",
+                            "(c) +RTT ms", "(b) +RTT ms"), rows) + "\n")
+    _conv_table(result, w)
+    prof = result.get("profile")
+    if prof:
+        w("\nProfile of a hook (seconds)\n")
+        for key, v in prof.items():
+            v = _cell(v) + " n={}".format(v["n"]) if isinstance(v, dict) else benchstats.fmt(v)
+            w("  {:28} {}\n".format(key, v))
+    if result.get("targets"):
+        w("\nTargets\n")
+        rows = [[t["text"], "{} {}".format(t["op"], t["target"]), benchstats.fmt(t["measured"]),
+                 {True: "met", False: "MISSED", None: "-"}[t["met"]]] for t in result["targets"]]
+        w(benchstats.table(("target", "wanted", "measured", "verdict"), rows) + "\n")
+
+
+def _conv_table(result, w):
+    conv = []
+    if result.get("eps"):
+        conv.append(("EPS (5 tunnels)", result["eps"]["summary"]))
+    for k, v in sorted(((result.get("synthetic") or {}).get("sizes") or {}).items(), key=lambda x: int(x[0])):
+        conv.append(("hub {} tunnels".format(k), v["summary"]))
+    if not conv:
+        return
+    metrics = ("seconds_after_last_config", "seconds_after_first_config", "hooks_after_first_config",
+               "hooks_per_tunnel", "max_hooks_per_unit_relation", "reconcile_sessions", "sessions_per_tunnel",
+               "sessions_per_reconcile", "hub_changed_hook_seconds")
+    head = ("topology", "s after last cfg", "s after first cfg", "hooks after 1st cfg", "hooks/tunnel",
+            "max/unit+rel", "reconciles", "sessions/tunnel", "logins/reconcile", "hub changed-hook s", "n")
+    rows = []
+    for label, s in conv:
+        rows.append([label] + [_cell(s.get(m), 1, _digits(m)) for m in metrics] + [s["seconds_after_last_config"]["n"]])
+    w("\nControl plane: convergence, median (min-max)\n")
+    w(benchstats.table(head, rows) + "\n")
+
+
+def _digits(metric):
+    return 2 if "hook_seconds" in metric or "per_" in metric else 1 if "seconds" in metric else 0
+
+
+# --------------------------------------------------------------------------- plot
+
+
+def plot(result, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 3, figsize=(17, 5))
+    dpr = result.get("dataplane") or {}
+    dp = dpr.get("summary")
+    if dp:
+        names = dpr["paths"]
+        _path_bars(axes[0], dp, names, "tcp1_bps", 1e6, "Mbit/s", "TCP 1 stream (median, min-max)", log=True)
+        _path_bars(axes[1], dp, names, "rtt_ms", 1, "ms", "average ping RTT (median, min-max)")
+    ax = axes[2]
+    sizes = ((result.get("synthetic") or {}).get("sizes") or {})
+    for metric, style in (("seconds_after_first_config", "o-"), ("seconds_after_last_config", "s--")):
+        pts = sorted((int(k), v["summary"][metric]) for k, v in sizes.items())
+        if pts:
+            ax.errorbar([p[0] for p in pts], [p[1]["median"] for p in pts],
+                        yerr=[[p[1]["median"] - p[1]["min"] for p in pts], [p[1]["max"] - p[1]["median"] for p in pts]],
+                        fmt=style, capsize=4, label="hub-and-spoke, " + metric.replace("_", " "))
+        if result.get("eps"):
+            ax.plot([5], [result["eps"]["summary"][metric]["median"]], "r" + style[0],
+                    label="EPS, " + metric.replace("_", " "))
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("tunnels")
+    ax.set_ylabel("seconds")
+    ax.set_title("control-plane convergence")
+    ax.legend(fontsize=7)
+    fig.suptitle("make bench: {}".format(result.get("wireguard", "")), fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _path_bars(ax, dp, names, metric, scale, unit, title, log=False):
+    names = [n for n in names if dp.get("{}_{}".format(n, metric))]
+    ss = [dp["{}_{}".format(n, metric)] for n in names]
+    med = [s["median"] / scale for s in ss]
+    err = [[(s["median"] - s["min"]) / scale for s in ss], [(s["max"] - s["median"]) / scale for s in ss]]
+    ax.bar(range(len(names)), med, 0.7, yerr=err, capsize=4, color=[PATH_COLORS.get(n, "k") for n in names])
+    ax.set_xticks(list(range(len(names))))
+    ax.set_xticklabels([PATH_LABELS.get(n, n).replace(" (", "\n(") for n in names], fontsize=7, rotation=20)
+    if log:
+        ax.set_yscale("log")
+    ax.set_ylabel(unit)
+    ax.set_title(title)
+
+
+# --------------------------------------------------------------------------- files
+
+
+def _dump(obj, path):
+    with open(path + ".tmp", "w") as f:
+        json.dump(obj, f, indent=1, sort_keys=True)
+    os.replace(path + ".tmp", path)
+
+
+def write(result, out_dir):
+    """bench.json (everything), summary.json (headline figures), bench.png."""
+    path = os.path.join(out_dir, "bench.json")
+    _dump(result, path)
+    _dump(summary(result), os.path.join(out_dir, "summary.json"))
+    png = os.path.join(out_dir, "bench.png")
+    plot(result, png)
+    return path, os.path.join(out_dir, "summary.json"), png

@@ -1,0 +1,248 @@
+"""The bench's control plane: how fast the charms bring tunnels up, and what it costs.
+
+- EPS: the real ``eps_wg`` NS (5 VNFs, 5 tunnels, the OAI charms) in OSM's order; the OAI
+  primitives after ``config`` are left out (they come after the measured window and need the
+  internet).
+- Hub and spokes: a hub VNF whose ``vpn`` endpoint is related to k spokes (``vpn-peer``), the
+  EPS's scaling case (one MME or SPGW-U with many eNBs).
+Convergence = from the first / last ``config`` primitive to the moment every device on both
+ends of every tunnel shows a handshake. Counted until that moment: hook runs (per unit, per
+unit and relation), reconcile SSH sessions (the charm's log lines) and sshd logins (an
+independent count).
+"""
+import os
+import re
+import time
+
+from testbed import benchstats, demo, lcm, vca, vim
+
+HANDSHAKE_TIMEOUT = 120
+
+# Hub-and-spoke: one link, hub at .1, spoke i at .(i+1); tunnel /24 shared by the hub's device.
+STAR_LINK, STAR_CIDR = "star", "192.168.64.0/24"
+STAR_TUNNEL = "10.251.0.{}/24"
+HUB_SVC, SPOKE_SVC = "172.17.0.1/32", "172.17.1.{}/32"
+
+SESSION_LINE = "reconcile: ssh session"
+
+
+class ConvergenceError(Exception):
+    pass
+
+
+class BenchModel(vca.Model):
+    """The emulated VCA, also recording when config primitives start (monotonic)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.config_times = []
+
+    def set_config(self, app, values, wait=True):
+        self.config_times.append(time.monotonic())
+        super().set_config(app, values, wait=wait)
+
+
+def sshd_logins(vnf):
+    """Successful SSH logins sshd logged on ``vnf``: counts sessions independently of the charm."""
+    try:
+        with open(os.path.join(vnf.state_dir, "sshd.log")) as f:
+            return sum(1 for line in f if line.startswith("Accepted "))
+    except OSError:
+        return 0
+
+
+_RELATION_HOOK = re.compile(r"^hooks/(?P<ep>.+)-relation-(?P<kind>created|joined|changed|departed|broken)$")
+
+
+def opened_session(run):
+    return sum(1 for msg in run.log if msg.startswith(SESSION_LINE))
+
+
+def hook_counts(runs):
+    """Hook runs per unit, per (unit, relation) -- a hub's endpoint has one relation per spoke --
+    and relation-changed only per (unit, relation)."""
+    per_unit, per_rel, per_rel_changed = {}, {}, {}
+    for run in runs:
+        per_unit[run.unit] = per_unit.get(run.unit, 0) + 1
+        m = _RELATION_HOOK.match(run.hook)
+        if m:
+            key = "{} {}".format(run.unit, run.relation or m.group("ep"))
+            per_rel[key] = per_rel.get(key, 0) + 1
+            if m.group("kind") == "changed":
+                per_rel_changed[key] = per_rel_changed.get(key, 0) + 1
+    return {"per_unit": per_unit, "per_unit_relation": per_rel, "changed_per_unit_relation": per_rel_changed}
+
+
+def convergence_record(model, testbed, t_up):
+    """Everything counted at the moment all tunnels were up (hooks that ended by then); the
+    sessions-per-reconcile check compares sshd's logins with the charm's session lines once
+    the model has settled (both counts complete)."""
+    first, last = model.config_times[0], model.config_times[-1]
+    runs = [r for r in list(model.hook_log) if r.ended <= t_up]
+    reconciles = {}
+    for r in runs:
+        reconciles[r.unit] = reconciles.get(r.unit, 0) + opened_session(r)
+    model.settle()
+    settled_reconciles = sum(opened_session(r) for r in model.hook_log)
+    logins = {name: sshd_logins(v) for name, v in testbed.vnfs.items()}
+    counts = hook_counts(runs)
+    total_reconciles, total_logins = sum(reconciles.values()), sum(logins.values())
+    return {
+        "seconds_after_last_config": t_up - last,
+        "seconds_after_first_config": t_up - first,
+        "hooks_total": len(runs),
+        "hooks_after_first_config": sum(1 for r in runs if r.started >= first),
+        "hooks": counts,
+        "max_hooks_per_unit": max(counts["per_unit"].values()),
+        "max_hooks_per_unit_relation": max(counts["per_unit_relation"].values() or [0]),
+        "max_changed_per_unit_relation": max(counts["changed_per_unit_relation"].values() or [0]),
+        "reconcile_sessions_per_unit": reconciles,
+        "sshd_logins_per_vnf": logins,
+        "reconcile_sessions": total_reconciles,
+        "sshd_logins": total_logins,
+        "reconcile_sessions_settled": settled_reconciles,
+        "hooks_until_settled": len(model.hook_log),
+        "sessions_per_reconcile": benchstats.ratio(total_logins, settled_reconciles),
+        "hook_seconds": [round(r.seconds, 4) for r in runs],
+        "hook_opened_session": [opened_session(r) for r in runs],
+    }
+
+
+def wait_handshakes(checks, timeout=HANDSHAKE_TIMEOUT):
+    """Poll ``checks`` (a list of (vnf, device, expected peers)) until every device has a
+    handshake with every expected peer; returns the monotonic time that happened."""
+    deadline = time.monotonic() + timeout
+    pending = list(checks)
+    while pending:
+        vnf, device, peers = pending[0]
+        text = vnf.exec(["wg", "show", device, "latest-handshakes"], check=False).stdout.split()
+        stamps = [int(x) for x in text[1::2]]
+        if len(stamps) >= peers and all(stamps):
+            pending.pop(0)
+            continue
+        if time.monotonic() > deadline:
+            raise ConvergenceError("no handshake on {} {} after {} s".format(vnf.name, device, timeout))
+        time.sleep(0.05)
+    return time.monotonic()
+
+
+def instantiate_measured(tb, model, links, vnfs, relations, checks):
+    """lcm.instantiate, timing the tunnels right after the last config primitive (the VCA may
+    still be delivering hooks meanwhile, as Juju would)."""
+    record = {}
+
+    def after_config(_report):
+        record.update(convergence_record(model, tb, wait_handshakes(checks(tb))))
+
+    lcm.instantiate(tb, model, links, vnfs, relations, after_config=after_config)
+    return record
+
+
+class Runner(object):
+    """Creates testbeds under ``workdir`` and remembers their ids (for the teardown check)."""
+
+    def __init__(self, charms_dir, workdir, userspace, parallel):
+        self.charms_dir, self.workdir, self.userspace, self.parallel = charms_dir, workdir, userspace, parallel
+        self.created = []
+
+    def testbed(self, name):
+        tb = vim.Testbed(os.path.join(self.workdir, name), userspace_wireguard=self.userspace)
+        self.created.append(tb.id)
+        tb.create()
+        return tb
+
+    def model(self, tb, name):
+        return BenchModel(os.path.join(self.workdir, "vca-" + name), name=name, runner=tb.runner(),
+                          parallel=self.parallel)
+
+
+def eps_instance(charms_dir):
+    """The eps_wg instance as the demo loads it, without the primitives after ``config``."""
+    inst = demo.load_instances("eps_wg", charms_dir)[0]
+    for spec in inst.vnfs:
+        spec.primitives = []
+    return inst
+
+
+def run_eps_once(runner, then=None):
+    """One EPS instantiation; ``then(tb, inst)`` runs on the converged testbed before teardown."""
+    inst = eps_instance(runner.charms_dir)
+    tb = runner.testbed("tb-eps")
+    try:
+        model = runner.model(tb, "eps")
+
+        def checks(tb_):
+            return [(tb_.vnfs[app], "wg-" + rp.name, 1) for rp in inst.refpoints for app in (rp.provider, rp.requirer)]
+
+        rec = instantiate_measured(tb, model, inst.links, inst.vnfs, inst.relations, checks)
+        rec["tunnels"] = len(inst.refpoints)
+        if then:
+            rec["then"] = then(tb, inst)
+        return rec
+    finally:
+        tb.teardown()
+
+
+def hub_specs(charms_dir, k, hub_last=True):
+    """A hub VNF whose ``vpn`` endpoint is related to k spoke VNFs (``vpn-peer``): one device
+    wg-vpn with k peers on the hub, one device with one peer on each spoke. The hub is
+    configured last by default, so that it meets all spoke keys at once."""
+    charm = os.path.join(charms_dir, "wireguard-proxy")
+    hub = lcm.VnfSpec("hub", charm, {STAR_LINK: "192.168.64.1/24"}, {
+        "ssh-hostname": "<rw_mgmt_ip>", "ssh-username": "root", "vpn-endpoint-address": "192.168.64.1",
+        "vpn-tunnel-address": STAR_TUNNEL.format(1), "vpn-service-addresses": HUB_SVC})
+    spokes = []
+    for i in range(1, k + 1):
+        spokes.append(lcm.VnfSpec("s{}".format(i), charm, {STAR_LINK: "192.168.64.{}/24".format(i + 1)}, {
+            "ssh-hostname": "<rw_mgmt_ip>", "ssh-username": "root",
+            "vpn-peer-endpoint-address": "192.168.64.{}".format(i + 1),
+            "vpn-peer-tunnel-address": STAR_TUNNEL.format(i + 1), "vpn-peer-service-addresses": SPOKE_SVC.format(i)}))
+    relations = [("hub:vpn", "{}:vpn-peer".format(s.name)) for s in spokes]
+    return (spokes + [hub] if hub_last else [hub] + spokes), relations
+
+
+def run_synthetic_once(runner, k, hub_last=True):
+    if not 1 <= k <= 250:
+        raise ConvergenceError("synthetic topology size {} is outside 1-250 (one /24 link)".format(k))
+    specs, relations = hub_specs(runner.charms_dir, k, hub_last)
+    tb = runner.testbed("tb-syn{}".format(k))
+    try:
+        model = runner.model(tb, "syn{}".format(k))
+
+        def checks(tb_):
+            return [(tb_.vnfs["hub"], "wg-vpn", k)] + [(tb_.vnfs[s.name], "wg-vpn-peer", 1) for s in specs
+                                                        if s.name != "hub"]
+
+        t0 = time.monotonic()
+        rec = instantiate_measured(tb, model, {STAR_LINK: STAR_CIDR}, specs, relations, checks)
+        rec["seconds_instantiation"] = time.monotonic() - t0
+        rec["tunnels"], rec["vnfs"], rec["hub_last"] = k, k + 1, hub_last
+        rec["hub_hooks"] = rec["hooks"]["per_unit"].get("hub/0", 0)
+        rec["hooks_per_tunnel"] = rec["hooks_after_first_config"] / float(k)
+        # The hub's cost per relation-changed hook: flat in k when a hook reads one relation.
+        changed = [r.seconds for r in model.hook_log if r.unit == "hub/0" and r.hook == "hooks/vpn-relation-changed"
+                   and r.started >= model.config_times[0]]
+        rec["hub_changed_hook_seconds"] = benchstats.summarize(changed)["median"]
+        rec["hub_changed_hooks"] = len(changed)
+        rec["sessions_per_tunnel"] = rec["reconcile_sessions"] / float(k)
+        return rec
+    finally:
+        tb.teardown()
+
+
+def conv_line(label, rec):
+    return ("{}: up {:.1f} s after the last config ({:.1f} s after the first), {} hooks ({} after the first "
+            "config), {} reconcile sessions / {} sshd logins, worst unit+relation {} hooks").format(
+        label, rec["seconds_after_last_config"], rec["seconds_after_first_config"], rec["hooks_total"],
+        rec["hooks_after_first_config"], rec["reconcile_sessions"], rec["sshd_logins"],
+        rec["max_hooks_per_unit_relation"])
+
+
+CONV_METRICS = ("seconds_after_last_config", "seconds_after_first_config", "hooks_total", "hooks_after_first_config",
+                "max_hooks_per_unit", "max_hooks_per_unit_relation", "max_changed_per_unit_relation",
+                "reconcile_sessions", "sshd_logins", "sessions_per_reconcile", "hooks_per_tunnel",
+                "sessions_per_tunnel", "hub_changed_hook_seconds")
+
+
+def conv_summary(records):
+    return benchstats.summarize_rounds([{k: r[k] for k in CONV_METRICS if k in r} for r in records])

@@ -1,0 +1,58 @@
+"""Bad arguments to the bench and the demo: one line on stderr, exit status 2, nothing run;
+the bench removes only the work directory it created."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from testbed import bench
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _run(module, *args):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(REPO, "scripts"), os.path.join(REPO, "charms")]))
+    return subprocess.run([sys.executable, "-m", module] + list(args), cwd=REPO, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+
+
+@pytest.mark.parametrize("args", [
+    ["--sizes", ","], ["--sizes", ""], ["--sizes", "8,,32"], ["--sizes", "x"], ["--sizes", "0"],
+    ["--sizes", "300"], ["--seconds", "-5"], ["--seconds", "0"], ["--rounds", "0"], ["--runs", "abc"],
+    ["--only", "dataplane,nothing"], ["--only", ","], ["--paths", "wireguard"], ["--max-other-load", "-1"],
+    ["--max-other-load", "nan"], ["--retries", "-1"], ["--out", "/dev/null"], ["--parallel", "0"],
+])
+def test_bench_bad_argument_is_one_line_and_status_2(args, tmp_path):
+    proc = _run("testbed.bench", *args)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("testbed.bench: error: "), proc.stderr
+
+
+@pytest.mark.parametrize("args", [["--out", "/dev/null"], ["--seconds", "-5"], ["--pings", "0"], ["--rounds", "0"]])
+def test_demo_bad_argument_is_one_line_and_status_2(args):
+    proc = _run("testbed.demo", *args)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("testbed.demo: error: "), proc.stderr
+
+
+def test_good_arguments_parse(tmp_path):
+    args = bench.parse_args(["--sizes", "2, 8", "--only", "control", "--paths", "ovpn-aes", "--out", str(tmp_path)])
+    assert args.sizes == [2, 8] and args.parts == {"control"}
+    assert args.paths == ["charm", "plain", "ovpn-aes"] or set(args.paths) == {"plain", "charm", "ovpn-aes"}
+
+
+def test_work_dir_removed_only_when_it_carries_the_marker(tmp_path):
+    foreign = tmp_path / "work"
+    foreign.mkdir()
+    (foreign / "data").write_text("not the bench's")
+    bench.remove_work_dir(str(foreign))
+    assert (foreign / "data").exists()
+    mine = bench.make_work_dir(str(tmp_path))
+    assert os.path.dirname(mine) == str(tmp_path) and mine != str(foreign)
+    open(os.path.join(mine, "charm-copy"), "w").close()
+    bench.remove_work_dir(mine)
+    assert not os.path.exists(mine) and (foreign / "data").exists()

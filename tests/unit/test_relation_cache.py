@@ -1,0 +1,111 @@
+"""vpnaas.relation_cache: a relation-changed with nothing new is skipped before the plan reads
+every relation; anything new (or a failed last reconcile) still reconciles."""
+import base64
+
+import yaml
+from ops.testing import Harness
+
+from bundle.charmspec import charm_spec
+from vpnaas import charm_base, relation_cache
+
+SPEC = charm_spec("wireguard-proxy")
+
+
+def _bag(n, peer_keys=""):
+    key = base64.b64encode(bytes([n]) * 32).decode()
+    bag = {"vpnaas-schema": "1", "public-key": key, "endpoint": "192.168.64.{}:51820".format(n),
+           "tunnel-address": "10.251.0.{}/24".format(n), "service-prefixes": "172.17.1.{}/32".format(n)}
+    if peer_keys:
+        bag["peer-keys"] = peer_keys
+    return bag
+
+
+class CountingCharm(charm_base.VpnaasCharm):
+    """The real event handler; the reconcile only counts (no VNF here)."""
+    calls = []
+    fail = False
+
+    def reconcile(self, event=None, force=False, rotate=(), restart=False):
+        type(self).calls.append(event.handle.kind)
+        if type(self).fail:
+            self._stored.applied = ""
+            raise charm_base.ReconcileFailed("ssh down")
+        self._relations_snapshot()
+        self._stored.applied = "fingerprint-1"
+        return None, None
+
+
+class WaitingComponent(CountingCharm):
+    def component_wants_session(self, plan):
+        return True
+
+
+def _hub(cls, spokes=3):
+    cls.calls, cls.fail = [], False
+    h = Harness(cls, meta=yaml.safe_dump(SPEC["metadata"]), actions=yaml.safe_dump(SPEC["actions"]),
+                config=yaml.safe_dump(SPEC["config"]))
+    h.begin()
+    h.update_config({"ssh-hostname": "10.0.0.5"})
+    rids = []
+    for i in range(spokes):
+        app = "s{}".format(i + 1)
+        rid = h.add_relation("vpn", app)
+        h.add_relation_unit(rid, app + "/0")
+        h.update_relation_data(rid, app + "/0", _bag(i + 2))
+        rids.append(rid)
+    return h, rids
+
+
+def test_unchanged_tunnel_data_is_skipped_and_peer_keys_alone_do_not_wake_the_generic_charm():
+    h, rids = _hub(CountingCharm)
+    before = len(CountingCharm.calls)
+    h.update_relation_data(rids[1], "s2/0", {"peer-keys": "abc"})       # only the notification changed
+    assert len(CountingCharm.calls) == before
+    h.update_relation_data(rids[1], "s2/0", {"endpoint": "192.168.64.99:51820"})   # real news
+    assert len(CountingCharm.calls) == before + 1
+
+
+def test_a_component_waiting_for_peer_keys_is_woken_by_them():
+    h, rids = _hub(WaitingComponent)
+    before = len(WaitingComponent.calls)
+    h.update_relation_data(rids[0], "s1/0", {"peer-keys": "abc"})
+    assert len(WaitingComponent.calls) == before + 1
+
+
+def test_after_a_failed_reconcile_nothing_is_skipped():
+    h, rids = _hub(CountingCharm)
+    CountingCharm.fail = True
+    h.update_relation_data(rids[0], "s1/0", {"endpoint": "192.168.64.50:51820"})
+    n = len(CountingCharm.calls)
+    h.update_relation_data(rids[0], "s1/0", {"peer-keys": "x"})
+    assert len(CountingCharm.calls) == n + 1
+
+
+def test_relation_hooks_before_configuration_are_skipped_until_config_arrives():
+    CountingCharm.calls, CountingCharm.fail = [], False
+    h = Harness(CountingCharm, meta=yaml.safe_dump(SPEC["metadata"]), actions=yaml.safe_dump(SPEC["actions"]),
+                config=yaml.safe_dump(SPEC["config"]))
+    h.begin()
+    rid = h.add_relation("vpn", "s1")
+    h.add_relation_unit(rid, "s1/0")
+    h.update_relation_data(rid, "s1/0", _bag(2))
+    assert CountingCharm.calls == []            # created, joined, changed: no VNF to reach yet
+    h.update_config({"ssh-hostname": "10.0.0.5"})
+    assert CountingCharm.calls == ["config_changed"]
+    h.update_relation_data(rid, "s1/0", {"endpoint": "192.168.64.77:51820"})
+    assert CountingCharm.calls == ["config_changed", "vpn_relation_changed"]
+
+
+def test_other_events_are_never_skipped():
+    h, rids = _hub(CountingCharm)
+    n = len(CountingCharm.calls)
+    h.update_config({"ssh-hostname": "10.0.0.9"})
+    h.charm.on.update_status.emit()
+    assert CountingCharm.calls[n:] == ["config_changed", "update_status"]
+
+
+def test_digest_covers_only_the_chosen_fields():
+    fields = ("public-key", "endpoint")
+    assert relation_cache.digest({"public-key": "k", "endpoint": "e", "peer-keys": "1"}, fields) == \
+        relation_cache.digest({"public-key": "k", "endpoint": "e", "peer-keys": "2"}, fields)
+    assert relation_cache.digest({"public-key": "k"}, fields) != relation_cache.digest({"public-key": "k2"}, fields)

@@ -1,0 +1,91 @@
+"""The emulated VCA with Juju's concurrency, on a tiny shell charm (no root, no namespaces):
+hooks of one unit in order, units at the same time, relation data propagated, and every
+relation-changed names a unit of its own relation."""
+import os
+import time
+
+from testbed import vca
+
+DISPATCH = """#!/bin/sh
+# A charm in four lines: log every hook; publish this unit's name when a relation is joined.
+log="$LOG_DIR/$(echo $JUJU_UNIT_NAME | tr / -).log"
+echo "$JUJU_DISPATCH_PATH ${JUJU_RELATION_ID:-} ${JUJU_REMOTE_UNIT:-}" >> "$log"
+case "$JUJU_DISPATCH_PATH" in
+  hooks/install) sleep "${INSTALL_SLEEP:-0}" ;;
+  hooks/*-relation-joined) relation-set "me=$JUJU_UNIT_NAME" ;;
+esac
+"""
+
+
+def _charm(tmp_path):
+    charm = tmp_path / "charm"
+    charm.mkdir()
+    (charm / "config.yaml").write_text("options: {}\n")
+    (charm / "dispatch").write_text(DISPATCH)
+    os.chmod(str(charm / "dispatch"), 0o755)
+    return str(charm)
+
+
+def _log(tmp_path, unit):
+    with open(str(tmp_path / "logs" / (unit.replace("/", "-") + ".log"))) as f:
+        return [line.split() for line in f]
+
+
+def _setup(tmp_path, monkeypatch, parallel, install_sleep="0"):
+    (tmp_path / "logs").mkdir()
+    monkeypatch.setenv("LOG_DIR", str(tmp_path / "logs"))
+    monkeypatch.setenv("INSTALL_SLEEP", install_sleep)
+    return vca.Model(str(tmp_path / "model"), parallel=parallel), _charm(tmp_path)
+
+
+def test_parallel_model_keeps_each_units_order_and_propagates_data(tmp_path, monkeypatch):
+    model, charm = _setup(tmp_path, monkeypatch, parallel=3)
+    for app in ("hub", "s1", "s2", "s3"):
+        model.deploy(app, charm, wait=False)
+    for spoke in ("s1", "s2", "s3"):
+        model.relate("hub:vpn", spoke + ":vpn-peer", wait=False)
+    model.settle()
+    for unit in ("hub/0", "s1/0", "s2/0", "s3/0"):
+        hooks = [entry[0] for entry in _log(tmp_path, unit)]
+        assert hooks[:4] == ["hooks/install", "hooks/leader-elected", "hooks/config-changed", "hooks/start"]
+    spoke = [entry[0] for entry in _log(tmp_path, "s1/0")]
+    assert spoke.index("hooks/vpn-peer-relation-created") < spoke.index("hooks/vpn-peer-relation-joined")
+    for rid, (_eps, units) in _relations(model).items():
+        for unit in units:
+            other = next(u for u in units if u != unit)
+            assert model.relation_data(rid)[other]["me"] == other
+    # The hub got a relation-changed from each spoke's publication.
+    changed = [e for e in _log(tmp_path, "hub/0") if e[0] == "hooks/vpn-relation-changed"]
+    assert {e[2] for e in changed} == {"s1/0", "s2/0", "s3/0"}
+
+
+def _relations(model):
+    state = model._read()
+    return {rid: (rel["endpoints"], rel["units"]) for rid, rel in state["relations"].items()}
+
+
+def test_relation_added_during_a_hook_wakes_nobody_with_a_foreign_unit(tmp_path, monkeypatch):
+    model, charm = _setup(tmp_path, monkeypatch, parallel=2, install_sleep="0")
+    model.deploy("b", charm)
+    model.deploy("c", charm)
+    monkeypatch.setenv("INSTALL_SLEEP", "0.8")
+    model.deploy("slow", charm, wait=False)           # its install runs while the relation appears
+    time.sleep(0.3)
+    model.relate("b:vpn", "c:vpn-peer", wait=False)
+    model.settle()
+    for unit in ("b/0", "c/0"):
+        remotes = {e[2] for e in _log(tmp_path, unit) if e[0].endswith("-relation-changed")}
+        assert remotes == {"c/0" if unit == "b/0" else "b/0"}
+
+
+def test_parallel_hooks_of_different_units_overlap(tmp_path, monkeypatch):
+    model, charm = _setup(tmp_path, monkeypatch, parallel=4, install_sleep="0.6")
+    t0 = time.monotonic()
+    for app in ("a", "b", "c", "d"):
+        model.deploy(app, charm, wait=False)
+    model.settle()
+    took = time.monotonic() - t0
+    assert len(model.hook_log) == 16
+    assert took < 4 * 0.6 + 1.5          # one after another would take over 2.4 s of sleeping alone
+    started = sorted(r.started for r in model.hook_log if r.hook == "hooks/install")
+    assert started[-1] - started[0] < 0.6   # all four installs began before the first ended

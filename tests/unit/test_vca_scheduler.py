@@ -1,0 +1,103 @@
+"""testbed.scheduler: Juju's hook order (per unit in order, units at once, bounded)."""
+import threading
+import time
+
+import pytest
+
+from testbed import scheduler
+
+
+def _recorder(log, lock, unit, i, pause=0.0, running=None, peak=None):
+    def job():
+        with lock:
+            running.add((unit, i)) if running is not None else None
+            if peak is not None:
+                peak.append(len(running))
+        time.sleep(pause)
+        with lock:
+            log.append((unit, i))
+            if running is not None:
+                running.discard((unit, i))
+        return (unit, i)
+    return job
+
+
+@pytest.mark.parametrize("parallel", [1, 3])
+def test_each_unit_runs_its_jobs_in_order(parallel):
+    s = scheduler.UnitScheduler(parallel)
+    log, lock = [], threading.Lock()
+    for i in range(5):
+        for unit in ("a/0", "b/0", "c/0"):
+            s.submit(unit, _recorder(log, lock, unit, i, pause=0.005 * (unit == "a/0")))
+    s.settle()
+    assert len(log) == 15
+    for unit in ("a/0", "b/0", "c/0"):
+        assert [i for u, i in log if u == unit] == list(range(5))
+
+
+def test_units_run_at_the_same_time_within_the_bound():
+    s = scheduler.UnitScheduler(2)
+    log, lock, running, peak = [], threading.Lock(), set(), []
+    for unit in ("a/0", "b/0", "c/0", "d/0"):
+        s.submit(unit, _recorder(log, lock, unit, 0, pause=0.1, running=running, peak=peak))
+    t0 = time.monotonic()
+    s.settle()
+    took = time.monotonic() - t0
+    assert max(peak) == 2                 # never more than the bound
+    assert took < 0.35                    # 4 x 0.1 s on 2 workers, not one after another (0.4 s)
+
+
+def test_one_unit_never_runs_two_jobs_at_once():
+    s = scheduler.UnitScheduler(4)
+    log, lock, running, peak = [], threading.Lock(), set(), []
+    for i in range(4):
+        s.submit("hub/0", _recorder(log, lock, "hub/0", i, pause=0.02, running=running, peak=peak))
+    s.settle()
+    assert max(peak) == 1 and [i for _u, i in log] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("parallel", [1, 2])
+def test_pending_job_with_same_key_is_coalesced(parallel):
+    s = scheduler.UnitScheduler(parallel)
+    gate = threading.Event()
+    calls = []
+    s.submit("a/0", gate.wait if parallel > 1 else (lambda: None))
+    first = s.submit("a/0", lambda: calls.append(1), key="changed")
+    second = s.submit("a/0", lambda: calls.append(2), key="changed")
+    gate.set()
+    s.settle()
+    assert first is second and calls == [1]
+
+
+@pytest.mark.parametrize("parallel", [1, 2])
+def test_wait_returns_result_and_raises_error(parallel):
+    s = scheduler.UnitScheduler(parallel)
+    assert s.wait(s.submit("a/0", lambda: 42)) == 42
+
+    def boom():
+        raise ValueError("hook failed")
+    with pytest.raises(ValueError):
+        s.wait(s.submit("a/0", boom))
+    s.settle()       # an error already handed to a waiter is not raised twice
+
+
+def test_settle_raises_an_unwaited_error_once():
+    s = scheduler.UnitScheduler(2)
+
+    def boom():
+        raise RuntimeError("x")
+    s.submit("a/0", boom)
+    s.submit("b/0", lambda: None)
+    with pytest.raises(RuntimeError):
+        s.settle()
+    s.settle()
+    assert s.idle()
+
+
+def test_run_now_serial_jumps_the_queue():
+    s = scheduler.UnitScheduler(1)
+    order = []
+    s.submit("a/0", lambda: order.append("queued"))
+    s.run_now("a/0", lambda: order.append("now"))
+    s.settle()
+    assert order == ["now", "queued"]
