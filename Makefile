@@ -77,7 +77,7 @@ pycompat: venv ## prove the charm runtime code runs on Python 3.6
 	$(VENV)/bin/vermin -q --no-tips --violations -t=3.6- $$(find charms -name '*.py')
 
 test: deps venv lint pycompat unit36 ## everything CI runs: lint, 3.6 checks, unit, charm, descriptor, package and end-to-end tests
-	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests
+	$(PY) -m pytest -q -p no:cacheprovider --durations=10 $(PYTEST_ARGS) tests
 
 unit: venv ## every test that needs no root: the everyday loop (about a minute)
 	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests --ignore=tests/e2e
