@@ -59,6 +59,19 @@ def test_parallel_model_keeps_each_units_order_and_propagates_data(tmp_path, mon
     assert {e[2] for e in changed} == {"s1/0", "s2/0", "s3/0"}
 
 
+def _wait_for_hook(tmp_path, unit, hook, limit=10.0):
+    """Until ``unit`` has started ``hook`` (the charm logs a hook before it runs it)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            if any(e and e[0] == hook for e in _log(tmp_path, unit)):
+                return
+        except OSError:
+            pass
+        time.sleep(0.01)
+    raise AssertionError("{} did not start {} within {} s".format(unit, hook, limit))
+
+
 def _relations(model):
     state = model._read()
     return {rid: (rel["endpoints"], rel["units"]) for rid, rel in state["relations"].items()}
@@ -70,7 +83,7 @@ def test_relation_added_during_a_hook_wakes_nobody_with_a_foreign_unit(tmp_path,
     model.deploy("c", charm)
     monkeypatch.setenv("INSTALL_SLEEP", "0.8")
     model.deploy("slow", charm, wait=False)           # its install runs while the relation appears
-    time.sleep(0.3)
+    _wait_for_hook(tmp_path, "slow/0", "hooks/install")
     model.relate("b:vpn", "c:vpn-peer", wait=False)
     model.settle()
     for unit in ("b/0", "c/0"):
