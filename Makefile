@@ -79,8 +79,8 @@ pycompat: venv ## prove the charm runtime code runs on Python 3.6
 test: deps venv lint pycompat unit36 ## everything CI runs: lint, 3.6 checks, unit, charm, descriptor, package and end-to-end tests
 	$(PY) -m pytest -q -p no:cacheprovider --durations=10 $(PYTEST_ARGS) tests
 
-unit: venv ## every test that needs no root: the everyday loop (about a minute)
-	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests --ignore=tests/e2e
+unit: venv ## every test that needs no root, on every core (pytest-xdist): the everyday loop (well under a minute)
+	$(PY) -m pytest -q -p no:cacheprovider -n auto --dist loadgroup $(PYTEST_ARGS) tests --ignore=tests/e2e
 
 unit36: $(VENV36)/.done ## the pure core, the hostile-value corpus and the charm under Harness on Python 3.6 (the shipped charms' Python)
 	$(VENV36)/bin/python -m pytest -q -p no:cacheprovider tests/unit/test_hostile_values.py \

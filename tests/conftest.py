@@ -5,6 +5,18 @@ import os
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: Fixtures that build the shipped charms and packages into the project's build/ folder.
+SHIPPED_BUILDS = ("shipped_charms", "shipped_packages")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """`make unit` runs on several pytest-xdist workers with ``--dist loadgroup``: every test that
+    uses a shipped build goes to one worker, so the build runs once and no two workers write
+    build/charms at the same time. (tryfirst: xdist reads the marker in the same hook.)"""
+    for item in items:
+        if any(name in getattr(item, "fixturenames", ()) for name in SHIPPED_BUILDS):
+            item.add_marker(pytest.mark.xdist_group("shipped-builds"))
 
 
 @pytest.fixture
