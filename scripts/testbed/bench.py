@@ -174,7 +174,7 @@ def run(args, progress, work, result):
     userspace = tunnels.boringtun_path() if args.implementation == "boringtun" else vim.userspace_wireguard()
     if not userspace:
         raise BenchError("no {}: run `make {}`".format(args.implementation, args.implementation))
-    runner = convergence.Runner(charms_dir, work, userspace, args.parallel)
+    runner = convergence.Runner(charms_dir, work, userspace, args.parallel, progress)
     runner.created = CREATED
     result.update({"schema": 2, "command": " ".join(["python -m testbed.bench"] + args.argv),
                    "machine": machine_info(), "wireguard": dataplane.flag_implementation(userspace),

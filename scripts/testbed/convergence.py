@@ -77,7 +77,7 @@ def convergence_record(model, testbed, t_up):
     """Everything counted at the moment all tunnels were up (hooks that ended by then); the
     sessions-per-reconcile check compares sshd's logins with the charm's session lines once
     the model has settled (both counts complete)."""
-    first, last = model.config_times[0], model.config_times[-1]
+    first, last = min(model.config_times), max(model.config_times)
     runs = [r for r in list(model.hook_log) if r.ended <= t_up]
     reconciles = {}
     for r in runs:
@@ -126,23 +126,27 @@ def wait_handshakes(checks, timeout=HANDSHAKE_TIMEOUT):
     return time.monotonic()
 
 
-def instantiate_measured(tb, model, links, vnfs, relations, checks):
+def instantiate_measured(tb, model, links, vnfs, relations, checks, progress=None):
     """lcm.instantiate, timing the tunnels right after the last config primitive (the VCA may
-    still be delivering hooks meanwhile, as Juju would)."""
+    still be delivering hooks meanwhile, as Juju would). ``progress`` gets the phases."""
     record = {}
 
     def after_config(_report):
-        record.update(convergence_record(model, tb, wait_handshakes(checks(tb))))
+        pending = checks(tb)
+        if progress:
+            progress("waiting for handshakes on {} device(s)".format(len(pending)))
+        record.update(convergence_record(model, tb, wait_handshakes(pending)))
 
-    lcm.instantiate(tb, model, links, vnfs, relations, after_config=after_config)
+    lcm.instantiate(tb, model, links, vnfs, relations, after_config=after_config, progress=progress, detail=False)
     return record
 
 
 class Runner(object):
     """Creates testbeds under ``workdir`` and remembers their ids (for the teardown check)."""
 
-    def __init__(self, charms_dir, workdir, userspace, parallel):
+    def __init__(self, charms_dir, workdir, userspace, parallel, progress=None):
         self.charms_dir, self.workdir, self.userspace, self.parallel = charms_dir, workdir, userspace, parallel
+        self.progress = progress       # the phases of each instantiation
         self.created = []
 
     def testbed(self, name):
@@ -168,18 +172,21 @@ def run_eps_once(runner, then=None):
     """One EPS instantiation; ``then(tb, inst)`` runs on the converged testbed before teardown."""
     inst = eps_instance(runner.charms_dir)
     tb = runner.testbed("tb-eps")
+    model = None
     try:
         model = runner.model(tb, "eps")
 
         def checks(tb_):
             return [(tb_.vnfs[app], "wg-" + rp.name, 1) for rp in inst.refpoints for app in (rp.provider, rp.requirer)]
 
-        rec = instantiate_measured(tb, model, inst.links, inst.vnfs, inst.relations, checks)
+        rec = instantiate_measured(tb, model, inst.links, inst.vnfs, inst.relations, checks, runner.progress)
         rec["tunnels"] = len(inst.refpoints)
         if then:
             rec["then"] = then(tb, inst)
         return rec
     finally:
+        if model:
+            model.close()
         tb.teardown()
 
 
@@ -206,6 +213,7 @@ def run_synthetic_once(runner, k, hub_last=True):
         raise ConvergenceError("synthetic topology size {} is outside 1-250 (one /24 link)".format(k))
     specs, relations = hub_specs(runner.charms_dir, k, hub_last)
     tb = runner.testbed("tb-syn{}".format(k))
+    model = None
     try:
         model = runner.model(tb, "syn{}".format(k))
 
@@ -214,7 +222,7 @@ def run_synthetic_once(runner, k, hub_last=True):
                                                         if s.name != "hub"]
 
         t0 = time.monotonic()
-        rec = instantiate_measured(tb, model, {STAR_LINK: STAR_CIDR}, specs, relations, checks)
+        rec = instantiate_measured(tb, model, {STAR_LINK: STAR_CIDR}, specs, relations, checks, runner.progress)
         rec["seconds_instantiation"] = time.monotonic() - t0
         rec["tunnels"], rec["vnfs"], rec["hub_last"] = k, k + 1, hub_last
         rec["hub_hooks"] = rec["hooks"]["per_unit"].get("hub/0", 0)
@@ -227,6 +235,8 @@ def run_synthetic_once(runner, k, hub_last=True):
         rec["sessions_per_tunnel"] = rec["reconcile_sessions"] / float(k)
         return rec
     finally:
+        if model:
+            model.close()
         tb.teardown()
 
 

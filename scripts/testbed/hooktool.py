@@ -1,34 +1,31 @@
-#!/usr/bin/env python3
-"""The Juju hook tools the emulated VCA offers (config-get, relation-get, action-set ...).
+"""The Juju hook tools the emulated VCA answers (config-get, relation-get, action-set ...).
 
-One program, installed under each tool's name; it acts on the model state file named by
-VPNAAS_VCA_STATE for the unit in JUJU_UNIT_NAME, with the argument and output formats the
-``ops`` library uses. Juju itself implements these in its unit agent; nothing on PyPI offers
-them outside a controller, so they are written here, small and strict: an unknown option is
-an error, exactly as a misuse would be on Juju.
+Juju's unit agent answers a hook's tool calls itself: each tool on the hook's PATH is a small
+client (jujuc) that passes its arguments over a socket to the agent, which works on the model
+it holds in memory. The emulation is built the same way: ``hookclient.py`` is the client,
+``vca.Model`` serves the socket and calls ``run`` here on its in-memory state. Argument and
+output formats are the ones the ``ops`` library uses. Nothing on PyPI offers these tools outside
+a controller, so they are written here, small and strict: an unknown option is an error,
+exactly as a misuse would be on Juju.
 """
-import fcntl
 import json
-import os
-import sys
+import re
+
+import yaml
+
+_RESERVED_ACTION_KEYS = ("stdout", "stdout-encoding", "stderr", "stderr-encoding")
+_ACTION_KEY_PART = re.compile(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$")
 
 
-def _load():
-    path = os.environ["VPNAAS_VCA_STATE"]
-    fd = os.open(path + ".lock", os.O_CREAT | os.O_RDWR, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    with open(path) as f:
-        return json.load(f), path, fd
+class ToolError(Exception):
+    """The tool fails: ``message`` goes to its stderr, ``code`` is its exit status."""
+
+    def __init__(self, message, code=1):
+        super().__init__(message)
+        self.code = code
 
 
-def _save(state, path):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(state, f, indent=1, sort_keys=True)
-    os.replace(tmp, path)
-
-
-def _opts(args, flags=(), valued=()):
+def _opts(tool, args, flags=(), valued=()):
     """Split args into {option: value} and positionals; refuse unknown options."""
     opts, pos = {}, []
     i = 0
@@ -44,182 +41,171 @@ def _opts(args, flags=(), valued=()):
             elif name in valued:
                 if not eq:
                     i += 1
+                    if i == len(args):
+                        raise ToolError("{}: option {} needs a value".format(tool, name), 2)
                     value = args[i]
                 opts[name] = value
             else:
-                raise SystemExit("{}: unknown option {}".format(sys.argv[1], a))
+                raise ToolError("{}: unknown option {}".format(tool, a), 2)
         else:
             pos.append(a)
         i += 1
     return opts, pos
 
 
-def _rel(state, rid):
-    rid = str(rid).split(":")[-1]
-    if rid not in state["relations"]:
-        sys.stderr.write("ERROR relation not found\n")
-        raise SystemExit(2)
-    return rid, state["relations"][rid]
-
-
-_RESERVED_ACTION_KEYS = ("stdout", "stdout-encoding", "stderr", "stderr-encoding")
-
-
 def _bad_action_key(key):
     """Juju's rules for action-set keys: dotted parts of lower-case letters, digits and '-',
     starting and ending with a letter or digit; a few top-level keys are reserved."""
-    import re
     if key.split(".")[0] in _RESERVED_ACTION_KEYS:
         return "cannot set reserved action key \"{}\"".format(key.split(".")[0])
     for part in key.split("."):
-        if not re.match(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$", part):
+        if not _ACTION_KEY_PART.match(part):
             return "key \"{}\" must start and end with lowercase alphanumeric, and contain only lowercase " \
                    "alphanumeric, hyphens and periods".format(key)
     return None
 
 
-def _out(value):
-    sys.stdout.write(json.dumps(value) + "\n")
+class Call(object):
+    """One tool call: the model state, the calling hook's unit and environment, the arguments."""
 
+    def __init__(self, state, tool, args, env, stdin=""):
+        self.state, self.tool, self.args, self.env, self.stdin = state, tool, list(args), env, stdin
+        self.unit = env.get("JUJU_UNIT_NAME", "")
+        if self.unit not in state["units"]:
+            raise ToolError("{}: unknown unit {!r}".format(tool, self.unit), 2)
+        self.app = self.unit.split("/")[0]
+        self.me = state["units"][self.unit]
+        self.stdout = []
 
-class Context(object):
-    """What every tool works on: the model state, this unit and its application."""
+    def opts(self, flags=(), valued=()):
+        return _opts(self.tool, self.args, flags, valued)
 
-    def __init__(self, state, unit):
-        self.state, self.unit = state, unit
-        self.app = unit.split("/")[0]
-        self.me = state["units"][unit]
+    def emit(self, value):
+        self.stdout.append(json.dumps(value) + "\n")
 
     def relation(self, opts):
-        return _rel(self.state, opts.get("-r", os.environ.get("JUJU_RELATION_ID", "")))
+        rid = str(opts.get("-r", self.env.get("JUJU_RELATION_ID", ""))).split(":")[-1]
+        if rid not in self.state["relations"]:
+            raise ToolError("ERROR relation not found", 2)
+        return rid, self.state["relations"][rid]
 
 
-# Each tool: (ctx, args) -> True when it changed the state (then it is saved).
+def config_get(call):
+    _opts_, pos = call.opts(flags=("--format", "--all", "-a"))
+    call.emit(call.me["config"][pos[0]] if pos else call.me["config"])
 
 
-def config_get(ctx, args):
-    _opts_, pos = _opts(args, flags=("--format", "--all", "-a"))
-    _out(ctx.me["config"][pos[0]] if pos else ctx.me["config"])
+def is_leader(call):
+    call.opts(flags=("--format",))
+    call.emit(bool(call.me["leader"]))
 
 
-def is_leader(ctx, args):
-    _opts(args, flags=("--format",))
-    _out(bool(ctx.me["leader"]))
+def relation_ids(call):
+    _opts_, pos = call.opts(flags=("--format",))
+    rels = sorted(call.state["relations"].items(), key=lambda x: int(x[0]))
+    call.emit(["{}:{}".format(pos[0], rid) for rid, r in rels if [call.app, pos[0]] in r["endpoints"]])
 
 
-def relation_ids(ctx, args):
-    _opts_, pos = _opts(args, flags=("--format",))
-    rels = sorted(ctx.state["relations"].items(), key=lambda x: int(x[0]))
-    _out(["{}:{}".format(pos[0], rid) for rid, r in rels if [ctx.app, pos[0]] in r["endpoints"]])
-
-
-def relation_list(ctx, args):
-    opts, _pos = _opts(args, flags=("--format", "--app"), valued=("-r",))
-    _rid, rel = ctx.relation(opts)
-    remote_app = next(a for a, _ep in rel["endpoints"] if a != ctx.app) if len(rel["endpoints"]) > 1 else ctx.app
+def relation_list(call):
+    opts, _pos = call.opts(flags=("--format", "--app"), valued=("-r",))
+    _rid, rel = call.relation(opts)
+    remote_app = next(a for a, _ep in rel["endpoints"] if a != call.app) if len(rel["endpoints"]) > 1 else call.app
     if opts.get("--app"):
-        _out(remote_app)
+        call.emit(remote_app)
     else:
-        _out([u for u in rel["units"] if u.split("/")[0] == remote_app and u != ctx.unit])
+        call.emit([u for u in rel["units"] if u.split("/")[0] == remote_app and u != call.unit])
 
 
-def relation_get(ctx, args):
-    opts, pos = _opts(args, flags=("--format", "--app"), valued=("-r",))
-    _rid, rel = ctx.relation(opts)
+def relation_get(call):
+    opts, pos = call.opts(flags=("--format", "--app"), valued=("-r",))
+    _rid, rel = call.relation(opts)
     key = pos[0] if pos else "-"
-    who = pos[1] if len(pos) > 1 else os.environ.get("JUJU_REMOTE_UNIT", "")
+    who = pos[1] if len(pos) > 1 else call.env.get("JUJU_REMOTE_UNIT", "")
     if opts.get("--app"):
         who = who.split("/")[0]
     bag = rel["data"].get(who, {})
-    _out(bag if key == "-" else bag.get(key))
+    call.emit(bag if key == "-" else bag.get(key))
 
 
-def relation_set(ctx, args):
-    opts, pos = _opts(args, flags=("--app", "--format"), valued=("-r", "--file"))
-    rid, rel = ctx.relation(opts)
+def relation_set(call):
+    opts, pos = call.opts(flags=("--app", "--format"), valued=("-r", "--file"))
+    rid, rel = call.relation(opts)
     if rel.get("broken"):
-        sys.stderr.write("ERROR cannot write relation settings: relation {} is being removed\n".format(rid))
-        raise SystemExit(1)
-    if opts.get("--app") and not ctx.me["leader"]:
-        sys.stderr.write("ERROR cannot write relation settings: unit is not leader\n")
-        raise SystemExit(1)
+        raise ToolError("ERROR cannot write relation settings: relation {} is being removed".format(rid))
+    if opts.get("--app") and not call.me["leader"]:
+        raise ToolError("ERROR cannot write relation settings: unit is not leader")
     updates = {}
     if "--file" in opts:
-        # Only here: it is the slowest import and most tools do not need it (they run without site).
-        sys.path.insert(0, os.environ.get("VPNAAS_YAML_DIR", ""))
-        import yaml
-        src = sys.stdin.read() if opts["--file"] == "-" else open(opts["--file"]).read()
+        if opts["--file"] == "-":
+            src = call.stdin
+        else:
+            with open(opts["--file"]) as f:
+                src = f.read()
         updates.update(yaml.safe_load(src) or {})
     for item in pos:
         k, _, v = item.partition("=")
         updates[k] = v
-    bag = rel["data"].setdefault(ctx.app if opts.get("--app") else ctx.unit, {})
+    bag = rel["data"].setdefault(call.app if opts.get("--app") else call.unit, {})
     for k, v in updates.items():
         if v == "" or v is None:
             bag.pop(k, None)  # Juju: an empty value deletes the key
         else:
             bag[k] = str(v)
-    return True
 
 
-def status_set(ctx, args):
-    opts, pos = _opts(args, flags=("--application",))
+def status_set(call):
+    opts, pos = call.opts(flags=("--application",))
+    if not pos:
+        raise ToolError("ERROR invalid status, expected one of maintenance, blocked, waiting, active", 2)
     target = "app_status" if opts.get("--application") in ("True", "true", True) else "status"
     message = pos[1] if len(pos) > 1 else ""
-    ctx.me[target] = {"status": pos[0], "message": message}
-    ctx.me.setdefault("status_history", []).append([pos[0], message])
-    return True
+    call.me[target] = {"status": pos[0], "message": message}
+    call.me.setdefault("status_history", []).append([pos[0], message])
 
 
-def status_get(ctx, args):
-    opts, _pos = _opts(args, flags=("--format", "--include-data", "--application"))
-    st = ctx.me.get("status", {"status": "unknown", "message": ""})
+def status_get(call):
+    opts, _pos = call.opts(flags=("--format", "--include-data", "--application"))
+    st = call.me.get("status", {"status": "unknown", "message": ""})
     if opts.get("--application") in ("True", "true", True):
-        _out({"application-status": dict(st, **{"status-data": {}, "units": {}})})
+        call.emit({"application-status": dict(st, **{"status-data": {}, "units": {}})})
     else:
-        _out(dict(st, **{"status-data": {}}))
+        call.emit(dict(st, **{"status-data": {}}))
 
 
-def action_get(ctx, args):
-    _opts(args, flags=("--format",))
-    _out(ctx.me["action"]["params"])
+def action_get(call):
+    call.opts(flags=("--format",))
+    call.emit(call.me["action"]["params"])
 
 
-def action_set(ctx, args):
-    for item in args:
+def action_set(call):
+    for item in call.args:
         k, _, v = item.partition("=")
         bad = _bad_action_key(k)
         if bad:
-            sys.stderr.write("ERROR {}\n".format(bad))
-            raise SystemExit(2)
-        ctx.me["action"]["results"][k] = v
-    return True
+            raise ToolError("ERROR {}".format(bad), 2)
+        call.me["action"]["results"][k] = v
 
 
-def action_fail(ctx, args):
-    ctx.me["action"]["failed"] = args[0] if args else "action failed"
-    return True
+def action_fail(call):
+    call.me["action"]["failed"] = call.args[0] if call.args else "action failed"
 
 
-def action_log(ctx, args):
-    ctx.me["action"]["log"].append(" ".join(args))
-    return True
+def action_log(call):
+    call.me["action"]["log"].append(" ".join(call.args))
 
 
-def juju_log(ctx, args):
-    opts, pos = _opts(args, flags=("--debug",), valued=("--log-level", "-l"))
+def juju_log(call):
+    opts, pos = call.opts(flags=("--debug",), valued=("--log-level", "-l"))
     level = opts.get("--log-level", opts.get("-l", "INFO"))
-    ctx.me.setdefault("log", []).append([level, " ".join(pos)])
-    return True
+    call.me.setdefault("log", []).append([level, " ".join(pos)])
 
 
-def application_version_set(ctx, args):
-    ctx.me["workload_version"] = args[-1] if args else ""
-    return True
+def application_version_set(call):
+    call.me["workload_version"] = call.args[-1] if call.args else ""
 
 
-def goal_state(ctx, args):
-    _out({"units": {}, "relations": {}})
+def goal_state(call):
+    call.emit({"units": {}, "relations": {}})
 
 
 TOOLS = {
@@ -230,15 +216,17 @@ TOOLS = {
 }
 
 
-def main():
-    tool, args = sys.argv[1], sys.argv[2:]
+def run(state, tool, args, env, stdin=""):
+    """Carry out one tool call on ``state`` (the caller holds the model's lock); returns
+    (exit status, stdout, stderr) for the client to reproduce."""
     if tool not in TOOLS:
-        sys.stderr.write("{}: not offered by the emulated VCA\n".format(tool))
-        raise SystemExit(1)
-    state, path, _lock = _load()
-    if TOOLS[tool](Context(state, os.environ["JUJU_UNIT_NAME"]), args):
-        _save(state, path)
-
-
-if __name__ == "__main__":
-    main()
+        return 1, "", "{}: not offered by the emulated VCA\n".format(tool)
+    try:
+        call = Call(state, tool, args, env, stdin)
+        TOOLS[tool](call)
+    except ToolError as e:
+        return e.code, "", str(e) + "\n"
+    except (LookupError, ValueError, TypeError, yaml.YAMLError, OSError) as e:
+        # What Juju answers for a malformed call: an error on stderr, a non-zero status.
+        return 1, "", "ERROR {}: {}\n".format(tool, e)
+    return 0, "".join(call.stdout), ""

@@ -6,7 +6,15 @@ into the VM; the ``config`` primitive sets charm config (placeholders such as ``
 filled in); ``verify-ssh-credentials`` is retried while it fails; then the remaining
 initial-config-primitives run as actions in ``seq`` order, and a failed one fails the
 instantiation. Primitives that need the internet are reported SKIPPED by name, never done.
+
+OSM's LCM runs one task per VNF (``instantiate_N2VC``, launched with ``asyncio.ensure_future``
+for every VNF at once). With a parallel VCA the emulation does the same: the key, config and
+primitive steps of different VNFs run at the same time, each VNF's in order. One difference,
+kept for the bench's clock: every VNF's ``config`` is done before any VNF's remaining
+primitives start (``after_config`` runs in between). With a serial VCA (``parallel=1``, the
+end-to-end tests) the VNFs go one after another, in the descriptor's order.
 """
+import concurrent.futures
 import time
 
 
@@ -46,15 +54,19 @@ def ssh_sessions(model, unit):
 
 
 def instantiate(testbed, model, links, vnfs, relations, progress=None, verify_tries=20, after_config=None,
-                before_primitives=None):
+                before_primitives=None, detail=True):
     """Bring up ``vnfs`` on ``testbed`` (VIM) through ``model`` (VCA). Returns a Report.
 
     ``after_config(report)`` runs right after the last config primitive (e.g. to time the tunnels);
-    ``before_primitives(spec, vnf)`` prepares a VM before its remaining primitives run."""
+    ``before_primitives(spec, vnf)`` prepares a VM before its remaining primitives run.
+    ``progress`` gets every step, or with ``detail=False`` only the phases."""
     report = Report()
+    phase = progress
+    if not detail:
+        progress = None
     for name, cidr in sorted(links.items()):
         testbed.add_link(name, cidr)
-    report.step("VIM: {} link(s) created".format(len(links)), progress)
+    report.step("VIM: {} link(s) created; creating {} VNF(s)".format(len(links), len(vnfs)), phase)
     machines = {}
     for spec in vnfs:
         machines[spec.name] = testbed.add_vnf(spec.name, spec.links, spec.env)
@@ -66,13 +78,16 @@ def instantiate(testbed, model, links, vnfs, relations, progress=None, verify_tr
         model.relate(provider, requirer, wait=False)
         report.step("VCA: relation {} -> {} added".format(provider, requirer), progress)
     model.settle()      # a parallel VCA delivers the deployment's hooks meanwhile
-    for spec in vnfs:
+    report.step("VCA: {} charm(s) installed, {} relation(s) added; configuring".format(len(vnfs), len(relations)),
+                phase)
+    each_vnf = _serially if getattr(getattr(model, "jobs", None), "parallel", 1) == 1 else _concurrently
+
+    def configure(spec):
         unit = spec.name + "/0"
         _action(model, unit, "generate-ssh-key", {}, tolerate=True)
         key = _action(model, unit, "get-ssh-public-key", {}).results["pubkey"]
         testbed.authorize(machines[spec.name], key)
         report.step("RO: SSH key of {}'s charm injected".format(spec.name), progress)
-    for spec in vnfs:
         config = {k: (machines[spec.name].mgmt_ip if v == "<rw_mgmt_ip>" else v) for k, v in spec.config.items()}
         report.last_config_at = time.monotonic()
         # OSM's config primitive and actions return when Juju has done them, not when every hook
@@ -80,16 +95,14 @@ def instantiate(testbed, model, links, vnfs, relations, progress=None, verify_tr
         model.set_config(spec.name, config, wait=False)
         report.step("config primitive on {}".format(spec.name), progress)
         for _attempt in range(verify_tries):
-            result = model.run_action(spec.name + "/0", "verify-ssh-credentials", {}, wait=False)
+            result = model.run_action(unit, "verify-ssh-credentials", {}, wait=False)
             if result.status == "completed":
                 break
         else:
             report.step("verify-ssh-credentials on {} still failing after {} tries (OSM only logs this)".format(
                 spec.name, verify_tries), progress)
-    report.config_done_at = time.monotonic()
-    if after_config:
-        after_config(report)
-    for spec in vnfs:
+
+    def remaining_primitives(spec):
         if before_primitives:
             before_primitives(spec, machines[spec.name])
         for name, params in spec.primitives:
@@ -99,8 +112,29 @@ def instantiate(testbed, model, links, vnfs, relations, progress=None, verify_tr
                 continue
             _action(model, spec.name + "/0", name, params)
             report.step("{} on {}".format(name, spec.name), progress)
+
+    each_vnf(configure, vnfs)
+    report.config_done_at = time.monotonic()
+    report.step("config primitives done on {} VNF(s)".format(len(vnfs)), phase)
+    if after_config:
+        after_config(report)
+    each_vnf(remaining_primitives, vnfs)
     model.settle()
     return report
+
+
+def _serially(task, vnfs):
+    for spec in vnfs:
+        task(spec)
+
+
+def _concurrently(task, vnfs):
+    """``task`` for every VNF at once, as OSM's LCM runs its per-VNF tasks; the first failure
+    (in the descriptor's order) is raised once all are done."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(vnfs) or 1) as pool:
+        futures = [pool.submit(task, spec) for spec in vnfs]
+    for future in futures:
+        future.result()
 
 
 def _action(model, unit, name, params, tolerate=False):

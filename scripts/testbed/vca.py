@@ -1,10 +1,13 @@
 """VCA emulation: built charms run through ``dispatch`` exactly as a Juju 2.9 unit agent would.
 
-Each unit gets its own copy of the built charm directory (ops keeps ``.unit-state.db`` there),
-its own config, status and relation databags in one JSON model state, and the hook tools of
-``hooktool.py`` on PATH. After each hook, relation data the unit changed wakes the remote units
-with relation-changed, until nothing changes any more (``settle``). That is how Juju propagates
-data, minus the controller.
+Each unit gets its own copy of the built charm directory (hard links: ops keeps
+``.unit-state.db`` there), its own config, status and relation databags in the model state, and
+the hook tools on PATH. The model holds its state in memory and answers the tools over a Unix
+socket, as Juju's unit agent answers jujuc (``hookclient.py`` is the client, ``hooktool.py`` the
+tools): a tool call costs an interpreter start and a round trip, not a read and a rewrite of
+the whole model. After each hook, relation data the unit changed wakes the remote units with
+relation-changed, until nothing changes any more (``settle``). That is how Juju propagates data,
+minus the controller.
 
 Scheduling is Juju's: the hooks (and actions) of one unit run one at a time, in order; with
 ``parallel`` > 1, the hooks of different units run at the same time, at most ``parallel`` at
@@ -13,20 +16,24 @@ calling thread, which keeps the order of the end-to-end tests' hooks reproducibl
 """
 import collections
 import contextlib
-import fcntl
+import copy
+import errno
 import itertools
 import json
 import os
 import shlex
 import shutil
+import socketserver
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import weakref
 
 import yaml
 
-from testbed import scheduler
+from testbed import hookclient, hooktool, scheduler
 
 HOOK_TOOLS = ("config-get", "is-leader", "relation-ids", "relation-list", "relation-get", "relation-set",
               "status-set", "status-get", "action-get", "action-set", "action-fail", "action-log",
@@ -62,27 +69,29 @@ class Model(object):
         self.name = name
         self.runner = runner or []
         self.hook_timeout = hook_timeout
-        self.state_path = os.path.join(self.workdir, "model.json")
         self.bin = os.path.join(self.workdir, "bin")
         os.makedirs(self.bin, exist_ok=True)
-        tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hooktool.py")
+        client = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hookclient.py")
         # The emulated machine's python3 is this interpreter (a version manager's shim on PATH
         # would add a third of a second to every hook).
         py = os.path.join(self.bin, "python3")
         if not os.path.lexists(py):
             os.symlink(interpreter or sys.executable, py)
-        # Hook tools run without site (-S): half the start-up time of a tool call, which a hook
-        # pays several times; the one tool that needs PyYAML (relation-set --file) is told where
-        # this interpreter's PyYAML is.
-        yaml_dir = os.path.dirname(os.path.dirname(os.path.abspath(yaml.__file__)))
         for name_ in HOOK_TOOLS:
-            # One small wrapper per tool name; hooktool.py learns which tool it is from its first argument.
+            # One small wrapper per tool name; the client passes the name on. Isolated and
+            # without site (-I -S): the start-up a hook pays several times.
             with open(os.path.join(self.bin, name_), "w") as f:
-                f.write("#!/bin/sh\nVPNAAS_YAML_DIR={} exec {} -S {} {} \"$@\"\n".format(
-                    shlex.quote(yaml_dir), sys.executable, tool, name_))
+                f.write("#!/bin/sh\nexec {} -I -S {} {} \"$@\"\n".format(
+                    shlex.quote(sys.executable), shlex.quote(client), name_))
             os.chmod(os.path.join(self.bin, name_), 0o755)
-        self._lock = threading.RLock()      # this process's writers; the hook tools use the flock
-        self._write({"units": {}, "relations": {}, "next_relation_id": 0})
+        self._lock = threading.RLock()      # the model state: this process's threads and the tool server
+        self._state = {"units": {}, "relations": {}, "next_relation_id": 0}
+        # A short folder of its own: a socket path has at most 107 bytes, test folders are long.
+        self._socket_dir = tempfile.mkdtemp(prefix="vpnaas-vca-")
+        self.socket_path = os.path.join(self._socket_dir, "tools.sock")
+        self._server = _ToolServer(self.socket_path, self._tool_call)
+        threading.Thread(target=self._server.serve_forever, name="vca-tools", daemon=True).start()
+        self._closer = weakref.finalize(self, _stop_server, self._server, self._socket_dir, False)
         self.hook_runs = collections.Counter()        # unit -> hooks run
         self.hook_log = []                            # [HookRun], in the order they ended
         self.jobs = scheduler.UnitScheduler(parallel)
@@ -91,56 +100,63 @@ class Model(object):
         #: units whose charm no longer runs: a test plays a hostile unit by writing their data
         self.silenced = set()
 
+    def close(self):
+        """Stop answering hook tools (a hook still running then fails its tool calls)."""
+        self._closer.detach()
+        _stop_server(self._server, self._socket_dir, True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_exc):
+        self.close()
+
     # ------------------------------------------------------------------ state
-    def _read(self):
-        # Writers replace the file atomically: a reader never sees half of it.
-        with open(self.state_path) as f:
-            return json.load(f)
-
-    def _write(self, state):
-        with self._transaction():
-            self._replace(state)
-
-    def _replace(self, state):
-        tmp = self.state_path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(state, f, indent=1, sort_keys=True)
-        os.replace(tmp, self.state_path)
-
-    @contextlib.contextmanager
-    def _transaction(self):
-        """Hold the model lock the hook tools take (hooks of other units may be writing)."""
+    def _tool_call(self, tool, args, env, stdin):
         with self._lock:
-            fd = os.open(self.state_path + ".lock", os.O_CREAT | os.O_RDWR, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                yield
-            finally:
-                os.close(fd)
+            return hooktool.run(self._state, tool, args, env, stdin)
+
+    def _read(self):
+        """A copy of the whole model state."""
+        with self._lock:
+            return copy.deepcopy(self._state)
 
     @contextlib.contextmanager
     def _update(self):
-        """Read-modify-write of the model state under the lock."""
-        with self._transaction():
-            state = self._read()
-            yield state
-            self._replace(state)
+        """Change the model state under the lock (hooks of other units may be calling tools)."""
+        with self._lock:
+            yield self._state
+
+    def dump(self):
+        """The whole model as JSON text: relation data, statuses, action results, every juju-log line."""
+        with self._lock:
+            return json.dumps(self._state, indent=1, sort_keys=True)
 
     def unit_state(self, unit):
-        return self._read()["units"][unit]
+        with self._lock:
+            return copy.deepcopy(self._state["units"][unit])
 
     def status(self, unit):
-        st = self.unit_state(unit).get("status", {})
-        return st.get("status", "unknown"), st.get("message", "")
+        with self._lock:
+            st = self._state["units"][unit].get("status", {})
+            return st.get("status", "unknown"), st.get("message", "")
 
-    def logs(self, unit):
-        return self.unit_state(unit).get("log", [])
+    def logs(self, unit, start=0):
+        """[level, message] of every juju-log line of ``unit`` from the ``start``-th on."""
+        with self._lock:
+            return [list(entry) for entry in self._state["units"][unit].get("log", [])[start:]]
 
     def relation_data(self, rid):
-        return self._read()["relations"][str(rid)]["data"]
+        with self._lock:
+            return copy.deepcopy(self._state["relations"][str(rid)]["data"])
 
     def units(self, app=None):
-        return sorted(u for u in self._read()["units"] if app is None or u.split("/")[0] == app)
+        with self._lock:
+            return sorted(u for u in self._state["units"] if app is None or u.split("/")[0] == app)
+
+    def _unit_dir(self, unit):
+        with self._lock:
+            return self._state["units"][unit]["dir"]
 
     # ------------------------------------------------------------------ deploy
     def deploy(self, app, charm_dir, units=1, wait=True):
@@ -154,7 +170,7 @@ class Model(object):
                 unit = "{}/{}".format(app, i)
                 unit_dir = os.path.join(self.workdir, "units", unit.replace("/", "-"))
                 shutil.rmtree(unit_dir, ignore_errors=True)
-                shutil.copytree(charm_dir, os.path.join(unit_dir, "charm"), symlinks=True)
+                _copy_charm(charm_dir, os.path.join(unit_dir, "charm"))
                 state["units"][unit] = {"app": app, "leader": i == 0, "config": dict(defaults), "dir": unit_dir,
                                         "status": {"status": "unknown", "message": ""}, "log": [],
                                         "action": {"params": {}, "results": {}, "failed": None, "log": []}}
@@ -203,14 +219,14 @@ class Model(object):
         return int(rid)
 
     def _endpoint(self, rid, unit):
-        rel = self._read()["relations"][str(rid)]
         app = unit.split("/")[0]
-        return next(ep for a, ep in rel["endpoints"] if a == app)
+        with self._lock:
+            return next(ep for a, ep in self._state["relations"][str(rid)]["endpoints"] if a == app)
 
     def remove_relation(self, rid):
         rid = str(rid)
-        rel = self._read()["relations"][rid]
-        units = list(rel["units"])
+        with self._lock:
+            units = list(self._state["relations"][rid]["units"])
         departed = []
         for unit in units:
             for remote in (u for u in units if u.split("/")[0] != unit.split("/")[0]):
@@ -243,16 +259,15 @@ class Model(object):
 
     # ------------------------------------------------------------------ hooks
     def _env(self, unit, dispatch_path, extra):
-        u = self._read()["units"][unit]
         env = dict(os.environ)
         for k in list(env):
             if k.startswith("JUJU_"):
                 del env[k]
         env.update({
             "PATH": self.bin + os.pathsep + env.get("PATH", "/usr/bin:/bin"),
-            "VPNAAS_VCA_STATE": self.state_path,
+            "VPNAAS_VCA_SOCKET": self.socket_path,
             "JUJU_UNIT_NAME": unit,
-            "JUJU_CHARM_DIR": os.path.join(u["dir"], "charm"),
+            "JUJU_CHARM_DIR": os.path.join(self._unit_dir(unit), "charm"),
             "JUJU_MODEL_NAME": self.name,
             "JUJU_VERSION": JUJU_VERSION,
             "JUJU_DISPATCH_PATH": dispatch_path,
@@ -262,15 +277,14 @@ class Model(object):
         return env
 
     def _dispatch(self, unit, dispatch_path, extra):
-        u = self._read()["units"][unit]
-        charm_dir = os.path.join(u["dir"], "charm")
-        logged = len(u.get("log", []))
+        charm_dir = os.path.join(self._unit_dir(unit), "charm")
+        logged = len(self.logs(unit))
         started = time.monotonic()
         proc = subprocess.run(self.runner + ["./dispatch"], cwd=charm_dir, env=self._env(unit, dispatch_path, extra),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
                               timeout=self.hook_timeout)
         ended = time.monotonic()
-        new_log = [msg for _level, msg in self.logs(unit)[logged:]]
+        new_log = [msg for _level, msg in self.logs(unit, logged)]
         with self._lock:
             self.hook_runs[unit] += 1
             self.hook_log.append(HookRun(started, ended, unit, dispatch_path, ended - started,
@@ -296,8 +310,9 @@ class Model(object):
         if rid is not None:
             extra["JUJU_RELATION"] = name
             extra["JUJU_RELATION_ID"] = "{}:{}".format(name, rid)
-            rel = self._read()["relations"][str(rid)]
-            remote_app = next((a for a, _ in rel["endpoints"] if a != unit.split("/")[0]), "")
+            with self._lock:
+                endpoints = list(self._state["relations"][str(rid)]["endpoints"])
+            remote_app = next((a for a, _ in endpoints if a != unit.split("/")[0]), "")
             extra["JUJU_REMOTE_APP"] = remote_app
             if remote:
                 extra["JUJU_REMOTE_UNIT"] = remote
@@ -310,9 +325,10 @@ class Model(object):
     def _bags_of(self, unit):
         app = unit.split("/")[0]
         out = {}
-        for rid, rel in self._read()["relations"].items():
-            out[rid] = (json.dumps(rel["data"].get(unit, {}), sort_keys=True),
-                        json.dumps(rel["data"].get(app, {}), sort_keys=True))
+        with self._lock:
+            for rid, rel in self._state["relations"].items():
+                out[rid] = (json.dumps(rel["data"].get(unit, {}), sort_keys=True),
+                            json.dumps(rel["data"].get(app, {}), sort_keys=True))
         return out
 
     def _after(self, unit, before):
@@ -325,20 +341,21 @@ class Model(object):
                 self._wake_remotes(rid, unit)
 
     def _wake_remotes(self, rid, writer):
-        rel = self._read()["relations"].get(rid)
-        if not rel:
-            return
+        with self._lock:
+            rel = self._state["relations"].get(rid)
+            units = list(rel["units"]) if rel else []
         writer_app = writer.split("/")[0]
         remote = writer if "/" in writer else None
-        for unit in rel["units"]:
+        for unit in units:
             if unit.split("/")[0] == writer_app or unit in self.silenced:
                 continue
             self.jobs.submit(unit, lambda unit=unit: self._wake(unit, rid, remote), key=("changed", rid, remote))
 
     def _wake(self, unit, rid, remote):
         """relation-changed for data ``remote`` wrote, unless the relation is gone meanwhile."""
-        if rid not in self._read()["relations"]:
-            return
+        with self._lock:
+            if rid not in self._state["relations"]:
+                return
         with self._lock:
             self._wakes += 1
             if self._wakes > MAX_HOOKS_PER_SETTLE:
@@ -370,11 +387,11 @@ class Model(object):
         self.settle()
 
     def _replace_charm(self, unit, charm_dir):
-        target = os.path.join(self.unit_state(unit)["dir"], "charm")
+        target = os.path.join(self._unit_dir(unit), "charm")
         db = os.path.join(target, ".unit-state.db")
         keep = open(db, "rb").read() if os.path.exists(db) else None
         shutil.rmtree(target)
-        shutil.copytree(charm_dir, target, symlinks=True)
+        _copy_charm(charm_dir, target)
         if keep is not None:
             with open(db, "wb") as f:
                 f.write(keep)
@@ -395,6 +412,55 @@ class Model(object):
         self._dispatch(unit, "actions/" + name, {"JUJU_ACTION_NAME": name,
                                                   "JUJU_ACTION_UUID": str(next(self._context_ids))})
         self._after(unit, before)
-        act = self._read()["units"][unit]["action"]
+        with self._lock:
+            act = copy.deepcopy(self._state["units"][unit]["action"])
         return ActionResult(unit, name, "failed" if act["failed"] else "completed", act["results"],
                             act["failed"] or "", act["log"])
+
+
+def _link_or_copy(src, dst):
+    """Hard-link a file of the built charm (nothing rewrites one in place: a charm upgrade
+    replaces the whole copy); copy it where a link cannot be made (another filesystem)."""
+    try:
+        os.link(src, dst)
+    except OSError as e:
+        if e.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK):
+            raise
+        shutil.copy2(src, dst)
+
+
+def _copy_charm(charm_dir, target):
+    """A unit's own charm directory: a venv per unit is ~25 MB, a link per file is instant."""
+    shutil.copytree(charm_dir, target, symlinks=True, copy_function=_link_or_copy)
+
+
+class _ToolHandler(socketserver.BaseRequestHandler):
+    def handle(self):
+        chunks = []
+        while True:
+            chunk = self.request.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        try:
+            tool, args, env, stdin = hookclient.parse_request(b"".join(chunks))
+            code, out, err = self.server.answer(tool, args, env, stdin)
+        except ValueError as e:
+            code, out, err = 2, "", "ERROR {}\n".format(e)
+        self.request.sendall(hookclient.answer(code, out, err))
+
+
+class _ToolServer(socketserver.ThreadingUnixStreamServer):
+    """The model's end of the hook tools: one thread per call, answered by ``answer``."""
+    daemon_threads = True
+
+    def __init__(self, path, answer):
+        self.answer = answer
+        super().__init__(path, _ToolHandler)
+
+
+def _stop_server(server, socket_dir, wait):
+    if wait:
+        server.shutdown()
+    server.server_close()
+    shutil.rmtree(socket_dir, ignore_errors=True)

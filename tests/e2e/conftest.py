@@ -48,4 +48,5 @@ def testbed(environment_ready, tmp_path):
 
 @pytest.fixture
 def model(testbed, tmp_path):
-    return vca.Model(str(tmp_path / "vca"), runner=testbed.runner())
+    with vca.Model(str(tmp_path / "vca"), runner=testbed.runner()) as m:
+        yield m

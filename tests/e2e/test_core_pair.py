@@ -128,8 +128,7 @@ def test_no_secret_leaves_the_vnf(pair, model, testbed):
             secrets.append("".join(f.read().splitlines()[1:3]))   # the SSH key body
         model.run_action(unit, "tunnel-status")
     assert len(secrets) == 4 and all(len(s) > 20 for s in secrets)
-    with open(model.state_path) as f:
-        everything = f.read()   # relation data, statuses, action results, every juju-log line
+    everything = model.dump()   # relation data, statuses, action results, every juju-log line
     for s in secrets:
         assert s not in everything
 
