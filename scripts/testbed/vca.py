@@ -93,6 +93,7 @@ class Model(object):
         threading.Thread(target=self._server.serve_forever, name="vca-tools", daemon=True).start()
         self._closer = weakref.finalize(self, _stop_server, self._server, self._socket_dir, False)
         self.hook_runs = collections.Counter()        # unit -> hooks run
+        self.tool_calls = collections.Counter()       # (unit, tool) -> hook tool calls answered
         self.hook_log = []                            # [HookRun], in the order they ended
         self.jobs = scheduler.UnitScheduler(parallel)
         self._context_ids = itertools.count()
@@ -114,6 +115,7 @@ class Model(object):
     # ------------------------------------------------------------------ state
     def _tool_call(self, tool, args, env, stdin):
         with self._lock:
+            self.tool_calls[(env.get("JUJU_UNIT_NAME", ""), tool)] += 1
             return hooktool.run(self._state, tool, args, env, stdin)
 
     def _read(self):
