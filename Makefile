@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
 .PHONY: help venv deps charms charms-local packages validate test unit unit36 lint shellcheck typecheck pycompat \
-        wireguard-go boringtun demo bench deploy deploy-tools onboard undeploy measure-remote clean \
+        wireguard-go hookclient boringtun demo bench deploy deploy-tools onboard undeploy measure-remote clean \
         osm-conformance oai-conformance
 
 help: ## list the targets
@@ -44,6 +44,9 @@ deps: ## install the system packages the tests and the demo use (Debian/Ubuntu, 
 wireguard-go: venv ## build the newest wireguard-go into build/tools (falls back to the distribution's)
 	bash scripts/build-wireguard-go.sh
 
+hookclient: ## build the emulated VCA's compiled hook-tool client into build/tools (Go; else the Python client is used)
+	bash scripts/build-hookclient.sh
+
 boringtun: ## build boringtun-cli (crates.io, cargo) into build/tools; the bench measures it beside wireguard-go
 	bash scripts/build-boringtun.sh
 
@@ -59,8 +62,12 @@ packages: charms ## build every VNF/NS/NST package into build/packages
 validate: venv ## validate every descriptor, params file and cross-reference
 	$(PY) -m bundle.validate
 
-lint: venv shellcheck typecheck ## ruff over all Python, shellcheck over every shipped shell script, mypy
+lint: venv shellcheck typecheck ## ruff over all Python, shellcheck over every shipped shell script, mypy, gofmt + go vet
 	$(VENV)/bin/ruff check charms scripts tests
+	@if command -v go >/dev/null 2>&1; then \
+	  out=$$(gofmt -l scripts/testbed/hookclient-go); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi; \
+	  (cd scripts/testbed/hookclient-go && go vet ./...); \
+	else echo "no Go toolchain: gofmt/go vet of the hook-tool client not run"; fi
 
 typecheck: venv ## mypy over the shared charm package (its annotations; vermin holds it to Python 3.6)
 	$(VENV)/bin/mypy
@@ -76,10 +83,10 @@ oai-conformance: venv ## check the OAI charms against OAI's sources at the pinne
 pycompat: venv ## prove the charm runtime code runs on Python 3.6
 	$(VENV)/bin/vermin -q --no-tips --violations -t=3.6- $$(find charms -name '*.py')
 
-test: deps venv lint pycompat unit36 ## everything CI runs: lint, 3.6 checks, unit, charm, descriptor, package and end-to-end tests
+test: deps venv hookclient lint pycompat unit36 ## everything CI runs: lint, 3.6 checks, unit, charm, descriptor, package and end-to-end tests
 	$(PY) -m pytest -q -p no:cacheprovider --durations=10 $(PYTEST_ARGS) tests
 
-unit: venv ## every test that needs no root, on every core (pytest-xdist): the everyday loop (well under a minute)
+unit: venv hookclient ## every test that needs no root, on every core (pytest-xdist): the everyday loop (well under a minute)
 	$(PY) -m pytest -q -p no:cacheprovider -n auto --dist loadgroup $(PYTEST_ARGS) tests --ignore=tests/e2e
 
 unit36: $(VENV36)/.done ## the pure core, the hostile-value corpus and the charm under Harness on Python 3.6 (the shipped charms' Python)
@@ -87,10 +94,10 @@ unit36: $(VENV36)/.done ## the pure core, the hostile-value corpus and the charm
 	  tests/unit/test_validation.py tests/unit/test_plan.py tests/unit/test_relation_data.py \
 	  tests/unit/test_vnfscript.py tests/unit/test_remote.py tests/harness
 
-demo: deps venv charms-local wireguard-go ## bring up the WireGuard EPS locally in network namespaces and measure it (root)
+demo: deps venv charms-local wireguard-go hookclient ## bring up the WireGuard EPS locally in network namespaces and measure it (root)
 	$(PY) -m testbed.demo --ns $(NS)
 
-bench: deps venv charms-local wireguard-go boringtun ## repeated data-plane and convergence measurements (root)
+bench: deps venv charms-local wireguard-go hookclient boringtun ## repeated data-plane and convergence measurements (root)
 	$(PY) -m testbed.bench $(BENCH_ARGS)
 
 deploy-tools: venv ## install the openstack CLI (python-openstackclient) into .venv for make deploy

@@ -39,6 +39,9 @@ HOOK_TOOLS = ("config-get", "is-leader", "relation-ids", "relation-list", "relat
               "status-set", "status-get", "action-get", "action-set", "action-fail", "action-log",
               "juju-log", "application-version-set", "goal-state")
 JUJU_VERSION = "2.9.43"
+#: The compiled hook-tool client `make hookclient` builds (Go); without it, hookclient.py.
+COMPILED_CLIENT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                               "build", "tools", "vca-hookclient")
 MAX_HOOKS_PER_SETTLE = 500
 
 
@@ -64,26 +67,21 @@ class Model(object):
     """An emulated Juju model. ``runner`` wraps each hook command (e.g. to enter a netns);
     ``parallel`` bounds how many units run a hook at the same time."""
 
-    def __init__(self, workdir, name="vpnaas", runner=None, hook_timeout=300, parallel=1, interpreter=None):
+    def __init__(self, workdir, name="vpnaas", runner=None, hook_timeout=300, parallel=1, interpreter=None,
+                 client=None):
         self.workdir = os.path.abspath(workdir)
         self.name = name
         self.runner = runner or []
         self.hook_timeout = hook_timeout
         self.bin = os.path.join(self.workdir, "bin")
         os.makedirs(self.bin, exist_ok=True)
-        client = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hookclient.py")
         # The emulated machine's python3 is this interpreter (a version manager's shim on PATH
         # would add a third of a second to every hook).
         py = os.path.join(self.bin, "python3")
         if not os.path.lexists(py):
             os.symlink(interpreter or sys.executable, py)
-        for name_ in HOOK_TOOLS:
-            # One small wrapper per tool name; the client passes the name on. Isolated and
-            # without site (-I -S): the start-up a hook pays several times.
-            with open(os.path.join(self.bin, name_), "w") as f:
-                f.write("#!/bin/sh\nexec {} -I -S {} {} \"$@\"\n".format(
-                    shlex.quote(sys.executable), shlex.quote(client), name_))
-            os.chmod(os.path.join(self.bin, name_), 0o755)
+        self.client = client or ("compiled" if os.access(COMPILED_CLIENT, os.X_OK) else "python")
+        _install_tools(self.bin, self.client)
         self._lock = threading.RLock()      # the model state: this process's threads and the tool server
         self._state = {"units": {}, "relations": {}, "next_relation_id": 0}
         # A short folder of its own: a socket path has at most 107 bytes, test folders are long.
@@ -466,3 +464,25 @@ def _stop_server(server, socket_dir, wait):
         server.shutdown()
     server.server_close()
     shutil.rmtree(socket_dir, ignore_errors=True)
+
+
+def _install_tools(bin_dir, client):
+    """Put every hook tool on the hooks' PATH: a link to the compiled client (it takes the tool
+    from its name, as jujuc does), or a wrapper that starts the Python client isolated and
+    without site (-I -S), the start-up a hook pays several times."""
+    if client not in ("compiled", "python"):
+        raise VcaError("unknown hook-tool client {!r}".format(client))
+    if client == "compiled" and not os.access(COMPILED_CLIENT, os.X_OK):
+        raise VcaError("no compiled hook-tool client: run `make hookclient`")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hookclient.py")
+    for name in HOOK_TOOLS:
+        path = os.path.join(bin_dir, name)
+        if os.path.lexists(path):
+            os.remove(path)
+        if client == "compiled":
+            os.symlink(COMPILED_CLIENT, path)
+            continue
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\nexec {} -I -S {} {} \"$@\"\n".format(
+                shlex.quote(sys.executable), shlex.quote(script), name))
+        os.chmod(path, 0o755)

@@ -1,0 +1,3 @@
+module vpnaas.invalid/hookclient
+
+go 1.21

@@ -1,0 +1,104 @@
+"""The emulated VCA's hook tools as a hook calls them: each client (the Python one always, the
+compiled one where Go can build it) against a real model over its socket."""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from testbed import hookclient, vca
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLIENTS = ["python"] + (["compiled"] if shutil.which("go") else [])
+
+
+@pytest.fixture(scope="session")
+def compiled_client():
+    """Build the compiled client as `make hookclient` does (a no-op when it is up to date)."""
+    if shutil.which("go"):
+        subprocess.run(["bash", os.path.join(ROOT, "scripts", "build-hookclient.sh")], check=True,
+                       stdout=subprocess.DEVNULL)
+    return vca.COMPILED_CLIENT
+
+
+@pytest.fixture(params=CLIENTS)
+def model(tmp_path, request, compiled_client):
+    charm = tmp_path / "charm"
+    charm.mkdir()
+    (charm / "config.yaml").write_text("options:\n  greeting: {type: string, default: hi there}\n")
+    (charm / "dispatch").write_text("#!/bin/sh\ntrue\n")
+    os.chmod(str(charm / "dispatch"), 0o755)
+    with vca.Model(str(tmp_path / "model"), client=request.param) as m:
+        m.deploy("a", str(charm))
+        m.deploy("b", str(charm))
+        m.relate("a:x", "b:y")
+        yield m
+
+
+def tool(model, unit, argv, stdin=None, relation=None, remote=None):
+    env = {"PATH": "/usr/bin:/bin", "VPNAAS_VCA_SOCKET": model.socket_path, "JUJU_UNIT_NAME": unit}
+    if relation:
+        env["JUJU_RELATION_ID"] = relation
+    if remote:
+        env["JUJU_REMOTE_UNIT"] = remote
+    return subprocess.run([os.path.join(model.bin, argv[0])] + argv[1:], input=stdin, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=10)
+
+
+def test_the_model_uses_the_compiled_client_when_it_is_built(tmp_path, compiled_client):
+    built = os.access(compiled_client, os.X_OK)
+    assert built or not shutil.which("go"), "Go is here, so `make hookclient` must have built the client"
+    with vca.Model(str(tmp_path / "m")) as m:
+        link = os.path.join(m.bin, "relation-list")
+        if built:
+            assert m.client == "compiled"
+            assert os.path.realpath(link) == os.path.realpath(compiled_client)
+        else:
+            assert m.client == "python"
+            with open(link) as f:
+                assert "hookclient.py relation-list" in f.read()
+
+
+def test_config_get_answers_the_units_config(model):
+    done = tool(model, "a/0", ["config-get", "greeting", "--format=json"])
+    assert (done.returncode, done.stdout, done.stderr) == (0, '"hi there"\n', "")
+
+
+def test_yaml_on_stdin_reaches_the_remote_side(model):
+    done = tool(model, "a/0", ["relation-set", "-r", "x:0", "--file", "-"], stdin="key: two words\nother: '1'\n")
+    assert (done.returncode, done.stderr) == (0, "")
+    got = tool(model, "b/0", ["relation-get", "-r", "y:0", "--format=json", "-", "a/0"])
+    assert got.stdout == '{"key": "two words", "other": "1"}\n'
+    assert model.relation_data(0)["a/0"] == {"key": "two words", "other": "1"}
+
+
+def test_an_argument_stays_one_argument_whatever_it_holds(model):
+    value = "semi; $(echo no) `no` 'q' \"dq\"\nsecond line \u00e9"
+    assert tool(model, "a/0", ["relation-set", "-r", "x:0", "note=" + value]).returncode == 0
+    got = tool(model, "b/0", ["relation-get", "note", "a/0"], relation="y:0")
+    assert got.returncode == 0
+    assert model.relation_data(0)["a/0"]["note"] == value
+
+
+def test_a_misuse_fails_with_status_and_message_as_on_juju(model):
+    done = tool(model, "a/0", ["relation-list", "--bogus"], relation="x:0")
+    assert done.returncode == 2 and done.stdout == "" and "unknown option --bogus" in done.stderr
+    gone = tool(model, "a/0", ["relation-get", "-r", "x:99", "-", "b/0"])
+    assert gone.returncode == 2 and "relation not found" in gone.stderr
+
+
+def test_relation_list_names_the_remote_units(model):
+    done = tool(model, "a/0", ["relation-list", "--format=json"], relation="x:0")
+    assert (done.returncode, done.stdout) == (0, '["b/0"]\n')
+
+
+def test_without_the_model_a_tool_fails_and_says_so(model):
+    model.close()
+    done = tool(model, "a/0", ["is-leader", "--format=json"])
+    assert done.returncode == 1 and "the emulated VCA does not answer" in done.stderr
+
+
+@pytest.mark.parametrize("data", [b"", b"2\0is-leader", b"1\0is-leader\0a/0\0\0\0x\0", b"1\0t\0u\0\0\0\x035\0a"])
+def test_a_malformed_request_is_refused(data):
+    with pytest.raises(ValueError):
+        hookclient.parse_request(data)
