@@ -274,7 +274,7 @@ def parse_args(argv):
     p.add_argument("--only", default=",".join(PARTS), help="comma-separated parts: " + ", ".join(PARTS))
     p.add_argument("--paths", default=",".join(PAIR_PATHS), help="data-plane paths: " + ", ".join(PAIR_PATHS))
     p.add_argument("--sizes", default=",".join(map(str, SIZES)), help="synthetic topology sizes (tunnels, 1-250)")
-    p.add_argument("--big", type=int, default=8, help="sizes above this get --big-runs runs (default 8)")
+    p.add_argument("--big", type=int, default=2, help="sizes above this get --big-runs runs (default 2)")
     p.add_argument("--big-runs", type=cli.positive_int, default=1, help="runs of the sizes above --big (default 1)")
     p.add_argument("--parallel", type=cli.positive_int, default=4,
                    help="units whose hooks the emulated VCA runs at the same time (default 4; Juju: unbounded)")

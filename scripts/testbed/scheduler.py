@@ -109,13 +109,21 @@ class UnitScheduler(object):
             t.start()
 
     def _next(self):
-        """The first pending job whose unit runs nothing (called with the lock held)."""
-        blocked = set(self._busy)
+        """The next job of a unit that runs nothing, from the unit with the most pending jobs
+        (first queued among equals); called with the lock held. On Juju every unit agent runs
+        its own queue and nothing makes a busy unit wait; here ``parallel`` slots are shared, and
+        handing a free slot to the longest queue keeps that unit (a hub with k relations, which
+        gets 3k relation hooks in a row) moving as its agent would."""
+        first, queued = {}, {}
         for job in self._pending:
-            if job.unit not in blocked:
-                return job
-            blocked.add(job.unit)      # a later job of that unit must wait for this one
-        return None
+            queued[job.unit] = queued.get(job.unit, 0) + 1
+            if job.unit not in self._busy and job.unit not in first:
+                first[job.unit] = job
+        if not first:
+            return None
+        order = {unit: i for i, unit in enumerate(first)}
+        unit = max(first, key=lambda u: (queued[u], -order[u]))
+        return first[unit]
 
     def _work(self):
         while True:
