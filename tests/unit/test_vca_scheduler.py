@@ -101,3 +101,36 @@ def test_run_now_serial_jumps_the_queue():
     s.run_now("a/0", lambda: order.append("now"))
     s.settle()
     assert order == ["now", "queued"]
+
+
+def test_a_free_slot_goes_to_the_unit_with_the_longest_queue():
+    s = scheduler.UnitScheduler(2)
+    started, lock = [], threading.Lock()
+    release_x, release_y, x_runs, y_runs = (threading.Event() for _ in range(4))
+
+    def blocker(running, release):
+        def job():
+            running.set()
+            release.wait(5)
+        return job
+
+    def job(name):
+        def run():
+            with lock:
+                started.append(name)
+        return run
+
+    s.submit("x/0", blocker(x_runs, release_x))
+    s.submit("y/0", blocker(y_runs, release_y))
+    assert x_runs.wait(5) and y_runs.wait(5)          # both slots taken
+    s.submit("b/0", job("b0"))                         # queued first, one job
+    for i in range(3):
+        s.submit("hub/0", job("hub{}".format(i)))      # queued later, three jobs
+    release_x.set()                                    # one slot frees up; y/0 keeps the other
+    deadline = time.monotonic() + 5
+    while len(started) < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    release_y.set()
+    s.settle()
+    # The longest queue first; between equal queues, the one queued first.
+    assert started == ["hub0", "hub1", "b0", "hub2"]
