@@ -80,7 +80,7 @@ def instantiate(testbed, model, links, vnfs, relations, progress=None, verify_tr
     model.settle()      # a parallel VCA delivers the deployment's hooks meanwhile
     report.step("VCA: {} charm(s) installed, {} relation(s) added; configuring".format(len(vnfs), len(relations)),
                 phase)
-    each_vnf = _serially if getattr(getattr(model, "jobs", None), "parallel", 1) == 1 else _concurrently
+    each_vnf = _serially if model.jobs.parallel == 1 else _concurrently
 
     def configure(spec):
         unit = spec.name + "/0"

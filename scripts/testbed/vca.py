@@ -278,7 +278,8 @@ class Model(object):
 
     def _dispatch(self, unit, dispatch_path, extra):
         charm_dir = os.path.join(self._unit_dir(unit), "charm")
-        logged = len(self.logs(unit))
+        with self._lock:
+            logged = len(self._state["units"][unit].get("log", []))
         started = time.monotonic()
         proc = subprocess.run(self.runner + ["./dispatch"], cwd=charm_dir, env=self._env(unit, dispatch_path, extra),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
