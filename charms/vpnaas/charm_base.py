@@ -7,6 +7,7 @@ when this unit's key is published, Juju wakes the peer with relation-changed, an
 
 Written against the ops API that ops 1.5.4 (Python 3.6, OSM's proxy machine) and later share.
 """
+import hashlib
 import json
 import logging
 import os
@@ -26,7 +27,9 @@ REMOTE_TIMEOUT = 120
 RUN_TIMEOUT = 600
 #: Events after which the VNF is checked even when the plan did not change: they are the
 #: repair path (a killed wireguard-go, a rebooted VNF) and the operator's explicit requests.
-_FORCING_EVENTS = ("config_changed", "update_status", "upgrade_charm", "start")
+#: config-changed is one of them only when the config (or the charm's SSH key) is not the one
+#: the last session used: see ``_config_is_new``.
+_FORCING_EVENTS = ("update_status", "upgrade_charm", "start")
 
 
 class ReconcileFailed(Exception):
@@ -39,7 +42,7 @@ class VpnaasCharm(CharmBase):
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self._stored.set_default(manual_peers="{}", public_keys="{}", applied="", last_status="",
-                                 implementation="", facts="{}", claims="[]")
+                                 implementation="", facts="{}", claims="[]", session_config="", config_salt="")
         self.endpoints = tunnel_endpoints(self.meta)
         self.tunnels = TunnelRelations(self.model, self.endpoints)
         self.keystore = ssh.KeyStore(os.path.join(os.path.dirname(str(self.charm_dir)), "vpnaas"))
@@ -101,7 +104,8 @@ class VpnaasCharm(CharmBase):
     def _on_event(self, event: Any) -> None:
         if self.relation_cache.nothing_to_do(event, self._stored.applied):
             return  # no VNF yet, or one relation's unchanged data: not worth reading all k relations
-        force = event.handle.kind in _FORCING_EVENTS
+        kind = event.handle.kind
+        force = kind in _FORCING_EVENTS or (kind == "config_changed" and self._config_is_new())
         # ops 1.5.4 still lists a relation in its own relation-broken hook (and Juju refuses
         # writes to it): it is left out of the plan and of publishing for this hook.
         self.tunnels.breaking = event.relation.id if isinstance(event, RelationBrokenEvent) else None
@@ -110,6 +114,24 @@ class VpnaasCharm(CharmBase):
             self.relation_cache.remember(event, self._stored.applied)
         except ReconcileFailed:
             pass  # status already says what is wrong; the next event retries
+
+    def _config_digest(self) -> str:
+        """Every option and the charm's SSH public key, hashed with a salt of this unit's (the
+        digest of a password or an LTE key must not be checkable against guesses)."""
+        if not self._stored.config_salt:
+            self._stored.config_salt = os.urandom(16).hex()
+        doc = {"config": dict(self.config),
+               "key": self.keystore.public_key() if self.keystore.has_key() else ""}
+        text = self._stored.config_salt + json.dumps(doc, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _config_is_new(self) -> bool:
+        """True unless the last SSH session already ran with exactly this config and key. Juju
+        hands a hook the current config, so a relation hook that runs between ``juju config``
+        and its config-changed (a busy unit: OSM configures the VNFs while their relations'
+        hooks run) has already made the VNF match it; checking it again seconds later is an
+        SSH session for nothing. update-status stays the periodic check."""
+        return self._config_digest() != self._stored.session_config
 
     def reconcile(self, force: bool = False, rotate: Iterable[str] = (),
                   restart: bool = False) -> Tuple[planning.Plan, Optional[remote.Observation]]:
@@ -157,11 +179,13 @@ class VpnaasCharm(CharmBase):
                     self._remember_facts(obs.facts)
         except (ssh.SshError, remote.RemoteError) as e:
             self._stored.applied = ""
+            self._stored.session_config = ""
             transient = isinstance(e, ssh.SshError) and e.transient
             self._set_status(WaitingStatus(str(e)) if transient else BlockedStatus(str(e)))
             raise ReconcileFailed(str(e)) from None
         self.tunnels.publish(plan, obs.public_keys)
         self._stored.applied = fingerprint if not (obs.failed or obs.refused) else ""
+        self._stored.session_config = self._config_digest()
         self._stored.claims = json.dumps(policy.claims(plan))
         self._stored.public_keys = json.dumps(obs.public_keys, sort_keys=True)
         self._stored.implementation = (obs.implementation + " " + obs.implementation_detail).strip()

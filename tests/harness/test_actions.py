@@ -31,6 +31,38 @@ def test_unchanged_plan_does_not_contact_the_vnf(ready, vnf):
     assert vnf.logins == logins
 
 
+def test_config_changed_checks_the_vnf_only_for_a_config_the_last_session_did_not_use(ready, vnf):
+    # Juju gives every hook the current config: when a relation hook ran between `juju config`
+    # and its config-changed, that hook's session already used this config.
+    logins = vnf.logins
+    ready.harness.charm.on.config_changed.emit()
+    assert vnf.logins == logins
+    assert ready.status.name == "active"
+    # An option outside the plan (how to reach the VNF) is still a reason to look.
+    ready.configure(**{"ssh-connect-timeout": 20})
+    assert vnf.logins == logins + 1
+    ready.harness.charm.on.config_changed.emit()
+    assert vnf.logins == logins + 1
+    # So is a new SSH key of the charm's (the VNF accepts it already: only the key changed).
+    store = ready.charm.keystore
+    os.remove(store.key_path)
+    os.remove(store.key_path + ".pub")
+    assert store.generate_key()
+    vnf.authorize(store.public_key())
+    ready.harness.charm.on.config_changed.emit()
+    assert vnf.logins == logins + 2 and ready.status.name == "active"
+
+
+def test_config_changed_after_a_failed_session_checks_again(ready, vnf):
+    vnf.fault = "refused"
+    ready.harness.charm.on.update_status.emit()
+    assert ready.status.name == "waiting"
+    vnf.fault = None
+    logins = vnf.logins
+    ready.harness.charm.on.config_changed.emit()
+    assert vnf.logins == logins + 1 and ready.status.name == "active"
+
+
 def test_generate_ssh_key_once_then_keeps_it(proxy, vnf):
     first = proxy.act("generate-ssh-key")
     assert first.results == {"generated": "true"} and first.failed is None
