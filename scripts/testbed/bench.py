@@ -40,8 +40,8 @@ OUT_DIR = os.path.join(BUILD_DIR, "bench")
 SIZES = (2, 8, 32)
 PARTS = ("dataplane", "interfaces", "control", "synthetic")
 PAIR_PATHS = ("plain", "wg-bare", "charm", "boringtun", "ovpn-aes", "ovpn-chacha")
-SETTINGS = ("rounds", "seconds", "pings", "if_seconds", "if_pings", "max_other_load", "retries", "parallel",
-            "implementation")
+SETTINGS = ("rounds", "seconds", "pings", "if_rounds", "if_seconds", "if_pings", "max_other_load", "retries",
+            "parallel", "big", "big_runs", "implementation")
 #: A file in the work directory naming this tool: only such a directory is ever removed.
 WORK_MARKER = ".vpnaas-bench-work"
 
@@ -191,7 +191,7 @@ def run(args, progress, work, result):
         for i in range(runs):
             then = None
             if i == runs - 1 and "interfaces" in args.parts:
-                if_settings = dataplane.Settings(args.rounds, args.if_seconds, args.if_pings,
+                if_settings = dataplane.Settings(args.if_rounds, args.if_seconds, args.if_pings,
                                                  max_other=args.max_other_load, retries=args.retries)
                 then = measure_interfaces(runner, if_settings, progress)
             rec = convergence.run_eps_once(runner, then)
@@ -205,14 +205,18 @@ def run(args, progress, work, result):
     if "synthetic" in args.parts:
         result["synthetic"] = {"topology": "hub-and-spoke, hub configured {}".format(
             "first" if args.hub_first else "last"), "parallel_hooks": args.parallel, "sizes": {}}
+        runs = {k: args.rounds if k <= args.big else args.big_runs for k in args.sizes}
+        recs = {k: [] for k in args.sizes}
+        # Interleaved (2, 8, 32, 2, 8, 32 ...): a slower hour of the machine does not land on one
+        # size only, so the growth figure compares like with like.
+        for i in range(max(runs.values())):
+            for k in args.sizes:
+                if i < runs[k]:
+                    rec = convergence.run_synthetic_once(runner, k, hub_last=not args.hub_first)
+                    recs[k].append(rec)
+                    progress(convergence.conv_line("synthetic {} tunnels run {}/{}".format(k, i + 1, runs[k]), rec))
         for k in args.sizes:
-            runs = args.rounds if k <= args.big else args.big_runs
-            recs = []
-            for i in range(runs):
-                rec = convergence.run_synthetic_once(runner, k, hub_last=not args.hub_first)
-                recs.append(rec)
-                progress(convergence.conv_line("synthetic {} tunnels run {}/{}".format(k, i + 1, runs), rec))
-            result["synthetic"]["sizes"][str(k)] = {"runs": recs, "summary": convergence.conv_summary(recs)}
+            result["synthetic"]["sizes"][str(k)] = {"runs": recs[k], "summary": convergence.conv_summary(recs[k])}
             records += recs
     if records and not args.no_profile:
         progress("profiling a hook")
@@ -265,6 +269,8 @@ def parse_args(argv):
     p.add_argument("--seconds", type=cli.positive_int, default=3,
                    help="seconds per iperf3 run, two-VNF pair (default 3)")
     p.add_argument("--pings", type=cli.positive_int, default=200, help="echoes per direction at 10 ms (default 200)")
+    p.add_argument("--if-rounds", type=cli.positive_int, default=5,
+                   help="interleaved rounds per EPS interface (default 5)")
     p.add_argument("--if-seconds", type=cli.positive_int, default=2, help="seconds per iperf3 run per EPS interface")
     p.add_argument("--if-pings", type=cli.positive_int, default=50, help="echoes per direction per EPS interface")
     p.add_argument("--max-other-load", type=cli.non_negative_float, default=0.5,

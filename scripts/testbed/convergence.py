@@ -14,7 +14,7 @@ import os
 import re
 import time
 
-from testbed import benchstats, demo, lcm, vca, vim
+from testbed import benchstats, demo, lcm, loadcheck, vca, vim
 
 HANDSHAKE_TIMEOUT = 120
 
@@ -31,15 +31,29 @@ class ConvergenceError(Exception):
 
 
 class BenchModel(vca.Model):
-    """The emulated VCA, also recording when config primitives start (monotonic)."""
+    """The emulated VCA, also recording when config primitives start (monotonic) and the
+    machine's CPU counters at the first one."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.config_times = []
+        self.ticks_at_first_config = None
 
     def set_config(self, app, values, wait=True):
+        if not self.config_times:
+            self.ticks_at_first_config = loadcheck.machine_ticks()
         self.config_times.append(time.monotonic())
         super().set_config(app, values, wait=wait)
+
+
+def cpu_record(ticks_before, ticks_after, seconds):
+    """The machine's busy CPU time between two machine_ticks() readings: on a machine where
+    every core stays busy, the time to converge is this work divided by the cores."""
+    busy = (ticks_after[0] - ticks_before[0]) / float(loadcheck.TICK)
+    steal = (ticks_after[1] - ticks_before[1]) / float(loadcheck.TICK)
+    cores = os.cpu_count() or 1
+    return {"cpu_seconds": busy, "cpu_steal_seconds": steal,
+            "cpu_busy_fraction": benchstats.ratio(busy, seconds * cores) if seconds > 0 else None}
 
 
 def sshd_logins(vnf):
@@ -73,11 +87,12 @@ def hook_counts(runs):
     return {"per_unit": per_unit, "per_unit_relation": per_rel, "changed_per_unit_relation": per_rel_changed}
 
 
-def convergence_record(model, testbed, t_up):
+def convergence_record(model, testbed, t_up, ticks_up=None):
     """Everything counted at the moment all tunnels were up (hooks that ended by then); the
     sessions-per-reconcile check compares sshd's logins with the charm's session lines once
     the model has settled (both counts complete)."""
     first, last = min(model.config_times), max(model.config_times)
+    cpu = cpu_record(model.ticks_at_first_config, ticks_up, t_up - first) if ticks_up else {}
     runs = [r for r in list(model.hook_log) if r.ended <= t_up]
     reconciles = {}
     for r in runs:
@@ -105,6 +120,7 @@ def convergence_record(model, testbed, t_up):
         "sessions_per_reconcile": benchstats.ratio(total_logins, settled_reconciles),
         "hook_seconds": [round(r.seconds, 4) for r in runs],
         "hook_opened_session": [opened_session(r) for r in runs],
+        **cpu,
     }
 
 
@@ -135,7 +151,8 @@ def instantiate_measured(tb, model, links, vnfs, relations, checks, progress=Non
         pending = checks(tb)
         if progress:
             progress("waiting for handshakes on {} device(s)".format(len(pending)))
-        record.update(convergence_record(model, tb, wait_handshakes(pending)))
+        t_up = wait_handshakes(pending)
+        record.update(convergence_record(model, tb, t_up, loadcheck.machine_ticks()))
 
     lcm.instantiate(tb, model, links, vnfs, relations, after_config=after_config, progress=progress, detail=False)
     return record
@@ -233,6 +250,7 @@ def run_synthetic_once(runner, k, hub_last=True):
         rec["hub_changed_hook_seconds"] = benchstats.summarize(changed)["median"]
         rec["hub_changed_hooks"] = len(changed)
         rec["sessions_per_tunnel"] = rec["reconcile_sessions"] / float(k)
+        rec["cpu_seconds_per_vnf"] = rec["cpu_seconds"] / float(k + 1)
         return rec
     finally:
         if model:
@@ -251,7 +269,8 @@ def conv_line(label, rec):
 CONV_METRICS = ("seconds_after_last_config", "seconds_after_first_config", "hooks_total", "hooks_after_first_config",
                 "max_hooks_per_unit", "max_hooks_per_unit_relation", "max_changed_per_unit_relation",
                 "reconcile_sessions", "sshd_logins", "sessions_per_reconcile", "hooks_per_tunnel",
-                "sessions_per_tunnel", "hub_changed_hook_seconds")
+                "sessions_per_tunnel", "hub_changed_hook_seconds", "cpu_seconds", "cpu_busy_fraction",
+                "cpu_seconds_per_vnf")
 
 
 def conv_summary(records):

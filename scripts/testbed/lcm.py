@@ -138,7 +138,8 @@ def _concurrently(task, vnfs):
 
 
 def _action(model, unit, name, params, tolerate=False):
-    result = model.run_action(unit, name, params)
+    # Like OSM's N2VC, wait for the action itself, not for the hooks it causes in other units.
+    result = model.run_action(unit, name, params, wait=False)
     if result.status != "completed" and not tolerate:
         raise InstantiationFailed("{} on {} failed: {}".format(name, unit, result.message))
     return result

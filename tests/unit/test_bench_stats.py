@@ -1,4 +1,6 @@
 """The statistics and target checks of `make bench` (pure functions, no root needed)."""
+import os
+
 import pytest
 
 from testbed import benchstats as bs
@@ -145,11 +147,21 @@ def test_summary_json_headline_figures():
                                "charm_added_rtt_ms": 0.4, "ovpn-aes_added_rtt_ms": 0.3,
                                "ovpn-chacha_added_rtt_ms": 0.25}])
     ifaces = {"s6a": {"summary": bs.summarize_rounds([{"charm_over_bare_tcp1": 0.9}, {"charm_over_bare_tcp1": 0.96}])}}
-    syn = {"8": {"runs": [{"seconds_after_first_config": 10.0}]},
-           "32": {"runs": [{"seconds_after_first_config": 35.0}]}}
+    syn = {"8": {"runs": [{"seconds_after_first_config": 10.0, "cpu_seconds": 20.0}]},
+           "32": {"runs": [{"seconds_after_first_config": 35.0, "cpu_seconds": 80.0}]}}
     s = benchreport.summary({"dataplane": {"summary": dp, "rounds": []}, "interfaces": {"per_interface": ifaces},
                              "synthetic": {"sizes": syn}})
     assert s["product_vs_bare_wireguard"] == pytest.approx(0.93)      # the worse of s6a (0.93) and the pair
     assert s["wireguard_vs_openvpn_throughput"] == 4.0
     assert s["wireguard_added_rtt_ms"] == 0.4 and s["openvpn_added_rtt_ms"] == 0.25
     assert s["convergence_32_over_8"] == pytest.approx(3.5)
+    assert s["convergence_cpu_32_over_8"] == pytest.approx(4.0)
+
+
+def test_cpu_record_is_the_busy_time_between_two_readings():
+    from testbed import convergence, loadcheck
+    tick = float(loadcheck.TICK)
+    rec = convergence.cpu_record((100, 7), (100 + int(3 * tick), 7 + int(tick)), 2.0)
+    assert rec["cpu_seconds"] == pytest.approx(3.0) and rec["cpu_steal_seconds"] == pytest.approx(1.0)
+    assert rec["cpu_busy_fraction"] == pytest.approx(3.0 / (2.0 * (os.cpu_count() or 1)))
+    assert convergence.cpu_record((0, 0), (0, 0), 0.0)["cpu_busy_fraction"] is None
