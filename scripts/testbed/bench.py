@@ -206,22 +206,31 @@ def run(args, progress, work, result):
         result["synthetic"] = {"topology": "hub-and-spoke, hub configured {}".format(
             "first" if args.hub_first else "last"), "parallel_hooks": args.parallel, "sizes": {}}
         runs = {k: args.rounds if k <= args.big else args.big_runs for k in args.sizes}
-        recs = {k: [] for k in args.sizes}
-        # Interleaved (2, 8, 32, 2, 8, 32 ...): a slower hour of the machine does not land on one
-        # size only, so the growth figure compares like with like.
-        for i in range(max(runs.values())):
-            for k in args.sizes:
-                if i < runs[k]:
-                    rec = convergence.run_synthetic_once(runner, k, hub_last=not args.hub_first)
-                    recs[k].append(rec)
-                    progress(convergence.conv_line("synthetic {} tunnels run {}/{}".format(k, i + 1, runs[k]), rec))
+
+        def once(k, i):
+            rec = convergence.run_synthetic_once(runner, k, hub_last=not args.hub_first)
+            progress(convergence.conv_line("synthetic {} tunnels run {}/{}".format(k, i + 1, runs[k]), rec))
+            return rec
+
+        recs = interleaved(args.sizes, runs, once)
         for k in args.sizes:
             result["synthetic"]["sizes"][str(k)] = {"runs": recs[k], "summary": convergence.conv_summary(recs[k])}
-            records += recs
+            records += recs[k]
     if records and not args.no_profile:
         progress("profiling a hook")
         result["profile"] = hookprofile.profile_hooks(runner, records)
     return result
+
+
+def interleaved(sizes, runs, once):
+    """``once(size, i)`` for run i of every size, in rounds (2, 8, 32, 2, 8, 32 ...), so that a
+    slower hour of the machine does not land on one size only; {size: [records in run order]}."""
+    out = {k: [] for k in sizes}
+    for i in range(max(runs.values(), default=0)):
+        for k in sizes:
+            if i < runs[k]:
+                out[k].append(once(k, i))
+    return out
 
 
 def machine_info():

@@ -63,3 +63,22 @@ def test_bench_smallest_settings(environment_ready, local_charms, tmp_path):
     assert {t["name"] for t in result["targets"]} >= {"tcp1_ratio", "added_rtt_ms", "product_vs_bare"}
     assert dp["charm_vs_bare_setup"]["a"]["differences"] == {}, dp["charm_vs_bare_setup"]
     assert dp["charm_vs_bare_setup"]["a"]["charm"]["mtu"] == dp["tunnel_mtu"]
+
+
+def test_bench_synthetic_smallest_settings(environment_ready, local_charms, tmp_path):
+    """The control-plane path: two sizes interleaved, the CPU window, the hook profile."""
+    out = str(tmp_path / "bench")
+    rc = bench.main(["--only", "synthetic", "--sizes", "2,1", "--rounds", "1", "--parallel", "2", "--out", out])
+    assert rc == 0
+    with open(os.path.join(out, "bench.json")) as f:
+        result = json.load(f)
+    sizes = result["synthetic"]["sizes"]
+    assert sorted(sizes) == ["1", "2"]
+    for k, size in sizes.items():
+        (run,) = size["runs"]
+        assert run["tunnels"] == int(k) and run["vnfs"] == int(k) + 1
+        assert run["seconds_after_first_config"] >= run["seconds_after_last_config"] > 0
+        assert run["cpu_seconds"] > 0 and 0 < run["cpu_busy_fraction"] <= 1.05
+        assert run["sessions_per_reconcile"] == 1.0
+    assert result["profile"]["hook_tool_call_s"] > 0
+    assert result["left_behind"] == []

@@ -165,3 +165,11 @@ def test_cpu_record_is_the_busy_time_between_two_readings():
     assert rec["cpu_seconds"] == pytest.approx(3.0) and rec["cpu_steal_seconds"] == pytest.approx(1.0)
     assert rec["cpu_busy_fraction"] == pytest.approx(3.0 / (2.0 * (os.cpu_count() or 1)))
     assert convergence.cpu_record((0, 0), (0, 0), 0.0)["cpu_busy_fraction"] is None
+
+
+def test_synthetic_sizes_run_interleaved():
+    from testbed import bench
+    calls = []
+    out = bench.interleaved([2, 8, 32], {2: 3, 8: 1, 32: 2}, lambda k, i: calls.append((k, i)) or "{}-{}".format(k, i))
+    assert calls == [(2, 0), (8, 0), (32, 0), (2, 1), (32, 1), (2, 2)]
+    assert out == {2: ["2-0", "2-1", "2-2"], 8: ["8-0"], 32: ["32-0", "32-1"]}
