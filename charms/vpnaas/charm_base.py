@@ -43,6 +43,8 @@ class VpnaasCharm(CharmBase):
         super().__init__(*args)
         self._stored.set_default(manual_peers="{}", public_keys="{}", applied="", last_status="",
                                  implementation="", facts="{}", claims="[]", session_config="", config_salt="")
+        if not self._stored.config_salt:
+            self._stored.config_salt = os.urandom(16).hex()
         self.endpoints = tunnel_endpoints(self.meta)
         self.tunnels = TunnelRelations(self.model, self.endpoints)
         self.keystore = ssh.KeyStore(os.path.join(os.path.dirname(str(self.charm_dir)), "vpnaas"))
@@ -118,8 +120,6 @@ class VpnaasCharm(CharmBase):
     def _config_digest(self) -> str:
         """Every option and the charm's SSH public key, hashed with a salt of this unit's (the
         digest of a password or an LTE key must not be checkable against guesses)."""
-        if not self._stored.config_salt:
-            self._stored.config_salt = os.urandom(16).hex()
         doc = {"config": dict(self.config),
                "key": self.keystore.public_key() if self.keystore.has_key() else ""}
         text = self._stored.config_salt + json.dumps(doc, sort_keys=True, default=str)

@@ -87,12 +87,12 @@ def hook_counts(runs):
     return {"per_unit": per_unit, "per_unit_relation": per_rel, "changed_per_unit_relation": per_rel_changed}
 
 
-def convergence_record(model, testbed, t_up, ticks_up=None):
+def convergence_record(model, testbed, t_up, ticks_up):
     """Everything counted at the moment all tunnels were up (hooks that ended by then); the
     sessions-per-reconcile check compares sshd's logins with the charm's session lines once
     the model has settled (both counts complete)."""
     first, last = min(model.config_times), max(model.config_times)
-    cpu = cpu_record(model.ticks_at_first_config, ticks_up, t_up - first) if ticks_up else {}
+    cpu = cpu_record(model.ticks_at_first_config, ticks_up, t_up - first)
     runs = [r for r in list(model.hook_log) if r.ended <= t_up]
     reconciles = {}
     for r in runs:

@@ -121,9 +121,7 @@ class UnitScheduler(object):
                 first[job.unit] = job
         if not first:
             return None
-        order = {unit: i for i, unit in enumerate(first)}
-        unit = max(first, key=lambda u: (queued[u], -order[u]))
-        return first[unit]
+        return first[max(first, key=queued.get)]      # max keeps the first of equals
 
     def _work(self):
         while True:
