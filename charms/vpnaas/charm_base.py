@@ -46,7 +46,7 @@ class VpnaasCharm(CharmBase):
         if not self._stored.config_salt:
             self._stored.config_salt = os.urandom(16).hex()
         self.endpoints = tunnel_endpoints(self.meta)
-        self.tunnels = TunnelRelations(self.model, self.endpoints)
+        self.tunnels = TunnelRelations(self.model, self.endpoints, wants_peer_keys=self.waits_for_tunnels())
         self.keystore = ssh.KeyStore(os.path.join(os.path.dirname(str(self.charm_dir)), "vpnaas"))
         self.relation_cache = relation_cache.RelationCache(self)
         on = self.on
@@ -217,6 +217,14 @@ class VpnaasCharm(CharmBase):
         """True when the component has work on the VNF even though the tunnels did not change
         (e.g. a service waiting for a handshake): the reconcile then opens its session."""
         return False
+
+    @classmethod
+    def waits_for_tunnels(cls) -> bool:
+        """True for a charm whose component can wait for its tunnels, i.e. one that overrides
+        ``component_wants_session``. Such a unit asks its peers for ``peer-keys`` (the wake-up
+        when its key is configured there) and is woken by them; derived from the override so
+        that a component can never wait for a wake-up it did not ask for."""
+        return cls.component_wants_session is not VpnaasCharm.component_wants_session
 
     def component_status(self, plan: planning.Plan, obs: remote.Observation, tunnel_status: StatusBase) -> StatusBase:
         """The unit status after a reconcile; components may add their service state."""

@@ -32,15 +32,17 @@ class TunnelEndpoint(object):
 
 
 class Peer(object):
-    __slots__ = ("public_key", "endpoint", "allowed_ips", "source", "tunnel")
+    __slots__ = ("public_key", "endpoint", "allowed_ips", "source", "tunnel", "wants_peer_keys")
 
     def __init__(self, public_key: str, endpoint: str, allowed_ips: List[Network], source: str,
-                 tunnel: Optional[Network] = None) -> None:
+                 tunnel: Optional[Network] = None, wants_peer_keys: bool = False) -> None:
         self.public_key = public_key
         self.endpoint = endpoint        # "host:port" or "" (peer that only connects in)
         self.allowed_ips = allowed_ips  # list of networks
         self.source = source            # remote unit name, or "manual"
         self.tunnel = tunnel            # the peer's tunnel address as a host prefix (related units)
+        # The peer's unit asked for peer-keys (relation data only; nothing on the VNF depends on it).
+        self.wants_peer_keys = wants_peer_keys
 
     def as_dict(self) -> Dict[str, Any]:
         return {"public-key": self.public_key, "endpoint": self.endpoint,
@@ -110,9 +112,11 @@ class Plan(object):
 
     def fingerprint(self) -> str:
         """Stable hash of everything that would be applied on the VNF, and of what was refused."""
-        # Problems too: a peer that changes what it is refused must see the status change.
+        # Problems too: a peer that changes what it is refused must see the status change; and
+        # what a device without peers waits for, which is all its status says.
         doc = {"devices": [d.as_dict() for d in self.devices],
                "problems": [d.problems for d in self.devices],
+               "waiting": [d.waiting[:1] for d in self.devices if not d.peers],
                "service": [str(a) for a in self.service_addresses]}
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
@@ -171,7 +175,7 @@ def build_plan(config: Dict[str, Any], endpoints: List[TunnelEndpoint], relation
                     continue
                 allowed = info.allowed_ips()
                 dev.peers.append(Peer(info.public_key, validation.format_endpoint(*info.endpoint),
-                                      allowed, unit, tunnel=allowed[0]))
+                                      allowed, unit, tunnel=allowed[0], wants_peer_keys=info.wants_peer_keys))
             if not units:
                 dev.waiting.append("waiting for the remote unit to join")
         for entry in manual:

@@ -3,7 +3,7 @@
 A hub related to k spokes gets about k relation-changed hooks per round of key exchange, and
 each reconcile builds its plan from all k relations (O(k) hook-tool calls): O(k^2) in all.
 Most of those hooks concern one relation whose tunnel data did not change (the spoke only
-published its ``peer-keys`` notification). This module remembers, after every successful
+published its ``peer-keys`` notification to a unit that asked for it). This module remembers, after every successful
 reconcile, a digest of each remote unit's tunnel data per relation; a later relation-changed
 whose remote unit's data has the same digest, while the VNF still holds what that reconcile
 applied, is skipped: it reads one databag instead of k.
@@ -15,8 +15,9 @@ hooks are skipped too, so that a hub deployed and related to k spokes before its
 
 The reconcile still decides on the whole state whenever it runs: a change in another relation
 comes with that relation's own relation-changed hook, which is not skipped. ``peer-keys`` is
-part of the digest for charms whose component waits for it (they override
-``component_wants_session``), so their wake-up is never lost.
+part of the digest for charms whose component waits for its tunnels
+(``VpnaasCharm.waits_for_tunnels``), so their wake-up is never lost; ``wants-peer-keys`` always
+is, as it decides what this unit publishes.
 
 Hook-in (charm_base.VpnaasCharm): ``self.relation_cache = RelationCache(self)`` in __init__;
 in the event handler, ``if self.relation_cache.nothing_to_do(event, applied): return`` before
@@ -31,8 +32,6 @@ from ops.charm import RelationBrokenEvent, RelationChangedEvent, RelationCreated
 from ops.framework import Object, StoredState
 
 from vpnaas import relation_data
-
-PEER_KEYS = "peer-keys"
 
 
 def digest(data: Any, fields: Sequence[str]) -> str:
@@ -52,14 +51,10 @@ class RelationCache(Object):
         super().__init__(charm, "relation-cache")
         self.charm = charm
         self._stored.set_default(digests="{}", applied="")
-        self.fields = tuple(relation_data.KEYS)
-        if self._component_waits_for_peer_keys(charm):
-            self.fields += (PEER_KEYS,)
-
-    @staticmethod
-    def _component_waits_for_peer_keys(charm: Any) -> bool:
-        from vpnaas.charm_base import VpnaasCharm
-        return type(charm).component_wants_session is not VpnaasCharm.component_wants_session
+        # wants-peer-keys decides what this unit publishes to that unit: a change is never skipped.
+        self.fields = tuple(relation_data.KEYS) + (relation_data.WANTS_PEER_KEYS,)
+        if charm.waits_for_tunnels():
+            self.fields += (relation_data.PEER_KEYS,)
 
     def nothing_to_do(self, event: Any, applied: str) -> bool:
         """True when ``event`` is a relation-created/joined/changed before this unit has a VNF to

@@ -7,8 +7,10 @@ Each unit writes into its own unit databag, per relation:
     endpoint          host:port the peer sends WireGuard packets to
     tunnel-address    address/prefix of the device inside the tunnel, e.g. 10.250.1.1/30
     service-prefixes  comma-separated prefixes reachable behind this unit through the tunnel
-    peer-keys         public keys of the related units this unit has configured as peers
-                      (informational: it wakes the peer once its key is in place here)
+    wants-peer-keys   "yes" when this unit's component waits for its tunnels (absent otherwise)
+    peer-keys         public keys of the related units this unit has configured as peers, only
+                      towards units that published wants-peer-keys (it wakes them once their
+                      key is in place here; to any other unit it would be a hook for nothing)
 
 Nothing secret is ever published. A unit publishes all keys at once, when its key exists on
 the VNF; the reader still accepts partial data (it reports what is missing and waits).
@@ -24,18 +26,22 @@ if TYPE_CHECKING:   # plan imports this module; the annotation only needs the na
 MANUAL = "manual"   # the source of a peer added by the operator (add-peer), not by a relation
 
 KEYS = ("vpnaas-schema", "public-key", "endpoint", "tunnel-address", "service-prefixes")
+WANTS_PEER_KEYS = "wants-peer-keys"
+PEER_KEYS = "peer-keys"
+_YES = "yes"
 
 
 class PeerInfo(object):
-    __slots__ = ("unit", "public_key", "endpoint", "tunnel_address", "service_prefixes")
+    __slots__ = ("unit", "public_key", "endpoint", "tunnel_address", "service_prefixes", "wants_peer_keys")
 
     def __init__(self, unit: str, public_key: str, endpoint: Tuple[str, int], tunnel_address: Interface,
-                 service_prefixes: List[Network]) -> None:
+                 service_prefixes: List[Network], wants_peer_keys: bool = False) -> None:
         self.unit = unit
         self.public_key = public_key
         self.endpoint = endpoint              # (host, port)
         self.tunnel_address = tunnel_address  # ipaddress interface
         self.service_prefixes = service_prefixes  # list of networks
+        self.wants_peer_keys = wants_peer_keys
 
     def allowed_ips(self) -> List[Network]:
         host = self.tunnel_address.ip
@@ -75,16 +81,28 @@ def decode(unit: str, data: Dict[str, str]) -> PeerInfo:
         tunnel_address=validation.interface_address(data["tunnel-address"], "{} tunnel-address".format(unit)),
         service_prefixes=validation.prefix_list(data.get("service-prefixes", ""),
                                                 "{} service-prefixes".format(unit)),
+        wants_peer_keys=_flag(data.get(WANTS_PEER_KEYS, ""), "{} {}".format(unit, WANTS_PEER_KEYS)),
     )
 
 
-def publication(device: "Device", public_key: str, units: Optional[Set[str]] = None) -> Dict[str, str]:
+def _flag(value: str, what: str) -> bool:
+    """``yes`` or absent: anything else is refused, not read as either."""
+    if value in ("", _YES):
+        return value == _YES
+    raise validation.InvalidValue("{}: {} is not 'yes' (or absent)".format(what, validation.excerpt(value)))
+
+
+def publication(device: "Device", public_key: str, units: Optional[Set[str]] = None,
+                wants_peer_keys: bool = False) -> Dict[str, str]:
     """This unit's databag for ``device`` on a relation whose remote units are ``units``
-    (None: every related peer of the device)."""
+    (None: every related peer of the device); ``wants_peer_keys`` is this unit's own flag.
+    An empty value means "not there": writing it removes the key (Juju's rule)."""
     bag = encode(public_key, device.publish_host, device.listen_port, device.address, device.service_prefixes())
-    # Tells each peer that its key is configured here, so its charm wakes up right when the tunnel
-    # can handshake (e.g. to start a service that waits for the tunnel). Only the keys of that
-    # relation's units: a hub with k spokes must not wake all k when one joins.
-    bag["peer-keys"] = ",".join(sorted(p.public_key for p in device.peers if p.source != MANUAL
-                                       and (units is None or p.source in units)))
+    bag[WANTS_PEER_KEYS] = _YES if wants_peer_keys else ""
+    # Tells a peer that waits for its tunnels that its key is configured here, so its charm wakes
+    # up right when the tunnel can handshake (e.g. to start a service). Only the keys of that
+    # relation's units (a hub with k spokes must not wake all k when one joins), and only to units
+    # that asked: to any other unit it is one more relation-changed hook for nothing.
+    bag[PEER_KEYS] = ",".join(sorted(p.public_key for p in device.peers if p.source != MANUAL and p.wants_peer_keys
+                                     and (units is None or p.source in units)))
     return bag

@@ -12,13 +12,20 @@ address (first and second host of the reference point's tunnel network).
 | `endpoint`         | each unit       | underlay `host:port` the peer sends to                           |
 | `tunnel-address`   | each unit       | its device's address/prefix inside the tunnel                    |
 | `service-prefixes` | each unit       | comma-separated prefixes behind it (subject to the peer's policy) |
-| `peer-keys`        | each unit       | keys of that relation's units it has configured as peers         |
+| `wants-peer-keys`  | waiting units   | "yes" when its component waits for its tunnels; absent otherwise  |
+| `peer-keys`        | each unit       | keys of that relation's units it has configured as peers, written |
+|                    |                 | only for units that published `wants-peer-keys`                  |
 
 A unit publishes all fields at once, when its key exists on the VNF. A reader validates every
 value of a remote unit (``relation_data.decode``: nothing from a related unit is trusted, see
 docs/security.md) and reports what is missing (Waiting, naming the unit) or invalid (Blocked).
 ``peer-keys`` only wakes the peer (Juju runs its relation-changed) the moment the tunnel can
-handshake; nothing depends on its content.
+handshake; nothing depends on its content. A unit asks for it with ``wants-peer-keys`` when its
+charm has a component that waits for its tunnels (the OAI charms: a service starts once its
+tunnels have a handshake); a plain tunnel charm does not, and gets no such hook, so that a hub
+related to k spokes runs k fewer hooks, and so does each spoke. A unit of an earlier charm
+revision, which never asks, still gets its peers' tunnels; only a start waiting for them
+happens at the next update-status instead.
 
 A relation in its own relation-broken hook is left out of reading and publishing: ops 1.5.4 still
 lists it, and Juju refuses writes to it.
@@ -43,9 +50,10 @@ def tunnel_endpoints(meta: Any) -> List[planning.TunnelEndpoint]:
 class TunnelRelations(object):
     """All tunnel relations of a unit: what the remote units published, and what it publishes."""
 
-    def __init__(self, model: Any, endpoints: List[planning.TunnelEndpoint]) -> None:
+    def __init__(self, model: Any, endpoints: List[planning.TunnelEndpoint], wants_peer_keys: bool = False) -> None:
         self.model = model
         self.endpoints = endpoints
+        self.wants_peer_keys = wants_peer_keys   # this unit's own wants-peer-keys flag
         self.breaking: Optional[int] = None      # id of the relation in its relation-broken hook, if any
 
     def live(self, endpoint: str) -> List[Any]:
@@ -57,18 +65,19 @@ class TunnelRelations(object):
                 for ep in self.endpoints}
 
     def publish(self, plan: planning.Plan, public_keys: Dict[str, str]) -> None:
-        """Write this unit's data for every device whose key is known; only changed fields."""
+        """Write this unit's data for every device whose key is known; only changed fields (an
+        empty value removes the key, so an absent key already is empty)."""
         for _dev, rel, bag in self._bags(plan, public_keys):
             mine = rel.data[self.model.unit]
             for key, value in bag.items():
-                if mine.get(key) != value:
+                if mine.get(key, "") != value:
                     mine[key] = value
 
     def published(self, plan: planning.Plan, public_keys: Dict[str, str]) -> bool:
         """True when every device has a key and every relation already carries its data."""
         if any(not public_keys.get(dev.name) for dev in plan.devices):
             return False
-        return all(rel.data[self.model.unit].get(k) == v
+        return all(rel.data[self.model.unit].get(k, "") == v
                    for _dev, rel, bag in self._bags(plan, public_keys) for k, v in bag.items())
 
     def _bags(self, plan: planning.Plan,
@@ -78,4 +87,4 @@ class TunnelRelations(object):
             if not key:
                 continue
             for rel in self.live(dev.endpoint):
-                yield dev, rel, relation_data.publication(dev, key, {u.name for u in rel.units})
+                yield dev, rel, relation_data.publication(dev, key, {u.name for u in rel.units}, self.wants_peer_keys)

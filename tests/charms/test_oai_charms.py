@@ -231,6 +231,16 @@ def test_day1_sequence_start_waits_for_the_handshake(charm_env, name):
     assert stop.results["result"] == "stopped" and not vnf.started
 
 
+@pytest.mark.parametrize("name", sorted(COMPONENTS))
+def test_each_component_asks_its_peers_for_peer_keys(charm_env, name):
+    make, _vnf = charm_env
+    harness = make(name)
+    rel = harness.model.relations[ENDPOINTS[name][0]][0]
+    mine = harness.get_relation_data(rel.id, harness.charm.unit.name)
+    # Its start waits for the tunnel: the peer's peer-keys is the wake-up (none asked here).
+    assert mine["wants-peer-keys"] == "yes" and "peer-keys" not in mine
+
+
 def test_start_without_configuration_fails_clearly(charm_env):
     make, vnf = charm_env
     harness = make("mme")

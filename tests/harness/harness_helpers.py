@@ -120,10 +120,15 @@ class Proxy(object):
         return out
 
 
-def peer_data(public_key=None, endpoint="192.168.8.20:51821", tunnel="10.9.0.2/30", service="172.16.0.2/32"):
-    """The databag a well-behaved related unit publishes."""
-    return {"vpnaas-schema": "1", "public-key": public_key or keypair()[1], "endpoint": endpoint,
-            "tunnel-address": tunnel, "service-prefixes": service}
+def peer_data(public_key=None, endpoint="192.168.8.20:51821", tunnel="10.9.0.2/30", service="172.16.0.2/32",
+              wants_peer_keys=False):
+    """The databag a well-behaved related unit publishes (``wants_peer_keys``: a unit of a charm
+    whose component waits for its tunnels)."""
+    bag = {"vpnaas-schema": "1", "public-key": public_key or keypair()[1], "endpoint": endpoint,
+           "tunnel-address": tunnel, "service-prefixes": service}
+    if wants_peer_keys:
+        bag["wants-peer-keys"] = "yes"
+    return bag
 
 
 @pytest.fixture

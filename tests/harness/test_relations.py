@@ -41,21 +41,42 @@ def test_publishes_once_the_key_is_known_on_the_vnf(ready, vnf):
     assert ready.status.name == "waiting" and ready.published(rel) == {}
     vnf.fault = None
     ready.harness.charm.on.update_status.emit()
+    # b/0 did not ask for peer-keys: it gets the tunnel data only (and no hook for nothing).
     assert ready.published(rel) == {
         "vpnaas-schema": "1",
         "public-key": vnf.devices["wg-vpn"].public_key,
         "endpoint": "10.0.0.5:51820",
         "tunnel-address": "10.9.0.1/30",
         "service-prefixes": "172.16.0.1/32",
-        "peer-keys": key,
     }
     assert vnf.peer_keys("wg-vpn") == [key]
     assert vnf.routes["172.16.0.2/32"] == ("wg-vpn", "172.16.0.1")
 
 
+def test_peer_keys_go_only_to_a_unit_that_asks_for_them(ready, vnf):
+    _, key = keypair()
+    _, other = keypair()
+    asks = ready.relate("vpn", "b/0", peer_data(key, wants_peer_keys=True))
+    silent = ready.relate("vpn-peer", "c/0", peer_data(other, tunnel="10.9.1.1/30", service="172.16.1.1/32"))
+    assert ready.published(asks)["peer-keys"] == key
+    assert "peer-keys" not in ready.published(silent)
+    # The plain tunnel charm waits for nothing, so it never asks.
+    assert "wants-peer-keys" not in ready.published(asks)
+    # b/0 stops asking (e.g. a charm revision without a waiting component): its wake-up is removed.
+    ready.harness.update_relation_data(asks, "b/0", {"wants-peer-keys": ""})
+    assert "peer-keys" not in ready.published(asks)
+
+
+def test_a_hostile_wants_peer_keys_blocks_naming_the_unit_and_configures_nothing(ready, vnf):
+    ready.relate("vpn", "b/0", dict(peer_data(), **{"wants-peer-keys": "yes\n[Peer]"}))
+    assert ready.status.name == "blocked"
+    assert ready.status.message.startswith("vpn: invalid data from b/0: b/0 wants-peer-keys: 'yes?[Peer]' is not")
+    assert vnf.devices["wg-vpn"].peers == []
+
+
 def test_a_peer_that_announces_too_much_keeps_only_what_it_may(ready, vnf):
     _, key = keypair()
-    rel = ready.relate("vpn", "b/0", peer_data(key, service="172.16.5.0/24"))
+    rel = ready.relate("vpn", "b/0", peer_data(key, service="172.16.5.0/24", wants_peer_keys=True))
     assert ready.status.name == "blocked"
     assert ready.status.message == ("vpn: refused 172.16.5.0/24 from b/0 on wg-vpn: a network; only single "
                                     "addresses unless vpn-peer-prefixes allows it, vpn: up, no handshake yet")

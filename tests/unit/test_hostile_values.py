@@ -111,7 +111,7 @@ def test_grammar_accepts_the_ordinary_forms():
     assert validation.port("51820") == 51820
 
 
-@pytest.mark.parametrize("field", ["public-key", "endpoint", "tunnel-address", "service-prefixes"])
+@pytest.mark.parametrize("field", ["public-key", "endpoint", "tunnel-address", "service-prefixes", "wants-peer-keys"])
 @pytest.mark.parametrize("value", HOSTILE)
 def test_hostile_relation_data_never_becomes_a_peer(field, value):
     bag = relation_data.encode(GOOD_KEY, "192.168.8.129", 51821, "10.250.1.2/30", [])

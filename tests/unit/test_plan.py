@@ -124,8 +124,12 @@ def test_publication_names_configured_relation_peers_only(wg_key):
     plan = p.build_plan(BASE, MME, {"s6a": [{"hss/0": peer_bag(key)}]},
                         {"s6a": [{"public-key": manual, "endpoint": "", "allowed-ips": ["10.9.0.0/24"]}]})
     bag = relation_data.publication(plan.device("s6a"), wg_key())
-    assert bag["peer-keys"] == key
-    assert set(bag) == set(relation_data.KEYS) | {"peer-keys"}
+    assert bag["peer-keys"] == "" and bag["wants-peer-keys"] == ""    # hss/0 did not ask; neither does this unit
+    assert set(bag) == set(relation_data.KEYS) | {"peer-keys", "wants-peer-keys"}
+    plan = p.build_plan(BASE, MME, {"s6a": [{"hss/0": peer_bag(key, **{"wants-peer-keys": "yes"})}]},
+                        {"s6a": [{"public-key": manual, "endpoint": "", "allowed-ips": ["10.9.0.0/24"]}]})
+    bag = relation_data.publication(plan.device("s6a"), wg_key(), wants_peer_keys=True)
+    assert bag["peer-keys"] == key and bag["wants-peer-keys"] == "yes"
 
 
 def test_clash_on_a_later_prefix_is_reported_not_raised(wg_key):
@@ -147,8 +151,9 @@ def test_ssh_options_are_validated(key, value):
 
 def test_peer_keys_are_per_relation(wg_key):
     k1, k2 = wg_key(), wg_key()
-    rels = {"s6a": [{"hss/0": peer_bag(k1)}, {"hss2/0": peer_bag(k2, **{"tunnel-address": "10.250.1.5/30",
-                                                                       "service-prefixes": "172.16.7.1/32"})}]}
+    rels = {"s6a": [{"hss/0": peer_bag(k1, **{"wants-peer-keys": "yes"})},
+                    {"hss2/0": peer_bag(k2, **{"tunnel-address": "10.250.1.5/30", "service-prefixes": "172.16.7.1/32",
+                                               "wants-peer-keys": "yes"})}]}
     dev = p.build_plan(dict(BASE, **{"s6a-tunnel-address": "10.250.1.1/29"}), MME, rels, {}).device("s6a")
     assert relation_data.publication(dev, wg_key(), {"hss/0"})["peer-keys"] == k1
     assert relation_data.publication(dev, wg_key(), {"hss2/0"})["peer-keys"] == k2

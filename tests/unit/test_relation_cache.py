@@ -69,6 +69,19 @@ def test_unchanged_tunnel_data_is_skipped_and_peer_keys_alone_do_not_wake_the_ge
     assert len(CountingCharm.calls) == before + 1
 
 
+def test_a_peer_that_starts_or_stops_asking_for_peer_keys_is_never_skipped():
+    h, rids = _hub(CountingCharm)
+    before = len(CountingCharm.calls)
+    h.update_relation_data(rids[2], "s3/0", {"wants-peer-keys": "yes"})   # decides what the hub publishes
+    h.update_relation_data(rids[2], "s3/0", {"wants-peer-keys": ""})
+    assert len(CountingCharm.calls) == before + 2
+
+
+def test_only_a_charm_with_a_waiting_component_waits_for_its_tunnels():
+    assert WaitingComponent.waits_for_tunnels() and not CountingCharm.waits_for_tunnels()
+    assert not charm_base.VpnaasCharm.waits_for_tunnels()
+
+
 def test_a_component_waiting_for_peer_keys_is_woken_by_them():
     h, rids = _hub(WaitingComponent)
     before = len(WaitingComponent.calls)
