@@ -38,6 +38,18 @@ def _setup(tmp_path, monkeypatch, parallel, install_sleep="0"):
     return vca.Model(str(tmp_path / "model"), parallel=parallel), _charm(tmp_path)
 
 
+def test_hooks_get_none_of_the_operators_python_settings(tmp_path, monkeypatch):
+    model, charm = _setup(tmp_path, monkeypatch, parallel=1)
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setenv("PYTHONPATH", "/somewhere/else")
+    monkeypatch.setenv("JUJU_UNIT_NAME", "stale/7")
+    model.deploy("hub", charm)
+    env = model._env("hub/0", "hooks/install", {})
+    assert not [k for k in env if k.startswith("PYTHON")]
+    assert env["JUJU_UNIT_NAME"] == "hub/0" and env["LOG_DIR"] == str(tmp_path / "logs")
+    assert env["PATH"].split(os.pathsep)[0] == model.bin
+
+
 def test_parallel_model_keeps_each_units_order_and_propagates_data(tmp_path, monkeypatch):
     model, charm = _setup(tmp_path, monkeypatch, parallel=3)
     for app in ("hub", "s1", "s2", "s3"):
