@@ -8,6 +8,7 @@ and each call is one session: the caller decides how many round trips a reconcil
 import logging
 import os
 import socket
+import threading
 import time
 import warnings
 from typing import Any, Callable, Optional, Tuple
@@ -27,6 +28,7 @@ def _paramiko() -> Any:
 
 KEY_FILE = "id_vpnaas"
 KNOWN_HOSTS = "known_hosts"
+CLOSE_JOIN_TIMEOUT = 5.0   # s; the transport thread notices the close within its 0.1 s read timeout
 
 
 class SshError(Exception):
@@ -42,6 +44,17 @@ class SshError(Exception):
 
 class HostKeyChanged(SshError):
     pass
+
+
+def _close(client: Any) -> None:
+    """Close ``client`` and wait (bounded) for its transport thread to end. paramiko's close()
+    does not join that thread (it stops waiting as soon as it has marked its packetizer closed;
+    paramiko issue #799), so a hook that exits right after a session can finalize the interpreter
+    while the thread still runs in OpenSSL: glibc then aborts it ("double free or corruption")."""
+    transport = client.get_transport()
+    client.close()
+    if transport is not None and transport is not threading.current_thread():
+        transport.join(CLOSE_JOIN_TIMEOUT)
 
 
 class Target(object):
@@ -194,15 +207,15 @@ class Session(object):
                            timeout=t.connect_timeout, banner_timeout=t.connect_timeout,
                            auth_timeout=t.connect_timeout, allow_agent=False, look_for_keys=False)
         except paramiko.BadHostKeyException:
-            client.close()
+            _close(client)
             raise HostKeyChanged("host key of {} changed since it was pinned; if the VNF was rebuilt, "
                                  "run the reset-ssh-host-key action".format(t.host)) from None
         except paramiko.AuthenticationException:
-            client.close()
+            _close(client)
             raise SshError("SSH login as {} on {} refused (check ssh-username/ssh-password, or that OSM "
                            "injected the key from get-ssh-public-key)".format(t.username, t.host)) from None
         except paramiko.SSHException as e:
-            client.close()
+            _close(client)
             if "not found in known_hosts" in str(e):
                 raise HostKeyChanged("host key of {} changed since it was pinned; if the VNF was rebuilt, "
                                      "run the reset-ssh-host-key action".format(t.host)) from None
@@ -213,7 +226,7 @@ class Session(object):
             raise SshError("SSH to {}:{} failed: {}".format(t.host, t.port, _reason(e)),
                            transient=not operator_fault) from None
         except (socket.error, socket.timeout, EOFError) as e:
-            client.close()
+            _close(client)
             raise SshError("VNF {}:{} unreachable: {}".format(t.host, t.port, _reason(e)), transient=True) from None
         if first_contact:
             os.makedirs(self.keystore.directory, mode=0o700, exist_ok=True)
@@ -280,5 +293,5 @@ class Session(object):
 
     def close(self) -> None:
         if self.client is not None:
-            self.client.close()
+            _close(self.client)
             self.client = None

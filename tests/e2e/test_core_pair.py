@@ -5,6 +5,7 @@ import contextlib
 import hashlib
 import json
 import os
+import threading
 import time
 
 import e2e_pairs as pairs
@@ -155,6 +156,19 @@ def test_ssh_reads_all_output_even_when_the_exit_status_comes_first(pair, model)
             for _ in range(5):
                 rc, out, _err = session.run("seq 1 100000; echo END", timeout=30)
                 assert rc == 0 and out.endswith("99999\n100000\nEND\n") and out.count("\n") == 100001
+
+
+def test_a_closed_session_leaves_no_transport_thread_behind(pair, model):
+    """paramiko's close() does not wait for its transport thread; a hook that exits while that
+    thread still runs can abort in the interpreter's finalization ("double free or corruption")."""
+    a, _b, _ = pair
+    keystore = ssh.KeyStore(os.path.join(model.unit_state("a/0")["dir"], "vpnaas"))
+    before = set(threading.enumerate())
+    with netns_of(model):
+        for _ in range(5):
+            with ssh.Session(ssh.Target(a.mgmt_ip, "root", connect_timeout=5), keystore) as session:
+                assert session.run("true", timeout=10)[0] == 0
+            assert [t for t in threading.enumerate() if t not in before and t.is_alive()] == []
 
 
 def test_manual_peer_refuses_what_it_would_ignore_or_what_captures_the_vnf(pair, model, testbed, wg_key):

@@ -336,6 +336,9 @@ class FakeTransport(object):
     def close(self):
         pass
 
+    def join(self, timeout=None):
+        """paramiko's Transport is a thread the session waits for after closing; this one has none."""
+
 
 class _Clock(object):
     """Waiting on a channel that never finishes moves this clock (see ssh.Session._run's deadline)."""
