@@ -1,23 +1,33 @@
-"""Juju's hook scheduling for the emulated VCA: per unit in order, different units at once.
+"""Juju's hook scheduling for the emulated VCA: per unit one at a time, different units at once.
 
-A Juju unit agent runs its unit's hooks and actions one at a time, in the order they were
-queued; the agents of different units run independently. ``UnitScheduler`` does the same
-with a bounded number of worker threads: a job may start when no earlier job of its unit is
-pending or running. With ``parallel=1`` there are no threads at all: jobs run in the calling
-thread, first in first out, which is what the end-to-end tests were written against.
+A Juju unit agent runs its unit's hooks and actions one at a time; the agents of different
+units run independently. What an agent runs next is not simply what was queued first: Juju
+2.9's uniter (``worker/uniter/resolver.go``) decides from the unit's state, and a pending
+action comes before any hook, a lifecycle hook (install, leader-elected, config-changed,
+start, upgrade-charm) before relation hooks, and update-status only when nothing else is
+pending. ``UnitScheduler`` gives every job such a rank and runs a unit's pending jobs by rank,
+in the order they were queued within a rank, with a bounded number of worker threads. With
+``parallel=1`` there are no threads at all: jobs run in the calling thread, the next one of
+the unit that queued first. One difference is kept: Juju runs relation-created right after
+install, and here it is a relation hook like the others (the emulation adds relations after
+the charms are deployed, so it comes after their deploy hooks).
 
 Written here rather than with concurrent.futures: a thread pool runs any queued job on any
-free worker, while per-unit order needs "the first pending job of a unit that is not busy".
+free worker, while per-unit order needs "the best-ranked pending job of a unit that is not
+busy".
 """
 import collections
 import threading
 
+#: Ranks, lowest first: what a Juju unit agent runs next among its pending work.
+ACTION, LIFECYCLE, RELATION, IDLE = range(4)
+
 
 class Job(object):
-    __slots__ = ("unit", "fn", "key", "done", "result", "error", "reported")
+    __slots__ = ("unit", "fn", "key", "rank", "done", "result", "error", "reported")
 
-    def __init__(self, unit, fn, key):
-        self.unit, self.fn, self.key = unit, fn, key
+    def __init__(self, unit, fn, key, rank):
+        self.unit, self.fn, self.key, self.rank = unit, fn, key, rank
         self.done, self.result, self.error, self.reported = False, None, None, False
 
     def run(self):
@@ -38,15 +48,19 @@ class UnitScheduler(object):
         self._workers = []
 
     # ------------------------------------------------------------------ queueing
-    def submit(self, unit, fn, key=None):
-        """Queue ``fn`` for ``unit``. A pending job with the same (unit, key) is not queued
-        twice (Juju coalesces relation-changed the same way); that job is returned instead."""
+    def submit(self, unit, fn, key=None, rank=RELATION):
+        """Queue ``fn`` for ``unit`` with ``rank`` (ACTION, LIFECYCLE, RELATION or IDLE). A pending
+        job with the same (unit, key) is not queued twice (Juju runs one relation-changed for
+        several changes of a remote unit's data, one config-changed for several config
+        changes); that job is returned instead."""
+        if rank not in (ACTION, LIFECYCLE, RELATION, IDLE):
+            raise ValueError("unknown rank {!r}".format(rank))
         with self._cv:
             if key is not None:
                 for job in self._pending:
                     if job.unit == unit and job.key == key:
                         return job
-            job = Job(unit, fn, key)
+            job = Job(unit, fn, key, rank)
             self._pending.append(job)
             if self.parallel > 1:
                 self._start_workers()
@@ -54,11 +68,11 @@ class UnitScheduler(object):
             return job
 
     def run_now(self, unit, fn):
-        """Run ``fn`` for ``unit`` as soon as the unit is free; returns its result. Serially,
-        that is at once, ahead of the queue (the unit is free: nothing runs in between)."""
+        """Run ``fn`` for ``unit`` as soon as the unit is free, ahead of its pending jobs; returns
+        its result. Serially, that is at once (the unit is free: nothing runs in between)."""
         if self.parallel == 1:
             return fn()
-        return self.wait(self.submit(unit, fn))
+        return self.wait(self.submit(unit, fn, rank=ACTION))
 
     def wait(self, job):
         """Until ``job`` has run; returns its result or raises its error."""
@@ -96,7 +110,8 @@ class UnitScheduler(object):
 
     # ------------------------------------------------------------------ running
     def _run_next_serially(self):
-        job = self._pending.popleft()
+        job = self._first_of(self._pending[0].unit)
+        self._pending.remove(job)
         job.run()
         if job.error is not None:
             job.reported = True
@@ -108,6 +123,14 @@ class UnitScheduler(object):
             self._workers.append(t)
             t.start()
 
+    def _first_of(self, unit):
+        """The job ``unit``'s agent runs next: the lowest rank, the first queued within it."""
+        best = None
+        for job in self._pending:
+            if job.unit == unit and (best is None or job.rank < best.rank):
+                best = job
+        return best
+
     def _next(self):
         """The next job of a unit that runs nothing, from the unit with the most pending jobs
         (first queued among equals); called with the lock held. On Juju every unit agent runs
@@ -117,7 +140,7 @@ class UnitScheduler(object):
         first, queued = {}, {}
         for job in self._pending:
             queued[job.unit] = queued.get(job.unit, 0) + 1
-            if job.unit not in self._busy and job.unit not in first:
+            if job.unit not in self._busy and (job.unit not in first or job.rank < first[job.unit].rank):
                 first[job.unit] = job
         if not first:
             return None

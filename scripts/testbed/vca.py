@@ -9,8 +9,9 @@ the whole model. After each hook, relation data the unit changed wakes the remot
 relation-changed, until nothing changes any more (``settle``). That is how Juju propagates data,
 minus the controller.
 
-Scheduling is Juju's: the hooks (and actions) of one unit run one at a time, in order; with
-``parallel`` > 1, the hooks of different units run at the same time, at most ``parallel`` at
+Scheduling is Juju's: the hooks and actions of one unit run one at a time, actions first, then
+lifecycle hooks (config-changed among them), then relation hooks, each kind in the order it
+was queued; with ``parallel`` > 1, the hooks of different units run at the same time, at most ``parallel`` at
 once (see ``scheduler.py``). ``parallel=1`` (the default) runs everything one at a time in the
 calling thread, which keeps the order of the end-to-end tests' hooks reproducible.
 """
@@ -23,6 +24,7 @@ import json
 import os
 import shlex
 import shutil
+import socket
 import socketserver
 import subprocess
 import sys
@@ -214,7 +216,10 @@ class Model(object):
         for unit in sorted(units):
             for remote in sorted(u for u in units if u.split("/")[0] != unit.split("/")[0]):
                 self._queue_hook(unit, self._endpoint(rid, unit), suffix="relation-joined", rid=rid, remote=remote)
-                self._queue_hook(unit, self._endpoint(rid, unit), suffix="relation-changed", rid=rid, remote=remote)
+                # The data the remote writes before this runs needs no second hook (Juju's
+                # relation-changed after joined reports the remote's latest version).
+                self._queue_hook(unit, self._endpoint(rid, unit), suffix="relation-changed", rid=rid, remote=remote,
+                                 key=("changed", rid, remote))
         self._settle_if(wait)
         return int(rid)
 
@@ -300,7 +305,13 @@ class Model(object):
         self.jobs.run_now(unit, lambda: self._deliver(unit, name, suffix, rid, remote, departing))
 
     def _queue_hook(self, unit, name, suffix=None, rid=None, remote=None, departing=None, key=None):
-        return self.jobs.submit(unit, lambda: self._deliver(unit, name, suffix, rid, remote, departing), key=key)
+        hook = "{}-{}".format(name, suffix) if suffix else name
+        rank = (scheduler.RELATION if rid is not None else scheduler.IDLE if hook == "update-status"
+                else scheduler.LIFECYCLE)
+        if hook == "config-changed":
+            key = "config-changed"      # Juju runs one for every config change made meanwhile
+        return self.jobs.submit(unit, lambda: self._deliver(unit, name, suffix, rid, remote, departing), key=key,
+                                rank=rank)
 
     def _deliver(self, unit, name, suffix=None, rid=None, remote=None, departing=None):
         hook = "{}-{}".format(name, suffix) if suffix else name
@@ -347,7 +358,8 @@ class Model(object):
         for unit in units:
             if unit.split("/")[0] == writer_app or unit in self.silenced:
                 continue
-            self.jobs.submit(unit, lambda unit=unit: self._wake(unit, rid, remote), key=("changed", rid, remote))
+            self.jobs.submit(unit, lambda unit=unit: self._wake(unit, rid, remote), key=("changed", rid, remote),
+                             rank=scheduler.RELATION)
 
     def _wake(self, unit, rid, remote):
         """relation-changed for data ``remote`` wrote, unless the relation is gone meanwhile."""
@@ -379,7 +391,7 @@ class Model(object):
 
     def upgrade_charm(self, app, charm_dir):
         for unit in self.units(app):
-            self.jobs.submit(unit, lambda unit=unit: self._replace_charm(unit, charm_dir))
+            self.jobs.submit(unit, lambda unit=unit: self._replace_charm(unit, charm_dir), rank=scheduler.LIFECYCLE)
             self._queue_hook(unit, "upgrade-charm")
             self._queue_hook(unit, "config-changed")
         self.settle()
@@ -396,9 +408,10 @@ class Model(object):
 
     # ------------------------------------------------------------------ actions
     def run_action(self, unit, name, params=None, wait=True):
-        """Run an action once the unit's earlier hooks ran. With wait=False only the action is
-        waited for, not the hooks it causes in other units (as OSM waits for a primitive)."""
-        job = self.jobs.submit(unit, lambda: self._action(unit, name, params))
+        """Run an action as soon as the unit runs nothing, ahead of its pending hooks (Juju's
+        uniter does actions first). With wait=False only the action is waited for, not the hooks
+        it causes in other units (as OSM waits for a primitive)."""
+        job = self.jobs.submit(unit, lambda: self._action(unit, name, params), rank=scheduler.ACTION)
         result = self.jobs.wait(job)
         self._settle_if(wait)
         return result
@@ -449,8 +462,14 @@ class _ToolHandler(socketserver.BaseRequestHandler):
 
 
 class _ToolServer(socketserver.ThreadingUnixStreamServer):
-    """The model's end of the hook tools: one thread per call, answered by ``answer``."""
+    """The model's end of the hook tools: one thread per call, answered by ``answer``.
+
+    The listen backlog is the system's maximum, not socketserver's 5: with more than five hooks
+    running, simultaneous calls overflowed it and the compiled client's connect failed with
+    EAGAIN (a Unix socket refuses at once where TCP would retry); Juju's unit agents never
+    refuse a hook tool."""
     daemon_threads = True
+    request_queue_size = socket.SOMAXCONN
 
     def __init__(self, path, answer):
         self.answer = answer

@@ -3,6 +3,7 @@ compiled one where Go can build it) against a real model over its socket."""
 import os
 import shutil
 import subprocess
+import threading
 
 import pytest
 
@@ -102,3 +103,23 @@ def test_without_the_model_a_tool_fails_and_says_so(model):
 def test_a_malformed_request_is_refused(data):
     with pytest.raises(ValueError):
         hookclient.parse_request(data)
+
+
+def test_many_hooks_calling_at_once_are_all_answered(model):
+    """More simultaneous calls than socketserver's default backlog of 5: a refused connect
+    would fail a hook (the compiled client gets EAGAIN from a full Unix socket backlog)."""
+    calls = 48
+    start = threading.Barrier(calls)
+    done = [None] * calls
+
+    def call(i):
+        start.wait()
+        done[i] = tool(model, "a/0", ["config-get", "greeting", "--format=json"])
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(calls)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [(d.returncode, d.stderr) for d in done] == [(0, "")] * calls
+    assert all(d.stdout == "\"hi there\"\n" for d in done)

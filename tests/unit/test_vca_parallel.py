@@ -7,11 +7,12 @@ import time
 from testbed import vca
 
 DISPATCH = """#!/bin/sh
-# A charm in four lines: log every hook; publish this unit's name when a relation is joined.
+# A charm in five lines: log every hook; publish this unit's name when a relation is joined.
 log="$LOG_DIR/$(echo $JUJU_UNIT_NAME | tr / -).log"
 echo "$JUJU_DISPATCH_PATH ${JUJU_RELATION_ID:-} ${JUJU_REMOTE_UNIT:-}" >> "$log"
 case "$JUJU_DISPATCH_PATH" in
   hooks/install) sleep "${INSTALL_SLEEP:-0}" ;;
+  hooks/config-changed) sleep "${CONFIG_SLEEP:-0}" ;;
   hooks/*-relation-joined) relation-set "me=$JUJU_UNIT_NAME" ;;
 esac
 """
@@ -114,3 +115,28 @@ def test_parallel_hooks_of_different_units_overlap(tmp_path, monkeypatch):
     assert took < 4 * 0.6 + 1.5          # one after another would take over 2.4 s of sleeping alone
     started = sorted(r.started for r in model.hook_log if r.hook == "hooks/install")
     assert started[-1] - started[0] < 0.6   # all four installs began before the first ended
+
+
+def test_a_busy_unit_runs_its_action_then_one_config_changed_then_relation_hooks(tmp_path, monkeypatch):
+    """What Juju 2.9's uniter picks next: a pending action first, config-changed (once, for
+    every config change made meanwhile) before relation hooks queued earlier."""
+    model, charm = _setup(tmp_path, monkeypatch, parallel=2)
+    model.deploy("a", charm)
+    model.deploy("b", charm)
+    monkeypatch.setenv("CONFIG_SLEEP", "0.8")
+    model.set_config("a", {"x": "1"}, wait=False)
+    _wait_for_hook(tmp_path, "a/0", "hooks/config-changed")    # deploy's was logged too: wait for the second
+    deadline = time.monotonic() + 10
+    while sum(e[0] == "hooks/config-changed" for e in _log(tmp_path, "a/0")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    model.relate("a:vpn", "b:vpn-peer", wait=False)               # queued while a/0 is busy
+    model.set_config("a", {"x": "2"}, wait=False)
+    model.set_config("a", {"x": "3"}, wait=False)
+    monkeypatch.setenv("CONFIG_SLEEP", "0")
+    assert model.run_action("a/0", "do-it", {}, wait=False).status == "completed"
+    model.settle()
+    hooks = [e[0] for e in _log(tmp_path, "a/0")]
+    after = hooks[hooks.index("hooks/start") + 2:]                # after deploy's hooks and the busy one
+    assert after == ["actions/do-it", "hooks/config-changed", "hooks/vpn-relation-created",
+                     "hooks/vpn-relation-joined", "hooks/vpn-relation-changed"], hooks
+    assert model.unit_state("a/0")["config"]["x"] == "3"

@@ -134,3 +134,49 @@ def test_a_free_slot_goes_to_the_unit_with_the_longest_queue():
     s.settle()
     # The longest queue first; between equal queues, the one queued first.
     assert started == ["hub0", "hub1", "b0", "hub2"]
+
+
+@pytest.mark.parametrize("parallel", [1, 2])
+def test_a_unit_runs_actions_then_lifecycle_then_relation_hooks_then_idle_ones(parallel):
+    """Juju 2.9's uniter: pending actions before any hook, config-changed and the other
+    lifecycle hooks before relation hooks, update-status last; queue order within a rank."""
+    s = scheduler.UnitScheduler(parallel)
+    order, release, busy = [], threading.Event(), threading.Event()
+
+    def blocker():
+        busy.set()
+        release.wait(5)
+
+    def job(name):
+        return lambda: order.append(name)
+
+    if parallel > 1:
+        s.submit("a/0", blocker, rank=scheduler.ACTION)  # the unit is busy while the rest is queued
+        assert busy.wait(5)
+    s.submit("a/0", job("update-status"), rank=scheduler.IDLE)
+    s.submit("a/0", job("changed-1"), rank=scheduler.RELATION)
+    s.submit("a/0", job("config-changed"), rank=scheduler.LIFECYCLE)
+    s.submit("a/0", job("changed-2"), rank=scheduler.RELATION)
+    s.submit("a/0", job("action-1"), rank=scheduler.ACTION)
+    s.submit("a/0", job("start"), rank=scheduler.LIFECYCLE)
+    s.submit("a/0", job("action-2"), rank=scheduler.ACTION)
+    release.set()
+    s.settle()
+    assert order == ["action-1", "action-2", "config-changed", "start", "changed-1", "changed-2", "update-status"]
+
+
+def test_serially_the_unit_that_queued_first_runs_its_best_ranked_job():
+    s = scheduler.UnitScheduler(1)
+    order = []
+    s.submit("a/0", lambda: order.append("a-changed"), rank=scheduler.RELATION)
+    s.submit("b/0", lambda: order.append("b-changed"), rank=scheduler.RELATION)
+    s.submit("a/0", lambda: order.append("a-action"), rank=scheduler.ACTION)
+    s.settle()
+    assert order == ["a-action", "a-changed", "b-changed"]
+
+
+def test_an_unknown_rank_is_refused_and_nothing_is_queued():
+    s = scheduler.UnitScheduler(1)
+    with pytest.raises(ValueError):
+        s.submit("a/0", lambda: None, rank=7)
+    assert s.idle()
