@@ -6,7 +6,11 @@ units run independently. What an agent runs next is not simply what was queued f
 action comes before any hook, a lifecycle hook (install, leader-elected, config-changed,
 start, upgrade-charm) before relation hooks, and update-status only when nothing else is
 pending. ``UnitScheduler`` gives every job such a rank and runs a unit's pending jobs by rank,
-in the order they were queued within a rank, with a bounded number of worker threads. With
+in the order they were queued within a rank, with a bounded number of worker threads. A unit
+decides what it runs next when it becomes free (or, free, when work arrives), as the uniter
+does; waiting for one of the bounded slots, which Juju does not have, never changes that
+decision, so an action queued a moment after a config change of an idle unit runs after its
+config-changed, as on Juju. With
 ``parallel=1`` there are no threads at all: jobs run in the calling thread, the next one of
 the unit that queued first. One difference is kept: Juju runs relation-created right after
 install, and here it is a relation hook like the others (the emulation adds relations after
@@ -44,6 +48,7 @@ class UnitScheduler(object):
         self._cv = threading.Condition()
         self._pending = collections.deque()
         self._busy = set()
+        self._decided = {}           # unit -> the job it runs next, waiting for a free slot
         self._finished = []          # failed jobs nobody waited for, reported by settle()
         self._workers = []
 
@@ -63,6 +68,8 @@ class UnitScheduler(object):
             job = Job(unit, fn, key, rank)
             self._pending.append(job)
             if self.parallel > 1:
+                if unit not in self._busy and unit not in self._decided:
+                    self._decide(unit)
                 self._start_workers()
                 self._cv.notify_all()
             return job
@@ -95,7 +102,7 @@ class UnitScheduler(object):
                 self._run_next_serially()
         else:
             with self._cv:
-                while self._pending or self._busy:
+                while self._pending or self._busy or self._decided:
                     self._cv.wait()
         failed = [j for j in self._finished if not j.reported]
         self._finished = []
@@ -106,7 +113,7 @@ class UnitScheduler(object):
 
     def idle(self):
         with self._cv:
-            return not self._pending and not self._busy
+            return not self._pending and not self._busy and not self._decided
 
     # ------------------------------------------------------------------ running
     def _run_next_serially(self):
@@ -131,20 +138,27 @@ class UnitScheduler(object):
                 best = job
         return best
 
+    def _decide(self, unit):
+        """``unit`` is free: fix the job it runs next (called with the lock held)."""
+        job = self._first_of(unit)
+        if job is not None:
+            self._pending.remove(job)
+            self._decided[unit] = job
+
     def _next(self):
-        """The next job of a unit that runs nothing, from the unit with the most pending jobs
-        (first queued among equals); called with the lock held. On Juju every unit agent runs
-        its own queue and nothing makes a busy unit wait; here ``parallel`` slots are shared, and
-        handing a free slot to the longest queue keeps that unit (a hub with k relations, which
-        gets 3k relation hooks in a row) moving as its agent would."""
-        first, queued = {}, {}
-        for job in self._pending:
-            queued[job.unit] = queued.get(job.unit, 0) + 1
-            if job.unit not in self._busy and (job.unit not in first or job.rank < first[job.unit].rank):
-                first[job.unit] = job
-        if not first:
+        """The decided job of the unit with the most work queued (decided first among equals);
+        called with the lock held. On Juju every unit agent runs its own queue and nothing
+        makes a unit wait; here ``parallel`` slots are shared, and handing a free slot to the
+        longest queue keeps that unit (a hub with k relations, which gets 3k relation hooks in
+        a row) moving as its agent would."""
+        if not self._decided:
             return None
-        return first[max(first, key=queued.get)]      # max keeps the first of equals
+        queued = dict.fromkeys(self._decided, 1)
+        for job in self._pending:
+            if job.unit in queued:
+                queued[job.unit] += 1
+        unit = max(self._decided, key=queued.get)      # max keeps the first of equals
+        return self._decided.pop(unit)
 
     def _work(self):
         while True:
@@ -153,11 +167,11 @@ class UnitScheduler(object):
                 while job is None:
                     self._cv.wait()
                     job = self._next()
-                self._pending.remove(job)
                 self._busy.add(job.unit)
             job.run()
             with self._cv:
                 self._busy.discard(job.unit)
+                self._decide(job.unit)
                 if job.error is not None:
                     self._finished.append(job)
                 self._cv.notify_all()

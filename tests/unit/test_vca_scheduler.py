@@ -180,3 +180,26 @@ def test_an_unknown_rank_is_refused_and_nothing_is_queued():
     with pytest.raises(ValueError):
         s.submit("a/0", lambda: None, rank=7)
     assert s.idle()
+
+
+def test_a_free_unit_keeps_the_job_it_decided_on_while_it_waits_for_a_slot():
+    """Juju's agent of an idle unit starts config-changed as soon as the config changes; an
+    action queued a moment later runs after it, even when the emulation's slots are all taken."""
+    s = scheduler.UnitScheduler(2)
+    order, release, busy = [], threading.Event(), threading.Event()
+
+    def blocker():
+        busy.set()
+        release.wait(5)
+
+    s.submit("x/0", blocker)
+    s.submit("y/0", blocker)
+    deadline = time.monotonic() + 5
+    while s._busy != {"x/0", "y/0"} and time.monotonic() < deadline:   # both slots taken
+        time.sleep(0.01)
+    s.submit("a/0", lambda: order.append("config-changed"), rank=scheduler.LIFECYCLE)
+    s.submit("a/0", lambda: order.append("relation-changed"), rank=scheduler.RELATION)
+    s.submit("a/0", lambda: order.append("action"), rank=scheduler.ACTION)
+    release.set()
+    s.settle()
+    assert order == ["config-changed", "action", "relation-changed"]
