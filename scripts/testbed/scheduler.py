@@ -10,11 +10,11 @@ in the order they were queued within a rank, with a bounded number of worker thr
 decides what it runs next when it becomes free (or, free, when work arrives), as the uniter
 does; waiting for one of the bounded slots, which Juju does not have, never changes that
 decision, so an action queued a moment after a config change of an idle unit runs after its
-config-changed, as on Juju. With
-``parallel=1`` there are no threads at all: jobs run in the calling thread, the next one of
-the unit that queued first. One difference is kept: Juju runs relation-created right after
-install, and here it is a relation hook like the others (the emulation adds relations after
-the charms are deployed, so it comes after their deploy hooks).
+config-changed, as on Juju. With ``parallel=1`` there are no threads at all: jobs run in the
+calling thread, the next one of the unit that queued first. One difference is kept: Juju
+runs relation-created right after install, and here it is a relation hook like the others
+(the emulation adds relations after the charms are deployed, so it comes after their deploy
+hooks).
 
 Written here rather than with concurrent.futures: a thread pool runs any queued job on any
 free worker, while per-unit order needs "the best-ranked pending job of a unit that is not
