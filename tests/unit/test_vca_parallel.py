@@ -2,9 +2,10 @@
 hooks of one unit in order, units at the same time, relation data propagated, and every
 relation-changed names a unit of its own relation."""
 import os
+import threading
 import time
 
-from testbed import vca
+from testbed import scheduler, vca
 
 DISPATCH = """#!/bin/sh
 # A charm in five lines: log every hook; publish this unit's name when a relation is joined.
@@ -12,7 +13,7 @@ log="$LOG_DIR/$(echo $JUJU_UNIT_NAME | tr / -).log"
 echo "$JUJU_DISPATCH_PATH ${JUJU_RELATION_ID:-} ${JUJU_REMOTE_UNIT:-}" >> "$log"
 case "$JUJU_DISPATCH_PATH" in
   hooks/install) sleep "${INSTALL_SLEEP:-0}" ;;
-  hooks/config-changed) sleep "${CONFIG_SLEEP:-0}" ;;
+  hooks/config-changed) while [ -n "${CONFIG_GATE:-}" ] && [ ! -e "$CONFIG_GATE" ]; do sleep 0.01; done ;;
   hooks/*-relation-joined) relation-set "me=$JUJU_UNIT_NAME" ;;
 esac
 """
@@ -123,17 +124,25 @@ def test_a_busy_unit_runs_its_action_then_one_config_changed_then_relation_hooks
     model, charm = _setup(tmp_path, monkeypatch, parallel=2)
     model.deploy("a", charm)
     model.deploy("b", charm)
-    monkeypatch.setenv("CONFIG_SLEEP", "0.8")
+    gate = tmp_path / "gate"
+    monkeypatch.setenv("CONFIG_GATE", str(gate))              # config-changed waits for the gate
     model.set_config("a", {"x": "1"}, wait=False)
-    _wait_for_hook(tmp_path, "a/0", "hooks/config-changed")    # deploy's was logged too: wait for the second
-    deadline = time.monotonic() + 10
-    while sum(e[0] == "hooks/config-changed" for e in _log(tmp_path, "a/0")) < 2 and time.monotonic() < deadline:
+    deadline = time.monotonic() + 10                          # the deploy's config-changed ran too
+    while sum(e[0] == "hooks/config-changed" for e in _log(tmp_path, "a/0")) < 2:
+        assert time.monotonic() < deadline, "a/0 did not start its config-changed"
         time.sleep(0.01)
     model.relate("a:vpn", "b:vpn-peer", wait=False)               # queued while a/0 is busy
     model.set_config("a", {"x": "2"}, wait=False)
     model.set_config("a", {"x": "3"}, wait=False)
-    monkeypatch.setenv("CONFIG_SLEEP", "0")
-    assert model.run_action("a/0", "do-it", {}, wait=False).status == "completed"
+    results = []
+    action = threading.Thread(target=lambda: results.append(model.run_action("a/0", "do-it", {}, wait=False)))
+    action.start()
+    while not any(j.unit == "a/0" and j.rank == scheduler.ACTION for j in model.jobs._pending):
+        assert time.monotonic() < deadline, "the action was not queued"
+        time.sleep(0.01)
+    gate.touch()                                              # a/0 is free to choose now
+    action.join(30)
+    assert [r.status for r in results] == ["completed"]
     model.settle()
     hooks = [e[0] for e in _log(tmp_path, "a/0")]
     after = hooks[hooks.index("hooks/start") + 2:]                # after deploy's hooks and the busy one
