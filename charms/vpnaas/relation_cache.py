@@ -3,7 +3,8 @@
 A hub related to k spokes gets about k relation-changed hooks per round of key exchange, and
 each reconcile builds its plan from all k relations (O(k) hook-tool calls): O(k^2) in all.
 Most of those hooks concern one relation whose tunnel data did not change (the spoke only
-published its ``peer-keys`` notification, to a hub that asked for it, or hooks of Juju's own).
+published its ``peer-keys`` notification to a unit that asked for it, or Juju ran a hook of
+its own).
 This module remembers, after every successful reconcile, a digest of each remote unit's tunnel
 data per relation; a later relation-changed whose remote unit's data has the same digest, while
 the VNF still holds what that reconcile applied, is skipped: it reads one databag instead of k.

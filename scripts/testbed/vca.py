@@ -11,8 +11,8 @@ minus the controller.
 
 Scheduling is Juju's: the hooks and actions of one unit run one at a time, actions first, then
 lifecycle hooks (config-changed among them), then relation hooks, each kind in the order it
-was queued; with ``parallel`` > 1, the hooks of different units run at the same time, at most ``parallel`` at
-once (see ``scheduler.py``). ``parallel=1`` (the default) runs everything one at a time in the
+was queued; with ``parallel`` > 1, the hooks of different units run at the same time, at most
+``parallel`` at once (see ``scheduler.py``). ``parallel=1`` (the default) runs everything one at a time in the
 calling thread, which keeps the order of the end-to-end tests' hooks reproducible.
 """
 import collections
@@ -219,7 +219,7 @@ class Model(object):
                 # The data the remote writes before this runs needs no second hook (Juju's
                 # relation-changed after joined reports the remote's latest version).
                 self._queue_hook(unit, self._endpoint(rid, unit), suffix="relation-changed", rid=rid, remote=remote,
-                                 key=("changed", rid, remote))
+                                 key=_changed_key(rid, remote))
         self._settle_if(wait)
         return int(rid)
 
@@ -305,7 +305,7 @@ class Model(object):
         self.jobs.run_now(unit, lambda: self._deliver(unit, name, suffix, rid, remote, departing))
 
     def _queue_hook(self, unit, name, suffix=None, rid=None, remote=None, departing=None, key=None):
-        hook = "{}-{}".format(name, suffix) if suffix else name
+        hook = _hook_name(name, suffix)
         rank = (scheduler.RELATION if rid is not None else scheduler.IDLE if hook == "update-status"
                 else scheduler.LIFECYCLE)
         if hook == "config-changed":
@@ -314,7 +314,7 @@ class Model(object):
                                 rank=rank)
 
     def _deliver(self, unit, name, suffix=None, rid=None, remote=None, departing=None):
-        hook = "{}-{}".format(name, suffix) if suffix else name
+        hook = _hook_name(name, suffix)
         extra = {}
         if rid is not None:
             extra["JUJU_RELATION"] = name
@@ -358,7 +358,7 @@ class Model(object):
         for unit in units:
             if unit.split("/")[0] == writer_app or unit in self.silenced:
                 continue
-            self.jobs.submit(unit, lambda unit=unit: self._wake(unit, rid, remote), key=("changed", rid, remote),
+            self.jobs.submit(unit, lambda unit=unit: self._wake(unit, rid, remote), key=_changed_key(rid, remote),
                              rank=scheduler.RELATION)
 
     def _wake(self, unit, rid, remote):
@@ -427,6 +427,17 @@ class Model(object):
             act = copy.deepcopy(self._state["units"][unit]["action"])
         return ActionResult(unit, name, "failed" if act["failed"] else "completed", act["results"],
                             act["failed"] or "", act["log"])
+
+
+def _hook_name(name, suffix):
+    """"vpn", "relation-changed" -> "vpn-relation-changed"; "install", None -> "install"."""
+    return "{}-{}".format(name, suffix) if suffix else name
+
+
+def _changed_key(rid, remote):
+    """The scheduler key of a relation-changed about ``remote``'s data on ``rid``: every queued
+    one (after relation-joined, or on a data change) must use it, or none coalesces."""
+    return ("changed", str(rid), remote)
 
 
 def _link_or_copy(src, dst):
