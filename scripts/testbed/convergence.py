@@ -131,7 +131,7 @@ def wait_handshakes(checks, timeout=HANDSHAKE_TIMEOUT):
     pending = list(checks)
     while pending:
         vnf, device, peers = pending[0]
-        text = vnf.exec(["wg", "show", device, "latest-handshakes"], check=False).stdout.split()
+        text = vnf.wg_show(device, "latest-handshakes").split()
         stamps = [int(x) for x in text[1::2]]
         if len(stamps) >= peers and all(stamps):
             pending.pop(0)

@@ -260,7 +260,7 @@ def device_setup(vnf, device):
     out = {"mtu": link.get("mtu"), "txqlen": link.get("txqlen"), "gso_max_size": link.get("gso_max_size"),
            "gro_max_size": link.get("gro_max_size"),
            "vnet_hdr": ((link.get("linkinfo") or {}).get("info_data") or {}).get("vnet_hdr")}
-    port = vnf.exec(["wg", "show", device, "listen-port"], check=False).stdout.strip()
+    port = vnf.wg_show(device, "listen-port").strip()
     if not port.isdigit():
         return out
     pid = None

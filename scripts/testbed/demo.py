@@ -71,7 +71,7 @@ def handshakes_up(testbed, inst):
     for rp in inst.refpoints:
         ok = True
         for app in (rp.provider, rp.requirer):
-            text = testbed.vnfs[app].exec(["wg", "show", "wg-" + rp.name, "latest-handshakes"], check=False).stdout
+            text = testbed.vnfs[app].wg_show("wg-" + rp.name, "latest-handshakes")
             stamps = [int(x) for x in text.split()[1::2]]
             ok = ok and bool(stamps) and all(stamps)
         out[rp.name] = ok

@@ -41,12 +41,25 @@ def version_of(path):
     return out[1] if len(out) > 1 else "unknown"
 
 
-def _wait(predicate, what, timeout=10.0):
+def _wait(predicate, what, timeout=10.0, proc=None, log=None):
+    """Poll ``predicate``; give up after ``timeout`` or as soon as ``proc`` (the daemon that should
+    make it true) has exited, naming its exit code and the end of its ``log``."""
     deadline = time.monotonic() + timeout
     while not predicate():
-        if time.monotonic() > deadline:
-            raise TunnelError("{} after {:.0f} s".format(what, timeout))
+        died = proc is not None and proc.poll() is not None
+        if died or time.monotonic() > deadline:
+            why = "exited with {}".format(proc.returncode) if died else "after {:.0f} s".format(timeout)
+            raise TunnelError("{} ({}){}".format(what, why, _tail(log)))
         time.sleep(0.05)
+
+
+def _tail(log, lines=5):
+    try:
+        with open(log) as f:
+            text = f.read().strip().splitlines()[-lines:]
+    except (TypeError, OSError):
+        return ""
+    return "; its log ends: " + " | ".join(text) if text else "; its log is empty"
 
 
 class _Pair(object):
@@ -58,6 +71,15 @@ class _Pair(object):
         self.underlay = (a_underlay, b_underlay)
         self.addresses = ("10.{}.0.1".format(200 + net_index), "10.{}.0.2".format(200 + net_index))
         self.procs = []
+
+    def up(self):
+        """Start both daemons and wait until traffic passes; if that fails, stop what was started."""
+        try:
+            self._start()
+        except BaseException:
+            self.down()
+            raise
+        return self
 
     def pids(self):
         return [str(p.pid) for p in self.procs if p.poll() is None]
@@ -93,6 +115,7 @@ class WireGuardPair(_Pair):
         self.impl, self.path, self.mtu, self.port = impl, path, mtu, port + net_index
         self.wrappers, self.env, self.options = wrappers, dict(env or {}), list(options)
         self.device = "wgb{}".format(net_index)
+        self.logs = []
         self.label = "{} {} (bare pair, MTU {})".format(impl, version_of(path), mtu)
 
     def _argv(self, side):
@@ -104,7 +127,7 @@ class WireGuardPair(_Pair):
             daemon = ["WG_PROCESS_FOREGROUND=1", self.path, "-f"] + self.options + [self.device]
         return list(self.wrappers[side]) + env + daemon
 
-    def up(self):
+    def _start(self):
         keys = []
         for side, vnf in enumerate((self.a, self.b)):
             key = os.path.join(vnf.state_dir, self.device + ".key")
@@ -114,11 +137,16 @@ class WireGuardPair(_Pair):
                 f.write(priv + "\n")
             pub = vim.sh(["wg", "pubkey"], input=priv + "\n").stdout.strip()
             keys.append((key, pub))
-            self.procs.append(vnf.popen(self._argv(side), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                        start_new_session=True))
+            log = os.path.join(vnf.state_dir, self.device + ".log")
+            self.logs.append(log)
+            with open(log, "w") as f:
+                self.procs.append(vnf.popen(self._argv(side), stdout=f, stderr=subprocess.STDOUT,
+                                            start_new_session=True))
         for i, vnf in enumerate((self.a, self.b)):
-            _wait(lambda vnf=vnf: vnf.exec(["wg", "show", self.device], check=False).returncode == 0,
-                  "{} did not create {} in {}".format(self.impl, self.device, vnf.name))
+            # Not `wg show`: polled while the daemon starts, it can delete the socket (Vnf.wg_show).
+            _wait(lambda vnf=vnf: vnf.uapi_listening(self.device),
+                  "{} did not create {} in {}".format(self.impl, self.device, vnf.name),
+                  proc=self.procs[i], log=self.logs[i])
             other = 1 - i
             vnf.exec(["wg", "set", self.device, "listen-port", str(self.port), "private-key", keys[i][0],
                       "peer", keys[other][1], "endpoint", "{}:{}".format(self.underlay[other], self.port),
@@ -126,7 +154,6 @@ class WireGuardPair(_Pair):
             vnf.exec(["ip", "addr", "add", self.addresses[i] + "/30", "dev", self.device])
             vnf.exec(["ip", "link", "set", "dev", self.device, "mtu", str(self.mtu), "up"])
         _wait(self.reachable, "no traffic through the bare {} pair".format(self.impl))
-        return self
 
 
 #: OpenVPN's names of the two AEAD ciphers it offers for its data channel.
@@ -169,7 +196,7 @@ class OpenVpnPair(_Pair):
                 "--data-ciphers", self.cipher, "--cipher", self.cipher,
                 "--tun-mtu", str(self.mtu), "--disable-dco", "--verb", "3", "--script-security", "0"]
 
-    def up(self):
+    def _start(self):
         for i, vnf in enumerate((self.a, self.b)):
             log = os.path.join(vnf.state_dir, "{}.log".format(self.device))
             self.logs.append(log)
@@ -179,7 +206,6 @@ class OpenVpnPair(_Pair):
         text = open(self.logs[0]).read()
         if "'{}'".format(self.cipher) not in text:
             raise TunnelError("OpenVPN did not report data cipher {} (see {})".format(self.cipher, self.logs[0]))
-        return self
 
 
 def openvpn_version():

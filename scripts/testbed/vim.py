@@ -157,6 +157,33 @@ class Vnf(object):
     def popen(self, argv, **kw):
         return subprocess.Popen(["nsenter", "-t", str(self.ns_pid), "-m", "-n", "-u", "--"] + list(argv), **kw)
 
+    def uapi_listening(self, device):
+        """True once a userspace WireGuard daemon listens on ``device``'s UAPI socket. Read from
+        the kernel's table of this VNF's Unix sockets, so nothing connects to the socket."""
+        paths = {"{}/{}.sock".format(d, device) for d in ("/var/run/wireguard", "/run/wireguard")}
+        with open("/proc/{}/net/unix".format(self.ns_pid)) as table:
+            for line in table:
+                f = line.split()
+                # Num RefCount Protocol Flags Type St Inode Path; Flags 00010000 is __SO_ACCEPTCON.
+                if len(f) >= 8 and f[7] in paths and f[3] == "00010000":
+                    return True
+        return False
+
+    def wg_show(self, device, *fields):
+        """stdout of `wg show device fields...` inside this VNF; "" while ``device``'s userspace
+        daemon is still starting.
+
+        Not plain `wg show`: when connecting to a UAPI socket is refused, `wg` deletes the
+        socket as stale, and a daemon's socket refuses connections in the instant between its
+        bind() and listen(); the daemon then exits ("Failed to listen on uapi socket"). Polling
+        with `wg show` while the charms start wireguard-go killed 4 of 300 starts under load,
+        so `wg` is asked only once the socket listens, or for a kernel device (no socket)."""
+        if not self.uapi_listening(device):
+            link = self.exec(["ip", "-d", "-o", "link", "show", "dev", device], check=False).stdout
+            if " wireguard " not in link:
+                return ""
+        return self.exec(["wg", "show", device] + list(fields), check=False).stdout
+
     def address(self, link):
         return self.links[link][1]
 

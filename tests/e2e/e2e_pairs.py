@@ -14,7 +14,7 @@ def bring_up(testbed, model, charms_dir, relate_first=True):
 
 
 def handshakes(vnf, device):
-    out = vnf.exec(["wg", "show", device, "latest-handshakes"], check=False).stdout.split()
+    out = vnf.wg_show(device, "latest-handshakes").split()
     return [int(x) for x in out[1::2]]
 
 
