@@ -275,11 +275,11 @@ def parse_args(argv):
     p = cli.OneLineParser(prog="testbed.bench", description="Data-plane and control-plane measurements (root).")
     p.add_argument("--rounds", "--runs", type=cli.positive_int, default=3,
                    help="interleaved rounds / instantiations per measurement (default 3)")
-    p.add_argument("--seconds", type=cli.positive_int, default=3,
-                   help="seconds per iperf3 run, two-VNF pair (default 3)")
-    p.add_argument("--pings", type=cli.positive_int, default=200, help="echoes per direction at 10 ms (default 200)")
-    p.add_argument("--if-rounds", type=cli.positive_int, default=5,
-                   help="interleaved rounds per EPS interface (default 5)")
+    p.add_argument("--seconds", type=cli.positive_int, default=2,
+                   help="seconds per iperf3 run, two-VNF pair (default 2)")
+    p.add_argument("--pings", type=cli.positive_int, default=150, help="echoes per direction at 10 ms (default 150)")
+    p.add_argument("--if-rounds", type=cli.positive_int, default=4,
+                   help="interleaved rounds per EPS interface (default 4)")
     p.add_argument("--if-seconds", type=cli.positive_int, default=2, help="seconds per iperf3 run per EPS interface")
     p.add_argument("--if-pings", type=cli.positive_int, default=50, help="echoes per direction per EPS interface")
     p.add_argument("--max-other-load", type=cli.non_negative_float, default=0.5,
@@ -290,7 +290,7 @@ def parse_args(argv):
     p.add_argument("--paths", default=",".join(PAIR_PATHS), help="data-plane paths: " + ", ".join(PAIR_PATHS))
     p.add_argument("--sizes", default=",".join(map(str, SIZES)), help="synthetic topology sizes (tunnels, 1-250)")
     p.add_argument("--big", type=int, default=2, help="sizes above this get --big-runs runs (default 2)")
-    p.add_argument("--big-runs", type=cli.positive_int, default=1, help="runs of the sizes above --big (default 1)")
+    p.add_argument("--big-runs", type=cli.positive_int, default=2, help="runs of the sizes above --big (default 2)")
     p.add_argument("--parallel", type=cli.positive_int, default=4,
                    help="units whose hooks the emulated VCA runs at the same time (default 4; Juju: unbounded)")
     p.add_argument("--implementation", choices=("wireguard-go", "boringtun"), default="wireguard-go",

@@ -57,6 +57,10 @@ def summary(result):
             "boringtun_added_rtt_ms": _spread(dp, "boringtun_added_rtt_ms"),
             "openvpn_added_rtt_ms": ovpn_rtt,
             "tcp1_bps": {n: _spread(dp, n + "_tcp1_bps") for n in PATH_LABELS if n + "_tcp1_bps" in dp},
+            # The headline is the ratio of the medians; these are the ratios within each round
+            # (the sizes run interleaved, so run i of 8 and run i of 32 met the same hour).
+            "convergence_32_over_8_per_round": _per_round_growth(times, 8, 32),
+            "convergence_cpu_32_over_8_per_round": _per_round_growth(cpu, 8, 32),
         },
         "implementations": (result.get("dataplane") or {}).get("labels", {}),
         "command": result.get("command"),
@@ -65,6 +69,12 @@ def summary(result):
                                  for r in (result.get("dataplane") or {}).get("rounds", [])),
     }
     return out
+
+
+def _per_round_growth(by_size, small, big):
+    """{"per_round": [run i of ``big`` / run i of ``small``], "median", "min", "max", "n"}."""
+    pairs = benchstats.paired_ratios(by_size.get(big, []), by_size.get(small, []))
+    return dict(benchstats.summarize(pairs), per_round=pairs)
 
 
 def targets(result):
@@ -176,6 +186,11 @@ def _conv_table(result, w):
         rows.append([label] + [_cell(s.get(m), 1, _digits(m)) for m in metrics] + [s["seconds_after_last_config"]["n"]])
     w("\nControl plane: convergence, median (min-max)\n")
     w(benchstats.table(head, rows) + "\n")
+    s = summary(result)
+    if s["convergence_32_over_8"] is not None:
+        per_round = s["spread"]["convergence_32_over_8_per_round"]["per_round"]
+        w("  32 / 8 tunnels, time from the first config: {} (ratio of the medians); per interleaved round: {}\n".format(
+            benchstats.fmt(s["convergence_32_over_8"], 2), ", ".join(benchstats.fmt(x, 2) for x in per_round)))
 
 
 def _digits(metric):

@@ -165,7 +165,8 @@ class Vnf(object):
             for line in table:
                 f = line.split()
                 # Num RefCount Protocol Flags Type St Inode Path; Flags 00010000 is __SO_ACCEPTCON.
-                if len(f) >= 8 and f[7] in paths and f[3] == "00010000":
+                # boringtun binds "/var/run/wireguard//<device>.sock".
+                if len(f) >= 8 and os.path.normpath(f[7]) in paths and f[3] == "00010000":
                     return True
         return False
 

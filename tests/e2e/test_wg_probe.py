@@ -10,11 +10,20 @@ import pytest
 
 from testbed import tunnels, vim
 
-HOLD_BOUND = ("import socket, sys, time\n"
-              "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
-              "s.bind('/var/run/wireguard/wgz.sock')\n"
-              "print('bound', flush=True)\n"
-              "sys.stdin.read()\n")
+HOLD = ("import socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        "s.bind(sys.argv[1])\n"
+        "if sys.argv[2] == 'listen':\n"
+        "    s.listen(1)\n"
+        "print('bound', flush=True)\n"
+        "sys.stdin.read()\n")
+
+
+def _hold(vnf, path, listen):
+    holder = vnf.popen(["python3", "-c", HOLD, path, "listen" if listen else "bind-only"], stdin=subprocess.PIPE,
+                       stdout=subprocess.PIPE, universal_newlines=True)
+    assert holder.stdout.readline().strip() == "bound"
+    return holder
 
 
 def _socket_exists(vnf, device):
@@ -23,10 +32,8 @@ def _socket_exists(vnf, device):
 
 def test_a_bound_but_not_listening_socket_is_left_alone(testbed):
     vnf = testbed.add_vnf("a")
-    holder = vnf.popen(["python3", "-c", HOLD_BOUND], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                       universal_newlines=True)
+    holder = _hold(vnf, "/var/run/wireguard/wgz.sock", listen=False)
     try:
-        assert holder.stdout.readline().strip() == "bound"
         assert not vnf.uapi_listening("wgz")
         assert vnf.wg_show("wgz") == ""
         assert vnf.wg_show("wgz", "latest-handshakes") == ""
@@ -34,6 +41,16 @@ def test_a_bound_but_not_listening_socket_is_left_alone(testbed):
         # What the probe avoids: plain `wg show` takes the socket for stale and deletes it.
         assert vnf.exec(["wg", "show", "wgz"], check=False).returncode != 0
         assert not _socket_exists(vnf, "wgz")
+    finally:
+        holder.communicate("", timeout=10)
+
+
+def test_a_listening_socket_is_seen_as_boringtun_names_it(testbed):
+    vnf = testbed.add_vnf("a")
+    holder = _hold(vnf, "/var/run/wireguard//wgx.sock", listen=True)
+    try:
+        assert vnf.uapi_listening("wgx")
+        assert not vnf.uapi_listening("wg")
     finally:
         holder.communicate("", timeout=10)
 

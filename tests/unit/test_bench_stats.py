@@ -147,15 +147,20 @@ def test_summary_json_headline_figures():
                                "charm_added_rtt_ms": 0.4, "ovpn-aes_added_rtt_ms": 0.3,
                                "ovpn-chacha_added_rtt_ms": 0.25}])
     ifaces = {"s6a": {"summary": bs.summarize_rounds([{"charm_over_bare_tcp1": 0.9}, {"charm_over_bare_tcp1": 0.96}])}}
-    syn = {"8": {"runs": [{"seconds_after_first_config": 10.0, "cpu_seconds": 20.0}]},
-           "32": {"runs": [{"seconds_after_first_config": 35.0, "cpu_seconds": 80.0}]}}
+    syn = {"8": {"runs": [{"seconds_after_first_config": 10.0, "cpu_seconds": 20.0},
+                          {"seconds_after_first_config": 14.0, "cpu_seconds": 20.0}]},
+           "32": {"runs": [{"seconds_after_first_config": 35.0, "cpu_seconds": 80.0},
+                           {"seconds_after_first_config": 49.0, "cpu_seconds": 100.0}]}}
     s = benchreport.summary({"dataplane": {"summary": dp, "rounds": []}, "interfaces": {"per_interface": ifaces},
                              "synthetic": {"sizes": syn}})
     assert s["product_vs_bare_wireguard"] == pytest.approx(0.93)      # the worse of s6a (0.93) and the pair
     assert s["wireguard_vs_openvpn_throughput"] == 4.0
     assert s["wireguard_added_rtt_ms"] == 0.4 and s["openvpn_added_rtt_ms"] == 0.25
-    assert s["convergence_32_over_8"] == pytest.approx(3.5)
-    assert s["convergence_cpu_32_over_8"] == pytest.approx(4.0)
+    assert s["convergence_32_over_8"] == pytest.approx(3.5)            # 42 / 12: the ratio of the medians
+    assert s["convergence_cpu_32_over_8"] == pytest.approx(4.5)
+    per_round = s["spread"]["convergence_32_over_8_per_round"]
+    assert per_round["per_round"] == pytest.approx([3.5, 3.5]) and per_round["n"] == 2
+    assert s["spread"]["convergence_cpu_32_over_8_per_round"]["per_round"] == pytest.approx([4.0, 5.0])
 
 
 def test_cpu_record_is_the_busy_time_between_two_readings():
@@ -173,3 +178,17 @@ def test_synthetic_sizes_run_interleaved():
     out = bench.interleaved([2, 8, 32], {2: 3, 8: 1, 32: 2}, lambda k, i: calls.append((k, i)) or "{}-{}".format(k, i))
     assert calls == [(2, 0), (8, 0), (32, 0), (2, 1), (32, 1), (2, 2)]
     assert out == {2: ["2-0", "2-1", "2-2"], 8: ["8-0"], 32: ["32-0", "32-1"]}
+
+
+def test_report_prints_the_growth_with_each_interleaved_rounds_ratio():
+    import io
+
+    from testbed import benchreport, convergence
+    sizes = {}
+    for k, times in (("8", (10.0, 14.0)), ("32", (30.0, 56.0))):
+        runs = [{"seconds_after_first_config": t, "seconds_after_last_config": t / 2} for t in times]
+        sizes[k] = {"runs": runs, "summary": convergence.conv_summary(runs)}
+    out = io.StringIO()
+    benchreport.print_tables({"synthetic": {"sizes": sizes}}, out)
+    assert ("32 / 8 tunnels, time from the first config: 3.58 (ratio of the medians); "
+            "per interleaved round: 3.00, 4.00") in out.getvalue()
