@@ -55,6 +55,8 @@ def test_bench_smallest_settings(environment_ready, local_charms, tmp_path):
     assert s["charm_tcp1_daemon_cores"]["median"] > 0          # the charms' daemons carried the traffic
 
     assert summary["product_vs_bare_wireguard"] == pytest.approx(s["charm_over_bare_tcp1"]["median"])
+    pooled = summary["spread"]["charm_over_bare_tcp1_pooled"]         # one round, no interfaces
+    assert pooled["n"] == 1 and pooled["median"] == pytest.approx(summary["product_vs_bare_wireguard"])
     assert summary["wireguard_vs_openvpn_throughput"] > 0
     assert summary["wireguard_added_rtt_ms"] == pytest.approx(s["charm_added_rtt_ms"]["median"])
     assert summary["openvpn_added_rtt_ms"] == pytest.approx(s["ovpn-chacha_added_rtt_ms"]["median"])

@@ -163,6 +163,22 @@ def test_summary_json_headline_figures():
     assert s["spread"]["convergence_cpu_32_over_8_per_round"]["per_round"] == pytest.approx([4.0, 5.0])
 
 
+def test_summary_pools_every_paired_round_of_the_pair_and_the_interfaces():
+    from testbed import benchreport
+    pair = [{"charm_over_bare_tcp1": x} for x in (0.90, 1.00, None)]
+    s6a = [{"charm_over_bare_tcp1": x} for x in (0.94, 1.02)]
+    s1u = [{"charm_over_bare_tcp1": x} for x in (0.97, 1.05, 1.01)]
+    result = {"dataplane": {"summary": bs.summarize_rounds(pair), "rounds": pair},
+              "interfaces": {"per_interface": {n: {"summary": bs.summarize_rounds(r), "rounds": r}
+                                               for n, r in (("s6a", s6a), ("s1u", s1u))}}}
+    s = benchreport.summary(result)
+    # The headline is the lowest median (the pair's 0.95 here); the pooled figure takes all 7 rounds.
+    assert s["product_vs_bare_wireguard"] == pytest.approx(0.95)
+    assert s["spread"]["charm_over_bare_tcp1_pooled"] == pytest.approx(
+        {"n": 7, "median": 1.00, "min": 0.90, "max": 1.05})
+    assert benchreport.summary({})["spread"]["charm_over_bare_tcp1_pooled"]["n"] == 0
+
+
 def test_cpu_record_is_the_busy_time_between_two_readings():
     from testbed import convergence, loadcheck
     tick = float(loadcheck.TICK)
