@@ -20,6 +20,15 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture
+def in_tmp_dir(tmp_path, monkeypatch):
+    """Run the test in its own empty working directory. A charm under ops' Harness has no charm
+    directory on disk ("no-disk-path", relative), so its unit state directory (the relation
+    cache) lands beside the working directory: never in the checkout."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
 def wg_key():
     """A syntactically valid WireGuard public key (any 32 bytes, base64)."""
     counter = [0]

@@ -11,25 +11,38 @@ import hashlib
 import json
 import logging
 import os
-from typing import Any, Dict, Iterable, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from ops.charm import ActionEvent, CharmBase, RelationBrokenEvent
+from ops.charm import (
+    ActionEvent,
+    CharmBase,
+    RelationBrokenEvent,
+    RelationChangedEvent,
+    RelationCreatedEvent,
+    RelationJoinedEvent,
+)
 from ops.framework import StoredState
 from ops.model import ActiveStatus, BlockedStatus, MaintenanceStatus, StatusBase, WaitingStatus
 
 from vpnaas import plan as planning
-from vpnaas import policy, refpoints, relation_cache, remote, ssh, validation, vnfscript
+from vpnaas import policy, refpoints, relation_cache, relation_data, remote, ssh, unitstate, validation, vnfscript
 from vpnaas.tunnel_relation import TunnelRelations, tunnel_endpoints
 
 logger = logging.getLogger(__name__)
 
 REMOTE_TIMEOUT = 120
+#: The log lines of every SSH session the charm opens on its own (the bench counts them against
+#: the VNF's sshd logins): one per reconcile that contacts the VNF, one per credential check.
+RECONCILE_SESSION = "reconcile: ssh session to"
+VERIFY_SESSION = "verify: ssh session to"
 RUN_TIMEOUT = 600
 #: Events after which the VNF is checked even when the plan did not change: they are the
 #: repair path (a killed wireguard-go, a rebooted VNF) and the operator's explicit requests.
 #: config-changed is one of them only when the config (or the charm's SSH key) is not the one
 #: the last session used: see ``_config_is_new``.
 _FORCING_EVENTS = ("update_status", "upgrade_charm", "start")
+#: The relation hooks that may find nothing to do (relation_cache), by their kind there.
+_ARRIVING = ((RelationCreatedEvent, "created"), (RelationJoinedEvent, "joined"), (RelationChangedEvent, "changed"))
 
 
 class ReconcileFailed(Exception):
@@ -47,8 +60,8 @@ class VpnaasCharm(CharmBase):
             self._stored.config_salt = os.urandom(16).hex()
         self.endpoints = tunnel_endpoints(self.meta)
         self.tunnels = TunnelRelations(self.model, self.endpoints, wants_peer_keys=self.waits_for_tunnels())
-        self.keystore = ssh.KeyStore(os.path.join(os.path.dirname(str(self.charm_dir)), "vpnaas"))
-        self.relation_cache = relation_cache.RelationCache(self)
+        self.state_dir = unitstate.unit_state_dir(str(self.charm_dir))
+        self.keystore = ssh.KeyStore(self.state_dir)
         on = self.on
         for event in (on.install, on.start, on.config_changed, on.upgrade_charm, on.update_status,
                       on.leader_elected):
@@ -104,7 +117,7 @@ class VpnaasCharm(CharmBase):
 
     # ------------------------------------------------------------------ reconcile
     def _on_event(self, event: Any) -> None:
-        if self.relation_cache.nothing_to_do(event, self._stored.applied):
+        if self._nothing_to_do(event):
             return  # no VNF yet, or one relation's unchanged data: not worth reading all k relations
         kind = event.handle.kind
         force = kind in _FORCING_EVENTS or (kind == "config_changed" and self._config_is_new())
@@ -113,9 +126,46 @@ class VpnaasCharm(CharmBase):
         self.tunnels.breaking = event.relation.id if isinstance(event, RelationBrokenEvent) else None
         try:
             self.reconcile(force=force)
-            self.relation_cache.remember(event, self._stored.applied)
+            self._remember_relations()
         except ReconcileFailed:
             pass  # status already says what is wrong; the next event retries
+
+    # ------------------------------------------------------------------ relation cache
+    def cache_fields(self) -> List[str]:
+        """The relation fields whose change can matter to this unit (relation_cache)."""
+        fields = list(relation_data.KEYS) + [relation_data.WANTS_PEER_KEYS]
+        return fields + [relation_data.PEER_KEYS] if self.waits_for_tunnels() else fields
+
+    def _nothing_to_do(self, event: Any) -> bool:
+        """relation_cache's decision, inside ops (the charm's dispatch asked hookgate the same
+        question before ops started; this covers what reaches the charm another way)."""
+        kind = next((name for cls, name in _ARRIVING if isinstance(event, cls)), None)
+        if kind is None:
+            return False
+        state = relation_cache.load(self.state_dir) or relation_cache.make(
+            (ep.name for ep in self.endpoints), self.cache_fields(), "", {})
+        if state["applied"] != self._stored.applied:
+            state = dict(state, applied="")     # taken for another plan: only the no-VNF rule holds
+        unit = event.unit
+        return relation_cache.nothing_to_do(state, kind, event.relation.name, event.relation.id,
+                                            unit.name if unit is not None else None,
+                                            lambda: event.relation.data[unit], lambda: self.config.get("ssh-hostname"))
+
+    def _remember_relations(self) -> None:
+        """After a reconcile that did not fail: the digests of every remote unit's data as it
+        read them, for the plan the VNF holds now."""
+        bags = {relation_cache.slot(rel.id, unit.name): rel.data[unit]
+                for ep in self.endpoints for rel in self.tunnels.live(ep.name) for unit in rel.units}
+        relation_cache.save(self.state_dir, relation_cache.make(
+            (ep.name for ep in self.endpoints), self.cache_fields(), self._stored.applied, bags))
+
+    def _set_applied(self, fingerprint: str) -> None:
+        """Record the fingerprint of the plan the VNF holds ("": unknown). The relation cache is
+        valid only for the plan it was taken with, and hookgate reads it without ops' stored
+        state: it goes the moment that plan changes (written again by _remember_relations)."""
+        if fingerprint != self._stored.applied:
+            relation_cache.forget(self.state_dir)
+        self._stored.applied = fingerprint
 
     def _config_digest(self) -> str:
         """Every option and the charm's SSH public key, hashed with a salt of this unit's (the
@@ -159,7 +209,7 @@ class VpnaasCharm(CharmBase):
         target = self._ssh_target(plan)
         if plan.devices:
             self.unit.status = MaintenanceStatus("applying {} tunnel(s) on {}".format(len(plan.devices), target.host))
-        logger.info("reconcile: ssh session to %s (%d device(s))", target.host, len(plan.devices))
+        logger.info("%s %s (%d device(s))", RECONCILE_SESSION, target.host, len(plan.devices))
         try:
             with ssh.Session(target, self.keystore) as session:
                 if not self._facts_known():
@@ -178,13 +228,13 @@ class VpnaasCharm(CharmBase):
                     obs = self.run_vnf_step(session, target, self._tunnel_step(plan, rotate=(), restart=False))
                     self._remember_facts(obs.facts)
         except (ssh.SshError, remote.RemoteError) as e:
-            self._stored.applied = ""
+            self._set_applied("")
             self._stored.session_config = ""
             transient = isinstance(e, ssh.SshError) and e.transient
             self._set_status(WaitingStatus(str(e)) if transient else BlockedStatus(str(e)))
             raise ReconcileFailed(str(e)) from None
         self.tunnels.publish(plan, obs.public_keys)
-        self._stored.applied = fingerprint if not (obs.failed or obs.refused) else ""
+        self._set_applied(fingerprint if not (obs.failed or obs.refused) else "")
         self._stored.session_config = self._config_digest()
         self._stored.claims = json.dumps(policy.claims(plan))
         self._stored.public_keys = json.dumps(obs.public_keys, sort_keys=True)
@@ -286,10 +336,11 @@ class VpnaasCharm(CharmBase):
         return ActiveStatus(message)
 
     # ------------------------------------------------------------------ actions
-    def after_action(self, **kwargs: Any) -> "Outcome":
-        """Every action ends with a reconcile; its outcome (plan, observation, error)."""
+    def after_action(self, force: bool = True, **kwargs: Any) -> "Outcome":
+        """Every action ends with a reconcile, which checks the VNF unless ``force`` is false;
+        its outcome (plan, observation or None, error)."""
         try:
-            plan, obs = self.reconcile(force=True, **kwargs)
+            plan, obs = self.reconcile(force=force, **kwargs)
             return Outcome(plan, obs, "")
         except ReconcileFailed as e:
             return Outcome(self.build_plan(), None, str(e))
@@ -310,16 +361,23 @@ class VpnaasCharm(CharmBase):
             event.fail(str(e))
 
     def _on_verify_ssh_credentials(self, event: ActionEvent) -> None:
-        outcome = self.after_action()
+        """OSM's question after ``config`` (asked again while it fails): can the charm log in to
+        the VNF? A reconcile runs first, as after every action, but opens a session only when
+        the VNF must change (OSM asks right after the config-changed that already applied the
+        config: a second full session per VNF would check nothing new). When it opened none,
+        one login runs ``hostname``: the answer always comes from a login made now."""
+        outcome = self.after_action(force=False)
         if outcome.obs is not None:
             event.set_results({"verified": "true", "hostname": outcome.obs.hostname})
             return
-        # The plan may be blocked for a config reason: still answer the question asked.
+        # Nothing to change, or the plan is blocked for a config reason: answer the question asked.
         try:
             plan = outcome.plan
             if not plan.ssh_host:
                 raise ssh.SshError("ssh-hostname is not set")
-            with ssh.Session(self._ssh_target(plan), self.keystore) as session:
+            target = self._ssh_target(plan)
+            logger.info("%s %s", VERIFY_SESSION, target.host)
+            with ssh.Session(target, self.keystore) as session:
                 rc, out, _err = session.run("hostname", timeout=30)
             if rc != 0:
                 raise ssh.SshError("'hostname' exited with {}".format(rc))

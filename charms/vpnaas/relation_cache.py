@@ -1,18 +1,18 @@
-"""Skip a relation hook that can change nothing, before the plan reads every relation.
+"""Skip a relation hook that can change nothing, without reading every relation.
 
 A hub related to k spokes gets about k relation-changed hooks per round of key exchange, and
 each reconcile builds its plan from all k relations (O(k) hook-tool calls): O(k^2) in all.
 Most of those hooks concern one relation whose tunnel data did not change (the spoke only
 published its ``peer-keys`` notification to a unit that asked for it, or Juju ran a hook of
-its own).
-This module remembers, after every successful reconcile, a digest of each remote unit's tunnel
-data per relation; a later relation-changed whose remote unit's data has the same digest, while
-the VNF still holds what that reconcile applied, is skipped: it reads one databag instead of k.
+its own). This module remembers, after every successful reconcile, a digest of each remote
+unit's tunnel data per relation; a later relation-changed whose remote unit's data has the
+same digest, while the VNF still holds what that reconcile applied, can change nothing.
 
 Before the ``config`` primitive has set ``ssh-hostname`` no relation hook can do anything (no
 key is published before this unit has a key on its VNF, and there is no VNF to reach): those
-hooks are skipped too, so that a hub deployed and related to k spokes before its configuration
-(OSM's order) runs O(k) cheap hooks instead of O(k) hooks that each read k relations.
+hooks can change nothing either, so that a hub deployed and related to k spokes before its
+configuration (OSM's order) runs O(k) cheap hooks instead of O(k) hooks that each read k
+relations.
 
 The reconcile still decides on the whole state whenever it runs: a change in another relation
 comes with that relation's own relation-changed hook, which is not skipped. ``peer-keys`` is
@@ -20,22 +20,32 @@ part of the digest for charms whose component waits for its tunnels
 (``VpnaasCharm.waits_for_tunnels``), so their wake-up is never lost; ``wants-peer-keys`` always
 is, as it decides what this unit publishes.
 
-Hook-in (charm_base.VpnaasCharm): ``self.relation_cache = RelationCache(self)`` in __init__;
-in the event handler, ``if self.relation_cache.nothing_to_do(event, applied): return`` before
-reconciling and ``self.relation_cache.remember(event, applied)`` after a reconcile that did not
-fail, ``applied`` being the fingerprint of the plan the VNF holds ("" when unknown).
+The cache is a file in the unit's state directory (``unitstate``), not ops' stored state: the
+charm's ``dispatch`` asks ``hookgate`` first, which decides with ``nothing_to_do`` below before
+ops is imported (ops 1.5.4 builds every relation of the endpoint to restore one event). The file
+holds the tunnel endpoints, the digested fields, the fingerprint of the plan the VNF held when
+the digests were taken (``applied``), and one digest per relation and remote unit. It is only
+valid while the VNF holds that plan: the charm removes it (``forget``) whenever the plan the VNF
+holds changes or a reconcile fails, and writes it again (``remember``) after every reconcile
+that did not fail. A file that cannot be read, or of another format, is no cache: nothing is
+skipped. Pure standard library (``hookgate`` imports it before ops).
 """
 import hashlib
 import json
-from typing import Any, Dict, Sequence
+import os
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence
 
-from ops.charm import RelationBrokenEvent, RelationChangedEvent, RelationCreatedEvent, RelationJoinedEvent
-from ops.framework import Object, StoredState
+from vpnaas import unitstate
 
-from vpnaas import relation_data
+FORMAT = 1
+FILE_NAME = "relation-cache.json"
+#: Relation hooks that may find nothing to do; departed and broken always reconcile.
+ARRIVING = ("created", "joined", "changed")
+
+State = Dict[str, Any]
 
 
-def digest(data: Any, fields: Sequence[str]) -> str:
+def digest(data: Mapping[str, Any], fields: Sequence[str]) -> str:
     """A short digest of ``fields`` of one databag (missing keys count as empty)."""
     picked = dict((k, data.get(k, "")) for k in fields)
     return hashlib.sha256(json.dumps(picked, sort_keys=True).encode()).hexdigest()[:32]
@@ -45,41 +55,60 @@ def slot(relation_id: int, unit_name: str) -> str:
     return "{}/{}".format(relation_id, unit_name)
 
 
-class RelationCache(Object):
-    _stored: Any = StoredState()
+def path(directory: str) -> str:
+    return os.path.join(directory, FILE_NAME)
 
-    def __init__(self, charm: Any) -> None:
-        super().__init__(charm, "relation-cache")
-        self.charm = charm
-        self._stored.set_default(digests="{}", applied="")
-        # wants-peer-keys decides what this unit publishes to that unit: a change is never skipped.
-        self.fields = tuple(relation_data.KEYS) + (relation_data.WANTS_PEER_KEYS,)
-        if charm.waits_for_tunnels():
-            self.fields += (relation_data.PEER_KEYS,)
 
-    def nothing_to_do(self, event: Any, applied: str) -> bool:
-        """True when ``event`` is a relation-created/joined/changed before this unit has a VNF to
-        reach, or a relation-changed whose remote unit's tunnel data is what the last successful
-        reconcile used while the VNF still holds that reconcile's plan."""
-        arriving = (RelationCreatedEvent, RelationJoinedEvent, RelationChangedEvent)
-        if isinstance(event, arriving) and not self.charm.config.get("ssh-hostname"):
-            return True
-        if not isinstance(event, RelationChangedEvent) or event.unit is None or not applied:
-            return False
-        if applied != self._stored.applied:
-            return False
-        known = json.loads(self._stored.digests).get(slot(event.relation.id, event.unit.name))
-        return known is not None and known == digest(event.relation.data[event.unit], self.fields)
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
-    def remember(self, event: Any, applied: str) -> None:
-        """Digests of every related unit's tunnel data, as the reconcile just read them."""
-        broken = event.relation.id if isinstance(event, RelationBrokenEvent) else None
-        digests: Dict[str, str] = {}
-        for endpoint in self.charm.endpoints:
-            for rel in self.charm.model.relations[endpoint.name]:
-                if rel.id == broken:
-                    continue
-                for unit in rel.units:
-                    digests[slot(rel.id, unit.name)] = digest(rel.data[unit], self.fields)
-        self._stored.digests = json.dumps(digests, sort_keys=True)
-        self._stored.applied = applied or ""
+
+def load(directory: str) -> Optional[State]:
+    """The cache in ``directory``, or None when there is none or it is not one this code wrote."""
+    try:
+        with open(path(directory)) as f:
+            state = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(state, dict) and state.get("format") == FORMAT and isinstance(state.get("applied"), str)
+            and _strings(state.get("endpoints")) and _strings(state.get("fields"))
+            and isinstance(state.get("digests"), dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in state["digests"].items())):
+        return None
+    return state
+
+
+def make(endpoints: Iterable[str], fields: Sequence[str], applied: str,
+         databags: Mapping[str, Mapping[str, Any]]) -> State:
+    """A cache of ``databags`` ({slot: remote unit's databag}) taken while the VNF held ``applied``."""
+    return {"format": FORMAT, "applied": applied, "endpoints": sorted(endpoints), "fields": list(fields),
+            "digests": {s: digest(bag, fields) for s, bag in databags.items()}}
+
+
+def save(directory: str, state: State) -> None:
+    unitstate.write_atomic(path(directory), json.dumps(state, sort_keys=True).encode(), 0o600)
+
+
+def forget(directory: str) -> None:
+    try:
+        os.remove(path(directory))
+    except FileNotFoundError:
+        pass
+
+
+def nothing_to_do(state: Optional[State], kind: str, endpoint: str, relation_id: int, unit: Optional[str],
+                  remote_data: Callable[[], Optional[Mapping[str, Any]]], ssh_hostname: Callable[[], Any]) -> bool:
+    """True when the relation hook ``kind`` (created, joined, changed ...) of ``endpoint`` can
+    change nothing: a relation-changed whose remote ``unit``'s data (``remote_data()``, None if
+    unreadable) has the digest the cache holds, or any arriving hook while ``ssh_hostname()`` is
+    empty. ``state`` is the loaded cache; without one nothing is skipped. The callables are only
+    called when needed (each may be a hook-tool call)."""
+    if state is None or kind not in ARRIVING or endpoint not in state["endpoints"]:
+        return False
+    if kind == "changed" and unit and state["applied"]:
+        known = state["digests"].get(slot(relation_id, unit))
+        if known is not None:
+            data = remote_data()
+            if data is not None and known == digest(data, state["fields"]):
+                return True
+    return not ssh_hostname()

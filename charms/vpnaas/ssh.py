@@ -13,6 +13,8 @@ import time
 import warnings
 from typing import Any, Callable, Optional, Tuple
 
+from vpnaas import unitstate
+
 # paramiko logs every protocol step at DEBUG; in a charm that would flood juju-log.
 logging.getLogger("paramiko").setLevel(logging.WARNING)
 # cryptography warns about Python 3.6 on every import: on OSM's proxy machine (Python 3.6) that is
@@ -95,10 +97,9 @@ class KeyStore(object):
         key = ed25519.Ed25519PrivateKey.generate()
         pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
                                 serialization.NoEncryption())
-        os.makedirs(self.directory, mode=0o700, exist_ok=True)
         # Public half first: a crash in between leaves no private key, and the next run starts over.
-        _write_atomic(self.key_path + ".pub", _openssh_public(key), 0o644)
-        _write_atomic(self.key_path, pem, 0o600)
+        unitstate.write_atomic(self.key_path + ".pub", _openssh_public(key), 0o644)
+        unitstate.write_atomic(self.key_path, pem, 0o600)
         return True
 
     def _repair_public_half(self) -> None:
@@ -112,7 +113,7 @@ class KeyStore(object):
         except (ValueError, OSError) as e:
             raise SshError("the charm's SSH key {} is unreadable ({}): remove it and run generate-ssh-key"
                            .format(self.key_path, str(e) or type(e).__name__)) from None
-        _write_atomic(pub_path, _openssh_public(key), 0o644)
+        unitstate.write_atomic(pub_path, _openssh_public(key), 0o644)
 
     def public_key(self) -> str:
         if not self.has_key():
@@ -160,15 +161,6 @@ def _openssh_public(key: Any) -> bytes:
 
 def _host_entry(host: str, port: int) -> str:
     return host if port == 22 else "[{}]:{}".format(host, port)
-
-
-def _write_atomic(path: str, data: bytes, mode: int) -> None:
-    tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.chmod(tmp, mode)
-    os.rename(tmp, path)
 
 
 def _reason(error: BaseException) -> str:

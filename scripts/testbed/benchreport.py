@@ -103,12 +103,12 @@ def targets(result):
         out.append(benchstats.check_target("eps_seconds_after_last_config", eps["seconds_after_last_config"]["median"]))
         worst = eps["max_hooks_per_unit_relation"]["max"]
         out.append(benchstats.check_target("eps_max_hooks_per_unit_relation", worst))
-    sessions = [x["summary"]["sessions_per_reconcile"]["max"] for x in
+    sessions = [x["summary"]["logins_per_session"]["max"] for x in
                 [result.get("eps") or {}] + list(((result.get("synthetic") or {}).get("sizes") or {}).values())
                 if x.get("summary")]
     sessions = [x for x in sessions if x is not None]
     if sessions:
-        out.append(benchstats.check_target("sessions_per_reconcile", max(sessions)))
+        out.append(benchstats.check_target("logins_per_session", max(sessions)))
     if s["convergence_32_over_8"] is not None:
         out.append(benchstats.check_target("synthetic_32_over_8", s["convergence_32_over_8"]))
     if result.get("seconds_total") is not None:
@@ -191,11 +191,12 @@ def _conv_table(result, w):
     if not conv:
         return
     metrics = ("seconds_after_last_config", "seconds_after_first_config", "hooks_after_first_config",
-               "hooks_per_tunnel", "max_hooks_per_unit_relation", "reconcile_sessions", "sessions_per_tunnel",
-               "sessions_per_reconcile", "hub_changed_hook_seconds", "cpu_seconds", "cpu_busy_fraction")
+               "hooks_per_tunnel", "charm_hooks_per_tunnel", "max_hooks_per_unit_relation", "reconcile_sessions",
+               "verify_sessions", "sessions_per_tunnel", "logins_per_session", "hub_gate_hook_seconds",
+               "hub_gate_hook_tool_calls", "hub_charm_hook_tool_calls", "cpu_seconds", "cpu_busy_fraction")
     head = ("topology", "s after last cfg", "s after first cfg", "hooks after 1st cfg", "hooks/tunnel",
-            "max/unit+rel", "reconciles", "sessions/tunnel", "logins/reconcile", "hub changed-hook s",
-            "CPU s after 1st cfg", "cores busy", "n")
+            "charm hooks/tunnel", "max/unit+rel", "reconciles", "verifications", "sessions/tunnel", "logins/session",
+            "hub gate-hook s", "hub gate-hook tools", "hub charm-hook tools", "CPU s after 1st cfg", "cores busy", "n")
     rows = []
     for label, s in conv:
         rows.append([label] + [_cell(s.get(m), 1, _digits(m)) for m in metrics] + [s["seconds_after_last_config"]["n"]])

@@ -7,14 +7,15 @@
   EPS's scaling case (one MME or SPGW-U with many eNBs).
 Convergence = from the first / last ``config`` primitive to the moment every device on both
 ends of every tunnel shows a handshake. Counted until that moment: hook runs (per unit, per
-unit and relation), reconcile SSH sessions (the charm's log lines) and sshd logins (an
-independent count).
+unit and relation), the SSH sessions the charms opened (their log lines: one per reconcile that
+contacts the VNF, one per credential check) and sshd logins (an independent count).
 """
 import os
 import re
 import time
 
 from testbed import benchstats, demo, lcm, loadcheck, vca, vim
+from vpnaas.charm_base import RECONCILE_SESSION, VERIFY_SESSION
 
 HANDSHAKE_TIMEOUT = 120
 
@@ -22,8 +23,6 @@ HANDSHAKE_TIMEOUT = 120
 STAR_LINK, STAR_CIDR = "star", "192.168.64.0/24"
 STAR_TUNNEL = "10.251.0.{}/24"
 HUB_SVC, SPOKE_SVC = "172.17.0.1/32", "172.17.1.{}/32"
-
-SESSION_LINE = "reconcile: ssh session"
 
 
 class ConvergenceError(Exception):
@@ -68,8 +67,20 @@ def sshd_logins(vnf):
 _RELATION_HOOK = re.compile(r"^hooks/(?P<ep>.+)-relation-(?P<kind>created|joined|changed|departed|broken)$")
 
 
-def opened_session(run):
-    return sum(1 for msg in run.log if msg.startswith(SESSION_LINE))
+def opened_session(run, line=RECONCILE_SESSION):
+    """Sessions ``run`` opened of one kind (its log lines starting with ``line``)."""
+    return sum(1 for msg in run.log if msg.startswith(line))
+
+
+def hook_kind(run):
+    """What a hook run did: "gate" when it ended in the charm's hook gate, before ops (ops logs
+    at least its start-up line in every hook it runs; the gate logs nothing), "session" when a
+    reconcile opened an SSH session, "verify" for a credential check's own login, else "charm"."""
+    if not run.log:
+        return "gate"
+    if opened_session(run):
+        return "session"
+    return "verify" if opened_session(run, VERIFY_SESSION) else "charm"
 
 
 def hook_counts(runs):
@@ -89,16 +100,17 @@ def hook_counts(runs):
 
 def convergence_record(model, testbed, t_up, ticks_up):
     """Everything counted at the moment all tunnels were up (hooks that ended by then); the
-    sessions-per-reconcile check compares sshd's logins with the charm's session lines once
-    the model has settled (both counts complete)."""
+    logins-per-session check compares sshd's logins with the charms' session lines once the
+    model has settled (both counts complete)."""
     first, last = min(model.config_times), max(model.config_times)
     cpu = cpu_record(model.ticks_at_first_config, ticks_up, t_up - first)
     runs = [r for r in list(model.hook_log) if r.ended <= t_up]
     reconciles = {}
     for r in runs:
         reconciles[r.unit] = reconciles.get(r.unit, 0) + opened_session(r)
+    verifications = sum(opened_session(r, VERIFY_SESSION) for r in runs)
     model.settle()
-    settled_reconciles = sum(opened_session(r) for r in model.hook_log)
+    settled_sessions = sum(opened_session(r) + opened_session(r, VERIFY_SESSION) for r in model.hook_log)
     logins = {name: sshd_logins(v) for name, v in testbed.vnfs.items()}
     counts = hook_counts(runs)
     total_reconciles, total_logins = sum(reconciles.values()), sum(logins.values())
@@ -107,6 +119,7 @@ def convergence_record(model, testbed, t_up, ticks_up):
         "seconds_after_first_config": t_up - first,
         "hooks_total": len(runs),
         "hooks_after_first_config": sum(1 for r in runs if r.started >= first),
+        "charm_hooks_after_first_config": sum(1 for r in runs if r.started >= first and hook_kind(r) != "gate"),
         "hooks": counts,
         "max_hooks_per_unit": max(counts["per_unit"].values()),
         "max_hooks_per_unit_relation": max(counts["per_unit_relation"].values() or [0]),
@@ -114,12 +127,14 @@ def convergence_record(model, testbed, t_up, ticks_up):
         "reconcile_sessions_per_unit": reconciles,
         "sshd_logins_per_vnf": logins,
         "reconcile_sessions": total_reconciles,
+        "verify_sessions": verifications,
+        "sessions": total_reconciles + verifications,
         "sshd_logins": total_logins,
-        "reconcile_sessions_settled": settled_reconciles,
+        "sessions_settled": settled_sessions,
         "hooks_until_settled": len(model.hook_log),
-        "sessions_per_reconcile": benchstats.ratio(total_logins, settled_reconciles),
+        "logins_per_session": benchstats.ratio(total_logins, settled_sessions),
         "hook_seconds": [round(r.seconds, 4) for r in runs],
-        "hook_opened_session": [opened_session(r) for r in runs],
+        "hook_kinds": [hook_kind(r) for r in runs],
         **cpu,
     }
 
@@ -225,6 +240,20 @@ def hub_specs(charms_dir, k, hub_last=True):
     return (spokes + [hub] if hub_last else [hub] + spokes), relations
 
 
+def hub_hook_costs(hook_log, hub="hub/0"):
+    """The hub's cost per relation hook over a whole instantiation: the hooks that concern one
+    relation and can change nothing end in the hook gate (their cost must not grow with the
+    number of relations: seconds and hook-tool calls each); those that run the charm decide on
+    every relation (their tool calls grow with it)."""
+    mine = [r for r in hook_log if r.unit == hub and r.relation != ""]
+    gate = [r for r in mine if hook_kind(r) == "gate"]
+    charm = [r for r in mine if hook_kind(r) != "gate"]
+    return {"hub_gate_hooks": len(gate), "hub_charm_relation_hooks": len(charm),
+            "hub_gate_hook_seconds": benchstats.summarize([r.seconds for r in gate])["median"],
+            "hub_gate_hook_tool_calls": max((r.tool_calls for r in gate), default=None),
+            "hub_charm_hook_tool_calls": benchstats.summarize([r.tool_calls for r in charm])["median"]}
+
+
 def run_synthetic_once(runner, k, hub_last=True):
     if not 1 <= k <= 250:
         raise ConvergenceError("synthetic topology size {} is outside 1-250 (one /24 link)".format(k))
@@ -244,12 +273,9 @@ def run_synthetic_once(runner, k, hub_last=True):
         rec["tunnels"], rec["vnfs"], rec["hub_last"] = k, k + 1, hub_last
         rec["hub_hooks"] = rec["hooks"]["per_unit"].get("hub/0", 0)
         rec["hooks_per_tunnel"] = rec["hooks_after_first_config"] / float(k)
-        # The hub's cost per relation-changed hook: flat in k when a hook reads one relation.
-        changed = [r.seconds for r in model.hook_log if r.unit == "hub/0" and r.hook == "hooks/vpn-relation-changed"
-                   and r.started >= model.config_times[0]]
-        rec["hub_changed_hook_seconds"] = benchstats.summarize(changed)["median"]
-        rec["hub_changed_hooks"] = len(changed)
-        rec["sessions_per_tunnel"] = rec["reconcile_sessions"] / float(k)
+        rec["charm_hooks_per_tunnel"] = rec["charm_hooks_after_first_config"] / float(k)
+        rec.update(hub_hook_costs(model.hook_log))
+        rec["sessions_per_tunnel"] = rec["sessions"] / float(k)
         rec["cpu_seconds_per_vnf"] = rec["cpu_seconds"] / float(k + 1)
         return rec
     finally:
@@ -260,16 +286,19 @@ def run_synthetic_once(runner, k, hub_last=True):
 
 def conv_line(label, rec):
     return ("{}: up {:.1f} s after the last config ({:.1f} s after the first), {} hooks ({} after the first "
-            "config), {} reconcile sessions / {} sshd logins, worst unit+relation {} hooks").format(
+            "config), {} reconcile + {} verify sessions by then, {} sshd logins for {} sessions once settled, "
+            "worst unit+relation {} hooks").format(
         label, rec["seconds_after_last_config"], rec["seconds_after_first_config"], rec["hooks_total"],
-        rec["hooks_after_first_config"], rec["reconcile_sessions"], rec["sshd_logins"],
-        rec["max_hooks_per_unit_relation"])
+        rec["hooks_after_first_config"], rec["reconcile_sessions"], rec["verify_sessions"], rec["sshd_logins"],
+        rec["sessions_settled"], rec["max_hooks_per_unit_relation"])
 
 
 CONV_METRICS = ("seconds_after_last_config", "seconds_after_first_config", "hooks_total", "hooks_after_first_config",
                 "max_hooks_per_unit", "max_hooks_per_unit_relation", "max_changed_per_unit_relation",
-                "reconcile_sessions", "sshd_logins", "sessions_per_reconcile", "hooks_per_tunnel",
-                "sessions_per_tunnel", "hub_changed_hook_seconds", "cpu_seconds", "cpu_busy_fraction",
+                "reconcile_sessions", "verify_sessions", "sessions", "sshd_logins", "logins_per_session",
+                "hooks_per_tunnel", "charm_hooks_per_tunnel",
+                "sessions_per_tunnel", "hub_gate_hook_seconds", "hub_gate_hook_tool_calls",
+                "hub_charm_hook_tool_calls", "cpu_seconds", "cpu_busy_fraction",
                 "cpu_seconds_per_vnf")
 
 

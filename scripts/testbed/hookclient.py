@@ -5,15 +5,17 @@ agent over a socket and reproduces the answer (stdout, stderr, exit status). It 
 tool call, many times per hook, so it imports nothing beyond the interpreter's built-ins
 (``_socket``; no ``json``, no ``socket`` module) and runs without site (``-S``).
 
-Request: NUL-separated UTF-8 fields: protocol "1", tool, JUJU_UNIT_NAME, JUJU_RELATION_ID,
-JUJU_REMOTE_UNIT, the number of arguments, the arguments, then standard input (read only when an
-argument says ``--file -``). Answer: exit status, stdout, stderr, NUL-separated.
+Request: NUL-separated UTF-8 fields: protocol "2", tool, JUJU_CONTEXT_ID (the hook run the call
+belongs to, as jujuc names it to the agent), JUJU_UNIT_NAME, JUJU_RELATION_ID, JUJU_REMOTE_UNIT,
+the number of arguments, the arguments, then standard input (read only when an argument says
+``--file -``). Answer: exit status, stdout, stderr, NUL-separated.
 """
 import _socket
 import os
 import sys
 
-PROTOCOL = "1"
+PROTOCOL = "2"
+ENV = ("JUJU_CONTEXT_ID", "JUJU_UNIT_NAME", "JUJU_RELATION_ID", "JUJU_REMOTE_UNIT")
 
 
 def _reads_stdin(args):
@@ -21,19 +23,20 @@ def _reads_stdin(args):
 
 
 def request(tool, args, env, stdin):
-    fields = [PROTOCOL, tool, env.get("JUJU_UNIT_NAME", ""), env.get("JUJU_RELATION_ID", ""),
-              env.get("JUJU_REMOTE_UNIT", ""), str(len(args))] + list(args) + [stdin]
+    fields = [PROTOCOL, tool] + [env.get(k, "") for k in ENV] + [str(len(args))] + list(args) + [stdin]
     return "\0".join(fields).encode("utf-8", "surrogateescape")
 
 
 def parse_request(data):
     """(tool, args, env, stdin) of a request; ValueError when it is not one."""
     fields = data.decode("utf-8", "surrogateescape").split("\0")
-    if len(fields) < 7 or fields[0] != PROTOCOL or not fields[5].isdigit() or len(fields) < 7 + int(fields[5]):
+    first = 3 + len(ENV)        # index of the first argument
+    if len(fields) < first + 1 or fields[0] != PROTOCOL or not fields[first - 1].isdigit() \
+            or len(fields) < first + 1 + int(fields[first - 1]):
         raise ValueError("not a hook-tool request")
-    n = int(fields[5])
-    env = {k: v for k, v in zip(("JUJU_UNIT_NAME", "JUJU_RELATION_ID", "JUJU_REMOTE_UNIT"), fields[2:5]) if v}
-    return fields[1], fields[6:6 + n], env, "\0".join(fields[6 + n:])
+    n = int(fields[first - 1])
+    env = {k: v for k, v in zip(ENV, fields[2:first - 1]) if v}
+    return fields[1], fields[first:first + n], env, "\0".join(fields[first + n:])
 
 
 def answer(code, out, err):

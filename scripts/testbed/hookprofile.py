@@ -54,12 +54,14 @@ def profile_hooks(runner, records):
                                                cwd=charm, env=env),
            "python_import_paramiko_s": _timed([sys.executable, "-c", "import paramiko"], cwd=charm, env=env),
            "hook_tool_call_s": _tool_call_seconds(runner.workdir)}
-    with_ssh, without = [], []
+    by_kind = {"gate": [], "charm": [], "session": [], "verify": []}
     for rec in records:
-        for took, opened in zip(rec["hook_seconds"], rec["hook_opened_session"]):
-            (with_ssh if opened else without).append(took)
-    out["hook_without_ssh_s"] = benchstats.summarize(without)
-    out["hook_with_ssh_s"] = benchstats.summarize(with_ssh)
+        for took, kind in zip(rec["hook_seconds"], rec["hook_kinds"]):
+            by_kind[kind].append(took)
+    out["hook_in_gate_s"] = benchstats.summarize(by_kind["gate"])
+    out["hook_without_ssh_s"] = benchstats.summarize(by_kind["charm"])
+    out["hook_verify_login_s"] = benchstats.summarize(by_kind["verify"])
+    out["hook_with_ssh_s"] = benchstats.summarize(by_kind["session"])
     out.update(_ssh_timing(charm, runner))
     wo, w = out["hook_without_ssh_s"]["median"], out["hook_with_ssh_s"]["median"]
     if wo is not None and w is not None and out.get("ssh_connect_s") is not None:

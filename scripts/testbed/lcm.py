@@ -17,6 +17,8 @@ end-to-end tests) the VNFs go one after another, in the descriptor's order.
 import concurrent.futures
 import time
 
+from vpnaas.charm_base import RECONCILE_SESSION
+
 
 class InstantiationFailed(Exception):
     pass
@@ -50,7 +52,8 @@ class Report(object):
 
 
 def ssh_sessions(model, unit):
-    return sum(1 for _level, msg in model.logs(unit) if msg.startswith("reconcile: ssh session"))
+    """Reconcile sessions ``unit`` opened so far (its log lines)."""
+    return sum(1 for _level, msg in model.logs(unit) if msg.startswith(RECONCILE_SESSION))
 
 
 def instantiate(testbed, model, links, vnfs, relations, progress=None, verify_tries=20, after_config=None,

@@ -61,8 +61,9 @@ class ActionResult(object):
 
 
 #: One delivered hook or action: ``started``/``ended`` are time.monotonic() values, ``relation``
-#: the relation id ("" for other hooks), ``log`` the juju-log messages the hook wrote.
-HookRun = collections.namedtuple("HookRun", "started ended unit hook seconds relation log")
+#: the relation id ("" for other hooks), ``log`` the juju-log messages the hook wrote,
+#: ``tool_calls`` the hook-tool calls it made.
+HookRun = collections.namedtuple("HookRun", "started ended unit hook seconds relation log tool_calls")
 
 
 class Model(object):
@@ -94,6 +95,7 @@ class Model(object):
         self._closer = weakref.finalize(self, _stop_server, self._server, self._socket_dir, False)
         self.hook_runs = collections.Counter()        # unit -> hooks run
         self.tool_calls = collections.Counter()       # (unit, tool) -> hook tool calls answered
+        self._context_calls = collections.Counter()   # JUJU_CONTEXT_ID -> hook tool calls answered
         self.hook_log = []                            # [HookRun], in the order they ended
         self.jobs = scheduler.UnitScheduler(parallel)
         self._context_ids = itertools.count()
@@ -116,6 +118,7 @@ class Model(object):
     def _tool_call(self, tool, args, env, stdin):
         with self._lock:
             self.tool_calls[(env.get("JUJU_UNIT_NAME", ""), tool)] += 1
+            self._context_calls[env.get("JUJU_CONTEXT_ID", "")] += 1
             return hooktool.run(self._state, tool, args, env, stdin)
 
     def _read(self):
@@ -263,7 +266,7 @@ class Model(object):
         self.settle()
 
     # ------------------------------------------------------------------ hooks
-    def _env(self, unit, dispatch_path, extra):
+    def _env(self, unit, dispatch_path, extra, context):
         env = hook_base_env(os.environ)
         env.update({
             "PATH": self.bin + os.pathsep + env.get("PATH", "/usr/bin:/bin"),
@@ -273,7 +276,7 @@ class Model(object):
             "JUJU_MODEL_NAME": self.name,
             "JUJU_VERSION": JUJU_VERSION,
             "JUJU_DISPATCH_PATH": dispatch_path,
-            "JUJU_CONTEXT_ID": "{}-{}".format(unit, next(self._context_ids)),
+            "JUJU_CONTEXT_ID": context,
         })
         env.update(extra)
         return env
@@ -282,8 +285,10 @@ class Model(object):
         charm_dir = os.path.join(self._unit_dir(unit), "charm")
         with self._lock:
             logged = len(self._state["units"][unit].get("log", []))
+        context = "{}-{}".format(unit, next(self._context_ids))
         started = time.monotonic()
-        proc = subprocess.run(self.runner + ["./dispatch"], cwd=charm_dir, env=self._env(unit, dispatch_path, extra),
+        proc = subprocess.run(self.runner + ["./dispatch"], cwd=charm_dir,
+                              env=self._env(unit, dispatch_path, extra, context),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
                               timeout=self.hook_timeout)
         ended = time.monotonic()
@@ -291,7 +296,8 @@ class Model(object):
         with self._lock:
             self.hook_runs[unit] += 1
             self.hook_log.append(HookRun(started, ended, unit, dispatch_path, ended - started,
-                                         extra.get("JUJU_RELATION_ID", ""), new_log))
+                                         extra.get("JUJU_RELATION_ID", ""), new_log,
+                                         self._context_calls.pop(context, 0)))
         if proc.returncode != 0:
             # ops sends an uncaught exception's traceback to juju-log, not to stderr.
             logged_text = "\n".join(new_log)

@@ -81,6 +81,13 @@ def test_bench_synthetic_smallest_settings(environment_ready, local_charms, tmp_
         assert run["tunnels"] == int(k) and run["vnfs"] == int(k) + 1
         assert run["seconds_after_first_config"] >= run["seconds_after_last_config"] > 0
         assert run["cpu_seconds"] > 0 and 0 < run["cpu_busy_fraction"] <= 1.05
-        assert run["sessions_per_reconcile"] == 1.0
+        assert run["logins_per_session"] == 1.0
+        assert run["sessions"] == run["reconcile_sessions"] + run["verify_sessions"]
+        # The hub's relation hooks before its config (created, joined, changed per spoke) end in the
+        # hook gate, before ops: one hook-tool call each, whatever the number of relations.
+        assert run["hub_gate_hooks"] >= 3 * int(k) and run["hub_gate_hook_tool_calls"] == 1
+        assert run["hub_charm_hook_tool_calls"] > 1
+        assert set(run["hook_kinds"]) <= {"gate", "charm", "session", "verify"} and "session" in run["hook_kinds"]
     assert result["profile"]["hook_tool_call_s"] > 0
+    assert result["profile"]["hook_in_gate_s"]["n"] >= 3 * 3
     assert result["left_behind"] == []

@@ -145,7 +145,6 @@ def proxy(vnf, monkeypatch, tmp_path, caplog):
     """The unit, installed and leader, with no config yet; its SSH key store in tmp_path."""
     caplog.set_level(logging.DEBUG)
     monkeypatch.setattr(ops.testing, "SIMULATE_CAN_CONNECT", True)   # no containers; silences ops' warning
-    monkeypatch.chdir(tmp_path)
     harness = harness_for("wireguard-proxy")
     harness.set_leader(True)
     harness.begin()

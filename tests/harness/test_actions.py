@@ -345,3 +345,24 @@ def test_rotate_keys_refuses_a_device_that_is_not_there(ready, vnf):
         "wg-vpn-peer is not an active tunnel device here (wg-vpn)"
     assert ready.act("rotate-keys", device="bad name").failed.startswith("device: ")
     assert vnf.devices["wg-vpn"].public_key == old
+
+
+def test_verify_after_the_config_session_is_one_login_that_changes_nothing(ready, vnf):
+    # OSM asks right after `config`, whose config-changed session already applied everything.
+    steps, logins = len(vnf.steps), vnf.logins
+    verified = ready.act("verify-ssh-credentials")
+    assert verified.failed is None and verified.results == {"verified": "true", "hostname": "vnf-a"}
+    assert vnf.logins == logins + 1 and len(vnf.steps) == steps and vnf.commands[-1] == "hostname"
+    assert ready.status.name == "active"
+
+
+def test_verify_applies_what_is_pending_in_its_one_login(ready, vnf):
+    vnf.fault = "refused"
+    ready.relate("vpn", "b/0", peer_data())          # the VNF refused that hook's session
+    assert ready.status.name == "waiting"
+    vnf.fault = None
+    logins = vnf.logins
+    verified = ready.act("verify-ssh-credentials")
+    assert verified.failed is None and verified.results == {"verified": "true", "hostname": "vnf-a"}
+    assert vnf.logins == logins + 1 and vnf.steps[-1] == TUNNEL_STEP[:2] + ["apply_device"] + TUNNEL_STEP[2:]
+    assert vnf.devices["wg-vpn"].peers and ready.status.name == "active"

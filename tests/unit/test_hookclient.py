@@ -99,7 +99,8 @@ def test_without_the_model_a_tool_fails_and_says_so(model):
     assert done.returncode == 1 and "the emulated VCA does not answer" in done.stderr
 
 
-@pytest.mark.parametrize("data", [b"", b"2\0is-leader", b"1\0is-leader\0a/0\0\0\0x\0", b"1\0t\0u\0\0\0\x035\0a"])
+@pytest.mark.parametrize("data", [b"", b"2\0is-leader", b"2\0is-leader\0c\0a/0\0\0\0x\0",
+                                  b"2\0t\0c\0u\0\0\0\x035\0a", b"1\0is-leader\0a/0\0\0\0\x030\0"])
 def test_a_malformed_request_is_refused(data):
     with pytest.raises(ValueError):
         hookclient.parse_request(data)
@@ -123,3 +124,25 @@ def test_many_hooks_calling_at_once_are_all_answered(model):
         t.join()
     assert [(d.returncode, d.stderr) for d in done] == [(0, "")] * calls
     assert all(d.stdout == "\"hi there\"\n" for d in done)
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_each_hook_run_counts_the_tool_calls_it_made(tmp_path, client, compiled_client):
+    """The client names its hook's context (JUJU_CONTEXT_ID, as jujuc does): the model counts
+    calls per hook run, not per unit, so concurrent hooks of other units never mix in."""
+    charm = tmp_path / "charm"
+    charm.mkdir()
+    (charm / "config.yaml").write_text("options:\n  n: {type: int, default: 1}\n")
+    # install makes three calls, every other hook one.
+    (charm / "dispatch").write_text(
+        '#!/bin/sh\nconfig-get n >/dev/null\n'
+        '[ "$JUJU_DISPATCH_PATH" != hooks/install ] || { is-leader; is-leader; } >/dev/null\n')
+    os.chmod(str(charm / "dispatch"), 0o755)
+    with vca.Model(str(tmp_path / "model"), client=client, parallel=2) as m:
+        m.deploy("a", str(charm), wait=False)
+        m.deploy("b", str(charm), wait=False)
+        m.settle()
+        runs = {(r.unit, r.hook): r.tool_calls for r in m.hook_log}
+    assert runs[("a/0", "hooks/install")] == runs[("b/0", "hooks/install")] == 3
+    assert {v for (unit, hook), v in runs.items() if hook != "hooks/install"} == {1}
+    assert len(runs) == 8

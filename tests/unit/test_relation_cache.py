@@ -2,6 +2,7 @@
 every relation; anything new (or a failed last reconcile) still reconciles."""
 import base64
 
+import pytest
 import yaml
 from ops.testing import Harness
 
@@ -9,6 +10,7 @@ from bundle.charmspec import charm_spec
 from vpnaas import charm_base, relation_cache
 
 SPEC = charm_spec("wireguard-proxy")
+pytestmark = pytest.mark.usefixtures("in_tmp_dir")    # the charms' unit state (the cache file)
 
 
 def _bag(n, peer_keys=""):
@@ -32,10 +34,10 @@ class CountingCharm(charm_base.VpnaasCharm):
     def reconcile(self, force=False, rotate=(), restart=False):
         type(self).calls.append(self._event.handle.kind)
         if type(self).fail:
-            self._stored.applied = ""
+            self._set_applied("")
             raise charm_base.ReconcileFailed("ssh down")
         self.tunnels.snapshot()
-        self._stored.applied = "fingerprint-1"
+        self._set_applied("fingerprint-1")
         return None, None
 
 

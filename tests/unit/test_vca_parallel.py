@@ -46,8 +46,8 @@ def test_hooks_get_none_of_the_operators_python_settings(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", "/somewhere/else")
     monkeypatch.setenv("JUJU_UNIT_NAME", "stale/7")
     model.deploy("hub", charm)
-    env = model._env("hub/0", "hooks/install", {})
-    assert not [k for k in env if k.startswith("PYTHON")]
+    env = model._env("hub/0", "hooks/install", {}, "hub/0-7")
+    assert not [k for k in env if k.startswith("PYTHON")] and env["JUJU_CONTEXT_ID"] == "hub/0-7"
     assert env["JUJU_UNIT_NAME"] == "hub/0" and env["LOG_DIR"] == str(tmp_path / "logs")
     assert env["PATH"].split(os.pathsep)[0] == model.bin
 

@@ -18,7 +18,7 @@ import (
 	"strconv"
 )
 
-const protocol = "1"
+const protocol = "2"
 
 func readsStdin(args []string) bool {
 	for i, a := range args {
@@ -30,8 +30,8 @@ func readsStdin(args []string) bool {
 }
 
 func request(tool string, args []string, stdin []byte) []byte {
-	fields := []string{protocol, tool, os.Getenv("JUJU_UNIT_NAME"), os.Getenv("JUJU_RELATION_ID"),
-		os.Getenv("JUJU_REMOTE_UNIT"), strconv.Itoa(len(args))}
+	fields := []string{protocol, tool, os.Getenv("JUJU_CONTEXT_ID"), os.Getenv("JUJU_UNIT_NAME"),
+		os.Getenv("JUJU_RELATION_ID"), os.Getenv("JUJU_REMOTE_UNIT"), strconv.Itoa(len(args))}
 	fields = append(fields, args...)
 	var buf bytes.Buffer
 	for _, f := range fields {
