@@ -8,9 +8,10 @@ import pytest
 from vpnaas import vnfscript
 
 
-def run_in_fresh_netns(setup, calls):
+def run_in_fresh_netns(setup, calls, after=""):
     """Run lib.sh + tunnels.sh + ``calls`` (function, args...) after ``setup`` (shell) in a new
-    network and mount namespace whose /etc/wireguard is a private tmpfs."""
+    network and mount namespace whose /etc/wireguard is a private tmpfs; ``after`` (shell) runs
+    last, its output after the routes."""
     step = vnfscript.Step(["tunnels.sh"])
     for call in calls:
         step.call(*call)
@@ -19,7 +20,7 @@ def run_in_fresh_netns(setup, calls):
              "sysctl -q -w net.ipv6.conf.all.disable_ipv6=0 net.ipv6.conf.lo.disable_ipv6=0; "
              + setup + '; f=$(mktemp); cat > "$f"; bash "$f" "$@"; rc=$?; '
              'echo "---ROUTES"; ip -o route show; ip -6 -o route show; '
-             'echo "---ADDRS"; ip -o addr show; rm -f "$f"; exit $rc')
+             + (after + "; " if after else "") + 'echo "---ADDRS"; ip -o addr show; rm -f "$f"; exit $rc')
     proc = subprocess.run(["unshare", "--net", "--mount", "--propagation", "private", "bash", "-c", outer, "step"]
                           + step.args, input=program, universal_newlines=True, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, timeout=60)
@@ -78,3 +79,57 @@ def test_an_address_that_was_there_before_is_not_adopted():
     proc, report, _, addrs = run_in_fresh_netns(setup, calls)
     assert proc.returncode == 0, proc.stderr + report
     assert "172.16.6.2/32" in addrs
+
+
+#: A counting `ip` first on the step's PATH (lib.sh puts /usr/local/sbin first): every call logged.
+IP_SHIM = ("mount -t tmpfs tmpfs /usr/local/sbin; real=$(command -v ip); "
+           "printf '#!/bin/sh\\necho \"$*\" >> /etc/wireguard/ip-calls\\nexec %s \"$@\"\\n' \"$real\" "
+           "> /usr/local/sbin/ip; chmod 755 /usr/local/sbin/ip")
+
+
+def test_routes_in_place_cost_one_listing_per_family_not_a_query_per_prefix():
+    wanted = "".join("10.250.{}.{}/32 172.16.6.1\\n".format(i // 200, i % 200 + 1) for i in range(64))
+    setup = (VETH + "; ip addr add 172.16.6.1/32 dev lo; printf '" + wanted + "' > /etc/wireguard/wg-t.routes; "
+             + IP_SHIM)
+    calls = [("install_hooks",), ("apply_routes", "wg-t"), ("apply_routes", "wg-t")]
+    proc, report, routes, _ = run_in_fresh_netns(setup, calls, after="echo ---IPCALLS; cat /etc/wireguard/ip-calls")
+    assert proc.returncode == 0, proc.stderr + report
+    assert "REFUSED" not in report
+    routes, _, ip_calls = routes.partition("---IPCALLS\n")
+    assert routes.count(" dev wg-t proto 148 ") == 64
+    lines = ip_calls.splitlines()
+    listings = [x for x in lines if x.endswith("route show table main")]
+    assert len([x for x in lines if x.startswith(("-4 route replace", "-6 route replace"))]) == 64   # first run
+    assert len(listings) == 4 and lines[-2:] == listings[-2:]          # the second run: the two listings only
+
+
+def test_routes_hook_follows_a_changed_source_and_leaves_its_own_default_route():
+    setup = (VETH + "; ip addr add 172.16.6.1/32 dev lo; ip addr add 172.16.6.9/32 dev lo; "
+             "ip route add 10.250.1.2/32 dev wg-t proto 148 src 172.16.6.9; "
+             "ip route add 10.250.1.3/32 dev wg-t proto 148 src 172.16.6.9; "
+             "ip route add default dev wg-t proto 148; "
+             "printf '10.250.1.2/32 172.16.6.1\\n10.250.1.3/32 -\\n' > /etc/wireguard/wg-t.routes")
+    proc, report, routes, _ = run_in_fresh_netns(setup, [("install_hooks",), ("apply_routes", "wg-t")])
+    assert proc.returncode == 0, proc.stderr + report
+    assert "10.250.1.2 dev wg-t proto 148 scope link src 172.16.6.1" in routes
+    line = next(x for x in routes.splitlines() if x.startswith("10.250.1.3 "))
+    assert " src " not in line and " proto 148" in line
+    assert "default dev wg-t proto 148" in routes
+
+
+def test_routes_hook_refuses_foreign_ipv6_multipath_and_typed_routes_and_withdraws_its_own_ipv6():
+    setup = (VETH + "; ip link add eth1 type veth peer name eth1-p; ip link set eth1 up; ip link set eth1-p up; "
+             "ip addr add 192.168.8.2/24 dev eth1; ip -6 addr add fd00:8::2/64 dev eth1 nodad; "
+             "ip -6 route add fd00:250::2/128 dev eth1 proto static; "
+             "ip route add 10.88.0.0/16 nexthop dev eth1 nexthop dev wg-t-peer; "
+             "ip route add blackhole 10.99.0.0/16; "
+             "ip -6 route add fd00:250::9/128 dev wg-t proto 148; "
+             "printf 'fd00:250::2/128 -\\nfd00:250::3/128 -\\n10.88.0.0/16 -\\n10.99.0.0/16 -\\n' "
+             "> /etc/wireguard/wg-t.routes")
+    proc, report, routes, _ = run_in_fresh_netns(setup, [("install_hooks",), ("apply_routes", "wg-t")])
+    assert proc.returncode == 0, proc.stderr + report
+    refused = [line for line in report.splitlines() if line.startswith("REFUSED")]
+    assert sorted(line.split()[2] for line in refused) == ["10.88.0.0/16", "10.99.0.0/16", "fd00:250::2/128"]
+    assert "blackhole 10.99.0.0/16" in next(x for x in refused if " 10.99.0.0/16 " in x)
+    assert "fd00:250::3 dev wg-t proto 148" in routes
+    assert "fd00:250::9" not in routes and "fd00:250::2 dev eth1 proto static" in routes

@@ -25,34 +25,61 @@ SERVICE_DEVICE=vpnaas0
 # that a reboot brings back exactly what a reconcile applies, through the same guarded code.
 
 vpnaas_routes() {  # dev: exactly the routes listed in /etc/wireguard/<dev>.routes point into dev
-  local dev=$1 file="/etc/wireguard/$1.routes" p s fam existing msg dst rest
-  local -a src
+  # One listing of table main per family, not one query per prefix: a hub's device has two
+  # routes per spoke, and this runs in every session that applies the device. A route already
+  # there as wanted is left alone; only new or changed ones cost an `ip` call.
+  local dev=$1 file="/etc/wireguard/$1.routes" p s fam line dst msg
+  local -a f src
+  local -A foreign=() ours=() wanted=()
   [ -e "$file" ] || : > "$file"
+  for fam in -4 -6; do
+    # A VNF booted without IPv6 has no -6 table: nothing to list there.
+    while IFS= read -r line; do
+      read -r -a f <<< "$line"
+      case "${f[0]:-nexthop}" in
+        nexthop) continue ;;   # the next hops of a multipath route: their route was the line before
+        unicast|local|broadcast|multicast|throw|unreachable|prohibit|blackhole|nat|anycast) f=("${f[@]:1}") ;;
+      esac
+      dst=${f[0]:-}
+      case "$dst" in
+        "") continue ;;
+        default) if [ "$fam" = -4 ]; then dst=0.0.0.0/0; else dst=::/0; fi ;;
+        */*) ;;
+        *) if [ "$fam" = -4 ]; then dst="$dst/32"; else dst="$dst/128"; fi ;;
+      esac
+      if [[ " $line " != *" proto $VPNAAS_PROTO "* ]]; then
+        [ -n "${foreign[$dst]:-}" ] || foreign[$dst]=$line
+      elif [[ " $line " == *" dev $dev "* ]]; then
+        ours[$dst]=$line
+      fi
+    done < <(ip "$fam" route show table main 2>/dev/null || true)
+  done
   while read -r p s; do
     [ -n "$p" ] || continue
-    case "$p" in *:*) fam=-6 ;; *) fam=-4 ;; esac
-    existing=$(ip "$fam" route show exact "$p" table main 2>/dev/null | grep -v " proto $VPNAAS_PROTO\( \|$\)" || true)
-    if [ -n "$existing" ]; then
-      echo "REFUSED $dev $p a route this charm did not create is in the way: $existing"
+    wanted[$p]=1
+    if [ -n "${foreign[$p]:-}" ]; then
+      echo "REFUSED $dev $p a route this charm did not create is in the way: ${foreign[$p]}"
       continue
+    fi
+    if [ -n "${ours[$p]:-}" ]; then
+      if [ "$s" = - ]; then
+        [[ " ${ours[$p]} " == *" src "* ]] || continue
+      elif [[ " ${ours[$p]} " == *" src $s "* ]]; then
+        continue
+      fi
     fi
     src=()
     [ "$s" = - ] || src=(src "$s")
+    case "$p" in *:*) fam=-6 ;; *) fam=-4 ;; esac
     if ! msg=$(ip "$fam" route replace "$p" dev "$dev" proto "$VPNAAS_PROTO" "${src[@]}" 2>&1); then
       echo "REFUSED $dev $p ip route: $msg"
     fi
   done < "$file"
-  for fam in -4 -6; do
-    # A VNF booted without IPv6 has no -6 table: nothing to clean there.
-    { ip "$fam" -o route show dev "$dev" proto "$VPNAAS_PROTO" 2>/dev/null || true; } | while read -r dst rest; do
-      case "$dst" in
-        default) continue ;;
-        */*) ;;
-        *) if [ "$fam" = -4 ]; then dst="$dst/32"; else dst="$dst/128"; fi ;;
-      esac
-      awk -v d="$dst" '$1 == d {found = 1} END {exit !found}' "$file" \
-        || ip "$fam" route del "$dst" dev "$dev" proto "$VPNAAS_PROTO" 2>/dev/null || true
-    done
+  for dst in "${!ours[@]}"; do
+    case "$dst" in 0.0.0.0/0|::/0) continue ;; esac
+    [ -z "${wanted[$dst]:-}" ] || continue
+    case "$dst" in *:*) fam=-6 ;; *) fam=-4 ;; esac
+    ip "$fam" route del "$dst" dev "$dev" proto "$VPNAAS_PROTO" 2>/dev/null || true
   done
 }
 
