@@ -194,12 +194,14 @@ def _conv_table(result, w):
     if not conv:
         return
     metrics = ("seconds_after_last_config", "seconds_after_first_config", "hooks_after_first_config",
-               "hooks_per_tunnel", "charm_hooks_per_tunnel", "max_hooks_per_unit_relation", "reconcile_sessions",
+               "hooks_per_tunnel", "charm_hooks_per_tunnel", "max_hooks_per_unit_relation",
+               "max_charm_hooks_per_unit_relation", "reconcile_sessions",
                "verify_sessions", "sessions_per_tunnel", "logins_per_session", "hub_gate_hook_seconds",
                "hub_gate_hook_tool_calls", "hub_charm_hook_tool_calls", "cpu_seconds", "cpu_busy_fraction")
     head = ("topology", "s after last cfg", "s after first cfg", "hooks after 1st cfg", "hooks/tunnel",
-            "charm hooks/tunnel", "max/unit+rel", "reconciles", "verifications", "sessions/tunnel", "logins/session",
-            "hub gate-hook s", "hub gate-hook tools", "hub charm-hook tools", "CPU s after 1st cfg", "cores busy", "n")
+            "charm hooks/tunnel", "max/unit+rel", "charm max/unit+rel", "reconciles", "verifications",
+            "sessions/tunnel", "logins/session", "hub gate-hook s", "hub gate-hook tools", "hub charm-hook tools",
+            "CPU s after 1st cfg", "cores busy", "n")
     rows = []
     for label, s in conv:
         rows.append([label] + [_cell(s.get(m), 1, _digits(m)) for m in metrics] + [s["seconds_after_last_config"]["n"]])
@@ -246,7 +248,8 @@ def plot(result, path):
     ax.set_xlabel("tunnels")
     ax.set_ylabel("seconds")
     ax.set_title("control-plane convergence")
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
     fig.suptitle("make bench: {}".format(result.get("wireguard", "")), fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=100)

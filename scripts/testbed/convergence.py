@@ -84,9 +84,10 @@ def hook_kind(run):
 
 
 def hook_counts(runs):
-    """Hook runs per unit, per (unit, relation) -- a hub's endpoint has one relation per spoke --
-    and relation-changed only per (unit, relation)."""
-    per_unit, per_rel, per_rel_changed = {}, {}, {}
+    """Hook runs per unit, per (unit, relation) -- a hub's endpoint has one relation per spoke --,
+    relation-changed only per (unit, relation), and per (unit, relation) the runs that reached
+    the charm (the others ended in the hook gate)."""
+    per_unit, per_rel, per_rel_changed, per_rel_charm = {}, {}, {}, {}
     for run in runs:
         per_unit[run.unit] = per_unit.get(run.unit, 0) + 1
         m = _RELATION_HOOK.match(run.hook)
@@ -95,7 +96,9 @@ def hook_counts(runs):
             per_rel[key] = per_rel.get(key, 0) + 1
             if m.group("kind") == "changed":
                 per_rel_changed[key] = per_rel_changed.get(key, 0) + 1
-    return {"per_unit": per_unit, "per_unit_relation": per_rel, "changed_per_unit_relation": per_rel_changed}
+            per_rel_charm[key] = per_rel_charm.get(key, 0) + (hook_kind(run) != "gate")
+    return {"per_unit": per_unit, "per_unit_relation": per_rel, "changed_per_unit_relation": per_rel_changed,
+            "charm_per_unit_relation": per_rel_charm}
 
 
 def convergence_record(model, testbed, t_up, ticks_up):
@@ -124,6 +127,7 @@ def convergence_record(model, testbed, t_up, ticks_up):
         "max_hooks_per_unit": max(counts["per_unit"].values()),
         "max_hooks_per_unit_relation": max(counts["per_unit_relation"].values() or [0]),
         "max_changed_per_unit_relation": max(counts["changed_per_unit_relation"].values() or [0]),
+        "max_charm_hooks_per_unit_relation": max(counts["charm_per_unit_relation"].values() or [0]),
         "reconcile_sessions_per_unit": reconciles,
         "sshd_logins_per_vnf": logins,
         "reconcile_sessions": total_reconciles,
@@ -295,6 +299,7 @@ def conv_line(label, rec):
 
 CONV_METRICS = ("seconds_after_last_config", "seconds_after_first_config", "hooks_total", "hooks_after_first_config",
                 "max_hooks_per_unit", "max_hooks_per_unit_relation", "max_changed_per_unit_relation",
+                "max_charm_hooks_per_unit_relation",
                 "reconcile_sessions", "verify_sessions", "sessions", "sshd_logins", "logins_per_session",
                 "hooks_per_tunnel", "charm_hooks_per_tunnel",
                 "sessions_per_tunnel", "hub_gate_hook_seconds", "hub_gate_hook_tool_calls",
