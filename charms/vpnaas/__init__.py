@@ -1,6 +1,7 @@
 """Shared code of the VPNaaS proxy charms.
 
-Pure modules (no ops import): refpoints, validation, wgconfig, relation_data, plan, remote, ssh.
+Pure modules (no ops import): refpoints, validation, wgconfig, relation_data, plan, remote, ssh,
+unitstate, relation_cache, hookgate (the last three also run before ops, from the charm's dispatch).
 The ops glue lives in ``charm_base``. This package is copied into every built charm under
 ``lib/vpnaas``; it must stay importable on Python 3.6 (OSM's bionic proxy machine).
 """

@@ -31,11 +31,11 @@ from vpnaas.tunnel_relation import TunnelRelations, tunnel_endpoints
 logger = logging.getLogger(__name__)
 
 REMOTE_TIMEOUT = 120
+RUN_TIMEOUT = 600
 #: The log lines of every SSH session the charm opens on its own (the bench counts them against
 #: the VNF's sshd logins): one per reconcile that contacts the VNF, one per credential check.
 RECONCILE_SESSION = "reconcile: ssh session to"
 VERIFY_SESSION = "verify: ssh session to"
-RUN_TIMEOUT = 600
 #: Events after which the VNF is checked even when the plan did not change: they are the
 #: repair path (a killed wireguard-go, a rebooted VNF) and the operator's explicit requests.
 #: config-changed is one of them only when the config (or the charm's SSH key) is not the one
