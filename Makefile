@@ -92,7 +92,8 @@ unit: venv hookclient ## every test that needs no root, on every core (pytest-xd
 unit36: $(VENV36)/.done ## the pure core, the hostile-value corpus and the charm under Harness on Python 3.6 (the shipped charms' Python)
 	$(VENV36)/bin/python -m pytest -q -p no:cacheprovider tests/unit/test_hostile_values.py \
 	  tests/unit/test_validation.py tests/unit/test_plan.py tests/unit/test_relation_data.py \
-	  tests/unit/test_vnfscript.py tests/unit/test_remote.py tests/unit/test_hookgate.py tests/harness
+	  tests/unit/test_vnfscript.py tests/unit/test_remote.py tests/unit/test_hookgate.py tests/unit/test_peer_trust.py \
+	  tests/unit/test_relation_cache.py tests/harness
 
 demo: deps venv charms-local wireguard-go hookclient ## bring up the WireGuard EPS locally in network namespaces and measure it (root)
 	$(PY) -m testbed.demo --ns $(NS)

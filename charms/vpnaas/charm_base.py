@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ops.charm import (
@@ -25,7 +26,19 @@ from ops.framework import StoredState
 from ops.model import ActiveStatus, BlockedStatus, MaintenanceStatus, StatusBase, WaitingStatus
 
 from vpnaas import plan as planning
-from vpnaas import policy, refpoints, relation_cache, relation_data, remote, ssh, unitstate, validation, vnfscript
+from vpnaas import (
+    policy,
+    refpoints,
+    relation_cache,
+    relation_data,
+    remote,
+    ssh,
+    unitstate,
+    validation,
+    vnfscript,
+    wgconfig,
+)
+from vpnaas.facts import Facts
 from vpnaas.tunnel_relation import TunnelRelations, tunnel_endpoints
 
 logger = logging.getLogger(__name__)
@@ -43,6 +56,13 @@ VERIFY_SESSION = "verify: ssh session to"
 _FORCING_EVENTS = ("update_status", "upgrade_charm", "start")
 #: The relation hooks that may find nothing to do (relation_cache), by their kind there.
 _ARRIVING = ((RelationCreatedEvent, "created"), (RelationJoinedEvent, "joined"), (RelationChangedEvent, "changed"))
+#: Tunnel steps one session may send while the VNF keeps reporting other facts than the plan was
+#: made with (the first contact needs two: learn the facts, then apply).
+FACTS_ATTEMPTS = 3
+#: What the planning and the step builder may raise on values that passed the grammar but do not
+#: fit (a step over its size bound, a value the renderer refuses): a Blocked status, never a hook
+#: that fails and is retried for ever.
+_UNFIT = (vnfscript.ScriptError, validation.InvalidValue, wgconfig.RenderError)
 
 
 class ReconcileFailed(Exception):
@@ -61,6 +81,8 @@ class VpnaasCharm(CharmBase):
         self.endpoints = tunnel_endpoints(self.meta)
         self.tunnels = TunnelRelations(self.model, self.endpoints, wants_peer_keys=self.waits_for_tunnels())
         self.state_dir = unitstate.unit_state_dir(str(self.charm_dir))
+        # Left by a run that did not end normally (its state was never committed): never a cache.
+        relation_cache.discard_pending(self.state_dir)
         self.keystore = ssh.KeyStore(self.state_dir)
         on = self.on
         for event in (on.install, on.start, on.config_changed, on.upgrade_charm, on.update_status,
@@ -98,22 +120,32 @@ class VpnaasCharm(CharmBase):
 
     def build_plan(self, manual_peers: Optional[planning.ManualPeers] = None) -> planning.Plan:
         """The plan from config, relation data (without a relation being broken in this hook),
-        the manual peers and what the VNF reported about itself last time."""
-        config = dict(self.config)
-        host = (config.get("ssh-hostname") or "").strip()
-        stored = json.loads(self._stored.facts)
-        facts = policy.Facts.from_dict(stored.get("facts")) if stored.get("host") == host else None
-        return planning.build_plan(config, self.endpoints, self.tunnels.snapshot(),
+        the manual peers and what this very VNF reported about itself last time."""
+        return planning.build_plan(dict(self.config), self.endpoints, self.tunnels.snapshot(),
                                    self._manual_peers() if manual_peers is None else manual_peers,
-                                   facts=facts, incumbents=json.loads(self._stored.claims),
+                                   facts=self._known_facts(), incumbents=json.loads(self._stored.claims),
                                    own_keys=set(json.loads(self._stored.public_keys).values()))
 
-    def _remember_facts(self, facts: policy.Facts) -> None:
+    def _vnf_identity(self) -> Dict[str, Any]:
+        """Whose facts are valid: the VNF at ``ssh-hostname`` with the host key pinned for it now
+        (a VNF rebuilt at the same address has another key, and ``reset-ssh-host-key`` unpins it)."""
         host = (self.config.get("ssh-hostname") or "").strip()
-        self._stored.facts = json.dumps({"host": host, "facts": facts.as_dict()}, sort_keys=True)
+        try:
+            port = validation.port(self.config.get("ssh-port", 22), "ssh-port")
+            name = validation.ssh_hostname(host)
+        except validation.InvalidValue:
+            return {"host": host, "hostkey": ""}
+        return {"host": host, "hostkey": self.keystore.pinned(name, port) if name else ""}
 
-    def _facts_known(self) -> bool:
-        return json.loads(self._stored.facts).get("host") == (self.config.get("ssh-hostname") or "").strip()
+    def _known_facts(self) -> Optional[Facts]:
+        stored = json.loads(self._stored.facts)
+        identity = self._vnf_identity()
+        if any(stored.get(k) != v for k, v in identity.items()):
+            return None
+        return Facts.from_dict(stored.get("facts"))
+
+    def _remember_facts(self, facts: Facts) -> None:
+        self._stored.facts = json.dumps(dict(self._vnf_identity(), facts=facts.as_dict()), sort_keys=True)
 
     # ------------------------------------------------------------------ reconcile
     def _on_event(self, event: Any) -> None:
@@ -149,15 +181,18 @@ class VpnaasCharm(CharmBase):
         unit = event.unit
         return relation_cache.nothing_to_do(state, kind, event.relation.name, event.relation.id,
                                             unit.name if unit is not None else None,
-                                            lambda: event.relation.data[unit], lambda: self.config.get("ssh-hostname"))
+                                            lambda: event.relation.data[unit], lambda: self.config.get("ssh-hostname"),
+                                            lambda: event.relation.data[self.unit])
 
     def _remember_relations(self) -> None:
         """After a reconcile that did not fail: the digests of every remote unit's data as it
         read them, for the plan the VNF holds now."""
-        bags = {relation_cache.slot(rel.id, unit.name): rel.data[unit]
-                for ep in self.endpoints for rel in self.tunnels.live(ep.name) for unit in rel.units}
+        rels = [rel for ep in self.endpoints for rel in self.tunnels.live(ep.name)]
+        bags = {relation_cache.slot(rel.id, unit.name): rel.data[unit] for rel in rels for unit in rel.units}
+        own = {rel.id: rel.data[self.unit] for rel in rels}
         relation_cache.save(self.state_dir, relation_cache.make(
-            (ep.name for ep in self.endpoints), self.cache_fields(), self._stored.applied, bags))
+            (ep.name for ep in self.endpoints), self.cache_fields(), self._stored.applied, bags,
+            relation_data.PUBLISHED, own))
 
     def _set_applied(self, fingerprint: str) -> None:
         """Record the fingerprint of the plan the VNF holds ("": unknown). The relation cache is
@@ -191,8 +226,7 @@ class VpnaasCharm(CharmBase):
         the plan; configuration that is incomplete is not a failure (WaitingStatus)."""
         plan = self.build_plan()
         if plan.errors:
-            self._set_status(BlockedStatus("config: " + "; ".join(plan.errors)))
-            raise ReconcileFailed("; ".join(plan.errors))
+            self._blocked_by_config(plan)
         if not plan.ssh_host or plan.missing:
             missing = (["ssh-hostname"] if not plan.ssh_host else []) + plan.missing
             self._set_status(WaitingStatus("waiting for {} (set by the config primitive)".format(", ".join(missing))))
@@ -200,10 +234,13 @@ class VpnaasCharm(CharmBase):
         if not self.config.get("ssh-password") and not self.keystore.has_key():
             self._set_status(BlockedStatus("no SSH credentials: run generate-ssh-key or set ssh-password"))
             raise ReconcileFailed("no SSH credentials")
-        fingerprint = plan.fingerprint()
-        if (not force and not rotate and not restart and fingerprint == self._stored.applied
-                and self.tunnels.published(plan, json.loads(self._stored.public_keys))
+        keys = json.loads(self._stored.public_keys)
+        if (not force and not rotate and not restart and plan.fingerprint() == self._stored.applied
                 and not self.component_wants_session(plan)):
+            if not self.tunnels.published(plan, keys):
+                # The VNF holds the plan, but Juju dropped what this unit published (a hook whose
+                # commit failed, or one that died): publish again, no session needed.
+                self.tunnels.publish(plan, keys)
             logger.debug("reconcile: plan unchanged, VNF not contacted")
             return plan, None
         target = self._ssh_target(plan)
@@ -212,29 +249,22 @@ class VpnaasCharm(CharmBase):
         logger.info("%s %s (%d device(s))", RECONCILE_SESSION, target.host, len(plan.devices))
         try:
             with ssh.Session(target, self.keystore) as session:
-                if not self._facts_known():
-                    # First contact with this VNF: learn what must never be routed into a tunnel
-                    # (in the same login) before any peer's prefix can become a route.
-                    self._remember_facts(self.run_vnf_step(session, target, remote.facts_step()).facts)
-                    plan = self.build_plan()
-                    fingerprint = plan.fingerprint()
-                obs = self.run_vnf_step(session, target, self._tunnel_step(plan, rotate, restart))
-                self._remember_facts(obs.facts)
-                replanned = self.build_plan()
-                if replanned.fingerprint() != fingerprint:
-                    # The VNF's own addresses changed since they were last seen: apply the plan
-                    # made with what it reports now, in the same login.
-                    plan, fingerprint = replanned, replanned.fingerprint()
-                    obs = self.run_vnf_step(session, target, self._tunnel_step(plan, rotate=(), restart=False))
-                    self._remember_facts(obs.facts)
+                plan, obs = self._apply(session, target, plan, rotate, restart)
         except (ssh.SshError, remote.RemoteError) as e:
             self._set_applied("")
             self._stored.session_config = ""
             transient = isinstance(e, ssh.SshError) and e.transient
             self._set_status(WaitingStatus(str(e)) if transient else BlockedStatus(str(e)))
             raise ReconcileFailed(str(e)) from None
+        except _UNFIT as e:
+            self._set_applied("")
+            self._set_status(BlockedStatus("cannot apply the plan: {}".format(e)))
+            raise ReconcileFailed(str(e)) from None
+        if plan.errors:
+            self._set_applied("")
+            self._blocked_by_config(plan)
         self.tunnels.publish(plan, obs.public_keys)
-        self._set_applied(fingerprint if not (obs.failed or obs.refused) else "")
+        self._set_applied(plan.fingerprint() if not (obs.failed or obs.refused) else "")
         self._stored.session_config = self._config_digest()
         self._stored.claims = json.dumps(policy.claims(plan))
         self._stored.public_keys = json.dumps(obs.public_keys, sort_keys=True)
@@ -242,8 +272,33 @@ class VpnaasCharm(CharmBase):
         self._set_status(self.component_status(plan, obs, self._status_from(plan, obs)))
         return plan, obs
 
-    def _tunnel_step(self, plan: planning.Plan, rotate: Iterable[str], restart: bool) -> vnfscript.Step:
-        return remote.tunnel_step(plan, rotate=rotate, restart=restart,
+    def _blocked_by_config(self, plan: planning.Plan) -> None:
+        self._set_status(BlockedStatus("config: " + "; ".join(plan.errors)))
+        raise ReconcileFailed("; ".join(plan.errors))
+
+    def _apply(self, session: ssh.Session, target: ssh.Target, plan: planning.Plan, rotate: Iterable[str],
+               restart: bool) -> Tuple[planning.Plan, remote.Observation]:
+        """Send the tunnel step for ``plan`` with the digest of the facts it was made with. The
+        VNF applies nothing when its facts differ (first contact, a VNF rebuilt at the same
+        address, a new gateway or address, a peer's endpoint name that resolves elsewhere): then
+        the plan is made again with what it reported, and sent again in the same login. A plan
+        that the VNF's facts make invalid (an operator's address on its management network) is
+        returned with its errors, nothing applied."""
+        for _ in range(FACTS_ATTEMPTS):
+            known = self._known_facts()
+            obs = self.run_vnf_step(session, target, self._tunnel_step(plan, known.digest if known else "",
+                                                                        rotate, restart))
+            self._remember_facts(obs.facts)
+            if not obs.facts_changed:
+                return plan, obs
+            plan = self.build_plan()
+            if plan.errors:
+                return plan, obs
+        raise ssh.SshError("the VNF reported other facts {} times in one session (its addresses are changing); "
+                           "retrying at the next event".format(FACTS_ATTEMPTS), transient=True)
+
+    def _tunnel_step(self, plan: planning.Plan, digest: str, rotate: Iterable[str], restart: bool) -> vnfscript.Step:
+        return remote.tunnel_step(plan, digest, rotate=rotate, restart=restart,
                                   component=lambda step: self.component_step(plan, step))
 
     def run_vnf_step(self, session: ssh.Session, target: ssh.Target, step: vnfscript.Step) -> remote.Observation:
@@ -410,6 +465,8 @@ class VpnaasCharm(CharmBase):
     def _on_reset_ssh_host_key(self, event: ActionEvent) -> None:
         plan = self.build_plan()
         forgotten = bool(plan.ssh_host) and self.keystore.forget_host(plan.ssh_host, plan.ssh_port)
+        # Whatever the old VNF reported about itself is not the new one's.
+        self._stored.facts = "{}"
         event.set_results({"forgotten": "true" if forgotten else "false (no pinned key)"})
         self.after_action()
 
@@ -472,6 +529,9 @@ class VpnaasCharm(CharmBase):
     def _on_rotate_keys(self, event: ActionEvent) -> None:
         wanted = event.params.get("device") or ""
         plan = self.build_plan()
+        if plan.errors:
+            event.fail("config: " + "; ".join(plan.errors))
+            return
         names = [d.name for d in plan.devices]
         if wanted:
             try:
@@ -507,3 +567,14 @@ class Outcome(object):
         self.plan = plan
         self.obs = obs
         self.error = error
+
+
+def main(charm_class: Any) -> None:
+    """Run ``charm_class`` for this hook with ops, then let the relation cache this run wrote
+    become the cache (``relation_cache``): only now, when ops has committed the charm's stored
+    state. A run that raises, or is killed before, leaves its pending copy unused."""
+    from ops.main import main as ops_main
+
+    ops_main(charm_class)
+    charm_dir = os.environ.get("JUJU_CHARM_DIR") or os.path.dirname(os.path.dirname(os.path.realpath(sys.argv[0])))
+    relation_cache.promote(unitstate.unit_state_dir(charm_dir))

@@ -6,9 +6,10 @@ target) works on the values below, each already checked by ``validation``. A bad
 later by OSM's ``config`` primitive raises ``MissingOption`` (the unit waits, it is not an error).
 """
 import ipaddress
-from typing import Any, Dict, List, NamedTuple
+from typing import Any, Dict, List, NamedTuple, Optional
 
 from vpnaas import refpoints, validation
+from vpnaas.facts import Facts
 from vpnaas.validation import Interface, Network
 
 
@@ -37,6 +38,7 @@ class EndpointConfig(NamedTuple):
     service_addresses: List[Interface]
     publish_host: str              # the underlay host the peer sends to
     allowance: List[Network]       # <ep>-peer-prefixes: what a related peer may announce
+    service_network: Optional[Network]  # <ep>-service-network: the IP plan's network of this endpoint
 
 
 def parse(config: Dict[str, Any]) -> CharmConfig:
@@ -54,14 +56,65 @@ def parse(config: Dict[str, Any]) -> CharmConfig:
 
 def parse_endpoint(config: Dict[str, Any], name: str, role: str, ssh_host: str) -> EndpointConfig:
     publish = config.get(name + "-endpoint-address") or ""
+    service = validation.service_address_list(config.get(name + "-service-addresses") or "",
+                                              name + "-service-addresses")
     return EndpointConfig(
         listen_port=validation.port(config.get(name + "-listen-port"), name + "-listen-port"),
         address=_tunnel_address(config, name, role),
-        service_addresses=validation.service_address_list(config.get(name + "-service-addresses") or "",
-                                                          name + "-service-addresses"),
+        service_addresses=service,
         publish_host=validation.host(publish, name + "-endpoint-address") if publish.strip() else ssh_host,
         allowance=validation.prefix_list(config.get(name + "-peer-prefixes") or "", name + "-peer-prefixes"),
+        service_network=_service_network(config, name, service),
     )
+
+
+def _service_network(config: Dict[str, Any], name: str, service: List[Interface]) -> Optional[Network]:
+    """``<ep>-service-network``, else the reference point's network of the bundle's IP plan, else
+    None. This VNF's own service addresses must lie inside it: an address outside is a plan that
+    differs from the default, and the default would then refuse the peer's address too."""
+    key = name + "-service-network"
+    given = (config.get(key) or "").strip()
+    text = given or refpoints.default_service_network(name)
+    if not text:
+        return None
+    net = validation.prefix(text, key)
+    outside = [str(a) for a in service if not (a.version == net.version and a.ip in net)]
+    if outside:
+        origin = "" if given else " (the bundle's IP plan)"
+        raise validation.InvalidValue("{}-service-addresses: {} outside {} {}{}; set {} to your plan's network".format(
+            name, ", ".join(outside), key, net, origin, key))
+    return net
+
+
+def check_against_vnf(epc: EndpointConfig, name: str, facts: Facts) -> None:
+    """Refuse an endpoint's own addresses that would cut the VNF off once applied: a service or
+    tunnel address that equals or contains the SSH client (the charm's management path) or a
+    default gateway, or that lies in or spans one of the VNF's connected networks (its address
+    would become local there: traffic to that network's hosts would never leave the VNF).
+    Needs what the VNF reported about itself; without that, nothing to check yet."""
+    if not facts.known:
+        return
+    connected = facts.connected()
+    for key, iface in ([(name + "-service-addresses", a) for a in epc.service_addresses]
+                       + [(name + "-tunnel-address", epc.address)]):
+        net = iface.network
+        why = None
+        if facts.client and _contains(net, facts.client):
+            why = "contains the SSH client {}, the charm's management path".format(facts.client)
+        for gateway in facts.gateways:
+            if why is None and _contains(net, gateway):
+                why = "contains this VNF's default gateway {}".format(gateway)
+        for cnet in connected:
+            if why is None and cnet.version == net.version and (iface.ip in cnet or net.overlaps(cnet)):
+                why = "lies in this VNF's connected network {}".format(cnet)
+        if why:
+            raise validation.InvalidValue("{}: {} {}; nothing was applied (choose an address outside "
+                                          "the VNF's own networks)".format(key, iface, why))
+
+
+def _contains(net: Network, address: Any) -> bool:
+    ip = ipaddress.ip_address(str(address))
+    return ip.version == net.version and ip in net
 
 
 def _tunnel_address(config: Dict[str, Any], name: str, role: str) -> Interface:

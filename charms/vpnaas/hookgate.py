@@ -7,11 +7,13 @@ relation, and importing ops alone costs a tenth of a second or more. A hub relat
 runs about 3k relation hooks (created, joined, one changed per data change of each spoke), most
 of which can change nothing (``relation_cache``): through ops each costs O(k) hook-tool calls,
 O(k^2) in all, and the hub's hooks run one at a time. Here such a hook costs an interpreter
-start, one or two hook-tool calls and a small file read, whatever k is. No library offers a
+start, at most three hook-tool calls and a small file read, whatever k is. No library offers a
 decision made before the framework starts; the decision itself is ``relation_cache``'s, the
 same function the charm applies inside ops.
 
-Run as ``python3 -S -m vpnaas.hookgate`` from the charm directory, with the hook's environment.
+Run as ``python3 -S -m vpnaas.hookgate`` from the charm directory, with the hook's environment
+(``JUJU_UNIT_NAME`` names this unit: its own data on the relation is read back as Juju holds it,
+so that a hook whose earlier run's publication Juju dropped is never skipped).
 Exit status 0: nothing to do, the hook ends (successfully) here. 1: run the charm. Anything
 unexpected (a value of the wrong shape, a failing or slow tool call, an unreadable cache) means
 "run the charm": this gate can only ever skip what the charm would have skipped. It writes
@@ -68,12 +70,14 @@ def nothing_to_do(environ: Mapping[str, str]) -> bool:
     if not hook or not rid or not charm_dir or environ.get("JUJU_RELATION", "") != hook.group(1):
         return False
     unit = environ.get("JUJU_REMOTE_UNIT", "")
-    if unit and not _UNIT.fullmatch(unit):
+    me = environ.get("JUJU_UNIT_NAME", "")
+    if (unit and not _UNIT.fullmatch(unit)) or not _UNIT.fullmatch(me):
         return False
     relation_id = int(rid.group(1))
     state = relation_cache.load(unitstate.unit_state_dir(charm_dir))
     return relation_cache.nothing_to_do(state, hook.group(2), hook.group(1), relation_id, unit or None,
-                                        lambda: _databag(relation_id, unit), _ssh_hostname)
+                                        lambda: _databag(relation_id, unit), _ssh_hostname,
+                                        lambda: _databag(relation_id, me))
 
 
 def main() -> int:

@@ -7,10 +7,11 @@ match the plan.
 import hashlib
 import ipaddress
 import json
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from vpnaas import config as charm_config
 from vpnaas import policy, refpoints, relation_data, validation
+from vpnaas.facts import Facts
 from vpnaas.validation import Interface, Network
 
 #: {endpoint: [{remote unit: databag}]}, one dict per relation
@@ -32,7 +33,7 @@ class TunnelEndpoint(object):
 
 
 class Peer(object):
-    __slots__ = ("public_key", "endpoint", "allowed_ips", "source", "tunnel", "wants_peer_keys")
+    __slots__ = ("public_key", "endpoint", "allowed_ips", "source", "tunnel", "wants_peer_keys", "endpoint_hosts")
 
     def __init__(self, public_key: str, endpoint: str, allowed_ips: List[Network], source: str,
                  tunnel: Optional[Network] = None, wants_peer_keys: bool = False) -> None:
@@ -43,6 +44,8 @@ class Peer(object):
         self.tunnel = tunnel            # the peer's tunnel address as a host prefix (related units)
         # The peer's unit asked for peer-keys (relation data only; nothing on the VNF depends on it).
         self.wants_peer_keys = wants_peer_keys
+        #: The host prefixes of its endpoint as this VNF reaches it (set by the policy).
+        self.endpoint_hosts: List[Network] = []
 
     def as_dict(self) -> Dict[str, Any]:
         return {"public-key": self.public_key, "endpoint": self.endpoint,
@@ -53,7 +56,8 @@ class Device(object):
     """One WireGuard device as it must be on the VNF."""
 
     def __init__(self, endpoint: str, listen_port: int, address: Interface, mtu: int, keepalive: int,
-                 service_addresses: List[Interface], publish_host: str, allowance: Iterable[Network] = ()) -> None:
+                 service_addresses: List[Interface], publish_host: str, allowance: Iterable[Network] = (),
+                 service_network: Optional[Network] = None) -> None:
         self.endpoint = endpoint
         self.name = refpoints.device_name(endpoint)
         self.listen_port = listen_port
@@ -63,6 +67,7 @@ class Device(object):
         self.service_addresses = service_addresses  # interfaces on the dummy device
         self.publish_host = publish_host        # underlay host the peer should send to
         self.allowance = list(allowance)        # <ep>-peer-prefixes: what related peers may announce
+        self.service_network = service_network  # <ep>-service-network: the default allowance
         self.peers: List[Peer] = []
         self.waiting: List[str] = []  # why a peer is not there yet (shown in the status)
         self.problems: List[str] = []  # invalid or refused peer data
@@ -97,6 +102,10 @@ class Plan(object):
         self.ssh_port = 22
         self.ssh_connect_timeout = 10
         self.config: Optional[charm_config.CharmConfig] = None  # once the options parse
+        #: Claims kept for related units that are not admitted now (policy: ownership survives).
+        self.retained: List[str] = []
+        #: Every endpoint name of the peers, admitted or not (the VNF resolves them first).
+        self.endpoint_names: List[str] = []
 
     @property
     def service_addresses(self) -> List[Interface]:
@@ -110,6 +119,9 @@ class Plan(object):
     def device(self, endpoint: str) -> Optional[Device]:
         return next((d for d in self.devices if d.endpoint == endpoint), None)
 
+    def device_by_name(self, name: str) -> Device:
+        return next(d for d in self.devices if d.name == name)
+
     def fingerprint(self) -> str:
         """Stable hash of everything that would be applied on the VNF, and of what was refused."""
         # Problems too: a peer that changes what it is refused must see the status change; and
@@ -122,7 +134,7 @@ class Plan(object):
 
 
 def build_plan(config: Dict[str, Any], endpoints: List[TunnelEndpoint], relations: Relations,
-               manual_peers: ManualPeers, facts: Optional[policy.Facts] = None, incumbents: Iterable[str] = (),
+               manual_peers: ManualPeers, facts: Optional[Facts] = None, incumbents: Iterable[str] = (),
                own_keys: Iterable[str] = ()) -> Plan:
     """Compute the plan.
 
@@ -130,11 +142,12 @@ def build_plan(config: Dict[str, Any], endpoints: List[TunnelEndpoint], relation
     endpoints     -- TunnelEndpoint list
     relations     -- {endpoint name: [{remote unit name: databag dict}, ...]} one dict per relation
     manual_peers  -- {endpoint name: [{"public-key", "endpoint", "allowed-ips"}]} from add-peer
-    facts         -- policy.Facts the VNF reported (None: not known yet)
-    incumbents    -- policy.claims() of the plan applied before
+    facts         -- facts.Facts the VNF reported (None: not known yet)
+    incumbents    -- policy.claims() kept from the plan applied before
     own_keys      -- this VNF's own public keys
     """
     plan = Plan()
+    facts = facts or Facts()
     try:
         cfg = charm_config.parse(config)
     except validation.InvalidValue as e:
@@ -143,6 +156,8 @@ def build_plan(config: Dict[str, Any], endpoints: List[TunnelEndpoint], relation
     plan.config = cfg
     plan.ssh_host, plan.ssh_port, plan.ssh_connect_timeout = cfg.ssh_host, cfg.ssh_port, cfg.connect_timeout
     used_ports: Dict[int, str] = {}
+    related: Dict[str, List[str]] = {}
+    names: Set[str] = set()
     for ep in endpoints:
         rels = relations.get(ep.name) or []
         manual = manual_peers.get(ep.name) or []
@@ -150,6 +165,7 @@ def build_plan(config: Dict[str, Any], endpoints: List[TunnelEndpoint], relation
             continue
         try:
             epc = charm_config.parse_endpoint(config, ep.name, ep.role, plan.ssh_host)
+            charm_config.check_against_vnf(epc, ep.name, facts)
         except validation.InvalidValue as e:
             plan.errors.append(str(e))
             continue
@@ -162,7 +178,8 @@ def build_plan(config: Dict[str, Any], endpoints: List[TunnelEndpoint], relation
             continue
         used_ports[port] = ep.name
         dev = Device(ep.name, port, epc.address, cfg.mtu, cfg.keepalive, epc.service_addresses, epc.publish_host,
-                     epc.allowance)
+                     epc.allowance, epc.service_network)
+        related[dev.name] = [unit for units in rels for unit in units]
         for units in rels:
             for unit in sorted(units):
                 try:
@@ -183,8 +200,10 @@ def build_plan(config: Dict[str, Any], endpoints: List[TunnelEndpoint], relation
                 dev.peers.append(_manual_peer(entry))
             except (validation.InvalidValue, KeyError, TypeError) as e:
                 dev.problems.append("stored manual peer ignored: {}".format(e))
+        names.update(policy.endpoint_host(p.endpoint) for p in dev.peers)
         plan.devices.append(dev)
-    policy.admit(plan, facts or policy.Facts(), incumbents, own_keys)
+    plan.endpoint_names = sorted(n for n in names if n and not policy.is_ip(n))
+    policy.admit(plan, facts, incumbents, own_keys, related)
     return plan
 
 

@@ -1,40 +1,66 @@
 """The route policy: which of a peer's prefixes may become AllowedIPs and routes on this VNF.
 
 Pure functions, no ops and no SSH. A related unit's relation data is not trusted (see
-docs/security.md): whatever prefixes it announces, a prefix is admitted only when
+docs/security.md). First each peer is judged on its own; a prefix is admitted only when
 
 * it lies inside what the operator allowed for that endpoint: ``<endpoint>-peer-prefixes``, or,
-  when that option is empty, it is a single address (/32, /128) -- a peer can never claim a
-  network the operator did not name;
+  when that option is empty, it is a single address (/32, /128) inside the reference point's
+  service network (``<endpoint>-service-network``, the NS's IP plan): with neither set, a peer
+  gets nothing but its tunnel address. A peer can never claim a network the operator did not
+  name, nor a host outside the service network (a DNS server, the cloud's metadata service);
+* it is not a special-purpose address that no tunnel may carry, whatever the allowance says:
+  "this network", loopback, link-local (169.254.169.254 is the metadata service), multicast,
+  reserved and limited broadcast, IPv4-mapped IPv6;
 * it does not overlap anything of this VNF: its own addresses (tunnel, service, management,
   endpoint), its connected networks, its default gateway, the management path to the charm (the
   SSH client's address), nor the tunnel network of another device; it is never a default route;
-* it does not contain a WireGuard endpoint (that would route the tunnel into itself);
-* it is not IPv6 on a VNF whose IPv6 is off;
-* no other peer, on this device or another one, claims an overlapping prefix. Ownership rule:
-  the operator's manual peers win over related units; otherwise the peer that already had the
-  prefix (applied in an earlier reconcile) keeps it; between newcomers neither gets it. The same
-  rule applies to public keys across all devices of the VNF, so a related unit can neither
-  displace a manual peer nor take another unit's place by publishing that unit's key.
+* it does not contain the peer's own WireGuard endpoint (that would route its tunnel into itself);
+* it is not IPv6 on a VNF whose IPv6 is off.
 
-A refused prefix is dropped from the peer (the rest of the tunnel keeps working) and reported
-as a problem naming the unit, the device and the prefix; a peer whose own tunnel address or key
-is refused is dropped whole. Manual peers (add-peer) obey the same rules except the allowance,
-which the operator sets for related units only.
+A peer whose tunnel address or public key is refused, whose endpoint name does not resolve on
+the VNF, or that announces this VNF's own key is dropped whole. Only then, among the peers so
+admitted, are claims compared: a public key (on the whole VNF), a prefix, and the addresses of a
+peer's WireGuard endpoint (an IP, or what its DNS name resolves to on the VNF) each belong to one
+peer. Ownership rule: the operator's manual peers win over related units; otherwise the peer
+that already held the claim keeps it; between newcomers neither gets it. A peer that loses its
+endpoint (it lies inside a prefix another peer holds) is dropped whole; a lost prefix is dropped
+from its peer. A peer's endpoint protects nothing before that peer is admitted, so a refused
+unit can never evict anybody.
+
+What a related unit held stays its own while it is related, even through a publication that is
+refused or incomplete: its claims are *retained* (``Plan.retained``) and keep newcomers off until
+the unit publishes good data again or departs.
+
+A refused prefix is reported as a problem naming the unit, the device and the prefix, and the
+rest of the tunnel keeps working. Manual peers (add-peer) obey the same rules except the
+allowance, which the operator sets for related units only.
 """
 import ipaddress
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
-from vpnaas import validation
+from vpnaas.facts import Facts, Forbidden, host_prefix
 from vpnaas.relation_data import MANUAL
-from vpnaas.validation import Address, Interface, Network
+from vpnaas.validation import Network
 
 if TYPE_CHECKING:   # plan imports this module; the annotations only need the names
     from vpnaas.plan import Device, Peer, Plan
 
-Forbidden = List[Tuple[Network, str]]
-Claim = Tuple["Device", "Peer", str]
-
+#: Ranges no tunnel may carry (IANA's special-purpose registries, RFC 6890: not forwardable, or
+#: only meaningful on one link or host), with the reason shown in the status.
+SPECIAL_PURPOSE: List[Tuple[Network, str]] = [
+    (ipaddress.ip_network(net), why) for net, why in (
+        ("0.0.0.0/8", "'this network' (0.0.0.0/8)"),
+        ("127.0.0.0/8", "loopback (127.0.0.0/8)"),
+        ("169.254.0.0/16", "link-local (169.254.0.0/16, the cloud's metadata service)"),
+        ("224.0.0.0/4", "multicast (224.0.0.0/4)"),
+        ("240.0.0.0/4", "reserved and limited broadcast (240.0.0.0/4)"),
+        ("::/128", "the unspecified address (::)"),
+        ("::1/128", "loopback (::1)"),
+        ("::ffff:0:0/96", "IPv4-mapped IPv6 (::ffff:0:0/96)"),
+        ("fe80::/10", "link-local (fe80::/10)"),
+        ("ff00::/8", "multicast (ff00::/8)"),
+    )
+]
 
 
 def _inside(inner: Network, outer: Network) -> bool:
@@ -47,80 +73,27 @@ def _overlap(a: Network, b: Network) -> bool:
     return a.version == b.version and a.overlaps(b)
 
 
-def _host(address: Any) -> Network:
-    address = ipaddress.ip_address(str(address))
-    return ipaddress.ip_network("{}/{}".format(address, address.max_prefixlen))
-
-
-class Facts(object):
-    """What the VNF reported about itself (``report_facts`` in vnf/tunnels.sh)."""
-
-    def __init__(self, addresses: Iterable[Interface] = (), gateways: Iterable[Address] = (), client: str = "",
-                 ipv6: bool = True, known: bool = False) -> None:
-        self.addresses = list(addresses)   # every address not owned by the charm
-        self.gateways = list(gateways)     # of the default routes
-        self.client = client               # the SSH client's address as the VNF sees it, or ""
-        self.ipv6 = ipv6
-        self.known = known                 # False until a VNF has reported
-
-    @classmethod
-    def from_lines(cls, lines: Iterable[str]) -> "Facts":
-        """From ``<kind> <value>`` lines; values are checked, unknown or malformed lines skipped."""
-        facts = cls(known=True)
-        for line in lines:
-            kind, _, value = line.partition(" ")
-            try:
-                if kind == "addr":
-                    facts.addresses.append(validation.interface_address(value, "address"))
-                elif kind == "gateway":
-                    facts.gateways.append(validation.ip_address(value, "gateway"))
-                elif kind == "client":
-                    facts.client = str(validation.ip_address(value, "client"))
-                elif kind == "ipv6":
-                    facts.ipv6 = value == "on"
-            except validation.InvalidValue:
-                continue
-        return facts
-
-    def as_dict(self) -> Dict[str, Any]:
-        return {"addresses": [str(a) for a in self.addresses], "gateways": [str(g) for g in self.gateways],
-                "client": self.client, "ipv6": self.ipv6}
-
-    @classmethod
-    def from_dict(cls, doc: Optional[Dict[str, Any]]) -> "Facts":
-        if not doc:
-            return cls()
-        return cls.from_lines(["addr " + a for a in doc.get("addresses", [])]
-                              + ["gateway " + g for g in doc.get("gateways", [])]
-                              + (["client " + doc["client"]] if doc.get("client") else [])
-                              + ["ipv6 " + ("on" if doc.get("ipv6", True) else "off")])
-
-    def forbidden(self) -> Forbidden:
-        """(network, reason) pairs a peer prefix must not overlap."""
-        # Most precise reason first: a prefix may overlap several of these.
-        out: Forbidden = []
-        if self.client:
-            out.append((_host(self.client), "the management path to the charm ({})".format(self.client)))
-        out += [(_host(g), "this VNF's default gateway {}".format(g)) for g in self.gateways]
-        out += [(_host(iface.ip), "this VNF's address {}".format(iface.ip)) for iface in self.addresses]
-        out += [(iface.network, "this VNF's connected network {}".format(iface.network))
-                for iface in self.addresses if iface.network.prefixlen < iface.network.max_prefixlen]
-        return out
+def special_purpose(prefix: Network) -> Optional[str]:
+    """Why ``prefix`` may never be carried by a tunnel (None: it may)."""
+    for net, why in SPECIAL_PURPOSE:
+        if _overlap(prefix, net):
+            return why
+    return None
 
 
 def _own_forbidden(plan: "Plan") -> Forbidden:
     out: Forbidden = []
     for dev in plan.devices:
         out.append((dev.address.network, "the tunnel network of {}".format(dev.name)))
-        out += [(_host(a.ip), "this VNF's service address {}".format(a.ip)) for a in dev.service_addresses]
-        if _is_ip(dev.publish_host):
-            out.append((_host(dev.publish_host), "this VNF's endpoint address {}".format(dev.publish_host)))
-    if _is_ip(plan.ssh_host):
-        out.append((_host(plan.ssh_host), "this VNF's management address {}".format(plan.ssh_host)))
+        out += [(host_prefix(a.ip), "this VNF's service address {}".format(a.ip)) for a in dev.service_addresses]
+        if is_ip(dev.publish_host):
+            out.append((host_prefix(dev.publish_host), "this VNF's endpoint address {}".format(dev.publish_host)))
+    if is_ip(plan.ssh_host):
+        out.append((host_prefix(plan.ssh_host), "this VNF's management address {}".format(plan.ssh_host)))
     return out
 
 
-def _is_ip(text: str) -> bool:
+def is_ip(text: str) -> bool:
     try:
         ipaddress.ip_address(text)
         return True
@@ -128,133 +101,281 @@ def _is_ip(text: str) -> bool:
         return False
 
 
-def _endpoint_hosts(plan: "Plan") -> Forbidden:
-    out: Forbidden = []
-    for dev in plan.devices:
-        for peer in dev.peers:
-            host = peer.endpoint.rsplit(":", 1)[0].strip("[]") if peer.endpoint else ""
-            if _is_ip(host):
-                out.append((_host(host), "the WireGuard endpoint of {}".format(peer.source)))
-    return out
+def endpoint_host(endpoint: str) -> str:
+    """The host part of ``host:port`` / ``[v6]:port`` ("" for a peer without an endpoint)."""
+    return endpoint.rsplit(":", 1)[0].strip("[]") if endpoint else ""
+
+
+def _allowance_refusal(dev: "Device", prefix: Network) -> Optional[str]:
+    """Why a related unit may not announce ``prefix`` on ``dev`` (None: the operator allows it)."""
+    if dev.allowance:
+        if any(_inside(prefix, a) for a in dev.allowance):
+            return None
+        return "outside {}-peer-prefixes".format(dev.endpoint)
+    if dev.service_network is None:
+        return ("only the peer's tunnel address is admitted: set {0}-service-network (the IP plan's "
+                "network of this reference point) or {0}-peer-prefixes".format(dev.endpoint))
+    if not _inside(prefix, dev.service_network):
+        return "outside {}-service-network {} (set {}-peer-prefixes to allow more)".format(
+            dev.endpoint, dev.service_network, dev.endpoint)
+    if prefix.prefixlen != prefix.max_prefixlen:
+        return "a network; only single addresses unless {}-peer-prefixes allows it".format(dev.endpoint)
+    return None
 
 
 def prefix_refusal(dev: "Device", peer: "Peer", prefix: Network, forbidden: Forbidden,
                    facts: Facts) -> Optional[str]:
-    """Why ``prefix`` of ``peer`` on ``dev`` must not be routed (None: it may)."""
+    """Why ``prefix`` of ``peer`` on ``dev`` must not be routed, judged on its own (None: it may)."""
     tunnel_net = dev.address.network
     if _inside(prefix, tunnel_net):
         if dev.address.ip in prefix:
             return "it contains this device's own tunnel address {}".format(dev.address.ip)
         return None
-    if peer.source != MANUAL:
-        if dev.allowance:
-            if not any(_inside(prefix, a) for a in dev.allowance):
-                return "outside {}-peer-prefixes".format(dev.endpoint)
-        elif prefix.prefixlen != prefix.max_prefixlen:
-            return "a network; only single addresses unless {}-peer-prefixes allows it".format(dev.endpoint)
     if prefix.prefixlen == 0:
         return "a default route"
+    special = special_purpose(prefix)
+    if special:
+        return "it overlaps {}".format(special)
+    if peer.source != MANUAL:
+        why = _allowance_refusal(dev, prefix)
+        if why:
+            return why
     if prefix.version == 6 and facts.known and not facts.ipv6:
         return "IPv6 is disabled on this VNF"
     for net, reason in forbidden:
         if _overlap(prefix, net):
             return "it overlaps {}".format(reason)
+    for host in peer.endpoint_hosts:
+        if _overlap(prefix, host):
+            return "it contains the peer's own WireGuard endpoint {}".format(host.network_address)
     return None
 
 
-def admit(plan: "Plan", facts: Facts, incumbents: Iterable[str] = (), own_keys: Iterable[str] = ()) -> None:
-    """Apply the policy to every device of ``plan`` in place. ``incumbents`` are the claims
-    applied before (see ``claims``); ``own_keys`` are this VNF's own public keys."""
-    forbidden = _endpoint_hosts(plan) + _own_forbidden(plan) + facts.forbidden()
+def endpoint_hosts(peer: "Peer", facts: Facts) -> Tuple[List[Network], Optional[str]]:
+    """(host prefixes of ``peer``'s WireGuard endpoint, why the peer cannot be admitted or None).
+    A DNS name counts as what it resolves to on the VNF; one the VNF has not resolved yet (the
+    tunnel step resolves every name first) or that does not resolve is no endpoint to admit."""
+    host = endpoint_host(peer.endpoint)
+    if not host:
+        return [], None
+    if is_ip(host):
+        return [host_prefix(host)], None
+    if host not in facts.resolved:
+        return [], "waiting for this VNF to resolve its endpoint name {}".format(host)
+    addresses = facts.resolved[host]
+    if not addresses:
+        return [], "its endpoint name {} does not resolve on this VNF".format(host)
+    return [host_prefix(a) for a in addresses], None
+
+
+class Claim(object):
+    """One thing a peer holds: a public key, a prefix or an endpoint address."""
+    __slots__ = ("dev", "source", "peer", "kind", "value", "net")
+
+    def __init__(self, dev: str, source: str, peer: Optional["Peer"], kind: str, value: str,
+                 net: Optional[Network] = None) -> None:
+        self.dev = dev          # device name
+        self.source = source    # remote unit or MANUAL
+        self.peer = peer        # None: retained for a related unit that is not admitted now
+        self.kind = kind        # "key", "prefix", "endpoint"
+        self.value = value
+        self.net = net
+
+    @property
+    def record(self) -> str:
+        """How the claim is kept between reconciles (``claims``)."""
+        what = {"key": "key:", "endpoint": "endpoint:", "prefix": ""}[self.kind] + self.value
+        return "{}|{}|{}".format(self.dev, self.source, what)
+
+    def owner(self) -> str:
+        return "{} on {}".format(self.source, self.dev)
+
+
+def parse_record(record: str) -> Optional[Claim]:
+    """A kept claim, or None for text this code did not write (state is re-checked when read)."""
+    parts = record.split("|")
+    if len(parts) != 3:
+        return None
+    dev, source, what = parts
+    try:
+        if what.startswith("key:"):
+            return Claim(dev, source, None, "key", what[4:])
+        if what.startswith("endpoint:"):
+            net = host_prefix(what[9:])
+            return Claim(dev, source, None, "endpoint", str(net.network_address), net)
+        net = ipaddress.ip_network(what)
+        return Claim(dev, source, None, "prefix", str(net), net)
+    except ValueError:
+        return None
+
+
+def admit(plan: "Plan", facts: Facts, incumbents: Iterable[str] = (), own_keys: Iterable[str] = (),
+          related: Optional[Mapping[str, Iterable[str]]] = None) -> None:
+    """Apply the policy to every device of ``plan`` in place.
+
+    ``incumbents`` are the claims kept from before (``claims``); ``own_keys`` are this VNF's own
+    public keys; ``related`` names, per device, the units related on its endpoint now (their
+    claims are retained while they are not admitted; None: nobody's)."""
     held = set(incumbents)
-    own = set(own_keys)
+    _admit_each(plan, facts, set(own_keys))
+    admitted = {(dev.name, peer.source) for dev in plan.devices for peer in dev.peers}
+    related_now = {dev: set(units) for dev, units in (related or {}).items()}
+    retained = [c for c in (parse_record(r) for r in sorted(held)) if c is not None and c.source != MANUAL
+                and (c.dev, c.source) not in admitted and c.source in related_now.get(c.dev, ())]
+    plan.retained = sorted(c.record for c in retained)
+    _resolve(plan, [c for c in retained if c.kind == "key"], held, _key_claims, "its public key")
+    _resolve(plan, [c for c in retained if c.kind != "key"], held, _address_claims, "")
+    for dev in plan.devices:
+        dev.peers = [p for p in dev.peers if p.allowed_ips and (p.tunnel is None or p.tunnel in p.allowed_ips)]
+
+
+def _admit_each(plan: "Plan", facts: Facts, own: Set[str]) -> None:
+    """Each peer judged on its own: refused prefixes dropped, peers that cannot be kept dropped."""
+    forbidden = _own_forbidden(plan) + facts.forbidden()
     for dev in plan.devices:
         kept = []
         for peer in dev.peers:
-            refusals = [(p, prefix_refusal(dev, peer, p, forbidden, facts)) for p in peer.allowed_ips]
             if peer.tunnel is not None and not _inside(peer.tunnel, dev.address.network):
                 dev.problems.append("refused {} from {}: its tunnel address {} is outside {}'s tunnel network {}"
                                     .format(dev.name, peer.source, peer.tunnel.network_address, dev.name,
                                             dev.address.network))
                 continue
+            if peer.public_key in own:
+                dev.problems.append("refused {} on {}: it announces this VNF's own key".format(peer.source, dev.name))
+                continue
+            peer.endpoint_hosts, unusable = endpoint_hosts(peer, facts)
+            if unusable:
+                if unusable.startswith("waiting"):
+                    dev.waiting.append("{}: {}".format(peer.source, unusable))
+                else:
+                    dev.problems.append("refused {} on {}: {}".format(peer.source, dev.name, unusable))
+                continue
+            refusals = [(p, prefix_refusal(dev, peer, p, forbidden, facts)) for p in peer.allowed_ips]
             bad = [(p, why) for p, why in refusals if why]
             for p, why in bad:
                 dev.problems.append("refused {} from {} on {}: {}".format(p, peer.source, dev.name, why))
             if peer.tunnel is not None and any(p == peer.tunnel for p, _ in bad):
                 continue
-            if peer.public_key in own:
-                dev.problems.append("refused {} on {}: it announces this VNF's own key".format(peer.source, dev.name))
-                continue
             peer.allowed_ips = [p for p, why in refusals if not why]
             if peer.allowed_ips:
                 kept.append(peer)
         dev.peers = kept
-    _resolve_keys(plan, held)
-    _resolve_prefixes(plan, held)
 
 
-def _rank(dev: "Device", peer: "Peer", what: str, incumbents: Set[str]) -> Tuple[int, int]:
-    """Lower wins: manual peers first, then whoever held ``what`` before."""
-    held = "{}|{}|{}".format(dev.name, peer.source, what) in incumbents
-    return (0 if peer.source == MANUAL else 1, 0 if held else 1)
+def _key_claims(plan: "Plan") -> List[Claim]:
+    return [Claim(dev.name, peer.source, peer, "key", peer.public_key) for dev in plan.devices for peer in dev.peers]
 
 
-def _winners(claims: List[Claim], incumbents: Set[str]) -> List[Claim]:
-    """claims: [(dev, peer, what)] that conflict pairwise; returns the ones that keep ``what``."""
-    ranked = sorted(claims, key=lambda c: _rank(c[0], c[1], c[2], incumbents))
-    best = _rank(ranked[0][0], ranked[0][1], ranked[0][2], incumbents)
-    top = [c for c in ranked if _rank(c[0], c[1], c[2], incumbents) == best]
-    return top if len(top) == 1 else []
-
-
-def _resolve_keys(plan: "Plan", incumbents: Set[str]) -> None:
-    """A public key belongs to one peer on the whole VNF: whoever holds its private key would
-    otherwise be accepted with the addresses of every peer that announced it."""
-    by_key: Dict[str, List[Tuple[Device, Peer]]] = {}
+def _address_claims(plan: "Plan") -> List[Claim]:
+    out = []
     for dev in plan.devices:
         for peer in dev.peers:
-            by_key.setdefault(peer.public_key, []).append((dev, peer))
-    dropped: Set[int] = set()
-    for key, claims_ in by_key.items():
-        if len(claims_) < 2:
-            continue
-        winners = _winners([(d, p, "key:" + key) for d, p in claims_], incumbents)
-        for dev, peer in claims_:
-            if not any(w[1] is peer for w in winners):
-                others = ", ".join("{} on {}".format(p.source, d.name) for d, p in claims_ if p is not peer)
-                dev.problems.append("refused {} on {}: its public key is also announced by {}"
-                                    .format(peer.source, dev.name, others))
-                dropped.add(id(peer))
-    for dev in plan.devices:
-        dev.peers = [p for p in dev.peers if id(p) not in dropped]
+            out += [Claim(dev.name, peer.source, peer, "prefix", str(p), p) for p in peer.allowed_ips]
+            out += [Claim(dev.name, peer.source, peer, "endpoint", str(h.network_address), h)
+                    for h in peer.endpoint_hosts]
+    return out
 
 
-def _resolve_prefixes(plan: "Plan", incumbents: Set[str]) -> None:
-    claims = [(dev, peer, prefix) for dev in plan.devices for peer in dev.peers for prefix in peer.allowed_ips]
-    lost: Set[int] = set()
+def _rank(claim: Claim, incumbents: Set[str]) -> Tuple[int, int]:
+    """Lower wins: manual peers first, then whoever held the claim before (retained claims did)."""
+    held = claim.peer is None or claim.record in incumbents
+    return (0 if claim.source == MANUAL else 1, 0 if held else 1)
+
+
+def _winner(group: List[Claim], incumbents: Set[str]) -> Optional[Claim]:
+    """The one claim of a conflicting group that keeps its value, or None when the best rank is shared."""
+    ranks = [_rank(c, incumbents) for c in group]
+    best = min(ranks)
+    top = [c for c, r in zip(group, ranks) if r == best]
+    return top[0] if len(top) == 1 else None
+
+
+def _rivals(claims: List[Claim]) -> Dict[int, List[int]]:
+    """{i: indices of the claims that conflict with claims[i]}: the same key, or overlapping
+    addresses of another peer (two endpoints never conflict: peers may share a host).
+
+    Prefixes overlap only by containment, so each claim looks up its supernets at the prefix
+    lengths that occur: O(n * lengths) instead of comparing every pair (a hub with hundreds of
+    spokes runs this in every reconcile)."""
+    out: Dict[int, List[int]] = {i: [] for i in range(len(claims))}
+    by_value: Dict[Tuple[Any, ...], List[int]] = {}
+    lengths: Dict[int, Set[int]] = {}
+    for i, c in enumerate(claims):
+        if c.net is None:
+            by_value.setdefault(("key", c.value), []).append(i)
+        else:
+            by_value.setdefault((c.net.version, c.net.prefixlen, int(c.net.network_address)), []).append(i)
+            lengths.setdefault(c.net.version, set()).add(c.net.prefixlen)
+    for i, c in enumerate(claims):
+        if c.net is None:
+            found = by_value[("key", c.value)]
+        else:
+            found = []
+            for length in sorted(lengths[c.net.version]):
+                if length > c.net.prefixlen:
+                    break
+                sup = c.net.supernet(new_prefix=length) if length < c.net.prefixlen else c.net
+                found += by_value.get((sup.version, length, int(sup.network_address)), [])
+        for j in found:
+            if j == i or _same_owner(c, claims[j]):
+                continue
+            if c.kind == "endpoint" and claims[j].kind == "endpoint":
+                continue
+            out[i].append(j)
+            out[j].append(i)
+    return {i: sorted(set(js)) for i, js in out.items()}
+
+
+def _same_owner(a: Claim, b: Claim) -> bool:
+    """Claims of one peer never conflict (manual peers share their source: compare the peers)."""
+    if a.peer is not None and b.peer is not None:
+        return a.peer is b.peer
+    return (a.dev, a.source) == (b.dev, b.source)
+
+
+def _resolve(plan: "Plan", retained: List[Claim], incumbents: Set[str], collect: Any, subject: str) -> None:
+    """Settle the conflicts among the admitted peers' claims (``collect(plan)``) and the retained
+    ones: every claim that is not the single best of itself and its rivals is lost."""
+    claims = collect(plan) + retained
+    rivals = _rivals(claims)
+    lost_peers: Set[int] = set()
+    lost_prefixes: Dict[int, Set[str]] = {}
     for i, claim in enumerate(claims):
-        rivals = [c for j, c in enumerate(claims) if j != i and c[1] is not claim[1] and _overlap(c[2], claim[2])]
-        if not rivals:
+        if claim.peer is None or not rivals[i]:
             continue
-        group = [claim] + rivals
-        winners = _winners([(d, p, str(x)) for d, p, x in group], incumbents)
-        if not any(w[1] is claim[1] and w[2] == str(claim[2]) for w in winners):
-            lost.add(i)
-            dev, peer, prefix = claim
+        group = [claim] + [claims[j] for j in rivals[i]]
+        if _winner(group, incumbents) is claim:
+            continue
+        others = ", ".join(sorted({c.owner() + ("" if c.peer is not None else " (held; its data is not usable now)")
+                                   for c in group[1:]}))
+        dev = plan.device_by_name(claim.dev)
+        if claim.kind == "key":
+            dev.problems.append("refused {} on {}: {} is also announced by {}".format(
+                claim.source, claim.dev, subject, others))
+            lost_peers.add(id(claim.peer))
+        elif claim.kind == "endpoint":
+            dev.problems.append("refused {} on {}: its endpoint {} lies inside what {} holds".format(
+                claim.source, claim.dev, claim.value, others))
+            lost_peers.add(id(claim.peer))
+        else:
             dev.problems.append("refused {} from {} on {}: also claimed by {}".format(
-                prefix, peer.source, dev.name, ", ".join("{} on {}".format(p.source, d.name) for d, p, _ in rivals)))
+                claim.value, claim.source, claim.dev, others))
+            lost_prefixes.setdefault(id(claim.peer), set()).add(claim.value)
     for dev in plan.devices:
+        dev.peers = [p for p in dev.peers if id(p) not in lost_peers]
         for peer in dev.peers:
-            peer.allowed_ips = [p for p in peer.allowed_ips
-                                if not any(i in lost for i, c in enumerate(claims) if c[1] is peer and c[2] == p)]
-        dev.peers = [p for p in dev.peers if p.allowed_ips and (p.tunnel is None or p.tunnel in p.allowed_ips)]
+            gone = lost_prefixes.get(id(peer))
+            if gone:
+                peer.allowed_ips = [p for p in peer.allowed_ips if str(p) not in gone]
 
 
 def claims(plan: "Plan") -> List[str]:
-    """The claims of an applied plan, kept as the incumbents of the next one."""
-    out: List[str] = []
+    """The claims of an applied plan and the retained ones: the incumbents of the next plan."""
+    out = set(plan.retained)
     for dev in plan.devices:
         for peer in dev.peers:
-            out.append("{}|{}|key:{}".format(dev.name, peer.source, peer.public_key))
-            out += ["{}|{}|{}".format(dev.name, peer.source, p) for p in peer.allowed_ips]
+            out.add("{}|{}|key:{}".format(dev.name, peer.source, peer.public_key))
+            out.update("{}|{}|{}".format(dev.name, peer.source, p) for p in peer.allowed_ips)
+            out.update("{}|{}|endpoint:{}".format(dev.name, peer.source, h.network_address)
+                       for h in peer.endpoint_hosts)
     return sorted(out)

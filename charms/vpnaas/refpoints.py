@@ -15,6 +15,17 @@ REFERENCE_POINTS = {
     "s1u": (51825, "10.250.5.0/30", "GTP-U SPGW-U-eNB"),
 }
 
+#: The service network of each reference point in the bundle's IP plan (docs/bundle.md): both
+#: ends' service addresses lie in it, and an empty ``<ep>-peer-prefixes`` admits single
+#: addresses inside it only (``<ep>-service-network`` overrides it for another plan).
+SERVICE_NETWORKS = {
+    "s6a": "172.16.6.0/24",
+    "s11": "172.16.1.0/24",
+    "s1c": "192.168.247.0/24",
+    "sxab": "172.55.55.0/24",
+    "s1u": "192.168.248.0/24",
+}
+
 #: Interface name prefix shared by every tunnel relation; the full interface is
 #: ``wireguard-<reference point>`` so that Juju refuses to relate S6a to S11 by mistake.
 INTERFACE_PREFIX = "wireguard"
@@ -29,6 +40,10 @@ def default_port(endpoint: str) -> int:
 def default_tunnel_network(endpoint: str) -> str:
     entry = REFERENCE_POINTS.get(endpoint)
     return entry[1] if entry else ""
+
+
+def default_service_network(endpoint: str) -> str:
+    return SERVICE_NETWORKS.get(endpoint, "")
 
 
 def device_name(endpoint: str) -> str:

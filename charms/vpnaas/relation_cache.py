@@ -24,11 +24,25 @@ The cache is a file in the unit's state directory (``unitstate``), not ops' stor
 charm's ``dispatch`` asks ``hookgate`` first, which decides with ``nothing_to_do`` below before
 ops is imported (ops 1.5.4 builds every relation of the endpoint to restore one event). The file
 holds the tunnel endpoints, the digested fields, the fingerprint of the plan the VNF held when
-the digests were taken (``applied``), and one digest per relation and remote unit. It is only
-valid while the VNF holds that plan: the charm removes it (``forget``) whenever the plan the VNF
-holds changes or a reconcile fails, and writes it again (``remember``) after every reconcile
-that did not fail. A file that cannot be read, or of another format, is no cache: nothing is
-skipped. Pure standard library (``hookgate`` imports it before ops).
+the digests were taken (``applied``), one digest per relation and remote unit, and one digest per
+relation of what this unit itself published there (``own``).
+
+It is only valid while three things hold, and each has its own guard:
+
+* the VNF holds that plan: the charm removes the file (``forget``) whenever the plan the VNF
+  holds changes or a reconcile fails;
+* the charm's own state was committed: the file is written as a pending copy (``save``) and made
+  the cache only after ops has committed its stored state, once the charm's process ends
+  normally (``promote``, called by ``charm_base.main``). A hook that dies after a reconcile
+  leaves its pending copy behind, which is never read and is removed by the next run;
+* Juju holds what this unit published: Juju flushes a hook's ``relation-set`` only when the hook
+  succeeded and its commit reached the controller, and retries it otherwise. So a hook is
+  skipped only when this unit's own fields on that relation, as Juju hands them to the new hook,
+  still have the digest recorded with the cache; a dropped commit always reaches the charm,
+  which publishes again.
+
+A file that cannot be read, or of another format, is no cache: nothing is skipped. Pure
+standard library (``hookgate`` imports it before ops).
 """
 import hashlib
 import json
@@ -37,8 +51,9 @@ from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence
 
 from vpnaas import unitstate
 
-FORMAT = 1
+FORMAT = 2
 FILE_NAME = "relation-cache.json"
+PENDING_NAME = "relation-cache.pending.json"
 #: Relation hooks that may find nothing to do; departed and broken always reconcile.
 ARRIVING = ("created", "joined", "changed")
 
@@ -59,6 +74,10 @@ def path(directory: str) -> str:
     return os.path.join(directory, FILE_NAME)
 
 
+def pending_path(directory: str) -> str:
+    return os.path.join(directory, PENDING_NAME)
+
+
 def _strings(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
@@ -72,43 +91,74 @@ def load(directory: str) -> Optional[State]:
         return None
     if not (isinstance(state, dict) and state.get("format") == FORMAT and isinstance(state.get("applied"), str)
             and _strings(state.get("endpoints")) and _strings(state.get("fields"))
-            and isinstance(state.get("digests"), dict)
-            and all(isinstance(k, str) and isinstance(v, str) for k, v in state["digests"].items())):
+            and _strings(state.get("own_fields")) and _digests(state.get("digests"))
+            and _digests(state.get("own"))):
         return None
     return state
 
 
+def _digests(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+
+
 def make(endpoints: Iterable[str], fields: Sequence[str], applied: str,
-         databags: Mapping[str, Mapping[str, Any]]) -> State:
-    """A cache of ``databags`` ({slot: remote unit's databag}) taken while the VNF held ``applied``."""
+         databags: Mapping[str, Mapping[str, Any]], own_fields: Sequence[str] = (),
+         own: Optional[Mapping[int, Mapping[str, Any]]] = None) -> State:
+    """A cache of ``databags`` ({slot: remote unit's databag}) taken while the VNF held ``applied``,
+    with this unit's own databags as it published them ({relation id: databag})."""
     return {"format": FORMAT, "applied": applied, "endpoints": sorted(endpoints), "fields": list(fields),
-            "digests": {s: digest(bag, fields) for s, bag in databags.items()}}
+            "digests": {s: digest(bag, fields) for s, bag in databags.items()},
+            "own_fields": list(own_fields),
+            "own": {str(rid): digest(bag, own_fields) for rid, bag in (own or {}).items()}}
 
 
 def save(directory: str, state: State) -> None:
-    unitstate.write_atomic(path(directory), json.dumps(state, sort_keys=True).encode(), 0o600)
+    """Write the cache as pending: it becomes the cache only when ``promote`` runs."""
+    unitstate.write_atomic(pending_path(directory), json.dumps(state, sort_keys=True).encode(), 0o600)
 
 
-def forget(directory: str) -> None:
+def promote(directory: str) -> None:
+    """After the charm's state was committed: the pending cache of this run becomes the cache."""
     try:
-        os.remove(path(directory))
+        os.rename(pending_path(directory), path(directory))
     except FileNotFoundError:
         pass
 
 
+def discard_pending(directory: str) -> None:
+    """At the start of a charm run: a pending cache left by a run that did not end normally."""
+    try:
+        os.remove(pending_path(directory))
+    except FileNotFoundError:
+        pass
+
+
+def forget(directory: str) -> None:
+    for name in (path(directory), pending_path(directory)):
+        try:
+            os.remove(name)
+        except FileNotFoundError:
+            pass
+
+
 def nothing_to_do(state: Optional[State], kind: str, endpoint: str, relation_id: int, unit: Optional[str],
-                  remote_data: Callable[[], Optional[Mapping[str, Any]]], ssh_hostname: Callable[[], Any]) -> bool:
+                  remote_data: Callable[[], Optional[Mapping[str, Any]]], ssh_hostname: Callable[[], Any],
+                  own_data: Callable[[], Optional[Mapping[str, Any]]] = lambda: None) -> bool:
     """True when the relation hook ``kind`` (created, joined, changed ...) of ``endpoint`` can
     change nothing: a relation-changed whose remote ``unit``'s data (``remote_data()``, None if
-    unreadable) has the digest the cache holds, or any arriving hook while ``ssh_hostname()`` is
-    empty. ``state`` is the loaded cache; without one nothing is skipped. The callables are only
-    called when needed (each may be a hook-tool call)."""
+    unreadable) has the digest the cache holds while this unit's own data on the relation
+    (``own_data()``, as Juju holds it) has the digest recorded with it, or any arriving hook while
+    ``ssh_hostname()`` is empty. ``state`` is the loaded cache; without one nothing is skipped.
+    The callables are only called when needed (each may be a hook-tool call)."""
     if state is None or kind not in ARRIVING or endpoint not in state["endpoints"]:
         return False
     if kind == "changed" and unit and state["applied"]:
         known = state["digests"].get(slot(relation_id, unit))
-        if known is not None:
+        own = state["own"].get(str(relation_id))
+        if known is not None and own is not None:
             data = remote_data()
             if data is not None and known == digest(data, state["fields"]):
-                return True
+                mine = own_data()
+                if mine is not None and own == digest(mine, state["own_fields"]):
+                    return True
     return not ssh_hostname()

@@ -28,6 +28,8 @@ MANUAL = "manual"   # the source of a peer added by the operator (add-peer), not
 KEYS = ("vpnaas-schema", "public-key", "endpoint", "tunnel-address", "service-prefixes")
 WANTS_PEER_KEYS = "wants-peer-keys"
 PEER_KEYS = "peer-keys"
+#: Every field a unit writes (what a dropped hook commit can lose: relation_cache).
+PUBLISHED = KEYS + (WANTS_PEER_KEYS, PEER_KEYS)
 _YES = "yes"
 
 

@@ -13,8 +13,8 @@ The report never contains the private key: only peer lines of ``wg show dump`` a
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from vpnaas import validation, vnfscript, wgconfig
+from vpnaas.facts import Facts
 from vpnaas.plan import Plan
-from vpnaas.policy import Facts
 
 TUNNEL_FILES = ("tunnels.sh",)
 
@@ -23,33 +23,37 @@ class RemoteError(Exception):
     pass
 
 
-def tunnel_step(plan: Plan, rotate: Iterable[str] = (), restart: bool = False,
+def tunnel_step(plan: Plan, facts_digest: str = "", rotate: Iterable[str] = (), restart: bool = False,
                 component: Optional[Callable[[vnfscript.Step], None]] = None) -> vnfscript.Step:
     """The tunnel step for ``plan``; ``rotate`` names devices that get a new key pair.
+
+    ``facts_digest`` is the digest of the facts ``plan`` was made with (the VNF's own, from an
+    earlier report; "" for none): the VNF first reports its facts and applies nothing unless
+    they still have that digest (``Observation.facts_changed``), so no plan made with another
+    VNF's or outdated facts is ever applied. The WireGuard configurations travel in the
+    program's data section (their size grows with the number of peers; the command line's
+    does not).
 
     ``component(step)`` may add a component's own files and calls (e.g. start its service once
     its tunnels have a handshake); they run after the tunnels are applied, before the report, in
     the same session, and may report ``COMPONENT <key> <value>`` lines. Helpers they can use:
     out, fail, isolated, has_handshake <dev>..."""
     step = vnfscript.Step(TUNNEL_FILES)
+    step.call("facts_guard", facts_digest or "-", *plan.endpoint_names)
     step.call("tunnels_prepare")
     step.call("service_addresses", *[str(a) for a in plan.service_addresses])
     names = []
-    for dev in plan.devices:
+    for i, dev in enumerate(plan.devices, 1):
         names.append(dev.name)
-        step.call("apply_device", dev.name, "1" if dev.name in rotate else "0", "1" if restart else "0",
-                  vnfscript.b64(wgconfig.render_body(dev)), vnfscript.b64(wgconfig.render_routes(dev)))
+        data = "DEVICE{}".format(i)
+        step.data(data + "_BODY", vnfscript.b64(wgconfig.render_body(dev)))
+        step.data(data + "_ROUTES", vnfscript.b64(wgconfig.render_routes(dev)))
+        step.call("apply_device", dev.name, "1" if dev.name in rotate else "0", "1" if restart else "0", data)
     step.call("remove_stale_devices", *names)
     if component is not None:
         component(step)
-    step.call("report_facts")
     step.call("report", *names)
     return step
-
-
-def facts_step() -> vnfscript.Step:
-    """Only the facts the route policy needs (the first contact with a VNF): changes nothing."""
-    return vnfscript.Step(TUNNEL_FILES).call("report_facts")
 
 
 class Observation(object):
@@ -65,6 +69,7 @@ class Observation(object):
         self.failed: Dict[str, str] = {}  # device -> why it could not be applied
         self.refused: List[Tuple[str, str, str]] = []  # routes the VNF refused: dev, prefix, why
         self.facts = Facts()
+        self.facts_changed = False   # the VNF stopped before applying: plan again with ``facts``
         self.now = 0
         self.hostname = ""
         self.component: Dict[str, str] = {}
@@ -96,6 +101,7 @@ def parse_report(text: str, rc: int = 0, stderr: str = "") -> Observation:
 def _observation(report: vnfscript.Report) -> Observation:
     obs = Observation()
     facts: List[str] = []
+    digest = ""
     for kind, rest in report.lines:
         if kind == "INIT":
             obs.init = rest
@@ -118,6 +124,11 @@ def _observation(report: vnfscript.Report) -> Observation:
             obs.refused.append((dev, prefix, scrub(reason)[:120]))
         elif kind == "FACT":
             facts.append(rest)
+        elif kind == "FACTS":
+            if rest == "changed":
+                obs.facts_changed = True
+            else:
+                digest = rest
         elif kind == "UP":
             obs.up[rest] = True
         elif kind == "DOWN":
@@ -132,7 +143,7 @@ def _observation(report: vnfscript.Report) -> Observation:
         elif kind == "PEER":
             dev, _, dump = rest.partition(" ")
             obs.peers.setdefault(dev, []).append(_peer_from_dump(dump, obs.now))
-    obs.facts = Facts.from_lines(facts)
+    obs.facts = Facts.from_lines(facts, digest)
     return obs
 
 

@@ -5,6 +5,7 @@ checks host keys. Here the host key is trusted on first use and pinned afterward
 is refused with a message that says what to do), every connection and command has a deadline,
 and each call is one session: the caller decides how many round trips a reconcile costs (one).
 """
+import hashlib
 import logging
 import os
 import socket
@@ -129,6 +130,20 @@ class KeyStore(object):
         except (paramiko.SSHException, OSError, ValueError) as e:
             raise SshError("the charm's SSH key {} is unreadable ({}): remove it and run generate-ssh-key"
                            .format(self.key_path, str(e) or type(e).__name__)) from None
+
+    def pinned(self, host: str, port: int) -> str:
+        """A digest of the host key pinned for ``host`` ("" when none is): what ties facts learnt
+        in a session to the machine that reported them. Read as text, without paramiko (it runs in
+        every plan): known_hosts lines are ``name[,name] type base64``, as paramiko writes them."""
+        name = _host_entry(host, port)
+        try:
+            with open(self.known_hosts_path) as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return ""
+        keys = sorted(" ".join(f[1:3]) for f in (line.split() for line in lines)
+                      if len(f) >= 3 and name in f[0].split(","))
+        return hashlib.sha256("\n".join(keys).encode()).hexdigest() if keys else ""
 
     def forget_host(self, host: str, port: int) -> bool:
         if not os.path.exists(self.known_hosts_path):

@@ -5,7 +5,10 @@ A step is a program made of the shell library ``vnf/lib.sh``, the step's own fil
 The values travel as positional arguments of the remote command, each shell-quoted and checked
 to be one printable word or text without control characters; secrets travel in a data section
 after the program's ``exit`` (read by ``secret NAME``), so they are neither on a command line
-(visible in ``ps``) nor in the program text. The program is saved to a private temporary file
+(visible in ``ps``) nor in the program text. Bulky values whose size grows with the number of
+peers (a hub's WireGuard configuration) travel in the same data section (``Step.data``, read by
+``data_item NAME``): the program comes on stdin, which has no size limit, while sshd hands the
+command line to the shell as one argument of at most 128 KiB. The program is saved to a private temporary file
 on the VNF and run with stdin from /dev/null, so no program it starts can swallow its text.
 
 The report is line based: ``KEYWORD rest``. ``ERROR text`` ends the step with a failure and the
@@ -22,6 +25,9 @@ LIBRARY = "lib.sh"
 DATA_MARKER = "__VPNAAS_DATA__"
 #: sshd hands the command line to the login shell as one argument (at most 128 KiB on Linux).
 MAX_COMMAND = 96 * 1024
+#: The program (with its data section) comes on stdin; this only bounds what a hostile or runaway
+#: plan can make the charm send: a hub with a thousand peers needs well under a megabyte.
+MAX_PROGRAM = 16 * 1024 * 1024
 _SAFE_ARG = re.compile(r"[\x20-\x7e]*")
 _FUNCTION = re.compile(r"[a-z_][a-z0-9_]*")
 _SECRET_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
@@ -48,6 +54,7 @@ class Step(object):
         self.calls: List[Tuple[str, int, int]] = []  # (function, first argument index, count)
         self.args: List[str] = []
         self.secrets: Dict[str, str] = {}
+        self.blobs: Dict[str, str] = {}
 
     def call(self, function: str, *args: object) -> "Step":
         """Add a call ``function "$i" "$j" ...``: the function name is code, the args are values."""
@@ -67,6 +74,15 @@ class Step(object):
         self.secrets[name] = value
         return self
 
+    def data(self, name: str, value: str) -> "Step":
+        """A value for the data section that is not secret, only large (read by ``data_item``)."""
+        if not _SECRET_NAME.fullmatch(name) or name in self.secrets:
+            raise ScriptError("not a data name: {!r}".format(name))
+        if "\n" in value or "\r" in value or "\0" in value:
+            raise ScriptError("data {} contains a line break".format(name))
+        self.blobs[name] = value
+        return self
+
     def program(self) -> str:
         parts = [load(LIBRARY)] + [load(name) for name in self.files]
         for function, first, count in self.calls:
@@ -74,10 +90,13 @@ class Step(object):
         parts.append("out DONE")
         parts.append("exit 0")
         text = "\n".join(parts) + "\n"
-        if self.secrets:
-            data = "".join("{}={}\n".format(k, v) for k, v in sorted(self.secrets.items()))
+        section = dict(self.blobs, **self.secrets)
+        if section:
+            data = "".join("{}={}\n".format(k, v) for k, v in sorted(section.items()))
             encoded = base64.b64encode(data.encode("utf-8")).decode("ascii")
             text += DATA_MARKER + "\n" + "\n".join(encoded[i:i + 76] for i in range(0, len(encoded), 76)) + "\n"
+        if len(text) > MAX_PROGRAM:
+            raise ScriptError("the step is {} bytes (at most {})".format(len(text), MAX_PROGRAM))
         return text
 
     def command(self, username: str, timeout: Optional[int] = None) -> str:

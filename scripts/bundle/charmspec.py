@@ -60,6 +60,10 @@ def tunnel_options(endpoint, role):
             mine, ipaddress.ip_network(net).prefixlen, "first" if role == "provider" else "second", net)
     else:
         addr_help = "required for this endpoint"
+    service_net = refpoints.default_service_network(endpoint)
+    service_help = ("Empty: {} (the bundle's IP plan).".format(service_net) if service_net else
+                    "Empty: none, so that a related peer gets only its tunnel address unless this or "
+                    "{}-peer-prefixes is set.".format(endpoint))
     return {
         endpoint + "-tunnel-address": {
             "type": "string", "default": "",
@@ -75,12 +79,17 @@ def tunnel_options(endpoint, role):
             "type": "string", "default": "",
             "description": "Comma-separated addresses (CIDR) of this VNF's {} service, put on the dummy "
                            "interface and routed by the peer into wg-{}.".format(endpoint, endpoint)},
+        endpoint + "-service-network": {
+            "type": "string", "default": "",
+            "description": "The {} service network of the NS's IP plan (CIDR): both ends' service addresses lie "
+                           "in it. {}".format(endpoint, service_help)},
         endpoint + "-peer-prefixes": {
             "type": "string", "default": "",
             "description": "Comma-separated prefixes (CIDR) inside which the related peer on {} may announce its "
-                           "service prefixes; empty: single addresses (/32, /128) only. A prefix that overlaps "
-                           "this VNF's own or connected addresses, its management path or another peer's prefix "
-                           "is refused whatever this says (docs/security.md).".format(endpoint)},
+                           "service prefixes; empty: single addresses (/32, /128) inside {}-service-network only. "
+                           "A prefix that overlaps this VNF's own or connected addresses, its management path, "
+                           "another peer's prefix or a special-purpose range (loopback, link-local, multicast...) "
+                           "is refused whatever this says (docs/security.md).".format(endpoint, endpoint)},
     }
 
 

@@ -23,6 +23,8 @@ HANDSHAKE_TIMEOUT = 120
 STAR_LINK, STAR_CIDR = "star", "192.168.64.0/24"
 STAR_TUNNEL = "10.251.0.{}/24"
 HUB_SVC, SPOKE_SVC = "172.17.0.1/32", "172.17.1.{}/32"
+#: The star's service network: what each side admits from the other (vpn*-service-network).
+STAR_SERVICE_NET = "172.17.0.0/16"
 
 
 class ConvergenceError(Exception):
@@ -233,13 +235,15 @@ def hub_specs(charms_dir, k, hub_last=True):
     charm = os.path.join(charms_dir, "wireguard-proxy")
     hub = lcm.VnfSpec("hub", charm, {STAR_LINK: "192.168.64.1/24"}, {
         "ssh-hostname": "<rw_mgmt_ip>", "ssh-username": "root", "vpn-endpoint-address": "192.168.64.1",
-        "vpn-tunnel-address": STAR_TUNNEL.format(1), "vpn-service-addresses": HUB_SVC})
+        "vpn-tunnel-address": STAR_TUNNEL.format(1), "vpn-service-addresses": HUB_SVC,
+        "vpn-service-network": STAR_SERVICE_NET})
     spokes = []
     for i in range(1, k + 1):
         spokes.append(lcm.VnfSpec("s{}".format(i), charm, {STAR_LINK: "192.168.64.{}/24".format(i + 1)}, {
             "ssh-hostname": "<rw_mgmt_ip>", "ssh-username": "root",
             "vpn-peer-endpoint-address": "192.168.64.{}".format(i + 1),
-            "vpn-peer-tunnel-address": STAR_TUNNEL.format(i + 1), "vpn-peer-service-addresses": SPOKE_SVC.format(i)}))
+            "vpn-peer-tunnel-address": STAR_TUNNEL.format(i + 1), "vpn-peer-service-addresses": SPOKE_SVC.format(i),
+            "vpn-peer-service-network": STAR_SERVICE_NET}))
     relations = [("hub:vpn", "{}:vpn-peer".format(s.name)) for s in spokes]
     return (spokes + [hub] if hub_last else [hub] + spokes), relations
 

@@ -1,6 +1,9 @@
+
 """The five charms under Harness (ops 1.5.4) with the SSH layer replaced by a fake VNF."""
 
 import base64
+import hashlib
+import ipaddress
 import logging
 import re
 import shlex
@@ -8,7 +11,7 @@ import shlex
 import pytest
 from charms_helpers import COMPONENTS, LTE_K, LTE_OP, OWN_KEY, PEER_KEY, SECRETS, config_for, harness_for
 
-from vpnaas import ssh
+from vpnaas import refpoints, ssh
 
 ENDPOINTS = {
     "hss": ("s6a", "mme"),
@@ -38,6 +41,12 @@ def peer_tunnel_address(charm, endpoint):
     net = ipaddress.ip_network(refpoints.default_tunnel_network(endpoint))
     role = next(e.role for e in charm.endpoints if e.name == endpoint)
     return "{}/{}".format(list(net.hosts())[1 if role == "provider" else 0], net.prefixlen)
+
+
+def peer_service_address(endpoint):
+    """A related unit's service address inside the reference point's service network (what an
+    empty <ep>-peer-prefixes admits)."""
+    return "{}/32".format(ipaddress.ip_network(refpoints.SERVICE_NETWORKS[endpoint])[200])
 
 
 def step_args(command):
@@ -100,10 +109,14 @@ class FakeVnf(object):
         self.scripts.append(script)
         args = step_args(command)
         calls = called(script)
-        if set(calls) == {"report_facts"}:  # first contact: what must never be routed
-            return 0, "FACT addr 10.0.0.5/24\nFACT gateway 10.0.0.1\nFACT client 10.0.0.9\nDONE\n", ""
+        if "facts_guard" in calls:  # what must never be routed; nothing applied unless as planned
+            facts = sorted(["addr 10.0.0.5/24", "gateway 10.0.0.1", "client 10.0.0.9", "ipv6 on"])
+            digest = hashlib.sha256(("\n".join(facts) + "\n").encode()).hexdigest()
+            report = "".join("FACT {}\n".format(f) for f in facts) + "FACTS {}\n".format(digest)
+            if args[calls["facts_guard"][0] - 1] != digest:
+                return 0, report + "FACTS changed\nDONE\n", ""
         if "remove_stale_devices" in calls:
-            return 0, self._reconcile(calls, args), ""
+            return 0, report + self._reconcile(calls, args), ""
         if "oai_install" in calls:
             self.installed = True
             return self._emit(
@@ -133,7 +146,7 @@ class FakeVnf(object):
             return self._emit(["RESULT ip 12.1.1.2", "RESULT rtt-ms 21.4", "RESULT iperf3 " + encoded, "DONE"], on_line)
         raise AssertionError("unexpected script")
 
-    def _reconcile(self, calls, args):
+    def _reconcile(self, calls, args, report=""):
         devices = [args[i - 1] for i in calls.get("apply_device", [])]
         gate = calls["oai_gate"]
         wanted = args[gate[0] + 2]
@@ -154,7 +167,7 @@ class FakeVnf(object):
             else:
                 self.started = False
                 lines.append("COMPONENT service stopped")
-        lines += ["FACT addr 10.0.0.5/24", "FACT gateway 10.0.0.1", "FACT client 10.0.0.9", "HOST vnf", "NOW 1000"]
+        lines += ["HOST vnf", "NOW 1000"]
         for dev in devices:
             lines.append(
                 "PEER {} {}\t(none)\t192.168.8.2:51821\t10.250.1.1/32,172.16.6.2/32\t{}\t10\t20\t25".format(
@@ -189,7 +202,7 @@ def charm_env(monkeypatch, caplog):
                     "public-key": PEER_KEY,
                     "endpoint": "192.168.8.2:51821",
                     "tunnel-address": peer_tunnel_address(harness.charm, endpoint),
-                    "service-prefixes": "172.16.6.2/32",
+                    "service-prefixes": peer_service_address(endpoint),
                 },
             )
         return harness
@@ -311,5 +324,5 @@ def test_configure_uses_the_relation_when_no_explicit_peer_address(charm_env):
     i = max(i for i, s in enumerate(vnf.scripts) if "oai_configure_begin" in called(s))
     args = step_args(vnf.commands[i])
     settings = base64.b64decode(args[called(vnf.scripts[i])["oai_configure_begin"][0] + 2]).decode()
-    assert "host 172.16.6.2 mme.ntnu.no mme\n" in settings
+    assert "host {} mme.ntnu.no mme\n".format(peer_service_address("s6a").split("/")[0]) in settings
     assert LTE_OP not in vnf.commands[i]

@@ -84,8 +84,9 @@ def test_bench_synthetic_smallest_settings(environment_ready, local_charms, tmp_
         assert run["logins_per_session"] == 1.0
         assert run["sessions"] == run["reconcile_sessions"] + run["verify_sessions"]
         # The hub's relation hooks before its config (created, joined, changed per spoke) end in the
-        # hook gate, before ops: one hook-tool call each, whatever the number of relations.
-        assert run["hub_gate_hooks"] >= 3 * int(k) and run["hub_gate_hook_tool_calls"] == 1
+        # hook gate, before ops: one hook-tool call each (two for an unchanged relation-changed:
+        # the remote's data and this unit's own), whatever the number of relations.
+        assert run["hub_gate_hooks"] >= 3 * int(k) and run["hub_gate_hook_tool_calls"] <= 2
         # Juju's created and joined, before the config, never reach the charm.
         assert run["max_charm_hooks_per_unit_relation"] <= run["max_hooks_per_unit_relation"] - 2
         assert set(run["hook_kinds"]) <= {"gate", "charm", "session", "verify"} and "session" in run["hook_kinds"]

@@ -180,7 +180,7 @@ def test_manual_peer_refuses_what_it_would_ignore_or_what_captures_the_vnf(pair,
             ({"public-key": wg_key(), "allowed-ips": pairs.B_SVC + "/32"}, "also claimed by manual"),
             ({"public-key": wg_key(), "allowed-ips": "0.0.0.0/0"}, "default route"),
             ({"public-key": wg_key(), "allowed-ips": testbed.vca_ip + "/32"}, "management path"),
-            ({"public-key": wg_key(), "allowed-ips": pairs.CIDR}, "WireGuard endpoint"),
+            ({"public-key": wg_key(), "allowed-ips": pairs.CIDR}, "endpoint address 192.168.8.2"),
             ({"public-key": wg_key(), "allowed-ips": "192.168.8.192/26"}, "connected network 192.168.8.0/24"),
             ({"public-key": wg_key(), "allowed-ips": "10.9.0.0/24", "endpoint": "10.9.0.1:51820"},
              "WireGuard endpoint")):

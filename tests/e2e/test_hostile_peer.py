@@ -95,10 +95,10 @@ def test_code_in_an_endpoint_or_prefix_never_runs(hostile):
 
 
 @pytest.mark.parametrize("prefixes, fragment", [
-    ("0.0.0.0/0", "only single addresses"),
-    ("0.0.0.0/1,128.0.0.0/1", "only single addresses"),
-    ("{vca}/32", "management path"),
-    ("198.18.0.0/24", "only single addresses"),
+    ("0.0.0.0/0", "a default route"),
+    ("0.0.0.0/1,128.0.0.0/1", "'this network'"),
+    ("{vca}/32", "outside vpn-service-network"),
+    ("198.18.0.0/24", "outside vpn-service-network"),
 ])
 def test_a_peer_cannot_lock_out_management(hostile, prefixes, fragment):
     tb, model, a, good = hostile
@@ -113,11 +113,11 @@ def test_a_peer_cannot_lock_out_management(hostile, prefixes, fragment):
 
 
 def test_with_everything_allowed_the_connected_route_and_operator_routes_stay(hostile):
-    _tb, model, a, good = hostile
+    tb, model, a, good = hostile
     model.set_config("a", {"vpn-peer-prefixes": "0.0.0.0/0"})
     try:
         before = foreign(a)
-        for prefixes in (pairs.CIDR, "10.77.0.0/16", "172.31.99.1/32", "192.168.8.0/25"):
+        for prefixes in (pairs.CIDR, "10.77.0.0/16", "172.31.99.1/32", "192.168.8.0/25", tb.vca_ip + "/32"):
             publish(model, dict(good, **{"service-prefixes": prefixes}))
             status, message = model.status("a/0")
             assert status == "blocked" and prefixes in message, message
@@ -164,4 +164,63 @@ def test_an_ipv6_prefix_on_an_ipv6_less_vnf_stops_nothing_else(hostile):
         assert pairs.ping(a, pairs.A_SVC, pairs.B_SVC).returncode == 0
     finally:
         model.set_config("a", {"vpn-peer-prefixes": ""})
+    recovered(model, a, good)
+
+
+def route_dev(vnf, address):
+    """The device ``ip route get`` picks for ``address`` on the VNF ("local" for a local address)."""
+    out = vnf.exec(["ip", "route", "get", address], check=False).stdout.split()
+    return "local" if out[:1] == ["local"] else out[out.index("dev") + 1] if "dev" in out else ""
+
+
+@pytest.mark.parametrize("address", ["8.8.8.8", "169.254.169.254", "224.0.0.251", "10.77.0.5"])
+def test_a_single_address_outside_the_service_network_captures_nothing(hostile, address):
+    _tb, model, a, good = hostile
+    before = (foreign(a), route_dev(a, address))
+    publish(model, dict(good, **{"service-prefixes": pairs.B_SVC + "/32," + address + "/32"}))
+    status, message = model.status("a/0")
+    assert status == "blocked" and "refused {}/32 from b/0 on wg-vpn".format(address) in message, message
+    assert (foreign(a), route_dev(a, address)) == before and before[1] != "wg-vpn"
+    assert pairs.ping(a, pairs.A_SVC, pairs.B_SVC).returncode == 0, "the rest of the tunnel keeps working"
+    recovered(model, a, good)
+
+
+def test_an_endpoint_inside_a_manual_peers_prefix_refuses_the_unit_not_the_manual_peer(hostile, wg_key):
+    _tb, model, a, good = hostile
+    model.set_config("a", {"vpn-peer-tunnel-address": "10.250.8.1/30", "vpn-peer-listen-port": 51829})
+    manual = wg_key()
+    added = model.run_action("a/0", "add-peer", {"device": "vpn-peer", "public-key": manual,
+                                                 "allowed-ips": "10.250.8.2/32,172.16.20.0/24"})
+    assert added.status == "completed", added.message
+    try:
+        publish(model, dict(good, **{"endpoint": "172.16.20.7:51820"}))
+        _status, message = model.status("a/0")
+        assert "refused b/0 on wg-vpn: its endpoint 172.16.20.7 lies inside what manual on wg-vpn-peer holds" \
+            in message, message
+        assert "172.16.20.0/24 dev wg-vpn-peer" in a.exec(["ip", "route", "show"]).stdout
+    finally:
+        removed = model.run_action("a/0", "remove-peer", {"device": "vpn-peer", "public-key": manual})
+        assert removed.status == "completed", removed.message
+        model.set_config("a", {"vpn-peer-tunnel-address": "", "vpn-peer-listen-port": 51820})
+    recovered(model, a, good)
+
+
+@pytest.mark.parametrize("options", [
+    {"vpn-service-addresses": "{mgmt}.77/32", "vpn-service-network": "{mgmt}.0/24"},
+    {"vpn-service-addresses": "{vca}/32", "vpn-service-network": "{mgmt}.0/24"},
+    {"vpn-tunnel-address": "{mgmt}.250/24"},
+])
+def test_an_operator_address_that_would_cut_management_is_refused_and_nothing_is_applied(hostile, options):
+    tb, model, a, good = hostile
+    mgmt = tb.vca_ip.rsplit(".", 1)[0]
+    values = {k: v.format(mgmt=mgmt, vca=tb.vca_ip) for k, v in options.items()}
+    before = (foreign(a), a.exec(["cat", "/etc/wireguard/wg-vpn.conf"]).stdout)
+    model.set_config("a", values)
+    try:
+        status, message = model.status("a/0")
+        assert status == "blocked" and message.startswith("config: ") and "nothing was applied" in message, message
+        assert (foreign(a), a.exec(["cat", "/etc/wireguard/wg-vpn.conf"]).stdout) == before
+        assert route_dev(a, tb.vca_ip) == "eth0", "the management path is untouched"
+    finally:
+        model.set_config("a", {k: pairs.specs("")[0].config.get(k, "") for k in values})
     recovered(model, a, good)

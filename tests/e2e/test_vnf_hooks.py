@@ -133,3 +133,65 @@ def test_routes_hook_refuses_foreign_ipv6_multipath_and_typed_routes_and_withdra
     assert "blackhole 10.99.0.0/16" in next(x for x in refused if " 10.99.0.0/16 " in x)
     assert "fd00:250::3 dev wg-t proto 148" in routes
     assert "fd00:250::9" not in routes and "fd00:250::2 dev eth1 proto static" in routes
+
+
+def test_an_ipv4_mapped_prefix_is_compared_as_an_address_not_as_text():
+    """Python before 3.13 writes ::ffff:10.0.0.7 as ::ffff:a00:7, iproute2 prints the dotted
+    form: an operator's mapped route is still in the way, and the charm's own route in either
+    spelling stays put run after run (it flapped present/absent when compared as text)."""
+    setup = (VETH + "; ip link add eth1 type veth peer name eth1-p; ip link set eth1 up; ip link set eth1-p up; "
+             "ip -6 route add ::ffff:10.0.0.7/128 dev eth1 proto static; "
+             "printf '::ffff:a00:7/128 -\\n::ffff:a00:8/128 -\\n::FFFF:10.0.0.9/128 -\\n' "
+             "> /etc/wireguard/wg-t.routes")
+    calls = [("install_hooks",)] + [("apply_routes", "wg-t")] * 3
+    proc, report, routes, _ = run_in_fresh_netns(setup, calls)
+    assert proc.returncode == 0, proc.stderr + report
+    refused = [line for line in report.splitlines() if line.startswith("REFUSED")]
+    assert [line.split()[2] for line in refused] == ["::ffff:a00:7/128"] * 3, report
+    assert "::ffff:10.0.0.7 dev eth1 proto static" in routes
+    assert "::ffff:10.0.0.8 dev wg-t proto 148" in routes and "::ffff:10.0.0.9 dev wg-t proto 148" in routes
+
+
+def test_an_unchanged_run_rewrites_no_file():
+    """The service-address hook run again with the same wanted addresses (a second reconcile, or
+    wg-quick's PreUp): the owned list keeps its inode and its bytes."""
+    calls = [("install_hooks",), ("service_addresses", "172.16.6.2/32", "fd00::2/128")]
+    owned = "/etc/wireguard/vpnaas-service-addresses.owned"
+    after = ("echo INODES $(stat -c %i {0}) $(/etc/wireguard/vpnaas-service-addresses.sh && stat -c %i {0}); "
+             "cat {0}".format(owned))
+    proc, report, routes, _ = run_in_fresh_netns("true", calls, after=after)
+    assert proc.returncode == 0, proc.stderr + report
+    inodes = next(line for line in routes.splitlines() if line.startswith("INODES ")).split()[1:]
+    assert len(inodes) == 2 and inodes[0] == inodes[1]
+    assert routes.splitlines()[-2:] == ["172.16.6.2/32", "fd00::2/128"]
+
+
+def facts_run(expected, names=(), setup="true"):
+    step_calls = [("facts_guard", expected) + tuple(names), ("out", "APPLYING")]
+    proc, report, _, _ = run_in_fresh_netns(setup, step_calls)
+    assert proc.returncode == 0, proc.stderr + report
+    lines = report.splitlines()
+    digest = next(line.split()[1] for line in lines if line.startswith("FACTS ") and line != "FACTS changed")
+    return lines, digest
+
+
+def test_the_facts_guard_applies_nothing_unless_the_facts_are_the_planned_ones():
+    setup = ("ip link add eth1 type veth peer name eth1-p; ip link set eth1 up; ip addr add 192.168.8.2/24 dev eth1; "
+             "ip route add default via 192.168.8.1")
+    lines, digest = facts_run("-", setup=setup)
+    assert "FACTS changed" in lines and "APPLYING" not in lines and lines[-1] == "DONE"
+    assert "FACT addr 192.168.8.2/24" in lines and "FACT gateway 192.168.8.1" in lines
+    lines, again = facts_run(digest, setup=setup)
+    assert again == digest and "FACTS changed" not in lines and "APPLYING" in lines
+    # The same address with another gateway (a VNF rebuilt at that address): stopped again.
+    lines, other = facts_run(digest, setup=setup.replace("via 192.168.8.1", "via 192.168.8.254"))
+    assert other != digest and "FACTS changed" in lines and "APPLYING" not in lines
+
+
+def test_the_facts_guard_resolves_the_peers_endpoint_names_on_the_vnf():
+    # /etc/wireguard is the namespace's private tmpfs: the hosts file never touches the machine's.
+    hosts = ("printf '127.0.0.1 localhost\\n192.168.8.77 hss.example\\n' > /etc/wireguard/hosts && "
+             "mount --bind /etc/wireguard/hosts /etc/hosts")
+    lines, _ = facts_run("-", ["hss.example", "nowhere.invalid"], setup=hosts)
+    assert "FACT resolve hss.example 192.168.8.77" in lines
+    assert "FACT resolve nowhere.invalid -" in lines

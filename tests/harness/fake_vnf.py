@@ -21,6 +21,7 @@ Keys are real X25519 key pairs (cryptography); the model holds the private halve
 does, and only public keys ever leave it.
 """
 import base64
+import hashlib
 import shlex
 import socket
 import threading
@@ -32,7 +33,7 @@ from cryptography.hazmat.primitives.asymmetric import x25519
 from vpnaas import vnfscript
 
 STEP_PREFIX = vnfscript.load(vnfscript.LIBRARY) + "\n" + vnfscript.load("tunnels.sh") + "\n"
-STEP_CALLS = ("tunnels_prepare", "service_addresses", "apply_device", "remove_stale_devices", "report_facts",
+STEP_CALLS = ("facts_guard", "tunnels_prepare", "service_addresses", "apply_device", "remove_stale_devices",
               "report")
 
 
@@ -98,6 +99,10 @@ class Killed(Exception):
     """The step was killed part-way (the VNF ran out of memory, the step's timeout fired)."""
 
 
+class Stopped(Exception):
+    """The step ended early on purpose (facts_guard: the VNF's facts are not the plan's)."""
+
+
 class FakeVnf(object):
     """The machine: its network facts, its WireGuard devices and routes, what it was sent."""
 
@@ -109,11 +114,12 @@ class FakeVnf(object):
         self.authorized_keys = set()       # base64 blobs of public keys allowed to log in
         self.sudo_needs_password = False
         self.client_address = "10.20.0.9"  # the charm's address as the VNF sees it (SSH_CONNECTION)
-        # What report_facts sees that the charm does not own.
+        # What facts_guard sees that the charm does not own.
         self.interfaces = [("lo", "127.0.0.1/8"), ("lo", "::1/128"), ("eth0", "10.0.0.5/24"),
                            ("eth1", "192.168.8.10/24")]
         self.gateways = ["10.0.0.254"]
         self.ipv6 = True
+        self.dns = {}                      # endpoint name -> addresses it resolves to here
         self.init = "systemd"
         self.foreign_routes = {}           # prefix -> route line the charm did not create
         # Faults.
@@ -125,6 +131,7 @@ class FakeVnf(object):
         # State.
         self.devices = {}                  # name -> Device
         self.routes = {}                   # prefix -> (device, preferred source)
+        self.routes_ever = set()           # every prefix ever routed into a device
         self.service_addresses = []
         self.handshakes = {}               # peer public key -> epoch of its latest handshake
         self.now = 1700000000
@@ -177,7 +184,10 @@ class FakeVnf(object):
             self.unexpected.append("a program that is not lib.sh + tunnels.sh")
             return 2, "", "unexpected program\n"
         calls = []
-        for line in program[len(STEP_PREFIX):].split("\n" + vnfscript.DATA_MARKER + "\n")[0].splitlines():
+        code, _, section = program[len(STEP_PREFIX):].partition("\n" + vnfscript.DATA_MARKER + "\n")
+        self.data = dict(line.split("=", 1) for line in base64.b64decode("".join(section.split())).decode()
+                         .splitlines()) if section else {}
+        for line in code.splitlines():
             if line in ("out DONE", "exit 0"):
                 continue
             words = shlex.split(line)
@@ -191,15 +201,19 @@ class FakeVnf(object):
                 self.unexpected.append("an unknown call: " + words[0])
                 return 2, "", "unexpected call\n"
             calls.append((words[0], values))
-        self.steps.append([name for name, _ in calls])
+        ran = []   # the calls that ran (a guard may end the step early)
+        self.steps.append(ran)
         out = []
         try:
             for name, values in calls:
                 if name == self.kill_at:
                     raise Killed()
+                ran.append(name)
                 getattr(self, "step_" + name)(out, *values)
         except Killed:
             return 137, "\n".join(out) + "\n", "bash: line 1: 4242 Killed\n"
+        except Stopped:
+            pass
         out.append("DONE")
         return 0, "\n".join(out) + "\n", ""
 
@@ -209,7 +223,8 @@ class FakeVnf(object):
     def step_service_addresses(self, out, *addresses):
         self.service_addresses = list(addresses)
 
-    def step_apply_device(self, out, name, rotate, restart, body64, routes64):
+    def step_apply_device(self, out, name, rotate, restart, data):
+        body64, routes64 = self.data[data + "_BODY"], self.data[data + "_ROUTES"]
         dev = self.devices.get(name)
         if dev is None:
             dev = self.devices[name] = Device(name)
@@ -245,6 +260,7 @@ class FakeVnf(object):
                            .format(name, prefix, self.foreign_routes[prefix]))
                 continue
             self.routes[prefix] = (name, "" if src == "-" else src)
+            self.routes_ever.add(prefix)
             wanted.append(prefix)
         for prefix in [p for p, (dev, _) in self.routes.items() if dev == name and p not in wanted]:
             del self.routes[prefix]
@@ -257,11 +273,21 @@ class FakeVnf(object):
                     del self.routes[prefix]
                 out.append("REMOVED " + name)
 
-    def step_report_facts(self, out):
-        for _ifname, cidr in self.interfaces:
-            out.append("FACT addr " + cidr)
-        out += ["FACT gateway " + g for g in self.gateways]
-        out += ["FACT client " + self.client_address, "FACT ipv6 " + ("on" if self.ipv6 else "off")]
+    def fact_lines(self, names):
+        lines = ["addr " + cidr for _ifname, cidr in self.interfaces]
+        lines += ["gateway " + g for g in self.gateways]
+        lines += ["client " + self.client_address, "ipv6 " + ("on" if self.ipv6 else "off")]
+        for name in names:
+            lines += ["resolve {} {}".format(name, a) for a in self.dns.get(name, [])] or ["resolve {} -".format(name)]
+        return sorted(lines)
+
+    def step_facts_guard(self, out, expected, *names):
+        lines = self.fact_lines(names)
+        digest = hashlib.sha256(("\n".join(lines) + "\n").encode()).hexdigest()
+        out += ["FACT " + line for line in lines] + ["FACTS " + digest]
+        if expected != digest:
+            out.append("FACTS changed")
+            raise Stopped()
 
     def step_report(self, out, *names):
         out += ["HOST " + self.hostname, "NOW {}".format(self.now)]

@@ -16,7 +16,7 @@ import paramiko
 import pytest
 from fake_vnf import CLOCK, FakeNetwork, FakeVnf, keypair
 
-from vpnaas import ssh
+from vpnaas import relation_cache, ssh
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "charms"))
 from charms_helpers import harness_for  # noqa: E402
@@ -28,8 +28,10 @@ CONFIG = {
     "ssh-username": "ubuntu",
     "vpn-tunnel-address": "10.9.0.1/30",
     "vpn-service-addresses": "172.16.0.1/32",
+    "vpn-service-network": "172.16.0.0/16",
     "vpn-peer-tunnel-address": "10.9.1.2/30",
     "vpn-peer-service-addresses": "172.16.1.2/32",
+    "vpn-peer-service-network": "172.16.0.0/16",
     "vpn-peer-listen-port": 51821,
 }
 #: What Juju's action-set accepts as a key (and the keys it reserves for itself).
@@ -145,6 +147,10 @@ def proxy(vnf, monkeypatch, tmp_path, caplog):
     """The unit, installed and leader, with no config yet; its SSH key store in tmp_path."""
     caplog.set_level(logging.DEBUG)
     monkeypatch.setattr(ops.testing, "SIMULATE_CAN_CONNECT", True)   # no containers; silences ops' warning
+    # Harness runs every event in one process with no commit between them: each event's
+    # relation cache becomes the cache at once (in a charm it does when ops has committed).
+    save = relation_cache.save
+    monkeypatch.setattr(relation_cache, "save", lambda d, state: (save(d, state), relation_cache.promote(d)))
     harness = harness_for("wireguard-proxy")
     harness.set_leader(True)
     harness.begin()

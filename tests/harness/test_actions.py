@@ -6,12 +6,13 @@ import pytest
 from fake_vnf import keypair
 from harness_helpers import CONFIG, peer_data
 
-TUNNEL_STEP = ["tunnels_prepare", "service_addresses", "remove_stale_devices", "report_facts", "report"]
+TUNNEL_STEP = ["facts_guard", "tunnels_prepare", "service_addresses", "remove_stale_devices", "report"]
 
 
 def test_first_contact_learns_the_facts_then_applies_in_the_same_login(ready, vnf):
     # generate-ssh-key ran before the config (Waiting, VNF untouched); config-changed made the contact.
-    assert vnf.steps == [["report_facts"], TUNNEL_STEP]
+    # The first step stops at its facts guard (the charm knew no facts), the second applies.
+    assert vnf.steps == [["facts_guard"], TUNNEL_STEP]
     assert vnf.logins == 1
     assert ready.status.name == "active" and ready.status.message == "ready, no tunnel related"
     facts = json.loads(ready.charm._stored.facts)
@@ -238,7 +239,7 @@ def test_add_peer_applies_the_peer_and_answers_with_the_device_key(ready, vnf):
     ({"allowed-ips": "10.0.0.254/32"},
      "refused 10.0.0.254/32 from manual on wg-vpn: it overlaps this VNF's default gateway 10.0.0.254"),
     ({"allowed-ips": "203.0.113.7/32", "endpoint": "203.0.113.7:51820"},
-     "refused 203.0.113.7/32 from manual on wg-vpn: it overlaps the WireGuard endpoint of manual"),
+     "refused 203.0.113.7/32 from manual on wg-vpn: it contains the peer's own WireGuard endpoint 203.0.113.7"),
 ])
 def test_add_peer_refused_by_the_route_policy_changes_nothing(ready, vnf, params, reason):
     assert add_peer(ready).failed is None
@@ -364,5 +365,5 @@ def test_verify_applies_what_is_pending_in_its_one_login(ready, vnf):
     logins = vnf.logins
     verified = ready.act("verify-ssh-credentials")
     assert verified.failed is None and verified.results == {"verified": "true", "hostname": "vnf-a"}
-    assert vnf.logins == logins + 1 and vnf.steps[-1] == TUNNEL_STEP[:2] + ["apply_device"] + TUNNEL_STEP[2:]
+    assert vnf.logins == logins + 1 and vnf.steps[-1] == TUNNEL_STEP[:3] + ["apply_device"] + TUNNEL_STEP[3:]
     assert vnf.devices["wg-vpn"].peers and ready.status.name == "active"

@@ -23,7 +23,9 @@ def hub(ready, vnf, monkeypatch):
         if args[0] == "config-get":
             return harness.model.config.get(args[1])
         if args[0] == "relation-get":
-            return dict(pending.get("bag") or harness.get_relation_data(int(args[2]), args[4]))
+            if args[4] == "b/0" and pending.get("bag"):
+                return dict(pending["bag"])
+            return dict(harness.get_relation_data(int(args[2]), args[4]))
         raise AssertionError(args)
     monkeypatch.setattr(hookgate, "_tool", tool)
     reconciles = []
@@ -43,7 +45,8 @@ def _gate_then_charm(hub, change):
     bag = dict(ready.harness.get_relation_data(rel, "b/0"), **change)
     pending["bag"] = {k: v for k, v in bag.items() if v != ""}
     env = {"JUJU_DISPATCH_PATH": "hooks/vpn-relation-changed", "JUJU_CHARM_DIR": str(ready.charm.charm_dir),
-           "JUJU_RELATION": "vpn", "JUJU_RELATION_ID": "vpn:{}".format(rel), "JUJU_REMOTE_UNIT": "b/0"}
+           "JUJU_RELATION": "vpn", "JUJU_RELATION_ID": "vpn:{}".format(rel), "JUJU_REMOTE_UNIT": "b/0",
+           "JUJU_UNIT_NAME": ready.charm.unit.name}
     gate = hookgate.nothing_to_do(env)
     before = len(reconciles)
     ready.harness.update_relation_data(rel, "b/0", change)

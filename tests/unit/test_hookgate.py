@@ -4,6 +4,7 @@ that answers from a dict (tests/harness checks the gate against the charm's own 
 the end-to-end tests run it through the built charms' dispatch)."""
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -14,6 +15,10 @@ from vpnaas import hookgate, relation_cache, unitstate
 FIELDS = ["vpnaas-schema", "public-key", "endpoint", "tunnel-address", "service-prefixes", "wants-peer-keys"]
 BAG = {"vpnaas-schema": "1", "public-key": "A" * 43 + "=", "endpoint": "192.168.64.2:51820",
        "tunnel-address": "10.251.0.2/24", "service-prefixes": "172.17.1.1/32"}
+#: What this unit (hub/0) published on relation 2, as Juju holds it after the hook committed.
+OWN_FIELDS = FIELDS + ["peer-keys"]
+OWN = {"vpnaas-schema": "1", "public-key": "B" * 43 + "=", "endpoint": "192.168.64.1:51820",
+       "tunnel-address": "10.251.0.1/24", "service-prefixes": "172.17.0.1/32", "peer-keys": ""}
 
 
 class Tools(object):
@@ -22,7 +27,7 @@ class Tools(object):
     def __init__(self, monkeypatch, config=None, data=None, fail=()):
         self.calls = []
         self.config = {"ssh-hostname": "10.0.0.5"} if config is None else config
-        self.data = {"2": {"s1/0": dict(BAG)}} if data is None else data
+        self.data = {"2": {"s1/0": dict(BAG), "hub/0": dict(OWN)}} if data is None else data
         self.fail = set(fail)
         monkeypatch.setattr(hookgate, "_tool", self)
 
@@ -45,8 +50,15 @@ def unit(tmp_path):
     charm_dir = tmp_path / "unit-hub-0" / "charm"
     charm_dir.mkdir(parents=True)
     state = unitstate.unit_state_dir(str(charm_dir))
-    relation_cache.save(state, relation_cache.make(["vpn"], FIELDS, "fp-1", {"2/s1/0": BAG}))
+    save(state, "fp-1")
     return str(charm_dir), state
+
+
+def save(state, applied, own=None):
+    """The cache as a charm run that ended normally leaves it (written pending, then promoted)."""
+    relation_cache.save(state, relation_cache.make(["vpn"], FIELDS, applied, {"2/s1/0": BAG}, OWN_FIELDS,
+                                                   {2: OWN if own is None else own}))
+    relation_cache.promote(state)
 
 
 def env_for(charm_dir, hook="hooks/vpn-relation-changed", relation="vpn", rid="vpn:2", remote="s1/0"):
@@ -57,20 +69,56 @@ def env_for(charm_dir, hook="hooks/vpn-relation-changed", relation="vpn", rid="v
     return env
 
 
-def test_unchanged_remote_data_ends_the_hook_with_one_tool_call(unit, monkeypatch):
+def test_unchanged_data_ends_the_hook_with_two_tool_calls(unit, monkeypatch):
     tools = Tools(monkeypatch)
     assert hookgate.nothing_to_do(env_for(unit[0]))
-    assert tools.calls == [["relation-get", "-r", "2", "-", "s1/0"]]
+    assert tools.calls == [["relation-get", "-r", "2", "-", "s1/0"], ["relation-get", "-r", "2", "-", "hub/0"]]
 
 
 def test_a_field_outside_the_cache_changes_nothing(unit, monkeypatch):
-    tools = Tools(monkeypatch, data={"2": {"s1/0": dict(BAG, **{"peer-keys": "x", "other": "y"})}})
-    assert hookgate.nothing_to_do(env_for(unit[0])) and len(tools.calls) == 1
+    tools = Tools(monkeypatch, data={"2": {"s1/0": dict(BAG, **{"peer-keys": "x", "other": "y"}),
+                                           "hub/0": dict(OWN, **{"private-address": "192.168.64.1"})}})
+    assert hookgate.nothing_to_do(env_for(unit[0])) and len(tools.calls) == 2
+
+
+@pytest.mark.parametrize("field", OWN_FIELDS)
+def test_a_publication_juju_dropped_runs_the_charm(unit, monkeypatch, field):
+    """The hook that published OWN failed to commit (controller unreachable, agent restarted):
+    Juju hands the retried hook this unit's data without that publication."""
+    tools = Tools(monkeypatch, data={"2": {"s1/0": dict(BAG), "hub/0": dict(OWN, **{field: "older"})}})
+    assert not hookgate.nothing_to_do(env_for(unit[0]))
+    assert [c[0] for c in tools.calls] == ["relation-get", "relation-get", "config-get"]
+
+
+def test_nothing_published_yet_on_a_relation_runs_the_charm(unit, monkeypatch):
+    Tools(monkeypatch, data={"2": {"s1/0": dict(BAG), "hub/0": {}}})
+    assert not hookgate.nothing_to_do(env_for(unit[0]))
+
+
+def test_a_cache_whose_run_never_committed_is_never_read(unit, monkeypatch):
+    """A hook died after its reconcile wrote the cache, before ops committed: the pending copy
+    is not the cache, and the next charm run removes it."""
+    relation_cache.forget(unit[1])
+    relation_cache.save(unit[1], relation_cache.make(["vpn"], FIELDS, "fp-2", {"2/s1/0": BAG}, OWN_FIELDS, {2: OWN}))
+    Tools(monkeypatch)
+    assert relation_cache.load(unit[1]) is None
+    assert not hookgate.nothing_to_do(env_for(unit[0]))
+    relation_cache.discard_pending(unit[1])
+    assert not os.path.exists(relation_cache.pending_path(unit[1]))
+    relation_cache.promote(unit[1])     # nothing pending: nothing becomes the cache
+    assert relation_cache.load(unit[1]) is None
+
+
+def test_forget_removes_the_pending_copy_too(unit):
+    relation_cache.save(unit[1], relation_cache.make(["vpn"], FIELDS, "fp-2", {}, OWN_FIELDS, {}))
+    relation_cache.forget(unit[1])
+    relation_cache.promote(unit[1])
+    assert relation_cache.load(unit[1]) is None
 
 
 @pytest.mark.parametrize("field", FIELDS)
 def test_a_changed_tunnel_field_runs_the_charm(unit, monkeypatch, field):
-    tools = Tools(monkeypatch, data={"2": {"s1/0": dict(BAG, **{field: "changed"})}})
+    tools = Tools(monkeypatch, data={"2": {"s1/0": dict(BAG, **{field: "changed"}), "hub/0": dict(OWN)}})
     assert not hookgate.nothing_to_do(env_for(unit[0]))
     assert [c[0] for c in tools.calls] == ["relation-get", "config-get"]
 
@@ -121,13 +169,20 @@ def test_without_a_cache_nothing_is_skipped(unit, monkeypatch):
     assert tools.calls == []
 
 
+GOOD = {"format": 2, "applied": "fp-1", "endpoints": ["vpn"], "fields": FIELDS, "digests": {},
+        "own_fields": OWN_FIELDS, "own": {}}
+
+
 @pytest.mark.parametrize("content", [
     "", "{", "[]", "null",
-    json.dumps({"format": 2, "applied": "fp-1", "endpoints": ["vpn"], "fields": FIELDS, "digests": {}}),
-    json.dumps({"format": 1, "applied": 1, "endpoints": ["vpn"], "fields": FIELDS, "digests": {}}),
-    json.dumps({"format": 1, "applied": "fp-1", "endpoints": "vpn", "fields": FIELDS, "digests": {}}),
-    json.dumps({"format": 1, "applied": "fp-1", "endpoints": ["vpn"], "fields": [1], "digests": {}}),
-    json.dumps({"format": 1, "applied": "fp-1", "endpoints": ["vpn"], "fields": FIELDS, "digests": {"2/s1/0": 5}}),
+    json.dumps(dict(GOOD, format=1)),
+    json.dumps(dict(GOOD, applied=1)),
+    json.dumps(dict(GOOD, endpoints="vpn")),
+    json.dumps(dict(GOOD, fields=[1])),
+    json.dumps(dict(GOOD, digests={"2/s1/0": 5})),
+    json.dumps(dict(GOOD, own_fields="peer-keys")),
+    json.dumps(dict(GOOD, own={"2": None})),
+    json.dumps({k: v for k, v in GOOD.items() if k != "own"}),
 ])
 def test_a_cache_this_code_did_not_write_is_no_cache(unit, monkeypatch, content):
     tools = Tools(monkeypatch, config={"ssh-hostname": ""})
@@ -139,7 +194,7 @@ def test_a_cache_this_code_did_not_write_is_no_cache(unit, monkeypatch, content)
 
 
 def test_a_cache_taken_for_no_plan_skips_nothing_by_digest(unit, monkeypatch):
-    relation_cache.save(unit[1], relation_cache.make(["vpn"], FIELDS, "", {"2/s1/0": BAG}))
+    save(unit[1], "")
     tools = Tools(monkeypatch)
     assert not hookgate.nothing_to_do(env_for(unit[0]))
     assert tools.calls == [["config-get", "ssh-hostname"]]
@@ -188,6 +243,9 @@ def test_a_hostname_of_another_shape_counts_as_set(unit, monkeypatch, value):
     ("JUJU_REMOTE_UNIT", "s1/0\n"),
     ("JUJU_REMOTE_UNIT", "s1"),
     ("JUJU_CHARM_DIR", ""),
+    ("JUJU_UNIT_NAME", ""),
+    ("JUJU_UNIT_NAME", "hub/0 -"),
+    ("JUJU_UNIT_NAME", "hub"),
 ])
 def test_an_environment_outside_the_grammar_runs_the_charm_without_a_tool_call(unit, monkeypatch, field, value):
     tools = Tools(monkeypatch, config={"ssh-hostname": ""})
@@ -238,7 +296,9 @@ def _tool_program(tool_dir, name, body):
 def test_as_dispatch_runs_it_the_exit_status_says_whether_the_hook_is_done(unit, tmp_path):
     tools = tmp_path / "bin"
     tools.mkdir()
-    _tool_program(str(tools), "relation-get", "printf '%s' '{}'".format(json.dumps(BAG)))
+    answers = 'case "$4" in s1/0) printf "%s" {};; hub/0) printf "%s" {};; esac'.format(
+        shlex.quote(json.dumps(BAG)), shlex.quote(json.dumps(OWN)))
+    _tool_program(str(tools), "relation-get", answers)
     _tool_program(str(tools), "config-get", "echo '\"10.0.0.5\"'")
     done = _run_gate(env_for(unit[0]), str(tools))
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")

@@ -12,6 +12,7 @@ import pytest
 from vpnaas import oai_validation as ov
 from vpnaas import plan as planning
 from vpnaas import policy, relation_data, validation, vnfscript, wgconfig
+from vpnaas.facts import Facts
 
 GOOD_KEY = "azyyD5rPNkvOsuPWj4SCDlqUDUSnTgq8EaHEHOOuukM="
 INJECT = "\n[Interface]\nPreUp = touch /tmp/pwned\n#"
@@ -130,7 +131,7 @@ CFG = {"ssh-hostname": "198.18.0.2", "tunnel-mtu": 1420, "persistent-keepalive":
        "s6a-listen-port": 51821, "s11-listen-port": 51822,
        "s6a-endpoint-address": "192.168.8.2", "s6a-service-addresses": "172.16.6.2/32",
        "s11-endpoint-address": "192.168.10.2", "s11-service-addresses": "172.16.1.102/32"}
-FACTS = policy.Facts.from_lines(["addr 198.18.0.2/24", "addr 192.168.8.2/24", "addr 192.168.10.2/24",
+FACTS = Facts.from_lines(["addr 198.18.0.2/24", "addr 192.168.8.2/24", "addr 192.168.10.2/24",
                                  "addr 127.0.0.1/8", "gateway 198.18.0.254", "client 198.18.0.1", "ipv6 off"])
 
 
@@ -160,14 +161,14 @@ def test_a_well_behaved_peer_is_admitted():
     ("0.0.0.0/1,128.0.0.0/1", "overlaps"),
     ("198.18.0.0/24", "management"),                        # the management network
     ("198.18.0.64/26", "connected network 198.18.0.0/24"),
-    ("192.168.8.0/24", "WireGuard endpoint"),               # the underlay subnet
+    ("192.168.8.0/24", "endpoint address"),                 # the underlay subnet
     ("192.168.8.0/26", "endpoint address"),
     ("192.168.8.192/26", "connected network 192.168.8.0/24"),
     ("192.168.8.2/32", "endpoint address"),
-    ("192.168.8.129/32", "WireGuard endpoint"),             # would route the tunnel into itself
+    ("192.168.8.129/32", "connected network"),              # would route the tunnel into itself
     ("172.16.6.2/32", "service address"),
     ("10.250.2.1/32", "tunnel network of wg-s11"),
-    ("127.0.0.1/32", "address 127.0.0.1"),
+    ("127.0.0.1/32", "loopback"),
     ("198.18.0.254/32", "default gateway"),
     ("fd00::1/128", "IPv6 is disabled"),
 ])
@@ -203,8 +204,10 @@ def test_cross_device_hijack_is_refused_and_the_incumbent_keeps_its_prefix():
     spgwc = bag("BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBA=", tunnel="10.250.2.2/30", prefixes="172.16.1.104/32",
                 endpoint="192.168.10.4:51822")
     hostile = bag(GOOD_KEY, prefixes="172.16.6.129/32,172.16.1.104/32")
-    before = a_plan({"s11": [{"spgwc/0": spgwc}]})
-    plan_ = a_plan({"s6a": [{"hss/0": hostile}], "s11": [{"spgwc/0": spgwc}]}, incumbents=policy.claims(before))
+    wide = {"s6a-peer-prefixes": "172.16.0.0/16"}   # the operator allows HSS more than its own network
+    before = a_plan({"s11": [{"spgwc/0": spgwc}]}, config=wide)
+    plan_ = a_plan({"s6a": [{"hss/0": hostile}], "s11": [{"spgwc/0": spgwc}]}, incumbents=policy.claims(before),
+                   config=wide)
     assert routed(plan_, "s11") == ["10.250.2.2/32", "172.16.1.104/32"]
     assert routed(plan_) == ["10.250.1.2/32", "172.16.6.129/32"]
     assert any("172.16.1.104/32 from hss/0" in m and "spgwc/0" in m for m in plan_.device("s6a").problems)
@@ -233,10 +236,10 @@ def test_without_facts_the_own_addresses_are_still_protected():
 
 
 def test_facts_lines_from_the_vnf_are_parsed_strictly():
-    facts = policy.Facts.from_lines(["addr 10.0.0.5/24", "addr fe80::1%eth0/64", "gateway x", "client 10.0.0.1",
+    facts = Facts.from_lines(["addr 10.0.0.5/24", "addr fe80::1%eth0/64", "gateway x", "client 10.0.0.1",
                                      "ipv6 on", "bogus"])
     assert [str(a) for a in facts.addresses] == ["10.0.0.5/24"] and facts.client == "10.0.0.1" and facts.ipv6
-    assert policy.Facts.from_dict(facts.as_dict()).as_dict() == facts.as_dict()
+    assert Facts.from_dict(facts.as_dict()).as_dict() == facts.as_dict()
 
 
 @pytest.mark.parametrize("value", HOSTILE)

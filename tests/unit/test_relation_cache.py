@@ -13,6 +13,14 @@ SPEC = charm_spec("wireguard-proxy")
 pytestmark = pytest.mark.usefixtures("in_tmp_dir")    # the charms' unit state (the cache file)
 
 
+@pytest.fixture(autouse=True)
+def _every_event_commits(monkeypatch):
+    """Harness runs every event in one process with no commit between them: each event's cache
+    becomes the cache at once (in a charm it does when ops has committed, see charm_base.main)."""
+    save = relation_cache.save
+    monkeypatch.setattr(relation_cache, "save", lambda d, state: (save(d, state), relation_cache.promote(d)))
+
+
 def _bag(n, peer_keys=""):
     key = base64.b64encode(bytes([n]) * 32).decode()
     bag = {"vpnaas-schema": "1", "public-key": key, "endpoint": "192.168.64.{}:51820".format(n),
@@ -128,3 +136,19 @@ def test_digest_covers_only_the_chosen_fields():
     assert relation_cache.digest({"public-key": "k", "endpoint": "e", "peer-keys": "1"}, fields) == \
         relation_cache.digest({"public-key": "k", "endpoint": "e", "peer-keys": "2"}, fields)
     assert relation_cache.digest({"public-key": "k"}, fields) != relation_cache.digest({"public-key": "k2"}, fields)
+
+
+def test_a_publication_juju_dropped_is_published_again_by_the_next_hook(monkeypatch):
+    """The hook that published this unit's data ran the charm (cache written, stored state
+    committed), but Juju dropped its relation writes (the commit did not reach the controller).
+    Juju retries: the retry must reach the charm, which publishes again, without update-status."""
+    h, rids = _hub(CountingCharm)
+    mine = h.charm.unit.name
+    h.update_relation_data(rids[0], mine, {"public-key": "published"})
+    h.update_relation_data(rids[0], "s1/0", {"endpoint": "192.168.64.60:51820"})   # reconciled: cache taken
+    n = len(CountingCharm.calls)
+    h.update_relation_data(rids[0], "s1/0", {"peer-keys": "1"})
+    assert len(CountingCharm.calls) == n, "nothing new, and Juju holds the publication: skipped"
+    h.update_relation_data(rids[0], mine, {"public-key": ""})       # what Juju holds after the drop
+    h.update_relation_data(rids[0], "s1/0", {"peer-keys": "2"})     # the retried hook: nothing new from s1/0
+    assert len(CountingCharm.calls) == n + 1

@@ -1,9 +1,10 @@
+import base64
 import subprocess
 
 import pytest
 
 from vpnaas import plan as p
-from vpnaas import relation_data, remote, wgconfig
+from vpnaas import relation_data, remote, vnfscript, wgconfig
 
 EPS = [p.TunnelEndpoint("s6a", "provider")]
 CFG = {"ssh-hostname": "198.18.0.2", "tunnel-mtu": 1420, "persistent-keepalive": 25, "s6a-listen-port": 51821,
@@ -37,14 +38,19 @@ def test_renderer_refuses_anything_but_one_printable_word(wg_key):
 
 def test_tunnel_step_is_valid_bash_and_carries_values_only_as_arguments(wg_key):
     plan = a_plan(wg_key)
-    step = remote.tunnel_step(plan, rotate=["wg-s6a"], restart=True)
+    step = remote.tunnel_step(plan, "d" * 64, rotate=["wg-s6a"], restart=True)
     program = step.program()
     proc = subprocess.run(["bash", "-n"], input=program, universal_newlines=True, stderr=subprocess.PIPE)
     assert proc.returncode == 0, proc.stderr
-    assert "172.16.6.129" not in program and "51821" not in program
-    assert step.args[:2] == ["172.16.6.2/32", "wg-s6a"] and step.args[2:4] == ["1", "1"]
-    assert 'apply_device "${2}" "${3}" "${4}" "${5}" "${6}"' in program.splitlines()
-    assert program.rstrip().endswith("out DONE\nexit 0")
+    code, _, data = program.partition("\n" + vnfscript.DATA_MARKER + "\n")
+    assert "172.16.6.129" not in code and "51821" not in code
+    assert step.args == ["d" * 64, "172.16.6.2/32", "wg-s6a", "1", "1", "DEVICE1", "wg-s6a", "wg-s6a"]
+    assert 'apply_device "${3}" "${4}" "${5}" "${6}"' in code.splitlines()
+    assert code.rstrip().endswith("out DONE\nexit 0")
+    # The configuration travels in the data section, whatever its size: the command line does not grow.
+    section = dict(line.split("=", 1) for line in base64.b64decode("".join(data.split())).decode().splitlines())
+    assert sorted(section) == ["DEVICE1_BODY", "DEVICE1_ROUTES"]
+    assert "Endpoint = 192.168.8.129:51821" in base64.b64decode(section["DEVICE1_BODY"]).decode()
 
 
 def test_scrub_hides_key_shaped_text(wg_key):

@@ -1,10 +1,9 @@
 #!/usr/bin/env python3
 """Proxy charm of the OAI eNB VNF: the VPNaaS core plus the oai-* steps of vpnaas.oai_enb and the
 optional UE of vpnaas.oai_ue (actions ue-attach and ue-iperf)."""
-from ops.main import main
-
 from vpnaas import oai, oai_enb, oai_ue, ssh, vnfscript
 from vpnaas import oai_validation as ov
+from vpnaas.charm_base import main
 from vpnaas.oai_charm import OaiCharm
 from vpnaas.validation import InvalidValue
 

@@ -54,9 +54,13 @@ write_file() {  # path mode base64-content: written whole, then renamed over the
   install_file "$1.vpnaas-tmp" "$1"
 }
 
-secret() {  # name: the value of a secret from the program's data section (never an argument)
+data_item() {  # name: a value from the program's data section (never an argument)
   # The data section is base64 of NAME=value lines, after the line __VPNAAS_DATA__ of this file.
   local line
   line=$(sed -n '/^__VPNAAS_DATA__$/,$p' "$0" | tail -n +2 | base64 -d | grep -m 1 "^$1=" || true)
   printf '%s' "${line#*=}"
+}
+
+secret() {  # name: the value of a secret (LTE K/OP) from the data section
+  data_item "$1"
 }

@@ -24,49 +24,115 @@ SERVICE_DEVICE=vpnaas0
 # These two functions are also installed as scripts (PreUp/PostUp of every managed device), so
 # that a reboot brings back exactly what a reconcile applies, through the same guarded code.
 
+# Addresses are compared as addresses, never as text: `ip` prints an IPv4-mapped IPv6 address as
+# ::ffff:10.0.0.7 where Python before 3.13 writes ::ffff:a00:7, and a prefix that matched by text
+# only would let the charm replace an operator's route. vpnaas_canon turns an address or prefix
+# into one key (IPv4 dotted decimal, IPv6 all eight groups in four hex digits, always /len), and
+# "" for anything else. Hand-written in POSIX awk because the VNF (Ubuntu's mawk included) has no
+# address parser a shell hook can call; the tests hold it to Python's ipaddress.
+# shellcheck disable=SC2089  # an awk program: its quotes are awk's
+VPNAAS_CANON_AWK='
+function vpnaas_hex(h,   i, v, c) {
+  v = 0
+  h = tolower(h)
+  if (h == "" || length(h) > 4) return -1
+  for (i = 1; i <= length(h); i++) {
+    c = index("0123456789abcdef", substr(h, i, 1))
+    if (c == 0) return -1
+    v = v * 16 + c - 1
+  }
+  return v
+}
+function vpnaas_groups(text, out, n,   f, k, i, q, m) {
+  if (text == "") return n
+  m = split(text, f, ":")
+  for (k = 1; k <= m; k++) {
+    if (k == m && index(f[k], ".")) {
+      if (split(f[k], q, ".") != 4) return -1
+      for (i = 1; i <= 4; i++) if (q[i] !~ /^[0-9]+$/ || q[i] + 0 > 255) return -1
+      out[++n] = (q[1] + 0) * 256 + q[2]
+      out[++n] = (q[3] + 0) * 256 + q[4]
+      continue
+    }
+    if ((i = vpnaas_hex(f[k])) < 0) return -1
+    out[++n] = i
+  }
+  return n
+}
+function vpnaas_canon(p,   len, q, k, left, right, a, b, nl, nr, out, i, s) {
+  len = ""
+  if ((k = index(p, "/")) > 0) { len = substr(p, k + 1); p = substr(p, 1, k - 1) }
+  if (len != "" && len !~ /^[0-9]+$/) return ""
+  if (index(p, ":") == 0) {
+    if (split(p, q, ".") != 4) return ""
+    for (k = 1; k <= 4; k++) if (q[k] !~ /^[0-9]+$/ || q[k] + 0 > 255) return ""
+    return (q[1] + 0) "." (q[2] + 0) "." (q[3] + 0) "." (q[4] + 0) "/" (len == "" ? 32 : len + 0)
+  }
+  if ((k = index(p, "::")) > 0) { left = substr(p, 1, k - 1); right = substr(p, k + 2) } else { left = p; right = "" }
+  if (index(right, "::")) return ""
+  nl = vpnaas_groups(left, a, 0)
+  nr = vpnaas_groups(right, b, 0)
+  if (nl < 0 || nr < 0 || (k == 0 && nl != 8) || (k > 0 && nl + nr > 7)) return ""
+  for (i = 1; i <= nl; i++) out[i] = a[i]
+  for (i = nl + 1; i <= 8 - nr; i++) out[i] = 0
+  for (i = 1; i <= nr; i++) out[8 - nr + i] = b[i]
+  s = sprintf("%04x", out[1])
+  for (i = 2; i <= 8; i++) s = s ":" sprintf("%04x", out[i])
+  return s "/" (len == "" ? 128 : len + 0)
+}
+'
+
+vpnaas_canon_lines() {  # prefix [source] lines on stdin -> "key<TAB>prefix<TAB>source-key<TAB>source" lines
+  awk "$VPNAAS_CANON_AWK"'
+    NF >= 1 { k = vpnaas_canon($1); if (k == "") next
+              s = ($2 == "" || $2 == "-") ? "-" : $2; sk = (s == "-") ? "-" : vpnaas_canon(s)
+              if (sk == "") sk = "-"
+              print k "\t" $1 "\t" sk "\t" s }'
+}
+
+vpnaas_route_table() {  # family: table main as "key<TAB>dst<TAB>src-key<TAB>line", dst as ip prints it
+  # A VNF booted without IPv6 has no -6 table: nothing to list there.
+  { ip "$1" route show table main 2>/dev/null || true; } | awk -v fam="$1" "$VPNAAS_CANON_AWK"'
+    $1 == "nexthop" { next }   # the next hops of a multipath route: their route was the line before
+    { f = 1
+      if ($1 ~ /^(unicast|local|broadcast|multicast|throw|unreachable|prohibit|blackhole|nat|anycast)$/) f = 2
+      d = $f
+      if (d == "") next
+      if (d == "default") d = (fam == "-4") ? "0.0.0.0/0" : "::/0"
+      k = vpnaas_canon(d)
+      if (k == "") next
+      sk = "-"
+      for (i = f + 1; i < NF; i++) if ($i == "src") { sk = vpnaas_canon($(i + 1)); if (sk == "") sk = "-" }
+      print k "\t" d "\t" sk "\t" $0 }'
+}
+
 vpnaas_routes() {  # dev: exactly the routes listed in /etc/wireguard/<dev>.routes point into dev
   # One listing of table main per family, not one query per prefix: a hub's device has two
   # routes per spoke, and this runs in every session that applies the device. A route already
   # there as wanted is left alone; only new or changed ones cost an `ip` call.
-  local dev=$1 file="/etc/wireguard/$1.routes" p s fam line dst msg
-  local -a f src
-  local -A foreign=() ours=() wanted=()
+  local dev=$1 file="/etc/wireguard/$1.routes" key p s sk dst line fam msg
+  local -a src
+  local -A foreign=() ours=() ours_dst=() ours_src=() wanted=()
   [ -e "$file" ] || : > "$file"
   for fam in -4 -6; do
-    # A VNF booted without IPv6 has no -6 table: nothing to list there.
-    while IFS= read -r line; do
-      read -r -a f <<< "$line"
-      case "${f[0]:-nexthop}" in
-        nexthop) continue ;;   # the next hops of a multipath route: their route was the line before
-        unicast|local|broadcast|multicast|throw|unreachable|prohibit|blackhole|nat|anycast) f=("${f[@]:1}") ;;
-      esac
-      dst=${f[0]:-}
-      case "$dst" in
-        "") continue ;;
-        default) if [ "$fam" = -4 ]; then dst=0.0.0.0/0; else dst=::/0; fi ;;
-        */*) ;;
-        *) if [ "$fam" = -4 ]; then dst="$dst/32"; else dst="$dst/128"; fi ;;
-      esac
+    while IFS=$'\t' read -r key dst sk line; do
       if [[ " $line " != *" proto $VPNAAS_PROTO "* ]]; then
-        [ -n "${foreign[$dst]:-}" ] || foreign[$dst]=$line
+        [ -n "${foreign[$key]:-}" ] || foreign[$key]=$line
       elif [[ " $line " == *" dev $dev "* ]]; then
-        ours[$dst]=$line
+        ours[$key]=$line
+        ours_dst[$key]=$dst
+        ours_src[$key]=$sk
       fi
-    done < <(ip "$fam" route show table main 2>/dev/null || true)
+    done < <(vpnaas_route_table "$fam")
   done
-  while read -r p s; do
-    [ -n "$p" ] || continue
-    wanted[$p]=1
-    if [ -n "${foreign[$p]:-}" ]; then
-      echo "REFUSED $dev $p a route this charm did not create is in the way: ${foreign[$p]}"
+  while IFS=$'\t' read -r key p sk s; do
+    wanted[$key]=1
+    if [ -n "${foreign[$key]:-}" ]; then
+      echo "REFUSED $dev $p a route this charm did not create is in the way: ${foreign[$key]}"
       continue
     fi
-    if [ -n "${ours[$p]:-}" ]; then
-      if [ "$s" = - ]; then
-        [[ " ${ours[$p]} " == *" src "* ]] || continue
-      elif [[ " ${ours[$p]} " == *" src $s "* ]]; then
-        continue
-      fi
+    if [ -n "${ours[$key]:-}" ] && [ "${ours_src[$key]}" = "$sk" ]; then
+      continue
     fi
     src=()
     [ "$s" = - ] || src=(src "$s")
@@ -74,17 +140,18 @@ vpnaas_routes() {  # dev: exactly the routes listed in /etc/wireguard/<dev>.rout
     if ! msg=$(ip "$fam" route replace "$p" dev "$dev" proto "$VPNAAS_PROTO" "${src[@]}" 2>&1); then
       echo "REFUSED $dev $p ip route: $msg"
     fi
-  done < "$file"
-  for dst in "${!ours[@]}"; do
-    case "$dst" in 0.0.0.0/0|::/0) continue ;; esac
-    [ -z "${wanted[$dst]:-}" ] || continue
-    case "$dst" in *:*) fam=-6 ;; *) fam=-4 ;; esac
-    ip "$fam" route del "$dst" dev "$dev" proto "$VPNAAS_PROTO" 2>/dev/null || true
+  done < <(vpnaas_canon_lines < "$file")
+  for key in "${!ours[@]}"; do
+    case "$key" in 0.0.0.0/0|0000:0000:0000:0000:0000:0000:0000:0000/0) continue ;; esac
+    [ -z "${wanted[$key]:-}" ] || continue
+    case "$key" in *:*) fam=-6 ;; *) fam=-4 ;; esac
+    ip "$fam" route del "${ours_dst[$key]}" dev "$dev" proto "$VPNAAS_PROTO" 2>/dev/null || true
   done
 }
 
 vpnaas_service_addresses() {  # exactly the wanted service addresses that this charm added are up
-  local dev=lo label=() a
+  local dev=lo label=() a key _sk _s
+  local -A want=() own=()
   touch "$WANTED_ADDRESSES"
   if ip link show dev "$SERVICE_DEVICE" >/dev/null 2>&1 || ip link add "$SERVICE_DEVICE" type dummy 2>/dev/null; then
     dev=$SERVICE_DEVICE
@@ -95,21 +162,29 @@ vpnaas_service_addresses() {  # exactly the wanted service addresses that this c
     { ip -o addr show dev "$SERVICE_DEVICE" scope global 2>/dev/null || true
       ip -o -4 addr show dev lo label lo:vpnaas 2>/dev/null || true; } | awk '{print $4}' > "$OWNED_ADDRESSES"
   fi
-  while read -r a; do
-    [ -n "$a" ] || continue
+  while IFS=$'\t' read -r key a _sk _s; do want[$key]=$a; done < <(vpnaas_canon_lines < "$WANTED_ADDRESSES")
+  while IFS=$'\t' read -r key a _sk _s; do own[$key]=$a; done < <(vpnaas_canon_lines < "$OWNED_ADDRESSES")
+  for key in "${!want[@]}"; do
+    a=${want[$key]}
     [ -z "$(ip -o addr show dev "$dev" to "$a" 2>/dev/null)" ] || continue   # already up (ours or not)
     label=()
     case "$a" in *:*) ;; *) [ "$dev" != lo ] || label=(label lo:vpnaas) ;; esac
     ip addr add "$a" dev "$dev" "${label[@]}"
-    grep -qxF "$a" "$OWNED_ADDRESSES" || echo "$a" >> "$OWNED_ADDRESSES"
-  done < "$WANTED_ADDRESSES"
-  while read -r a; do
-    [ -n "$a" ] || continue
-    grep -qxF "$a" "$WANTED_ADDRESSES" && continue
-    ip addr del "$a" dev "$dev" 2>/dev/null || true
-  done < "$OWNED_ADDRESSES"
-  grep -xF -f "$WANTED_ADDRESSES" "$OWNED_ADDRESSES" > "$OWNED_ADDRESSES.tmp" || true
-  mv -f "$OWNED_ADDRESSES.tmp" "$OWNED_ADDRESSES"
+    own[$key]=$a
+  done
+  for key in "${!own[@]}"; do
+    [ -z "${want[$key]:-}" ] || continue
+    ip addr del "${own[$key]}" dev "$dev" 2>/dev/null || true
+    unset "own[$key]"
+  done
+  # Rewritten only when it changed: nothing on the VNF is touched by a run that changes nothing.
+  { for key in "${!own[@]}"; do printf '%s\n' "${own[$key]}"; done; } | sort > "$OWNED_ADDRESSES.tmp"
+  if cmp -s "$OWNED_ADDRESSES.tmp" "$OWNED_ADDRESSES"; then
+    rm -f "$OWNED_ADDRESSES.tmp"
+  else
+    chmod 600 "$OWNED_ADDRESSES.tmp"
+    mv -f "$OWNED_ADDRESSES.tmp" "$OWNED_ADDRESSES"
+  fi
 }
 
 install_hook() {  # path function: a script that runs the function, written from this file's own code
@@ -117,7 +192,9 @@ install_hook() {  # path function: a script that runs the function, written from
     printf '#!/bin/bash\n%s\nset -e\n' "$MARKER"
     printf 'VPNAAS_PROTO=%s WANTED_ADDRESSES=%s OWNED_ADDRESSES=%s SERVICE_DEVICE=%s\n' \
       "$VPNAAS_PROTO" "$WANTED_ADDRESSES" "$OWNED_ADDRESSES" "$SERVICE_DEVICE"
-    declare -f "$2"
+    # shellcheck disable=SC2090  # printed as a declaration, quoted by bash itself
+    declare -p VPNAAS_CANON_AWK
+    declare -f vpnaas_canon_lines vpnaas_route_table "$2"
     printf '%s "$@"\n' "$2"
   } > "$1.vpnaas-tmp"
   chmod 700 "$1.vpnaas-tmp"
@@ -159,24 +236,48 @@ apply_routes() {  # dev: run the routes hook now and pass on what it refused
   "$ROUTES_HOOK" "$1" | while IFS= read -r line; do out "$line"; done
 }
 
-report_facts() {  # what the route policy must never route into a tunnel, as this VNF sees it
-  local ifname fam cidr rest client
+fact_lines() {  # name...: what the route policy must never route into a tunnel, as this VNF sees it
+  local ifname fam cidr rest client name
   ip -o addr show | while read -r _ ifname fam cidr rest; do
     case "$ifname" in
       "$SERVICE_DEVICE") continue ;;
       wg-*) grep -qxF "$MARKER" "/etc/wireguard/$ifname.conf" 2>/dev/null && continue ;;
     esac
     case "$rest" in *" lo:vpnaas"*) continue ;; esac
-    out "FACT addr $cidr"
+    echo "addr $cidr"
   done
   { ip -4 route show default 2>/dev/null || true; ip -6 route show default 2>/dev/null || true; } \
-    | awk '{for (i = 1; i < NF; i++) if ($i == "via") print "FACT gateway " $(i + 1)}'
+    | awk '{for (i = 1; i < NF; i++) if ($i == "via") print "gateway " $(i + 1)}'
   client=${VPNAAS_SSH_CONNECTION%% *}
-  [ -z "$client" ] || out "FACT client $client"
+  [ -z "$client" ] || echo "client $client"
   if [ -e /proc/net/if_inet6 ] && [ "$(cat /proc/sys/net/ipv6/conf/all/disable_ipv6 2>/dev/null || echo 1)" = 0 ]; then
-    out "FACT ipv6 on"
+    echo "ipv6 on"
   else
-    out "FACT ipv6 off"
+    echo "ipv6 off"
+  fi
+  # The peers' endpoint names as this VNF resolves them (what wg would send to): a peer's prefix
+  # must not capture them either. "-" when a name does not resolve.
+  for name in "$@"; do
+    { timeout 10 getent ahosts "$name" 2>/dev/null || true; } | awk -v n="$name" '{print "resolve " n " " $1}' \
+      | sort -u | grep . || echo "resolve $name -"
+  done
+}
+
+facts_guard() {  # expected-digest name...: report the facts; apply nothing unless they are as expected
+  # The charm planned with the facts whose digest it passes ("-": none yet). Facts that differ
+  # (first contact, a VNF rebuilt at the same address, a new gateway or address, an endpoint
+  # name that resolves elsewhere) end the step here, before anything is applied: the charm plans
+  # again with what the VNF reports now and sends the step again in the same login.
+  local expected=$1 lines digest
+  shift
+  lines=$(fact_lines "$@" | sort)
+  digest=$(printf '%s\n' "$lines" | sha256sum | cut -d' ' -f1)
+  printf '%s\n' "$lines" | while IFS= read -r line; do out "FACT $line"; done
+  out "FACTS $digest"
+  if [ "$expected" != "$digest" ]; then
+    out "FACTS changed"
+    out DONE
+    exit 0
   fi
 }
 
@@ -209,9 +310,11 @@ device_up() {
   fi
 }
 
-ensure_device() {  # dev rotate(0|1) restart(0|1) body-base64 routes-base64 ("prefix src|-" lines)
-  local dev=$1 rotate=$2 restart=$3 body=$4 routes=$5
+ensure_device() {  # dev rotate(0|1) restart(0|1) data-name: <name>_BODY and <name>_ROUTES (base64) in the data section
+  local dev=$1 rotate=$2 restart=$3 body routes
   local key="/etc/wireguard/$dev.key" conf="/etc/wireguard/$dev.conf" pub priv stripped
+  body=$(data_item "$4_BODY")
+  routes=$(data_item "$4_ROUTES")   # "prefix src|-" lines
   # A missing, empty or corrupt key (wg pubkey refuses it) is replaced by a new one.
   if [ "$rotate" = 1 ] || ! pub=$(wg pubkey < "$key" 2>/dev/null); then
     wg genkey > "$key.vpnaas-tmp"

@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
 """Generic WireGuard proxy charm: the VPNaaS core with no component of its own."""
-from ops.main import main
-
-from vpnaas.charm_base import VpnaasCharm
+from vpnaas.charm_base import VpnaasCharm, main
 
 
 class WireguardProxyCharm(VpnaasCharm):
