@@ -7,6 +7,11 @@ it holds in memory. The emulation is built the same way: ``hookclient.py`` is th
 output formats are the ones the ``ops`` library uses. Nothing on PyPI offers these tools outside
 a controller, so they are written here, small and strict: an unknown option is an error,
 exactly as a misuse would be on Juju.
+
+The relation tools answer through the hook's context (``hookcontext.HookContext``): writes are
+buffered until the hook's commit, reads of other units go through the unit's settings cache,
+``relation-list`` lists the unit's members. Without a context (a tool called outside any hook,
+as the hook profile does) they read and write the model directly.
 """
 import json
 import re
@@ -68,8 +73,9 @@ def _bad_action_key(key):
 class Call(object):
     """One tool call: the model state, the calling hook's unit and environment, the arguments."""
 
-    def __init__(self, state, tool, args, env, stdin=""):
+    def __init__(self, state, tool, args, env, stdin="", ctx=None):
         self.state, self.tool, self.args, self.env, self.stdin = state, tool, list(args), env, stdin
+        self.ctx = ctx
         self.unit = env.get("JUJU_UNIT_NAME", "")
         if self.unit not in state["units"]:
             raise ToolError("{}: unknown unit {!r}".format(tool, self.unit), 2)
@@ -108,22 +114,29 @@ def relation_ids(call):
 
 def relation_list(call):
     opts, _pos = call.opts(flags=("--format", "--app"), valued=("-r",))
-    _rid, rel = call.relation(opts)
+    rid, rel = call.relation(opts)
     remote_app = next(a for a, _ep in rel["endpoints"] if a != call.app) if len(rel["endpoints"]) > 1 else call.app
     if opts.get("--app"):
         call.emit(remote_app)
+    elif call.ctx is not None:
+        call.emit([u for u in call.ctx.member_names(rid) if u != call.unit])
     else:
         call.emit([u for u in rel["units"] if u.split("/")[0] == remote_app and u != call.unit])
 
 
 def relation_get(call):
     opts, pos = call.opts(flags=("--format", "--app"), valued=("-r",))
-    _rid, rel = call.relation(opts)
+    rid, rel = call.relation(opts)
     key = pos[0] if pos else "-"
     who = pos[1] if len(pos) > 1 else call.env.get("JUJU_REMOTE_UNIT", "")
     if opts.get("--app"):
         who = who.split("/")[0]
-    bag = rel["data"].get(who, {})
+    if call.ctx is None:
+        bag = rel["data"].get(who, {})
+    elif who in (call.unit, call.app):
+        bag = call.ctx.own(call.state["relations"], rid, who)
+    else:
+        bag = call.ctx.settings(call.state["relations"], rid, who)
     call.emit(bag if key == "-" else bag.get(key))
 
 
@@ -145,7 +158,11 @@ def relation_set(call):
     for item in pos:
         k, _, v = item.partition("=")
         updates[k] = v
-    bag = rel["data"].setdefault(call.app if opts.get("--app") else call.unit, {})
+    owner = call.app if opts.get("--app") else call.unit
+    if call.ctx is not None:
+        call.ctx.write(rid, owner, updates)     # flushed when the hook commits
+        return
+    bag = rel["data"].setdefault(owner, {})
     for k, v in updates.items():
         if v == "" or v is None:
             bag.pop(k, None)  # Juju: an empty value deletes the key
@@ -216,13 +233,13 @@ TOOLS = {
 }
 
 
-def run(state, tool, args, env, stdin=""):
-    """Carry out one tool call on ``state`` (the caller holds the model's lock); returns
-    (exit status, stdout, stderr) for the client to reproduce."""
+def run(state, tool, args, env, stdin="", ctx=None):
+    """Carry out one tool call on ``state`` in the hook context ``ctx`` (the caller holds the
+    model's lock); returns (exit status, stdout, stderr) for the client to reproduce."""
     if tool not in TOOLS:
         return 1, "", "{}: not offered by the emulated VCA\n".format(tool)
     try:
-        call = Call(state, tool, args, env, stdin)
+        call = Call(state, tool, args, env, stdin, ctx)
         TOOLS[tool](call)
     except ToolError as e:
         return e.code, "", str(e) + "\n"

@@ -2,37 +2,52 @@
 
 A Juju unit agent runs its unit's hooks and actions one at a time; the agents of different
 units run independently. What an agent runs next is not simply what was queued first: Juju
-2.9's uniter (``worker/uniter/resolver.go``) decides from the unit's state, and a pending
-action comes before any hook, a lifecycle hook (install, leader-elected, config-changed,
-start, upgrade-charm) before relation hooks, and update-status only when nothing else is
-pending. ``UnitScheduler`` gives every job such a rank and runs a unit's pending jobs by rank,
-in the order they were queued within a rank, with a bounded number of worker threads. A unit
-decides what it runs next when it becomes free (or, free, when work arrives), as the uniter
-does; waiting for one of the bounded slots, which Juju does not have, never changes that
-decision, so an action queued a moment after a config change of an idle unit runs after its
+2.9's uniter (``worker/uniter/resolver.go``, ``worker/uniter/relation/resolver.go``) decides
+from the unit's state:
+
+* install first; then relation-created hooks (only once installed); then leadership hooks
+  (leader-elected, leader-settings-changed); then actions; then the other lifecycle hooks
+  (config-changed, start, upgrade-charm); then relation hooks; update-status only when nothing
+  else is pending;
+* among relation hooks, one relation is picked in no fixed order (Go's map order), and within
+  it departed, broken, joined, changed come first, each by sorted remote unit name.
+
+``UnitScheduler`` gives every job such a rank (and relation hooks their relation, kind and
+remote unit) and runs a unit's pending jobs by that order, in the order they were queued where
+Juju has none, with a bounded number of worker threads. The relation picked among several is
+drawn from a seeded generator: no order the charms could come to rely on, reproducible for a
+seed. A unit decides what it runs next when it becomes free (or, free, when work arrives), as
+the uniter does; waiting for one of the bounded slots, which Juju does not have, never changes
+that decision, so an action queued a moment after a config change of an idle unit runs after its
 config-changed, as on Juju. With ``parallel=1`` there are no threads at all: jobs run in the
-calling thread, the next one of the unit that queued first. One difference is kept: Juju
-runs relation-created right after install, and here it is a relation hook like the others
-(the emulation adds relations after the charms are deployed, so it comes after their deploy
-hooks).
+calling thread, the next one of the unit that queued first.
 
 Written here rather than with concurrent.futures: a thread pool runs any queued job on any
 free worker, while per-unit order needs "the best-ranked pending job of a unit that is not
 busy".
 """
 import collections
+import random
 import threading
 
 #: Ranks, lowest first: what a Juju unit agent runs next among its pending work.
-ACTION, LIFECYCLE, RELATION, IDLE = range(4)
+INSTALL, CREATED, LEADER, ACTION, LIFECYCLE, RELATION, IDLE = range(7)
+RANKS = (INSTALL, CREATED, LEADER, ACTION, LIFECYCLE, RELATION, IDLE)
+#: Within one relation, the order of the uniter's relation resolver.
+RELATION_KINDS = ("departed", "broken", "joined", "changed")
 
 
 class Job(object):
-    __slots__ = ("unit", "fn", "key", "rank", "done", "result", "error", "reported")
+    __slots__ = ("unit", "fn", "key", "rank", "relation", "done", "result", "error", "reported")
 
-    def __init__(self, unit, fn, key, rank):
+    def __init__(self, unit, fn, key, rank, relation=None):
         self.unit, self.fn, self.key, self.rank = unit, fn, key, rank
+        self.relation = relation    # (relation id, kind, remote unit) of a relation hook
         self.done, self.result, self.error, self.reported = False, None, None, False
+
+    def relation_order(self):
+        rid, kind, remote = self.relation
+        return (RELATION_KINDS.index(kind) if kind in RELATION_KINDS else len(RELATION_KINDS), remote or "")
 
     def run(self):
         try:
@@ -43,8 +58,9 @@ class Job(object):
 
 
 class UnitScheduler(object):
-    def __init__(self, parallel=1):
+    def __init__(self, parallel=1, seed=0):
         self.parallel = max(1, int(parallel))
+        self._random = random.Random(seed)
         self._cv = threading.Condition()
         self._pending = collections.deque()
         self._busy = set()
@@ -53,19 +69,20 @@ class UnitScheduler(object):
         self._workers = []
 
     # ------------------------------------------------------------------ queueing
-    def submit(self, unit, fn, key=None, rank=RELATION):
-        """Queue ``fn`` for ``unit`` with ``rank`` (ACTION, LIFECYCLE, RELATION or IDLE). A pending
-        job with the same (unit, key) is not queued twice (Juju runs one relation-changed for
-        several changes of a remote unit's data, one config-changed for several config
-        changes); that job is returned instead."""
-        if rank not in (ACTION, LIFECYCLE, RELATION, IDLE):
+    def submit(self, unit, fn, key=None, rank=RELATION, relation=None):
+        """Queue ``fn`` for ``unit`` with ``rank`` (one of RANKS); a relation hook names its
+        ``relation`` as (relation id, kind, remote unit). A pending job with the same (unit, key)
+        is not queued twice (Juju runs one relation-changed for several changes of a remote
+        unit's data, one config-changed for several config changes); that job is returned
+        instead."""
+        if rank not in RANKS:
             raise ValueError("unknown rank {!r}".format(rank))
         with self._cv:
             if key is not None:
                 for job in self._pending:
                     if job.unit == unit and job.key == key:
                         return job
-            job = Job(unit, fn, key, rank)
+            job = Job(unit, fn, key, rank, relation)
             self._pending.append(job)
             if self.parallel > 1:
                 if unit not in self._busy and unit not in self._decided:
@@ -131,12 +148,17 @@ class UnitScheduler(object):
             t.start()
 
     def _first_of(self, unit):
-        """The job ``unit``'s agent runs next: the lowest rank, the first queued within it."""
+        """The job ``unit``'s agent runs next: the lowest rank, the first queued within it; among
+        relation hooks, one relation drawn at random, then the resolver's order within it."""
         best = None
         for job in self._pending:
             if job.unit == unit and (best is None or job.rank < best.rank):
                 best = job
-        return best
+        if best is None or best.rank != RELATION or best.relation is None:
+            return best
+        mine = [j for j in self._pending if j.unit == unit and j.rank == RELATION and j.relation is not None]
+        rid = self._random.choice(sorted({j.relation[0] for j in mine}))
+        return min((j for j in mine if j.relation[0] == rid), key=Job.relation_order)
 
     def _decide(self, unit):
         """``unit`` is free: fix the job it runs next (called with the lock held)."""

@@ -5,15 +5,22 @@ Each unit gets its own copy of the built charm directory (hard links: ops keeps
 the hook tools on PATH. The model holds its state in memory and answers the tools over a Unix
 socket, as Juju's unit agent answers jujuc (``hookclient.py`` is the client, ``hooktool.py`` the
 tools): a tool call costs an interpreter start and a round trip, not a read and a rewrite of
-the whole model. After each hook, relation data the unit changed wakes the remote units with
-relation-changed, until nothing changes any more (``settle``). That is how Juju propagates data,
-minus the controller.
+the whole model.
 
-Scheduling is Juju's: the hooks and actions of one unit run one at a time, actions first, then
-lifecycle hooks (config-changed among them), then relation hooks, each kind in the order it
-was queued; with ``parallel`` > 1, the hooks of different units run at the same time, at most
-``parallel`` at once (see ``scheduler.py``). ``parallel=1`` (the default) runs everything one at a time in the
-calling thread, which keeps the order of the end-to-end tests' hooks reproducible.
+Every hook and action runs in a context with Juju 2.9's semantics (``hookcontext.py``): its
+relation writes are buffered and committed only when it succeeded and the commit reached the
+controller; reads of other units go through the unit's settings cache; ``relation-list`` lists
+the units whose joined hook has run. A commit that changed a databag wakes the remote units with
+relation-changed, until nothing changes any more (``settle``). Faults Juju lives with can be
+injected (``faults.py``): a refused commit, a unit agent restarted mid-hook, the controller
+unreachable for a while; the hook then runs again, as Juju runs it again.
+
+Scheduling is Juju's (``scheduler.py``): the hooks and actions of one unit run one at a time,
+install, relation-created, leadership, actions, lifecycle hooks, relation hooks (a relation in
+no fixed order; within it departed, broken, joined, changed by remote unit), update-status;
+with ``parallel`` > 1, the hooks of different units run at the same time, at most ``parallel``
+at once. ``parallel=1`` (the default) runs everything one at a time in the calling thread, which
+keeps the order of the end-to-end tests' hooks reproducible.
 """
 import collections
 import contextlib
@@ -26,7 +33,6 @@ import shlex
 import shutil
 import socket
 import socketserver
-import subprocess
 import sys
 import tempfile
 import threading
@@ -35,7 +41,7 @@ import weakref
 
 import yaml
 
-from testbed import hookclient, hooktool, scheduler
+from testbed import faults, hookclient, hookcontext, hooktool, scheduler
 
 HOOK_TOOLS = ("config-get", "is-leader", "relation-ids", "relation-list", "relation-get", "relation-set",
               "status-set", "status-get", "action-get", "action-set", "action-fail", "action-log",
@@ -45,6 +51,8 @@ JUJU_VERSION = "2.9.43"
 COMPILED_CLIENT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                "build", "tools", "vca-hookclient")
 MAX_HOOKS_PER_SETTLE = 500
+#: Runs of one hook whose run or commit did not complete, before the emulation gives up.
+MAX_RETRIES = 20
 
 
 class VcaError(Exception):
@@ -71,7 +79,7 @@ class Model(object):
     ``parallel`` bounds how many units run a hook at the same time."""
 
     def __init__(self, workdir, name="vpnaas", runner=None, hook_timeout=300, parallel=1, interpreter=None,
-                 client=None):
+                 client=None, seed=None):
         self.workdir = os.path.abspath(workdir)
         self.name = name
         self.runner = runner or []
@@ -97,8 +105,14 @@ class Model(object):
         self.tool_calls = collections.Counter()       # (unit, tool) -> hook tool calls answered
         self._context_calls = collections.Counter()   # JUJU_CONTEXT_ID -> hook tool calls answered
         self.hook_log = []                            # [HookRun], in the order they ended
-        self.jobs = scheduler.UnitScheduler(parallel)
+        #: The order among a unit's relations (Go's map order on Juju) is drawn with this seed.
+        self.seed = int(os.environ.get("VPNAAS_VCA_SEED", "0")) if seed is None else seed
+        self.jobs = scheduler.UnitScheduler(parallel, seed=self.seed)
         self._context_ids = itertools.count()
+        self._views = {}                              # unit -> hookcontext.UnitView (its agent's memory)
+        self._contexts = {}                           # JUJU_CONTEXT_ID -> hookcontext.HookContext
+        self.faults = faults.Faults()
+        self.retries = collections.Counter()          # (unit, hook) -> runs Juju had to repeat
         self._wakes = 0                               # relation-changed hooks since the last settle
         #: units whose charm no longer runs: a test plays a hostile unit by writing their data
         self.silenced = set()
@@ -116,10 +130,15 @@ class Model(object):
 
     # ------------------------------------------------------------------ state
     def _tool_call(self, tool, args, env, stdin):
+        context = env.get("JUJU_CONTEXT_ID", "")
         with self._lock:
             self.tool_calls[(env.get("JUJU_UNIT_NAME", ""), tool)] += 1
-            self._context_calls[env.get("JUJU_CONTEXT_ID", "")] += 1
-            return hooktool.run(self._state, tool, args, env, stdin)
+            self._context_calls[context] += 1
+            ctx = self._contexts.get(context)
+        if ctx is not None and self.faults.kill_at(ctx, tool):
+            return 1, "", "ERROR the unit agent is restarting\n"
+        with self._lock:
+            return hooktool.run(self._state, tool, args, env, stdin, ctx)
 
     def _read(self):
         """A copy of the whole model state."""
@@ -171,21 +190,40 @@ class Model(object):
         defaults = {k: v["default"] for k, v in options.items() if "default" in v}
         names = []
         with self._update() as state:
+            first = not any(u["app"] == app for u in state["units"].values())
             for i in range(units):
-                unit = "{}/{}".format(app, i)
+                unit = "{}/{}".format(app, self._next_unit_number(state, app))
                 unit_dir = os.path.join(self.workdir, "units", unit.replace("/", "-"))
                 shutil.rmtree(unit_dir, ignore_errors=True)
                 _copy_charm(charm_dir, os.path.join(unit_dir, "charm"))
-                state["units"][unit] = {"app": app, "leader": i == 0, "config": dict(defaults), "dir": unit_dir,
-                                        "status": {"status": "unknown", "message": ""}, "log": [],
+                state["units"][unit] = {"app": app, "leader": first and i == 0, "config": dict(defaults),
+                                        "dir": unit_dir, "status": {"status": "unknown", "message": ""}, "log": [],
                                         "action": {"params": {}, "results": {}, "failed": None, "log": []}}
+                self._views[unit] = hookcontext.UnitView()
                 names.append(unit)
-        for i, unit in enumerate(names):
-            for hook in ("install", "leader-elected", "config-changed", "start"):
-                if hook != "leader-elected" or i == 0:
-                    self._queue_hook(unit, hook)
+                # A unit of an application that is already related joins those relations.
+                for rel in state["relations"].values():
+                    if any(a == app for a, _ep in rel["endpoints"]) and not rel.get("broken"):
+                        rel["units"] = sorted(rel["units"] + [unit])
+                        rel["data"][unit] = {}
+        for unit in names:
+            self._queue_hook(unit, "install")
+            if self.unit_state(unit)["leader"]:
+                self._queue_hook(unit, "leader-elected")
+            self._queue_hook(unit, "config-changed")
+            self._queue_hook(unit, "start")
+            for rid in self._relations_of(unit):
+                self._queue_relation_hooks(rid, [unit])
         self._settle_if(wait)
         return names
+
+    @staticmethod
+    def _next_unit_number(state, app):
+        """Juju never reuses a unit number of an application."""
+        numbers = state.setdefault("unit_numbers", {})
+        n = numbers.get(app, 0)
+        numbers[app] = n + 1
+        return n
 
     def set_config(self, app, values, wait=True):
         """``juju config``: config-changed on every unit whose config changed. With wait=False
@@ -214,17 +252,30 @@ class Model(object):
             state["relations"][rid] = {"endpoints": [[app1, ep1], [app2, ep2]], "units": sorted(units),
                                        "data": {u: {} for u in units}}
             state["relations"][rid]["data"].update({app1: {}, app2: {}})
-        for unit in sorted(units):
-            self._queue_hook(unit, ep1 if unit.startswith(app1 + "/") else ep2, suffix="relation-created", rid=rid)
+        self._queue_relation_hooks(rid, units)
+        self._settle_if(wait)
+        return int(rid)
+
+    def _queue_relation_hooks(self, rid, newcomers):
+        """relation-created for each newcomer, then joined and changed between every newcomer
+        and every unit of the other application (both ways)."""
+        with self._lock:
+            units = list(self._state["relations"][rid]["units"])
+        for unit in sorted(newcomers):
+            self._queue_hook(unit, self._endpoint(rid, unit), suffix="relation-created", rid=rid)
         for unit in sorted(units):
             for remote in sorted(u for u in units if u.split("/")[0] != unit.split("/")[0]):
+                if unit not in newcomers and remote not in newcomers:
+                    continue
                 self._queue_hook(unit, self._endpoint(rid, unit), suffix="relation-joined", rid=rid, remote=remote)
                 # The data the remote writes before this runs needs no second hook (Juju's
                 # relation-changed after joined reports the remote's latest version).
                 self._queue_hook(unit, self._endpoint(rid, unit), suffix="relation-changed", rid=rid, remote=remote,
                                  key=_changed_key(rid, remote))
-        self._settle_if(wait)
-        return int(rid)
+
+    def _relations_of(self, unit):
+        with self._lock:
+            return sorted((rid for rid, rel in self._state["relations"].items() if unit in rel["units"]), key=int)
 
     def _endpoint(self, rid, unit):
         app = unit.split("/")[0]
@@ -232,29 +283,64 @@ class Model(object):
             return next(ep for a, ep in self._state["relations"][str(rid)]["endpoints"] if a == app)
 
     def remove_relation(self, rid):
+        """``juju remove-relation``: departed for every remote unit on each side, then broken."""
         rid = str(rid)
         with self._lock:
             units = list(self._state["relations"][rid]["units"])
-        departed = []
-        for unit in units:
-            for remote in (u for u in units if u.split("/")[0] != unit.split("/")[0]):
-                departed.append(self._queue_hook(unit, self._endpoint(rid, unit), suffix="relation-departed",
-                                                 rid=rid, remote=remote, departing=remote))
-        endpoints = {unit: self._endpoint(rid, unit) for unit in units}
-        for job in departed:
-            self.jobs.wait(job)
+        self._depart(rid, units, units)
         with self._update() as state:
             state["relations"][rid]["units"] = []
             state["relations"][rid]["broken"] = True      # Juju refuses relation-set from now on
-        broken = [self._queue_hook(unit, endpoints[unit], suffix="relation-broken", rid=rid) for unit in units]
+        broken = [self._queue_hook(unit, self._endpoint(rid, unit), suffix="relation-broken", rid=rid)
+                  for unit in units]
         for job in broken:
             self.jobs.wait(job)
         with self._update() as state:
             del state["relations"][rid]
         self.settle()
 
+    def _depart(self, rid, units, leaving):
+        """relation-departed on each unit of ``units`` for each remote unit in ``leaving``."""
+        departed = []
+        for unit in units:
+            for remote in (u for u in leaving if u.split("/")[0] != unit.split("/")[0]):
+                departed.append(self._queue_hook(unit, self._endpoint(rid, unit), suffix="relation-departed",
+                                                 rid=rid, remote=remote, departing=remote))
+        for job in departed:
+            self.jobs.wait(job)
+
+    def remove_unit(self, unit):
+        """``juju remove-unit`` (and what destroying an application does to each unit): its
+        relations depart on both sides and break on the unit, then stop and remove run."""
+        for rid in self._relations_of(unit):
+            with self._lock:
+                others = [u for u in self._state["relations"][rid]["units"] if u != unit]
+            self._depart(rid, others, [unit])
+            self._depart(rid, [unit], others)
+            with self._update() as state:
+                rel = state["relations"][rid]
+                rel["units"] = [u for u in rel["units"] if u != unit]
+            self.jobs.wait(self._queue_hook(unit, self._endpoint(rid, unit), suffix="relation-broken", rid=rid))
+        for hook in ("stop", "remove"):
+            self.jobs.wait(self._queue_hook(unit, hook))
+        with self._update() as state:
+            del state["units"][unit]
+            for rel in state["relations"].values():
+                rel["data"].pop(unit, None)
+        self._views.pop(unit, None)
+        self.settle()
+
+    def remove_application(self, app):
+        """``juju remove-application``: every unit removed; relations with no unit left go."""
+        for unit in self.units(app):
+            self.remove_unit(unit)
+        with self._update() as state:
+            for rid in [r for r, rel in state["relations"].items() if any(a == app for a, _ep in rel["endpoints"])]:
+                del state["relations"][rid]
+
     def set_relation_data(self, rid, owner, values):
-        """Write into a databag from outside (tests: data arriving in pieces) and wake the peers."""
+        """Write into a databag from outside (tests: a hostile or silenced unit whose hook
+        committed this) and wake the peers."""
         with self._update() as state:
             bag = state["relations"][str(rid)]["data"].setdefault(owner, {})
             for k, v in values.items():
@@ -281,29 +367,62 @@ class Model(object):
         env.update(extra)
         return env
 
-    def _dispatch(self, unit, dispatch_path, extra):
+    def _dispatch(self, unit, dispatch_path, extra, new_context):
+        """Run the unit's ``dispatch`` for one hook or action in a context from ``new_context()``
+        and commit what it changed, as Juju does: only when it succeeded and the commit reached
+        the controller. Otherwise nothing it wrote is kept and the same hook runs again, in a new
+        context (a hook that failed on its own is an error of the charm, which a test must see:
+        VcaError)."""
         charm_dir = os.path.join(self._unit_dir(unit), "charm")
+        while True:
+            ctx = new_context()
+            if not ctx.action:
+                self.faults.wait_for_controller()
+            with self._lock:
+                logged = len(self._state["units"][unit].get("log", []))
+            context = "{}-{}".format(unit, next(self._context_ids))
+            with self._lock:
+                self._contexts[context] = ctx
+            started = time.monotonic()
+            try:
+                proc = self.faults.run_hook(ctx, self.runner + ["./dispatch"], cwd=charm_dir,
+                                            env=self._env(unit, dispatch_path, extra, context),
+                                            timeout=self.hook_timeout)
+            finally:
+                with self._lock:
+                    self._contexts.pop(context, None)
+            ended = time.monotonic()
+            new_log = [msg for _level, msg in self.logs(unit, logged)]
+            with self._lock:
+                self.hook_runs[unit] += 1
+                self.hook_log.append(HookRun(started, ended, unit, dispatch_path, ended - started,
+                                             extra.get("JUJU_RELATION_ID", ""), new_log,
+                                             self._context_calls.pop(context, 0)))
+            if ctx.killed:
+                self._retry(unit, dispatch_path, ctx)
+                continue
+            if proc.returncode != 0:
+                # ops sends an uncaught exception's traceback to juju-log, not to stderr.
+                logged_text = "\n".join(new_log)
+                raise VcaError("{} {} failed (exit {}):\n{}{}".format(unit, dispatch_path, proc.returncode,
+                                                                       proc.stdout[-4000:], logged_text[-4000:]))
+            if not ctx.action and not self.faults.commit_reaches_controller(unit, dispatch_path):
+                self._retry(unit, dispatch_path, ctx)
+                continue
+            with self._lock:
+                changed = ctx.commit(self._state["relations"])
+            for rid, owner in changed:
+                self._wake_remotes(rid, owner)
+            return proc
+
+    def _retry(self, unit, dispatch_path, ctx):
+        """What Juju does with a hook whose run or commit did not complete: drop its writes and
+        run it again (after a short back-off), before anything else the unit has pending."""
         with self._lock:
-            logged = len(self._state["units"][unit].get("log", []))
-        context = "{}-{}".format(unit, next(self._context_ids))
-        started = time.monotonic()
-        proc = subprocess.run(self.runner + ["./dispatch"], cwd=charm_dir,
-                              env=self._env(unit, dispatch_path, extra, context),
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                              timeout=self.hook_timeout)
-        ended = time.monotonic()
-        new_log = [msg for _level, msg in self.logs(unit, logged)]
-        with self._lock:
-            self.hook_runs[unit] += 1
-            self.hook_log.append(HookRun(started, ended, unit, dispatch_path, ended - started,
-                                         extra.get("JUJU_RELATION_ID", ""), new_log,
-                                         self._context_calls.pop(context, 0)))
-        if proc.returncode != 0:
-            # ops sends an uncaught exception's traceback to juju-log, not to stderr.
-            logged_text = "\n".join(new_log)
-            raise VcaError("{} {} failed (exit {}):\n{}{}".format(unit, dispatch_path, proc.returncode,
-                                                                   proc.stdout[-4000:], logged_text[-4000:]))
-        return proc
+            self.retries[(unit, dispatch_path)] += 1
+            if self.retries[(unit, dispatch_path)] > MAX_RETRIES:
+                raise VcaError("{} {} did not complete after {} runs".format(unit, dispatch_path, MAX_RETRIES))
+        time.sleep(self.faults.backoff)
 
     def run_hook(self, unit, name, suffix=None, rid=None, remote=None, departing=None):
         """Deliver one hook as soon as the unit is free; the relation-changed hooks it causes are
@@ -312,17 +431,24 @@ class Model(object):
 
     def _queue_hook(self, unit, name, suffix=None, rid=None, remote=None, departing=None, key=None):
         hook = _hook_name(name, suffix)
-        rank = (scheduler.RELATION if rid is not None else scheduler.IDLE if hook == "update-status"
-                else scheduler.LIFECYCLE)
+        relation = None
+        if rid is not None:
+            kind = suffix.split("-", 1)[1]
+            rank = scheduler.CREATED if kind == "created" else scheduler.RELATION
+            relation = (str(rid), kind, remote)
+        else:
+            rank = _RANKS.get(hook, scheduler.LIFECYCLE)
         if hook == "config-changed":
             key = "config-changed"      # Juju runs one for every config change made meanwhile
         return self.jobs.submit(unit, lambda: self._deliver(unit, name, suffix, rid, remote, departing), key=key,
-                                rank=rank)
+                                rank=rank, relation=relation)
 
     def _deliver(self, unit, name, suffix=None, rid=None, remote=None, departing=None):
         hook = _hook_name(name, suffix)
         extra = {}
+        kind = ""
         if rid is not None:
+            kind = suffix.split("-", 1)[1]
             extra["JUJU_RELATION"] = name
             extra["JUJU_RELATION_ID"] = "{}:{}".format(name, rid)
             with self._lock:
@@ -333,27 +459,9 @@ class Model(object):
                 extra["JUJU_REMOTE_UNIT"] = remote
             if departing:
                 extra["JUJU_DEPARTING_UNIT"] = departing
-        before = self._bags_of(unit)
-        self._dispatch(unit, "hooks/" + hook, extra)
-        self._after(unit, before)
-
-    def _bags_of(self, unit):
-        app = unit.split("/")[0]
-        out = {}
-        with self._lock:
-            for rid, rel in self._state["relations"].items():
-                out[rid] = (json.dumps(rel["data"].get(unit, {}), sort_keys=True),
-                            json.dumps(rel["data"].get(app, {}), sort_keys=True))
-        return out
-
-    def _after(self, unit, before):
-        after = self._bags_of(unit)
-        # A relation added while the hook ran (a parallel VCA relates during other units' hooks)
-        # starts with empty bags: only what the hook wrote into it is a change.
-        empty = (json.dumps({}), json.dumps({}))
-        for rid, bags in after.items():
-            if before.get(rid, empty) != bags:
-                self._wake_remotes(rid, unit)
+        rid = str(rid) if rid is not None else None
+        self._dispatch(unit, "hooks/" + hook, extra,
+                       lambda: hookcontext.HookContext(unit, self._views[unit], kind, rid, remote))
 
     def _wake_remotes(self, rid, writer):
         with self._lock:
@@ -365,12 +473,12 @@ class Model(object):
             if unit.split("/")[0] == writer_app or unit in self.silenced:
                 continue
             self.jobs.submit(unit, lambda unit=unit: self._wake(unit, rid, remote), key=_changed_key(rid, remote),
-                             rank=scheduler.RELATION)
+                             rank=scheduler.RELATION, relation=(rid, "changed", remote))
 
     def _wake(self, unit, rid, remote):
         """relation-changed for data ``remote`` wrote, unless the relation is gone meanwhile."""
         with self._lock:
-            if rid not in self._state["relations"]:
+            if rid not in self._state["relations"] or unit not in self._state["relations"][rid]["units"]:
                 return
         with self._lock:
             self._wakes += 1
@@ -425,14 +533,18 @@ class Model(object):
     def _action(self, unit, name, params):
         with self._update() as state:
             state["units"][unit]["action"] = {"params": dict(params or {}), "results": {}, "failed": None, "log": []}
-        before = self._bags_of(unit)
         self._dispatch(unit, "actions/" + name, {"JUJU_ACTION_NAME": name,
-                                                  "JUJU_ACTION_UUID": str(next(self._context_ids))})
-        self._after(unit, before)
+                                                  "JUJU_ACTION_UUID": str(next(self._context_ids))},
+                       lambda: hookcontext.HookContext(unit, self._views[unit], action=True))
         with self._lock:
             act = copy.deepcopy(self._state["units"][unit]["action"])
         return ActionResult(unit, name, "failed" if act["failed"] else "completed", act["results"],
                             act["failed"] or "", act["log"])
+
+
+#: Ranks of the hooks that are not relation hooks (see scheduler.py).
+_RANKS = {"install": scheduler.INSTALL, "leader-elected": scheduler.LEADER,
+          "leader-settings-changed": scheduler.LEADER, "update-status": scheduler.IDLE}
 
 
 def _hook_name(name, suffix):

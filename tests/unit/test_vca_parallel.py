@@ -61,7 +61,14 @@ def test_parallel_model_keeps_each_units_order_and_propagates_data(tmp_path, mon
     model.settle()
     for unit in ("hub/0", "s1/0", "s2/0", "s3/0"):
         hooks = [entry[0] for entry in _log(tmp_path, unit)]
-        assert hooks[:4] == ["hooks/install", "hooks/leader-elected", "hooks/config-changed", "hooks/start"]
+        # Juju 2.9: install first; relation-created (once installed) and leader-elected come
+        # before the other lifecycle hooks, which keep their order.
+        lifecycle = [h for h in hooks if not h.startswith("hooks/vpn")]
+        assert lifecycle[:4] == ["hooks/install", "hooks/leader-elected", "hooks/config-changed", "hooks/start"]
+        created = [i for i, h in enumerate(hooks) if h.endswith("-relation-created")]
+        assert hooks[0] == "hooks/install" and created
+        if created[0] < hooks.index("hooks/config-changed"):
+            assert created[0] == 1, "relation-created runs before leader-elected"
     spoke = [entry[0] for entry in _log(tmp_path, "s1/0")]
     assert spoke.index("hooks/vpn-peer-relation-created") < spoke.index("hooks/vpn-peer-relation-joined")
     for rid, (_eps, units) in _relations(model).items():
@@ -118,9 +125,11 @@ def test_parallel_hooks_of_different_units_overlap(tmp_path, monkeypatch):
     assert started[-1] - started[0] < 0.6   # all four installs began before the first ended
 
 
-def test_a_busy_unit_runs_its_action_then_one_config_changed_then_relation_hooks(tmp_path, monkeypatch):
-    """What Juju 2.9's uniter picks next: a pending action first, config-changed (once, for
-    every config change made meanwhile) before relation hooks queued earlier."""
+def test_a_busy_unit_runs_relation_created_its_action_then_one_config_changed_then_relation_hooks(tmp_path,
+                                                                                                  monkeypatch):
+    """What Juju 2.9's uniter picks next: relation-created first, then a pending action,
+    config-changed (once, for every config change made meanwhile) before the other relation
+    hooks queued earlier."""
     model, charm = _setup(tmp_path, monkeypatch, parallel=2)
     model.deploy("a", charm)
     model.deploy("b", charm)
@@ -146,6 +155,6 @@ def test_a_busy_unit_runs_its_action_then_one_config_changed_then_relation_hooks
     model.settle()
     hooks = [e[0] for e in _log(tmp_path, "a/0")]
     after = hooks[hooks.index("hooks/start") + 2:]                # after deploy's hooks and the busy one
-    assert after == ["actions/do-it", "hooks/config-changed", "hooks/vpn-relation-created",
+    assert after == ["hooks/vpn-relation-created", "actions/do-it", "hooks/config-changed",
                      "hooks/vpn-relation-joined", "hooks/vpn-relation-changed"], hooks
     assert model.unit_state("a/0")["config"]["x"] == "3"

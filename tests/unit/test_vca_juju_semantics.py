@@ -1,0 +1,155 @@
+"""The emulated VCA where Juju 2.9's unit agent differs from a naive one (no root: a tiny shell
+charm; the charms themselves meet these semantics in tests/e2e):
+
+* a hook's relation writes are seen by nobody before it ends, and only kept if it succeeded and
+  its commit reached the controller; otherwise Juju runs it again;
+* a unit reads other units' settings through a cache that only a hook about that unit
+  refreshes;
+* relation-list lists only the units whose joined hook has run;
+* the order: install, relation-created, leadership, actions, lifecycle, relation hooks (one
+  relation at a time, departed/broken/joined/changed by unit), update-status.
+Each test fails on the emulation these replaced (writes at once, every unit listed, no cache,
+actions first)."""
+import os
+
+import pytest
+
+from testbed import scheduler, vca
+
+DISPATCH = r"""#!/bin/sh
+# Logs what each hook sees; on a trigger file, writes and then waits for a gate file.
+log="$LOG_DIR/$(echo $JUJU_UNIT_NAME | tr / -).log"
+peers=$(relation-list 2>/dev/null | tr -d '[]" \n')
+seen=""
+[ -z "${JUJU_RELATION_ID:-}" ] || seen=$(relation-get -r "$JUJU_RELATION_ID" value "${READ_UNIT:-${JUJU_REMOTE_UNIT:-}}" 2>/dev/null | tr -d '" \n')
+echo "$JUJU_DISPATCH_PATH ${JUJU_REMOTE_UNIT:--} list=$peers seen=$seen" >> "$log"
+case "$JUJU_DISPATCH_PATH" in
+  hooks/*-relation-joined)
+    if [ -e "$LOG_DIR/publish-$(echo $JUJU_UNIT_NAME | tr / -)" ]; then
+      relation-set "value=$(cat "$LOG_DIR/publish-$(echo $JUJU_UNIT_NAME | tr / -)")"
+      while [ -n "${GATE:-}" ] && [ ! -e "$GATE" ]; do sleep 0.01; done
+      [ ! -e "$LOG_DIR/fail" ] || exit 1
+    fi ;;
+esac
+"""
+
+
+@pytest.fixture
+def model(tmp_path, monkeypatch):
+    (tmp_path / "logs").mkdir()
+    monkeypatch.setenv("LOG_DIR", str(tmp_path / "logs"))
+    charm = tmp_path / "charm"
+    charm.mkdir()
+    (charm / "config.yaml").write_text("options: {}\n")
+    (charm / "dispatch").write_text(DISPATCH)
+    os.chmod(str(charm / "dispatch"), 0o755)
+    m = vca.Model(str(tmp_path / "model"))
+    m.faults.backoff = 0
+    m.charm = str(charm)
+    m.logs_dir = tmp_path / "logs"
+    yield m
+    m.close()
+
+
+def hooks(model, unit):
+    with open(str(model.logs_dir / (unit.replace("/", "-") + ".log"))) as f:
+        return [line.split() for line in f]
+
+
+def publish(model, unit, value):
+    (model.logs_dir / ("publish-" + unit.replace("/", "-"))).write_text(value)
+
+
+def test_writes_are_committed_when_the_hook_ends_and_wake_the_peer_then(model):
+    model.deploy("a", model.charm)
+    model.deploy("b", model.charm)
+    publish(model, "a/0", "k1")
+    rid = model.relate("a:vpn", "b:vpn-peer")
+    assert model.relation_data(rid)["a/0"] == {"value": "k1"}
+    seen = [h for h in hooks(model, "b/0") if h[0] == "hooks/vpn-peer-relation-changed"]
+    assert seen and seen[-1][3] == "seen=k1"
+
+
+def test_a_failed_hook_keeps_none_of_its_writes(model):
+    model.deploy("a", model.charm)
+    model.deploy("b", model.charm)
+    publish(model, "a/0", "k1")
+    (model.logs_dir / "fail").write_text("")
+    with pytest.raises(vca.VcaError, match="relation-joined failed"):
+        model.relate("a:vpn", "b:vpn-peer")
+    assert model.relation_data(0)["a/0"] == {}
+
+
+def test_a_refused_commit_drops_the_writes_and_runs_the_hook_again(model):
+    model.deploy("a", model.charm)
+    model.deploy("b", model.charm)
+    publish(model, "a/0", "k1")
+    model.faults.fail_commits("a/0", 2, hook="relation-joined")
+    rid = model.relate("a:vpn", "b:vpn-peer")
+    joined = [h for h in hooks(model, "a/0") if h[0] == "hooks/vpn-relation-joined"]
+    assert len(joined) == 3, "the joined hook ran again after each refused commit"
+    assert model.relation_data(rid)["a/0"] == {"value": "k1"}
+    assert model.faults.injected["commit-failure"] == 2 and sum(model.retries.values()) == 2
+
+
+def test_an_agent_restarted_mid_hook_runs_the_hook_again_from_the_start(model):
+    model.deploy("a", model.charm)
+    model.deploy("b", model.charm)
+    publish(model, "a/0", "k2")
+    model.faults.kill_hooks("a/0", tool="relation-set")
+    rid = model.relate("a:vpn", "b:vpn-peer")
+    assert model.faults.injected["agent-restart"] == 1
+    assert len([h for h in hooks(model, "a/0") if h[0] == "hooks/vpn-relation-joined"]) == 2
+    assert model.relation_data(rid)["a/0"] == {"value": "k2"}
+
+
+def test_membership_starts_with_the_joined_hook(model):
+    model.deploy("a", model.charm)
+    model.deploy("b", model.charm, units=2)
+    model.relate("a:vpn", "b:vpn-peer")
+    seen = {(h[0], h[1]): h[2] for h in hooks(model, "a/0")}
+    assert seen[("hooks/vpn-relation-created", "-")] == "list="
+    assert seen[("hooks/vpn-relation-joined", "b/0")] == "list=b/0"
+    assert seen[("hooks/vpn-relation-joined", "b/1")] == "list=b/0,b/1"
+
+
+def test_other_units_settings_come_from_the_cache_until_a_hook_about_them_runs(model, monkeypatch):
+    model.deploy("a", model.charm)
+    model.deploy("b", model.charm, units=2)
+    publish(model, "b/1", "old")
+    rid = model.relate("a:vpn", "b:vpn-peer")
+    monkeypatch.setenv("READ_UNIT", "b/1")          # every hook of a/0 reads b/1's settings
+    model.run_hook("a/0", "vpn", "relation-changed", rid=rid, remote="b/0")
+    with model._update() as state:                  # b/1's hook committed a new value ...
+        state["relations"][str(rid)]["data"]["b/1"]["value"] = "new"
+    model.run_hook("a/0", "vpn", "relation-changed", rid=rid, remote="b/0")
+    assert hooks(model, "a/0")[-1][3] == "seen=old", "... but a hook about b/0 still sees b/1's cached settings"
+    model.run_hook("a/0", "vpn", "relation-changed", rid=rid, remote="b/1")
+    assert hooks(model, "a/0")[-1][3] == "seen=new"
+
+
+def test_relation_hooks_run_in_the_resolvers_order_within_a_relation():
+    s = scheduler.UnitScheduler(seed=3)
+    ran = []
+    for kind, remote in (("changed", "b/1"), ("joined", "b/1"), ("changed", "b/0"), ("joined", "b/0"),
+                         ("departed", "b/2")):
+        s.submit("a/0", lambda k=kind, r=remote: ran.append((k, r)), rank=scheduler.RELATION,
+                 relation=("7", kind, remote))
+    s.submit("a/0", lambda: ran.append(("created", "")), rank=scheduler.CREATED, relation=("8", "created", None))
+    s.submit("a/0", lambda: ran.append(("action", "")), rank=scheduler.ACTION)
+    s.submit("a/0", lambda: ran.append(("leader-elected", "")), rank=scheduler.LEADER)
+    s.settle()
+    assert ran == [("created", ""), ("leader-elected", ""), ("action", ""), ("departed", "b/2"), ("joined", "b/0"),
+                   ("joined", "b/1"), ("changed", "b/0"), ("changed", "b/1")]
+
+
+def test_among_relations_the_order_is_not_the_order_they_were_queued():
+    orders = set()
+    for seed in range(12):
+        s = scheduler.UnitScheduler(seed=seed)
+        ran = []
+        for rid in ("1", "2", "3"):
+            s.submit("a/0", lambda r=rid: ran.append(r), rank=scheduler.RELATION, relation=(rid, "changed", "b/0"))
+        s.settle()
+        orders.add(tuple(ran))
+    assert len(orders) > 1
