@@ -21,7 +21,8 @@ DISPATCH = r"""#!/bin/sh
 log="$LOG_DIR/$(echo $JUJU_UNIT_NAME | tr / -).log"
 peers=$(relation-list 2>/dev/null | tr -d '[]" \n')
 seen=""
-[ -z "${JUJU_RELATION_ID:-}" ] || seen=$(relation-get -r "$JUJU_RELATION_ID" value "${READ_UNIT:-${JUJU_REMOTE_UNIT:-}}" 2>/dev/null | tr -d '" \n')
+who=${READ_UNIT:-${JUJU_REMOTE_UNIT:-}}
+[ -z "${JUJU_RELATION_ID:-}" ] || seen=$(relation-get -r "$JUJU_RELATION_ID" value "$who" 2>/dev/null | tr -d '" \n')
 echo "$JUJU_DISPATCH_PATH ${JUJU_REMOTE_UNIT:--} list=$peers seen=$seen" >> "$log"
 case "$JUJU_DISPATCH_PATH" in
   hooks/*-relation-joined)
@@ -149,7 +150,8 @@ def test_among_relations_the_order_is_not_the_order_they_were_queued():
         s = scheduler.UnitScheduler(seed=seed)
         ran = []
         for rid in ("1", "2", "3"):
-            s.submit("a/0", lambda r=rid: ran.append(r), rank=scheduler.RELATION, relation=(rid, "changed", "b/0"))
+            s.submit("a/0", lambda r=rid, out=ran: out.append(r), rank=scheduler.RELATION,
+                     relation=(rid, "changed", "b/0"))
         s.settle()
         orders.add(tuple(ran))
     assert len(orders) > 1
