@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
 .PHONY: help venv deps charms charms-local packages validate test unit unit36 lint shellcheck typecheck pycompat \
-        wireguard-go hookclient boringtun demo bench deploy deploy-tools onboard undeploy measure-remote clean \
+        wireguard-go hookclient boringtun demo bench lifecycle deploy deploy-tools onboard undeploy measure-remote clean \
         osm-conformance oai-conformance
 
 help: ## list the targets
@@ -100,6 +100,10 @@ demo: deps venv charms-local wireguard-go hookclient ## bring up the WireGuard E
 
 bench: deps venv charms-local wireguard-go hookclient boringtun ## repeated data-plane and convergence measurements (root)
 	$(PY) -m testbed.bench $(BENCH_ARGS)
+
+LIFECYCLE_ARGS ?=
+lifecycle: deps venv charms-local wireguard-go hookclient ## the testbed EPS through upgrade, rotation, faults, heal and terminate, with probes (root)
+	$(PY) -m testbed.lifecycle $(LIFECYCLE_ARGS)
 
 deploy-tools: venv ## install the openstack CLI (python-openstackclient) into .venv for make deploy
 	$(VENV)/bin/pip install -q -r requirements-deploy.txt

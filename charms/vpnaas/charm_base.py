@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import sys
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Type
 
 from ops.charm import (
     ActionEvent,
@@ -62,7 +62,7 @@ FACTS_ATTEMPTS = 3
 #: What the planning and the step builder may raise on values that passed the grammar but do not
 #: fit (a step over its size bound, a value the renderer refuses): a Blocked status, never a hook
 #: that fails and is retried for ever.
-_UNFIT = (vnfscript.ScriptError, validation.InvalidValue, wgconfig.RenderError)
+_UNFIT: Tuple[Type[Exception], ...] = (vnfscript.ScriptError, validation.InvalidValue, wgconfig.RenderError)
 
 
 class ReconcileFailed(Exception):
@@ -75,7 +75,8 @@ class VpnaasCharm(CharmBase):
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self._stored.set_default(manual_peers="{}", public_keys="{}", applied="", last_status="",
-                                 implementation="", facts="{}", claims="[]", session_config="", config_salt="")
+                                 implementation="", facts="{}", claims="[]", session_config="", config_salt="",
+                                 torn_down=False)
         if not self._stored.config_salt:
             self._stored.config_salt = os.urandom(16).hex()
         self.endpoints = tunnel_endpoints(self.meta)
@@ -88,6 +89,8 @@ class VpnaasCharm(CharmBase):
         for event in (on.install, on.start, on.config_changed, on.upgrade_charm, on.update_status,
                       on.leader_elected):
             self.framework.observe(event, self._on_event)
+        for event in (on.stop, on.remove):
+            self.framework.observe(event, self._on_teardown)
         for ep in self.endpoints:
             rel = on[ep.name]
             for event in (rel.relation_created, rel.relation_joined, rel.relation_changed,
@@ -224,6 +227,8 @@ class VpnaasCharm(CharmBase):
 
         Raises ReconcileFailed (after setting the status) when the VNF could not be brought to
         the plan; configuration that is incomplete is not a failure (WaitingStatus)."""
+        if self._stored.torn_down:
+            raise ReconcileFailed("the unit is being removed")
         plan = self.build_plan()
         if plan.errors:
             self._blocked_by_config(plan)
@@ -313,6 +318,31 @@ class VpnaasCharm(CharmBase):
             if err.strip():
                 logger.warning("remote step stderr: %s", remote.scrub(err.strip()[-500:]))
             raise
+
+    # ------------------------------------------------------------------ removal
+    def _on_teardown(self, event: Any) -> None:
+        """stop and remove (Juju runs them after every relation is broken, when the unit is
+        removed: NS terminate, scale-in, heal): nothing of the tunnels may stay on the VNF. Done
+        once (remove after stop changes nothing); a VNF that cannot be reached is said in the
+        status and left (it is usually being deleted with the unit)."""
+        if self._stored.torn_down:
+            return
+        self._stored.torn_down = True
+        self._set_applied("")
+        host = (self.config.get("ssh-hostname") or "").strip()
+        if not host or not (self.config.get("ssh-password") or self.keystore.has_key()):
+            return
+        try:
+            target = self._ssh_target(self.build_plan())
+            logger.info("%s %s (teardown)", RECONCILE_SESSION, target.host)
+            with ssh.Session(target, self.keystore) as session:
+                self.run_vnf_step(session, target, remote.teardown_step(self.component_teardown))
+            self._set_status(MaintenanceStatus("removed: nothing of the tunnels is left on {}".format(target.host)))
+        except (ssh.SshError, remote.RemoteError) + _UNFIT as e:
+            self._set_status(WaitingStatus("removing: the VNF was not cleaned up: {}".format(e)))
+
+    def component_teardown(self, step: vnfscript.Step) -> None:
+        """Add the component's own removal calls (its service) to the teardown step."""
 
     # ------------------------------------------------------------------ component extension points
     def component_step(self, plan: planning.Plan, step: vnfscript.Step) -> None:

@@ -342,6 +342,13 @@ def add_gate(step, component, devices, wanted, prestart_limit):
     return step
 
 
+def add_teardown(step, component):
+    """The component's part of the charm's removal: its service stops (and is disabled)."""
+    if LIB not in step.files:
+        step.files.append(LIB)
+    return step.call("oai_stop", component.service, component.binary)
+
+
 def progress_text(line):
     """'PROGRESS 3/7 fetching MME x' -> ('3/7', 'fetching MME x'), or None."""
     kind, _, rest = line.partition(" ")

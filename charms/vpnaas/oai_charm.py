@@ -43,6 +43,9 @@ class OaiCharm(VpnaasCharm):
         devices = [d.name for d in plan.devices]
         oai.add_gate(step, self.component, devices, self._stored.oai_wanted, self._prestart_limit())
 
+    def component_teardown(self, step):
+        oai.add_teardown(step, self.component)
+
     def _prestart_limit(self):
         try:
             return ov.integer(

@@ -56,6 +56,16 @@ def tunnel_step(plan: Plan, facts_digest: str = "", rotate: Iterable[str] = (), 
     return step
 
 
+def teardown_step(component: Optional[Callable[[vnfscript.Step], None]] = None) -> vnfscript.Step:
+    """What removing the charm leaves on the VNF: nothing of its tunnels (devices, keys,
+    configurations, routes, service addresses, the service device, its hook scripts). A
+    component may first stop its own service (``component``)."""
+    step = vnfscript.Step(TUNNEL_FILES)
+    if component is not None:
+        component(step)
+    return step.call("teardown")
+
+
 class Observation(object):
     """What the VNF reported."""
 

@@ -84,44 +84,75 @@ def instantiate(testbed, model, links, vnfs, relations, progress=None, verify_tr
     report.step("VCA: {} charm(s) installed, {} relation(s) added; configuring".format(len(vnfs), len(relations)),
                 phase)
     each_vnf = _serially if model.jobs.parallel == 1 else _concurrently
-
-    def configure(spec):
-        unit = spec.name + "/0"
-        _action(model, unit, "generate-ssh-key", {}, tolerate=True)
-        key = _action(model, unit, "get-ssh-public-key", {}).results["pubkey"]
-        testbed.authorize(machines[spec.name], key)
-        report.step("RO: SSH key of {}'s charm injected".format(spec.name), progress)
-        config = {k: (machines[spec.name].mgmt_ip if v == "<rw_mgmt_ip>" else v) for k, v in spec.config.items()}
-        report.last_config_at = time.monotonic()
-        # OSM's config primitive and actions return when Juju has done them, not when every hook
-        # they cause in other units has run (with a serial VCA that is the same thing).
-        model.set_config(spec.name, config, wait=False)
-        report.step("config primitive on {}".format(spec.name), progress)
-        for _attempt in range(verify_tries):
-            result = model.run_action(unit, "verify-ssh-credentials", {}, wait=False)
-            if result.status == "completed":
-                break
-        else:
-            report.step("verify-ssh-credentials on {} still failing after {} tries (OSM only logs this)".format(
-                spec.name, verify_tries), progress)
-
-    def remaining_primitives(spec):
-        if before_primitives:
-            before_primitives(spec, machines[spec.name])
-        for name, params in spec.primitives:
-            if name in spec.skip:
-                report.skipped.append((spec.name, name, "needs the internet (OAI sources)"))
-                report.step("SKIPPED {} on {}: needs the internet".format(name, spec.name), progress)
-                continue
-            _action(model, spec.name + "/0", name, params)
-            report.step("{} on {}".format(name, spec.name), progress)
-
-    each_vnf(configure, vnfs)
+    each_vnf(lambda spec: configure(testbed, model, spec, machines[spec.name], report, progress, verify_tries), vnfs)
     report.config_done_at = time.monotonic()
     report.step("config primitives done on {} VNF(s)".format(len(vnfs)), phase)
     if after_config:
         after_config(report)
-    each_vnf(remaining_primitives, vnfs)
+    each_vnf(lambda spec: remaining_primitives(model, spec, machines[spec.name], report, progress,
+                                               before_primitives), vnfs)
+    model.settle()
+    return report
+
+
+def configure(testbed, model, spec, machine, report, progress=None, verify_tries=20):
+    """What OSM's LCM does for a new execution environment once the VM is up: the charm's SSH
+    key injected into the VM, the ``config`` primitive, then verify-ssh-credentials until it
+    passes (OSM only logs a failure)."""
+    unit = model.units(spec.name)[0]
+    _action(model, unit, "generate-ssh-key", {}, tolerate=True)
+    key = _action(model, unit, "get-ssh-public-key", {}).results["pubkey"]
+    testbed.authorize(machine, key)
+    report.step("RO: SSH key of {}'s charm injected".format(spec.name), progress)
+    config = {k: (machine.mgmt_ip if v == "<rw_mgmt_ip>" else v) for k, v in spec.config.items()}
+    report.last_config_at = time.monotonic()
+    # OSM's config primitive and actions return when Juju has done them, not when every hook
+    # they cause in other units has run (with a serial VCA that is the same thing).
+    model.set_config(spec.name, config, wait=False)
+    report.step("config primitive on {}".format(spec.name), progress)
+    for _attempt in range(verify_tries):
+        result = model.run_action(unit, "verify-ssh-credentials", {}, wait=False)
+        if result.status == "completed":
+            break
+    else:
+        report.step("verify-ssh-credentials on {} still failing after {} tries (OSM only logs this)".format(
+            spec.name, verify_tries), progress)
+
+
+def remaining_primitives(model, spec, machine, report, progress=None, before_primitives=None):
+    """The VNFD's initial-config-primitives after ``config``, in seq order (those that need the
+    internet are SKIPPED by name)."""
+    if before_primitives:
+        before_primitives(spec, machine)
+    for name, params in spec.primitives:
+        if name in spec.skip:
+            report.skipped.append((spec.name, name, "needs the internet (OAI sources)"))
+            report.step("SKIPPED {} on {}: needs the internet".format(name, spec.name), progress)
+            continue
+        _action(model, model.units(spec.name)[0], name, params)
+        report.step("{} on {}".format(name, spec.name), progress)
+
+
+def heal(testbed, model, spec, relations, progress=None, before_primitives=None):
+    """What OSM's heal does to one VNF: its execution environment destroyed (its relations
+    depart and break on the peers, its charm runs stop and remove), the VM re-created from its
+    image (same ports and addresses, a new disk and host key), a new execution environment
+    deployed and related as at instantiation, and its whole day-1 run again. Returns a Report
+    whose ``config_done_at`` is when the new charm's day-1 ended."""
+    report = Report()
+    model.remove_application(spec.name)
+    report.step("VCA: execution environment of {} destroyed".format(spec.name), progress)
+    machine = testbed.rebuild_vnf(spec.name)
+    report.step("VIM: VM of {} re-created (new disk, new host key)".format(spec.name), progress)
+    model.deploy(spec.name, spec.charm_dir, wait=False)
+    for provider, requirer in relations:
+        if spec.name in (provider.split(":")[0], requirer.split(":")[0]):
+            model.relate(provider, requirer, wait=False)
+            report.step("VCA: relation {} -> {} added".format(provider, requirer), progress)
+    model.settle()
+    configure(testbed, model, spec, machine, report, progress)
+    remaining_primitives(model, spec, machine, report, progress, before_primitives)
+    report.config_done_at = time.monotonic()
     model.settle()
     return report
 

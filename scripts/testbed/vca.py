@@ -331,12 +331,23 @@ class Model(object):
         self.settle()
 
     def remove_application(self, app):
-        """``juju remove-application``: every unit removed; relations with no unit left go."""
+        """``juju remove-application``: its relations depart and break on both sides, then every
+        unit runs stop and remove (an application deployed again under the same name is a new
+        one: its units count from 0 again)."""
+        with self._lock:
+            rids = sorted((r for r, rel in self._state["relations"].items()
+                           if any(a == app for a, _ep in rel["endpoints"])), key=int)
+        for rid in rids:
+            self.remove_relation(rid)
         for unit in self.units(app):
-            self.remove_unit(unit)
+            for hook in ("stop", "remove"):
+                self.jobs.wait(self._queue_hook(unit, hook))
+            with self._update() as state:
+                del state["units"][unit]
+            self._views.pop(unit, None)
         with self._update() as state:
-            for rid in [r for r, rel in state["relations"].items() if any(a == app for a, _ep in rel["endpoints"])]:
-                del state["relations"][rid]
+            state.setdefault("unit_numbers", {}).pop(app, None)
+        self.settle()
 
     def set_relation_data(self, rid, owner, values):
         """Write into a databag from outside (tests: a hostile or silenced unit whose hook

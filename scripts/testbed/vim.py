@@ -144,6 +144,7 @@ class Vnf(object):
         self.sshd = None
         self.anchor = None
         self.env = {}
+        self.link_plan = {}   # link name -> "address/prefix", as created (a rebuild keeps it)
 
     @property
     def ns_pid(self):
@@ -282,21 +283,38 @@ class Testbed(object):
         gets ("{state}" is replaced by the VNF's state directory). Returns the Vnf, sshd running."""
         vnf = Vnf(self, name, len(self.vnfs) + 1, str(next(self._mgmt_hosts)))
         vnf.env = {k: v.replace("{state}", vnf.state_dir) for k, v in (env or {}).items()}
+        vnf.link_plan = dict(links or {})
         self.vnfs[name] = vnf
+        self._boot(vnf)
+        return vnf
+
+    def rebuild_vnf(self, name):
+        """What OSM's heal does to a VM: deleted and created again from its image, with the same
+        name, ports and addresses, and a new disk: nothing the charms put on it, a new SSH host
+        key. Returns the new Vnf."""
+        old = self.vnfs[name]
+        kill_netns_processes(old.netns)
+        sh(["ip", "netns", "del", old.netns], check=False)
+        vnf = Vnf(self, name, old.index, old.mgmt_ip)
+        vnf.env, vnf.link_plan = old.env, old.link_plan
+        self.vnfs[name] = vnf
+        self._boot(vnf)
+        return vnf
+
+    def _boot(self, vnf):
         sh(["ip", "netns", "add", vnf.netns])
         _ipv4_only(vnf.netns)
         sh(["ip", "-n", vnf.netns, "link", "set", "lo", "up"])
         self._plug(vnf, "br-mgmt", "eth0", "{}/{}".format(vnf.mgmt_ip, ipaddress.ip_network(MGMT_CIDR).prefixlen), 0)
-        for i, (link, address) in enumerate(sorted((links or {}).items()), 1):
+        for i, (link, address) in enumerate(sorted(vnf.link_plan.items()), 1):
             if link not in self.links:
-                raise VimError("VNF {}: unknown link {}".format(name, link))
+                raise VimError("VNF {}: unknown link {}".format(vnf.name, link))
             iface = ipaddress.ip_interface(address)
             if iface.ip not in self.links[link]:
-                raise VimError("VNF {}: {} is outside link {} ({})".format(name, address, link, self.links[link]))
+                raise VimError("VNF {}: {} is outside link {} ({})".format(vnf.name, address, link, self.links[link]))
             self._plug(vnf, self.bridge(link), "eth{}".format(i), address, i)
             vnf.links[link] = ("eth{}".format(i), str(iface.ip))
         self._start_sshd(vnf)
-        return vnf
 
     @staticmethod
     def port(vnf, link):

@@ -34,7 +34,7 @@ from vpnaas import vnfscript
 
 STEP_PREFIX = vnfscript.load(vnfscript.LIBRARY) + "\n" + vnfscript.load("tunnels.sh") + "\n"
 STEP_CALLS = ("facts_guard", "tunnels_prepare", "service_addresses", "apply_device", "remove_stale_devices",
-              "report")
+              "report", "teardown")
 
 
 def keypair():
@@ -272,6 +272,11 @@ class FakeVnf(object):
                 for prefix in [p for p, (dev, _) in self.routes.items() if dev == name]:
                     del self.routes[prefix]
                 out.append("REMOVED " + name)
+
+    def step_teardown(self, out):
+        self.step_remove_stale_devices(out)
+        self.service_addresses = []
+        out.append("TORNDOWN")
 
     def fact_lines(self, names):
         lines = ["addr " + cidr for _ifname, cidr in self.interfaces]

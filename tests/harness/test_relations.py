@@ -128,3 +128,17 @@ def test_a_vnf_whose_own_addresses_changed_is_replanned_in_the_same_login(ready,
     assert ready.status.name == "blocked"
     assert ready.status.message.startswith("vpn: refused 172.16.7.9/32 from b/0 on wg-vpn: it overlaps this VNF's "
                                            "connected network 172.16.7.0/24")
+
+
+def test_removal_leaves_nothing_of_the_tunnels_and_reconciles_no_more(ready, vnf):
+    rel = ready.relate("vpn", "b/0", peer_data())
+    assert vnf.devices and vnf.service_addresses
+    ready.harness.remove_relation(rel)
+    logins = vnf.logins
+    ready.harness.charm.on.stop.emit()
+    assert vnf.steps[-1] == ["teardown"] and vnf.logins == logins + 1
+    assert vnf.devices == {} and vnf.routes == {} and vnf.service_addresses == []
+    assert ready.status.message.startswith("removed: nothing of the tunnels is left on 10.0.0.5")
+    ready.harness.charm.on.remove.emit()
+    ready.harness.charm.on.update_status.emit()
+    assert vnf.logins == logins + 1, "after stop, neither remove nor any other event touches the VNF again"

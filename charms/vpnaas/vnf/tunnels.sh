@@ -381,3 +381,21 @@ report() {  # devices...: host, time and every peer of every device (never the p
     wg show "$dev" dump | tail -n +2 | while IFS= read -r line; do out "PEER $dev $line"; done
   done
 }
+
+teardown() {  # the charm is being removed: everything it put on the VNF for its tunnels goes, nothing else
+  local a
+  if [ -d /run/systemd/system ]; then init=systemd; else init=none; fi
+  remove_stale_devices
+  if [ -x "$SERVICE_HOOK" ]; then
+    : > "$WANTED_ADDRESSES"
+    "$SERVICE_HOOK"
+  fi
+  # The service device is the charm's own; it goes once no address is left on it (an address
+  # the charm did not add keeps it, and the operator's address with it).
+  if ip link show dev "$SERVICE_DEVICE" >/dev/null 2>&1; then
+    a=$(ip -o addr show dev "$SERVICE_DEVICE" 2>/dev/null || true)
+    if [ -z "$a" ]; then ip link del "$SERVICE_DEVICE"; else out "NOTE $SERVICE_DEVICE kept: it holds addresses the charm did not add"; fi
+  fi
+  rm -f "$ROUTES_HOOK" "$SERVICE_HOOK" "$WANTED_ADDRESSES" "$OWNED_ADDRESSES"
+  out "TORNDOWN"
+}

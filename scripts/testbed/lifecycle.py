@@ -1,0 +1,347 @@
+"""`sudo make lifecycle`: the EPS's tunnels through what operators do to them for months.
+
+On the local testbed (VIM and VCA emulation, ``demo.bring_up``), with a continuous probe at 100
+packets a second across every tunnel an operation touches (``probe.py``), each operation is run
+the way OSM and Juju run it, and measured:
+
+  upgrade-charm   every charm replaced by this checkout's build from the previous revision's
+                  (``--upgrade-from``, default: charms/ as it was before its last change),
+                  as ``juju upgrade-charm`` does: upgrade-charm then config-changed; no WireGuard
+                  device may be re-created (interface index unchanged)
+  rotate-keys     the MME's rotate-keys action on all its devices; its peers follow
+  commit-failure  the eNB rotates its keys while the SPGW-U's next relation-changed commit does
+                  not reach the controller: Juju drops its publication and runs it again; it
+                  must be published without update-status
+  agent-restart   the same with the SPGW-U's unit agent restarted in the middle of that hook
+  heal            the SPGW-C's VM and execution environment re-created (new disk, new keys, new
+                  host key), related and configured again; its peers follow
+  terminate       every application removed: nothing of the tunnels may stay on any VNF and
+                  nothing in relation data
+
+Writes ``build/lifecycle/report.json``: ``{"operations": [{"name", "seconds_to_converge",
+"packets_lost", "tunnels_up_after", "leftovers", ...}]}`` and prints a table. Scale-out and
+scale-in are not run here yet (see the README).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+from bundle import BUILD_DIR, build_charms
+from testbed import cli, demo, lcm, probe, vim
+
+OUT_DIR = os.path.join(BUILD_DIR, "lifecycle")
+OPERATIONS = ("upgrade-charm", "rotate-keys", "commit-failure", "agent-restart", "heal", "terminate")
+CONVERGE_TIMEOUT = 60
+REPO_DIR = vim.REPO_DIR
+
+
+class LifecycleError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------- tunnels and what is left
+def device_key(vnf, device):
+    return vnf.wg_show(device, "public-key").strip()
+
+
+def tunnel_ok(tb, rp):
+    """Both ends have the device, each with exactly the other end's current key as its peer,
+    and a completed handshake."""
+    ends = (tb.vnfs[rp.provider], tb.vnfs[rp.requirer])
+    device = "wg-" + rp.name
+    keys = [device_key(v, device) for v in ends]
+    if not all(keys):
+        return False
+    for vnf, other in ((ends[0], keys[1]), (ends[1], keys[0])):
+        lines = vnf.wg_show(device, "latest-handshakes").split()
+        peers = dict(zip(lines[0::2], lines[1::2]))
+        if list(peers) != [other] or peers[other] == "0":
+            return False
+    return True
+
+
+def wait_converged(tb, rps, since=None, timeout=CONVERGE_TIMEOUT, extra=None):
+    """Seconds from ``since`` (a time.monotonic(); default now) until every tunnel of ``rps`` is
+    up with the current keys (and ``extra()`` holds), or None after ``timeout``."""
+    since = time.monotonic() if since is None else since
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(tunnel_ok(tb, rp) for rp in rps) and (extra is None or extra()):
+            return time.monotonic() - since
+        time.sleep(0.05)
+    return None
+
+
+def interface_indexes(tb, inst):
+    """{(vnf, device): ifindex} of every tunnel device (a re-created device gets a new index)."""
+    out = {}
+    for rp in inst.refpoints:
+        for app in (rp.provider, rp.requirer):
+            line = tb.vnfs[app].exec(["ip", "-o", "link", "show", "dev", "wg-" + rp.name], check=False).stdout
+            out[(app, "wg-" + rp.name)] = line.split(":", 1)[0].strip()
+    return out
+
+
+def leftovers(tb, model, apps):
+    """What the charms left on the VNFs of ``apps`` and in the model: each entry one finding."""
+    found = []
+    for app in apps:
+        vnf = tb.vnfs[app]
+        found += ["{}: device {}".format(app, d) for d in vnf.exec(["wg", "show", "interfaces"]).stdout.split()]
+        found += ["{}: route {}".format(app, r) for r in
+                  vnf.exec(["ip", "-o", "route", "show", "proto", "148"]).stdout.splitlines()]
+        if vnf.exec(["ip", "link", "show", "dev", "vpnaas0"], check=False).returncode == 0:
+            found.append("{}: service device vpnaas0".format(app))
+        found += ["{}: address {}".format(app, line.split()[3]) for line in
+                  vnf.exec(["ip", "-o", "addr", "show", "label", "lo:vpnaas"]).stdout.splitlines()]
+        files = vnf.exec(["sh", "-c", "ls -A /etc/wireguard"]).stdout.split()
+        found += ["{}: file /etc/wireguard/{}".format(app, f) for f in files]
+    with model._lock:
+        state = model._state
+        found += ["relation {} still holds data".format(rid) for rid, rel in state["relations"].items()
+                  if any(rel["data"].values())]
+        found += ["unit {} still deployed".format(u) for u in state["units"]]
+    return found
+
+
+# ---------------------------------------------------------------------- probes
+def start_probes(tb, rps):
+    return [probe.Probe(tb.vnfs[rp.provider], rp.service[rp.provider], rp.service[rp.requirer], rp.name).start()
+            for rp in rps]
+
+
+def stop_probes(probes, settle=1.0):
+    """Let the probes run ``settle`` seconds more (the converged state), then count."""
+    time.sleep(settle)
+    return [p.stop() for p in probes]
+
+
+# ---------------------------------------------------------------------- the operations
+class Context(object):
+    """The testbed EPS under test."""
+
+    def __init__(self, tb, results, out_dir, progress, previous_charms=None):
+        self.tb, self.out_dir, self.progress = tb, out_dir, progress
+        self.inst, self.model, self.lcm = results["inst"], results["model"], results["lcm"]
+        self.previous_charms = previous_charms
+
+    def refpoints(self, *apps):
+        return [rp for rp in self.inst.refpoints if not apps or rp.provider in apps or rp.requirer in apps]
+
+    def spec(self, app):
+        return next(s for s in self.inst.vnfs if s.name == app)
+
+
+def _record(name, started, converged, results, tb, rps, **more):
+    rec = {"name": name, "seconds_to_converge": round(converged, 3) if converged is not None else None,
+           "packets_lost": sum(r["lost"] for r in results), "packets_sent": sum(r["sent"] for r in results),
+           "tunnels_up_after": sum(1 for rp in rps if tunnel_ok(tb, rp)), "tunnels": len(rps),
+           "probes": results, "leftovers": more.pop("leftovers", []),
+           "seconds_total": round(time.monotonic() - started, 3)}
+    rec.update(more)
+    return rec
+
+
+def op_upgrade_charm(ctx):
+    rps = ctx.refpoints()
+    before = interface_indexes(ctx.tb, ctx.inst)
+    probes = start_probes(ctx.tb, rps)
+    started = time.monotonic()
+    current = build_charms.output_dir("local")
+    for spec in ctx.inst.vnfs:
+        spec.charm_dir = os.path.join(current, os.path.basename(spec.charm_dir))
+        ctx.model.upgrade_charm(spec.name, spec.charm_dir)     # a later heal deploys this revision too
+        ctx.progress("upgrade-charm: {} now runs this checkout's charm".format(spec.name))
+    converged = wait_converged(ctx.tb, rps, since=started)
+    results = stop_probes(probes)
+    after = interface_indexes(ctx.tb, ctx.inst)
+    recreated = sorted("{} {}".format(*k) for k in before if before[k] != after.get(k))
+    return _record("upgrade-charm", started, converged, results, ctx.tb, rps, devices_recreated=recreated)
+
+
+def _rotate(ctx, name, app, fault=None, published=None):
+    """rotate-keys on ``app``; ``fault(model)`` arms a fault first. Converged when every tunnel of
+    ``app`` is up with the new keys and ``published()`` (what the peers had to publish) holds."""
+    rps = ctx.refpoints(app)
+    old = {rp.name: device_key(ctx.tb.vnfs[app], "wg-" + rp.name) for rp in rps}
+    injected, retries = dict(ctx.model.faults.injected), sum(ctx.model.retries.values())
+    if fault:
+        fault(ctx.model)
+    probes = start_probes(ctx.tb, rps)
+    started = time.monotonic()
+    result = ctx.model.run_action(app + "/0", "rotate-keys", {}, wait=False)
+    if result.status != "completed":
+        raise LifecycleError("rotate-keys on {} failed: {}".format(app, result.message))
+    ctx.model.settle()      # no update-status: only the hooks Juju runs for the change
+
+    def rotated():
+        return (all(device_key(ctx.tb.vnfs[app], "wg-" + rp.name) != old[rp.name] for rp in rps)
+                and (published is None or published(ctx)))
+    converged = wait_converged(ctx.tb, rps, since=started, extra=rotated)
+    results = stop_probes(probes)
+    now = ctx.model.faults.injected
+    return _record(name, started, converged, results, ctx.tb, rps,
+                   faults_injected={k: now[k] - injected.get(k, 0) for k in now if now[k] != injected.get(k, 0)},
+                   hook_retries=sum(ctx.model.retries.values()) - retries)
+
+
+def peer_keys_published(ctx, publisher, subject, refpoint):
+    """True when ``publisher``'s relation data on ``refpoint`` lists ``subject``'s current key in
+    ``peer-keys`` (what a unit whose component waits for its tunnels is woken by)."""
+    rid = next(r for r, rel in ctx.model._state["relations"].items()
+               if {a for a, _ep in rel["endpoints"]} == {publisher, subject}
+               and any(ep == refpoint for _a, ep in rel["endpoints"]))
+    key = device_key(ctx.tb.vnfs[subject], "wg-" + refpoint)
+    bag = ctx.model.relation_data(rid).get(publisher + "/0", {})
+    return key in bag.get("peer-keys", "").split(",")
+
+
+def op_rotate_keys(ctx):
+    return _rotate(ctx, "rotate-keys", "mme")
+
+
+def op_commit_failure(ctx):
+    return _rotate(ctx, "commit-failure", "enb",
+                   lambda model: model.faults.fail_commits("spgwu/0", 1, hook="relation-changed"),
+                   lambda c: peer_keys_published(c, "spgwu", "enb", "s1u"))
+
+
+def op_agent_restart(ctx):
+    return _rotate(ctx, "agent-restart", "enb",
+                   lambda model: model.faults.kill_hooks("spgwu/0", tool="relation-set"),
+                   lambda c: peer_keys_published(c, "spgwu", "enb", "s1u"))
+
+
+def op_heal(ctx, app="spgwc"):
+    rps = ctx.refpoints(app)
+    others = [rp for rp in ctx.refpoints() if rp not in rps]
+    probes = start_probes(ctx.tb, others + rps)
+    started = time.monotonic()
+    report = lcm.heal(ctx.tb, ctx.model, ctx.spec(app), ctx.inst.relations, ctx.progress,
+                      before_primitives=demo.prepare_standin)
+    # Measured from the end of the new charm's day-1: what is left is the peers following it.
+    converged = wait_converged(ctx.tb, rps, since=report.config_done_at)
+    results = stop_probes(probes)
+    unaffected = [r for r in results if r["label"] not in {rp.name for rp in rps}]
+    return _record("heal", started, converged, results, ctx.tb, ctx.refpoints(),
+                   packets_lost_on_other_tunnels=sum(r["lost"] for r in unaffected),
+                   note="the healed VNF's own tunnels are down while its VM is re-created")
+
+
+def op_terminate(ctx):
+    apps = [s.name for s in ctx.inst.vnfs]
+    started = time.monotonic()
+    for app in apps:
+        ctx.model.remove_application(app)
+        ctx.progress("terminate: {} removed".format(app))
+    left = leftovers(ctx.tb, ctx.model, apps)
+    return _record("terminate", started, time.monotonic() - started, [], ctx.tb, [], leftovers=left)
+
+
+OPERATION_FUNCTIONS = {"upgrade-charm": op_upgrade_charm, "rotate-keys": op_rotate_keys,
+                       "commit-failure": op_commit_failure, "agent-restart": op_agent_restart, "heal": op_heal,
+                       "terminate": op_terminate}
+
+
+# ---------------------------------------------------------------------- the previous revision
+def previous_revision():
+    """The charms as they were before their last change: the parent of the newest commit that
+    changed charms/ (what an operator running the previous revision upgrades from)."""
+    out = subprocess.run(["git", "-C", REPO_DIR, "log", "-n", "1", "--format=%H", "--", "charms"],
+                         stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.split()
+    if not out:
+        raise LifecycleError("no revision of charms/ in this checkout's history")
+    return out[0] + "^"
+
+
+def build_previous(ref, work):
+    """Build the charms of ``ref`` (a detached worktree of this checkout) for this machine;
+    returns their directory."""
+    tree = os.path.join(work, "previous")
+    if os.path.exists(tree):
+        subprocess.run(["git", "-C", REPO_DIR, "worktree", "remove", "--force", tree], check=False)
+        shutil.rmtree(tree, ignore_errors=True)
+    subprocess.run(["git", "-C", REPO_DIR, "worktree", "add", "--detach", "-q", tree, ref], check=True)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(tree, "scripts"), os.path.join(tree, "charms")]))
+    subprocess.run([sys.executable, "-m", "bundle.build_charms", "--base", "local"], cwd=tree, env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    return os.path.join(tree, "build", "charms-local")
+
+
+def remove_previous(work):
+    tree = os.path.join(work, "previous")
+    subprocess.run(["git", "-C", REPO_DIR, "worktree", "remove", "--force", tree], check=False,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shutil.rmtree(tree, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------- a run
+def run(out_dir, operations, progress, upgrade_from=None):
+    os.makedirs(out_dir, exist_ok=True)
+    charms_dir = ref = None
+    if "upgrade-charm" in operations:
+        ref = upgrade_from or previous_revision()
+        progress("building the charms of {} (the revision upgraded from)".format(ref))
+        charms_dir = build_previous(ref, out_dir)
+    instances = demo.load_instances("eps_wg", charms_dir)
+    tb = vim.Testbed(os.path.join(out_dir, "tb"), userspace_wireguard=vim.userspace_wireguard())
+    report = {"operations": [], "upgrade_from": ref}
+    try:
+        tb.create()
+        results = demo.bring_up(tb, instances, out_dir, progress)["eps_wg"]
+        ctx = Context(tb, results, out_dir, progress, charms_dir)
+        if wait_converged(tb, ctx.refpoints()) is None:
+            raise LifecycleError("the EPS's tunnels did not come up")
+        for name in operations:
+            progress("{} ...".format(name))
+            rec = OPERATION_FUNCTIONS[name](ctx)
+            report["operations"].append(rec)
+            progress("{}: converged in {} s, {} packet(s) lost of {}, {}/{} tunnels up".format(
+                name, rec["seconds_to_converge"], rec["packets_lost"], rec["packets_sent"], rec["tunnels_up_after"],
+                rec["tunnels"]))
+        return report
+    finally:
+        tb.teardown()
+        if charms_dir:
+            remove_previous(out_dir)
+        with open(os.path.join(out_dir, "report.json"), "w") as f:
+            json.dump(report, f, indent=1, sort_keys=True)
+
+
+def table(report):
+    rows = ["{:15} {:>10} {:>8} {:>9} {}".format("operation", "converge s", "lost", "tunnels", "leftovers")]
+    for rec in report["operations"]:
+        conv = "{:.2f}".format(rec["seconds_to_converge"]) if rec["seconds_to_converge"] is not None else "NO"
+        rows.append("{:15} {:>10} {:>8} {:>9} {}".format(
+            rec["name"], conv, "{}/{}".format(rec["packets_lost"], rec["packets_sent"]),
+            "{}/{}".format(rec["tunnels_up_after"], rec["tunnels"]), len(rec["leftovers"]) or "none"))
+    return "\n".join(rows)
+
+
+def main(argv=None):
+    parser = cli.OneLineParser(prog="testbed.lifecycle", description="Operate the testbed EPS's tunnels and measure.")
+    parser.add_argument("--only", action="append", choices=OPERATIONS, help="run only these operations (repeatable)")
+    parser.add_argument("--upgrade-from", help="git ref whose charms the upgrade starts from")
+    parser.add_argument("--out", default=OUT_DIR)
+    args = parser.parse_args(argv)
+    if os.geteuid() != 0:
+        print("make lifecycle needs root (network namespaces): run `sudo make lifecycle`", file=sys.stderr)
+        return 2
+    progress = demo.Progress()
+    vim.cleanup_stale()
+    operations = [op for op in OPERATIONS if not args.only or op in args.only]
+    try:
+        report = run(args.out, operations, progress, args.upgrade_from)
+    except (LifecycleError, lcm.InstantiationFailed, vim.VimError, subprocess.CalledProcessError) as e:
+        print("lifecycle failed: {}".format(e), file=sys.stderr)
+        return 1
+    print(table(report))
+    print("report: {}".format(os.path.relpath(os.path.join(args.out, "report.json"))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

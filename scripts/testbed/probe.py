@@ -1,0 +1,75 @@
+"""A continuous probe across a tunnel: ping at 100 packets a second between two service
+addresses, so that an operation's packet loss is counted, not guessed.
+
+The probe runs ``ping`` inside the source VNF (its network namespace), from its service address
+to the peer's, i.e. through the tunnel. Loss is read from the replies by sequence number: every
+sequence number up to the last one answered that got no reply was lost (a packet still in flight
+when the probe stops is not counted either way). ``ping -i 0.01`` needs root, as the testbed does.
+"""
+import re
+import signal
+import subprocess
+import threading
+import time
+
+_REPLY = re.compile(r"icmp_seq=(\d+)")
+
+
+class Probe(object):
+    def __init__(self, vnf, source, destination, label, interval=0.01):
+        self.vnf, self.source, self.destination, self.label = vnf, source, destination, label
+        self.interval = interval
+        self._proc = None
+        self._replies = set()
+        self._last_reply = 0.0
+        self._reader = None
+
+    def start(self):
+        argv = ["ping", "-n", "-i", str(self.interval), "-W", "1", "-I", self.source, self.destination]
+        self._proc = self.vnf.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True)
+        self._reader = threading.Thread(target=self._read, name="probe-" + self.label, daemon=True)
+        self._reader.start()
+        return self
+
+    def _read(self):
+        for line in self._proc.stdout:
+            m = _REPLY.search(line)
+            if m:
+                self._replies.add(int(m.group(1)))
+                self._last_reply = time.monotonic()
+
+    def answering(self, within=1.0):
+        """True when a reply came in the last ``within`` seconds."""
+        return time.monotonic() - self._last_reply < within
+
+    def stop(self):
+        """Stop and count: {"sent", "received", "lost", "lost_sequences"} (up to the last reply)."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGINT)
+            try:
+                self._proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        if self._reader is not None:
+            self._reader.join(5)
+        last = max(self._replies) if self._replies else 0
+        lost = sorted(set(range(1, last + 1)) - self._replies)
+        return {"label": self.label, "sent": last, "received": len(self._replies), "lost": len(lost),
+                "lost_sequences": _ranges(lost)}
+
+
+def _ranges(numbers):
+    """[1, 2, 3, 7] -> "1-3,7" (short, for the report)."""
+    out, start, prev = [], None, None
+    for n in numbers:
+        if start is None:
+            start = prev = n
+        elif n == prev + 1:
+            prev = n
+        else:
+            out.append(str(start) if start == prev else "{}-{}".format(start, prev))
+            start = prev = n
+    if start is not None:
+        out.append(str(start) if start == prev else "{}-{}".format(start, prev))
+    return ",".join(out)
