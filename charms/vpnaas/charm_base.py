@@ -25,8 +25,8 @@ from ops.charm import (
 from ops.framework import StoredState
 from ops.model import ActiveStatus, BlockedStatus, MaintenanceStatus, StatusBase, WaitingStatus
 
-from vpnaas import plan as planning
 from vpnaas import (
+    model,
     policy,
     refpoints,
     relation_cache,
@@ -38,6 +38,7 @@ from vpnaas import (
     vnfscript,
     wgconfig,
 )
+from vpnaas import plan as planning
 from vpnaas.facts import Facts
 from vpnaas.tunnel_relation import TunnelRelations, tunnel_endpoints
 
@@ -112,16 +113,16 @@ class VpnaasCharm(CharmBase):
             self.framework.observe(getattr(on, name.replace("-", "_") + "_action"), handler)
 
     # ------------------------------------------------------------------ model access
-    def _manual_peers(self) -> planning.ManualPeers:
+    def _manual_peers(self) -> model.ManualPeers:
         return json.loads(self._stored.manual_peers)
 
-    def _ssh_target(self, plan: planning.Plan) -> ssh.Target:
+    def _ssh_target(self, plan: model.Plan) -> ssh.Target:
         cfg = plan.config
         if cfg is None:
             raise ssh.SshError("the charm configuration is invalid: " + "; ".join(plan.errors))
         return ssh.Target(cfg.ssh_host, cfg.ssh_username, cfg.ssh_password, cfg.ssh_port, cfg.connect_timeout)
 
-    def build_plan(self, manual_peers: Optional[planning.ManualPeers] = None) -> planning.Plan:
+    def build_plan(self, manual_peers: Optional[model.ManualPeers] = None) -> model.Plan:
         """The plan from config, relation data (without a relation being broken in this hook),
         the manual peers and what this very VNF reported about itself last time."""
         return planning.build_plan(dict(self.config), self.endpoints, self.tunnels.snapshot(),
@@ -222,7 +223,7 @@ class VpnaasCharm(CharmBase):
         return self._config_digest() != self._stored.session_config
 
     def reconcile(self, force: bool = False, rotate: Iterable[str] = (),
-                  restart: bool = False) -> Tuple[planning.Plan, Optional[remote.Observation]]:
+                  restart: bool = False) -> Tuple[model.Plan, Optional[remote.Observation]]:
         """Make the VNF match config + relations. Returns (plan, observation or None).
 
         Raises ReconcileFailed (after setting the status) when the VNF could not be brought to
@@ -277,12 +278,12 @@ class VpnaasCharm(CharmBase):
         self._set_status(self.component_status(plan, obs, self._status_from(plan, obs)))
         return plan, obs
 
-    def _blocked_by_config(self, plan: planning.Plan) -> None:
+    def _blocked_by_config(self, plan: model.Plan) -> None:
         self._set_status(BlockedStatus("config: " + "; ".join(plan.errors)))
         raise ReconcileFailed("; ".join(plan.errors))
 
-    def _apply(self, session: ssh.Session, target: ssh.Target, plan: planning.Plan, rotate: Iterable[str],
-               restart: bool) -> Tuple[planning.Plan, remote.Observation]:
+    def _apply(self, session: ssh.Session, target: ssh.Target, plan: model.Plan, rotate: Iterable[str],
+               restart: bool) -> Tuple[model.Plan, remote.Observation]:
         """Send the tunnel step for ``plan`` with the digest of the facts it was made with. The
         VNF applies nothing when its facts differ (first contact, a VNF rebuilt at the same
         address, a new gateway or address, a peer's endpoint name that resolves elsewhere): then
@@ -302,7 +303,7 @@ class VpnaasCharm(CharmBase):
         raise ssh.SshError("the VNF reported other facts {} times in one session (its addresses are changing); "
                            "retrying at the next event".format(FACTS_ATTEMPTS), transient=True)
 
-    def _tunnel_step(self, plan: planning.Plan, digest: str, rotate: Iterable[str], restart: bool) -> vnfscript.Step:
+    def _tunnel_step(self, plan: model.Plan, digest: str, rotate: Iterable[str], restart: bool) -> vnfscript.Step:
         return remote.tunnel_step(plan, digest, rotate=rotate, restart=restart,
                                   component=lambda step: self.component_step(plan, step))
 
@@ -345,10 +346,10 @@ class VpnaasCharm(CharmBase):
         """Add the component's own removal calls (its service) to the teardown step."""
 
     # ------------------------------------------------------------------ component extension points
-    def component_step(self, plan: planning.Plan, step: vnfscript.Step) -> None:
+    def component_step(self, plan: model.Plan, step: vnfscript.Step) -> None:
         """Add the component's files and calls to the reconcile's step (see remote.tunnel_step)."""
 
-    def component_wants_session(self, plan: planning.Plan) -> bool:
+    def component_wants_session(self, plan: model.Plan) -> bool:
         """True when the component has work on the VNF even though the tunnels did not change
         (e.g. a service waiting for a handshake): the reconcile then opens its session."""
         return False
@@ -361,7 +362,7 @@ class VpnaasCharm(CharmBase):
         that a component can never wait for a wake-up it did not ask for."""
         return cls.component_wants_session is not VpnaasCharm.component_wants_session
 
-    def component_status(self, plan: planning.Plan, obs: remote.Observation, tunnel_status: StatusBase) -> StatusBase:
+    def component_status(self, plan: model.Plan, obs: remote.Observation, tunnel_status: StatusBase) -> StatusBase:
         """The unit status after a reconcile; components may add their service state."""
         return tunnel_status
 
@@ -376,7 +377,7 @@ class VpnaasCharm(CharmBase):
         self.unit.status = status
         self._stored.last_status = status.message
 
-    def _status_from(self, plan: planning.Plan, obs: remote.Observation) -> StatusBase:
+    def _status_from(self, plan: model.Plan, obs: remote.Observation) -> StatusBase:
         parts, waiting, blocked = [], False, []
         refused: Dict[str, list] = {}
         for dev_name, prefix, reason in obs.refused:
@@ -524,7 +525,7 @@ class VpnaasCharm(CharmBase):
         self._stored.manual_peers = json.dumps(peers, sort_keys=True)
         self._finish_tunnel_action(event, {"device": refpoints.device_name(endpoint)})
 
-    def _refuse_manual_peer(self, endpoint: str, peers: planning.ManualPeers) -> Optional[str]:
+    def _refuse_manual_peer(self, endpoint: str, peers: model.ManualPeers) -> Optional[str]:
         """Why the candidate peer must not be stored (None if it may): it obeys the same route
         policy as a related unit's data (except the allowance), so nothing is stored for a peer
         the plan would refuse in whole or in part. Nor for one that would take a prefix from a
@@ -593,7 +594,7 @@ class Outcome(object):
     brought to ``plan`` (``error`` says why)."""
     __slots__ = ("plan", "obs", "error")
 
-    def __init__(self, plan: planning.Plan, obs: Optional[remote.Observation], error: str) -> None:
+    def __init__(self, plan: model.Plan, obs: Optional[remote.Observation], error: str) -> None:
         self.plan = plan
         self.obs = obs
         self.error = error

@@ -4,133 +4,12 @@ Pure functions: no ops, no SSH. ``build_plan`` is the only place that decides wh
 exist, which peers each has and which routes point into it; the remote side only makes the VNF
 match the plan.
 """
-import hashlib
-import ipaddress
-import json
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from vpnaas import config as charm_config
-from vpnaas import policy, refpoints, relation_data, validation
+from vpnaas import policy, relation_data, validation
 from vpnaas.facts import Facts
-from vpnaas.validation import Interface, Network
-
-#: {endpoint: [{remote unit: databag}]}, one dict per relation
-Relations = Dict[str, List[Dict[str, Dict[str, str]]]]
-ManualPeers = Dict[str, List[Dict[str, Any]]]
-
-
-class TunnelEndpoint(object):
-    """A relation endpoint of the charm that carries a WireGuard tunnel."""
-    __slots__ = ("name", "role")
-
-    def __init__(self, name: str, role: str) -> None:
-        self.name = validation.endpoint_name(name, "relation endpoint")
-        self.role = role  # "provider" | "requirer"
-
-    @property
-    def device(self) -> str:
-        return refpoints.device_name(self.name)
-
-
-class Peer(object):
-    __slots__ = ("public_key", "endpoint", "allowed_ips", "source", "tunnel", "wants_peer_keys", "endpoint_hosts")
-
-    def __init__(self, public_key: str, endpoint: str, allowed_ips: List[Network], source: str,
-                 tunnel: Optional[Network] = None, wants_peer_keys: bool = False) -> None:
-        self.public_key = public_key
-        self.endpoint = endpoint        # "host:port" or "" (peer that only connects in)
-        self.allowed_ips = allowed_ips  # list of networks
-        self.source = source            # remote unit name, or "manual"
-        self.tunnel = tunnel            # the peer's tunnel address as a host prefix (related units)
-        # The peer's unit asked for peer-keys (relation data only; nothing on the VNF depends on it).
-        self.wants_peer_keys = wants_peer_keys
-        #: The host prefixes of its endpoint as this VNF reaches it (set by the policy).
-        self.endpoint_hosts: List[Network] = []
-
-    def as_dict(self) -> Dict[str, Any]:
-        return {"public-key": self.public_key, "endpoint": self.endpoint,
-                "allowed-ips": [str(p) for p in self.allowed_ips], "source": self.source}
-
-
-class Device(object):
-    """One WireGuard device as it must be on the VNF."""
-
-    def __init__(self, endpoint: str, listen_port: int, address: Interface, mtu: int, keepalive: int,
-                 service_addresses: List[Interface], publish_host: str, allowance: Iterable[Network] = (),
-                 service_network: Optional[Network] = None) -> None:
-        self.endpoint = endpoint
-        self.name = refpoints.device_name(endpoint)
-        self.listen_port = listen_port
-        self.address = address                  # ipaddress interface
-        self.mtu = mtu
-        self.keepalive = keepalive
-        self.service_addresses = service_addresses  # interfaces on the dummy device
-        self.publish_host = publish_host        # underlay host the peer should send to
-        self.allowance = list(allowance)        # <ep>-peer-prefixes: what related peers may announce
-        self.service_network = service_network  # <ep>-service-network: the default allowance
-        self.peers: List[Peer] = []
-        self.waiting: List[str] = []  # why a peer is not there yet (shown in the status)
-        self.problems: List[str] = []  # invalid or refused peer data
-
-    def service_prefixes(self) -> List[Network]:
-        return [ipaddress.ip_network("{}/{}".format(a.ip, a.ip.max_prefixlen)) for a in self.service_addresses]
-
-    def routes(self) -> List[Tuple[str, str]]:
-        """(prefix, preferred source) for every prefix behind every peer, tunnel /32s included.
-
-        The source is this device's first service address of the same family, so that
-        applications that do not bind explicitly still talk from their service address."""
-        out = []
-        for peer in self.peers:
-            for net in peer.allowed_ips:
-                src = next((str(a.ip) for a in self.service_addresses if a.ip.version == net.version), "")
-                out.append((str(net), src))
-        return sorted(set(out))
-
-    def as_dict(self) -> Dict[str, Any]:
-        return {"name": self.name, "endpoint": self.endpoint, "listen-port": self.listen_port,
-                "address": str(self.address), "mtu": self.mtu, "keepalive": self.keepalive,
-                "peers": [p.as_dict() for p in self.peers], "routes": self.routes()}
-
-
-class Plan(object):
-    def __init__(self) -> None:
-        self.errors: List[str] = []  # configuration errors: nothing may be applied
-        self.missing: List[str] = []  # options not given yet (OSM sets them later): wait
-        self.devices: List[Device] = []  # in endpoint order
-        self.ssh_host = ""
-        self.ssh_port = 22
-        self.ssh_connect_timeout = 10
-        self.config: Optional[charm_config.CharmConfig] = None  # once the options parse
-        #: Claims kept for related units that are not admitted now (policy: ownership survives).
-        self.retained: List[str] = []
-        #: Every endpoint name of the peers, admitted or not (the VNF resolves them first).
-        self.endpoint_names: List[str] = []
-
-    @property
-    def service_addresses(self) -> List[Interface]:
-        seen: List[Interface] = []
-        for dev in self.devices:
-            for addr in dev.service_addresses:
-                if addr not in seen:
-                    seen.append(addr)
-        return seen
-
-    def device(self, endpoint: str) -> Optional[Device]:
-        return next((d for d in self.devices if d.endpoint == endpoint), None)
-
-    def device_by_name(self, name: str) -> Device:
-        return next(d for d in self.devices if d.name == name)
-
-    def fingerprint(self) -> str:
-        """Stable hash of everything that would be applied on the VNF, and of what was refused."""
-        # Problems too: a peer that changes what it is refused must see the status change; and
-        # what a device without peers waits for, which is all its status says.
-        doc = {"devices": [d.as_dict() for d in self.devices],
-               "problems": [d.problems for d in self.devices],
-               "waiting": [d.waiting[:1] for d in self.devices if not d.peers],
-               "service": [str(a) for a in self.service_addresses]}
-        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+from vpnaas.model import MANUAL, Device, ManualPeers, Peer, Plan, Relations, TunnelEndpoint
 
 
 def build_plan(config: Dict[str, Any], endpoints: List[TunnelEndpoint], relations: Relations,
@@ -213,7 +92,7 @@ def _manual_peer(entry: Dict[str, Any]) -> Peer:
     if endpoint:
         endpoint = validation.format_endpoint(*validation.endpoint(endpoint, "manual peer endpoint"))
     return Peer(validation.public_key(entry["public-key"], "manual peer key"), endpoint,
-                [validation.prefix(p, "manual peer allowed-ips") for p in entry["allowed-ips"]], relation_data.MANUAL)
+                [validation.prefix(p, "manual peer allowed-ips") for p in entry["allowed-ips"]], MANUAL)
 
 
 def validate_manual_peer(params: Dict[str, Any], endpoints: List[TunnelEndpoint]) -> Tuple[str, Dict[str, Any]]:

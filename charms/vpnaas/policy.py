@@ -36,14 +36,11 @@ rest of the tunnel keeps working. Manual peers (add-peer) obey the same rules ex
 allowance, which the operator sets for related units only.
 """
 import ipaddress
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from vpnaas.facts import Facts, Forbidden, host_prefix
-from vpnaas.relation_data import MANUAL
+from vpnaas.model import MANUAL, Device, Peer, Plan
 from vpnaas.validation import Network
-
-if TYPE_CHECKING:   # plan imports this module; the annotations only need the names
-    from vpnaas.plan import Device, Peer, Plan
 
 #: Ranges no tunnel may carry (IANA's special-purpose registries, RFC 6890: not forwardable, or
 #: only meaningful on one link or host), with the reason shown in the status.
@@ -81,7 +78,7 @@ def special_purpose(prefix: Network) -> Optional[str]:
     return None
 
 
-def _own_forbidden(plan: "Plan") -> Forbidden:
+def _own_forbidden(plan: Plan) -> Forbidden:
     out: Forbidden = []
     for dev in plan.devices:
         out.append((dev.address.network, "the tunnel network of {}".format(dev.name)))
@@ -106,7 +103,7 @@ def endpoint_host(endpoint: str) -> str:
     return endpoint.rsplit(":", 1)[0].strip("[]") if endpoint else ""
 
 
-def _allowance_refusal(dev: "Device", prefix: Network) -> Optional[str]:
+def _allowance_refusal(dev: Device, prefix: Network) -> Optional[str]:
     """Why a related unit may not announce ``prefix`` on ``dev`` (None: the operator allows it)."""
     if dev.allowance:
         if any(_inside(prefix, a) for a in dev.allowance):
@@ -123,7 +120,7 @@ def _allowance_refusal(dev: "Device", prefix: Network) -> Optional[str]:
     return None
 
 
-def prefix_refusal(dev: "Device", peer: "Peer", prefix: Network, forbidden: Forbidden,
+def prefix_refusal(dev: Device, peer: Peer, prefix: Network, forbidden: Forbidden,
                    facts: Facts) -> Optional[str]:
     """Why ``prefix`` of ``peer`` on ``dev`` must not be routed, judged on its own (None: it may)."""
     tunnel_net = dev.address.network
@@ -151,7 +148,7 @@ def prefix_refusal(dev: "Device", peer: "Peer", prefix: Network, forbidden: Forb
     return None
 
 
-def endpoint_hosts(peer: "Peer", facts: Facts) -> Tuple[List[Network], Optional[str]]:
+def endpoint_hosts(peer: Peer, facts: Facts) -> Tuple[List[Network], Optional[str]]:
     """(host prefixes of ``peer``'s WireGuard endpoint, why the peer cannot be admitted or None).
     A DNS name counts as what it resolves to on the VNF; one the VNF has not resolved yet (the
     tunnel step resolves every name first) or that does not resolve is no endpoint to admit."""
@@ -172,7 +169,7 @@ class Claim(object):
     """One thing a peer holds: a public key, a prefix or an endpoint address."""
     __slots__ = ("dev", "source", "peer", "kind", "value", "net")
 
-    def __init__(self, dev: str, source: str, peer: Optional["Peer"], kind: str, value: str,
+    def __init__(self, dev: str, source: str, peer: Optional[Peer], kind: str, value: str,
                  net: Optional[Network] = None) -> None:
         self.dev = dev          # device name
         self.source = source    # remote unit or MANUAL
@@ -209,7 +206,7 @@ def parse_record(record: str) -> Optional[Claim]:
         return None
 
 
-def admit(plan: "Plan", facts: Facts, incumbents: Iterable[str] = (), own_keys: Iterable[str] = (),
+def admit(plan: Plan, facts: Facts, incumbents: Iterable[str] = (), own_keys: Iterable[str] = (),
           related: Optional[Mapping[str, Iterable[str]]] = None) -> None:
     """Apply the policy to every device of ``plan`` in place.
 
@@ -229,7 +226,7 @@ def admit(plan: "Plan", facts: Facts, incumbents: Iterable[str] = (), own_keys: 
         dev.peers = [p for p in dev.peers if p.allowed_ips and (p.tunnel is None or p.tunnel in p.allowed_ips)]
 
 
-def _admit_each(plan: "Plan", facts: Facts, own: Set[str]) -> None:
+def _admit_each(plan: Plan, facts: Facts, own: Set[str]) -> None:
     """Each peer judged on its own: refused prefixes dropped, peers that cannot be kept dropped."""
     forbidden = _own_forbidden(plan) + facts.forbidden()
     for dev in plan.devices:
@@ -262,11 +259,11 @@ def _admit_each(plan: "Plan", facts: Facts, own: Set[str]) -> None:
         dev.peers = kept
 
 
-def _key_claims(plan: "Plan") -> List[Claim]:
+def _key_claims(plan: Plan) -> List[Claim]:
     return [Claim(dev.name, peer.source, peer, "key", peer.public_key) for dev in plan.devices for peer in dev.peers]
 
 
-def _address_claims(plan: "Plan") -> List[Claim]:
+def _address_claims(plan: Plan) -> List[Claim]:
     out = []
     for dev in plan.devices:
         for peer in dev.peers:
@@ -333,7 +330,7 @@ def _same_owner(a: Claim, b: Claim) -> bool:
     return (a.dev, a.source) == (b.dev, b.source)
 
 
-def _resolve(plan: "Plan", retained: List[Claim], incumbents: Set[str], collect: Any, subject: str) -> None:
+def _resolve(plan: Plan, retained: List[Claim], incumbents: Set[str], collect: Any, subject: str) -> None:
     """Settle the conflicts among the admitted peers' claims (``collect(plan)``) and the retained
     ones: every claim that is not the single best of itself and its rivals is lost."""
     claims = collect(plan) + retained
@@ -369,7 +366,7 @@ def _resolve(plan: "Plan", retained: List[Claim], incumbents: Set[str], collect:
                 peer.allowed_ips = [p for p in peer.allowed_ips if str(p) not in gone]
 
 
-def claims(plan: "Plan") -> List[str]:
+def claims(plan: Plan) -> List[str]:
     """The claims of an applied plan and the retained ones: the incumbents of the next plan."""
     out = set(plan.retained)
     for dev in plan.devices:

@@ -15,15 +15,11 @@ Each unit writes into its own unit databag, per relation:
 Nothing secret is ever published. A unit publishes all keys at once, when its key exists on
 the VNF; the reader still accepts partial data (it reports what is missing and waits).
 """
-from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from vpnaas import SCHEMA_VERSION, validation
+from vpnaas.model import MANUAL, Device
 from vpnaas.validation import Interface, Network
-
-if TYPE_CHECKING:   # plan imports this module; the annotation only needs the name
-    from vpnaas.plan import Device
-
-MANUAL = "manual"   # the source of a peer added by the operator (add-peer), not by a relation
 
 KEYS = ("vpnaas-schema", "public-key", "endpoint", "tunnel-address", "service-prefixes")
 WANTS_PEER_KEYS = "wants-peer-keys"
@@ -94,7 +90,7 @@ def _flag(value: str, what: str) -> bool:
     raise validation.InvalidValue("{}: {} is not 'yes' (or absent)".format(what, validation.excerpt(value)))
 
 
-def publication(device: "Device", public_key: str, units: Optional[Set[str]] = None,
+def publication(device: Device, public_key: str, units: Optional[Set[str]] = None,
                 wants_peer_keys: bool = False) -> Dict[str, str]:
     """This unit's databag for ``device`` on a relation whose remote units are ``units``
     (None: every related peer of the device); ``wants_peer_keys`` is this unit's own flag.

@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from vpnaas import validation, vnfscript, wgconfig
 from vpnaas.facts import Facts
-from vpnaas.plan import Plan
+from vpnaas.model import Plan
 
 TUNNEL_FILES = ("tunnels.sh",)
 

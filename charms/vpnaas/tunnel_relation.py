@@ -32,25 +32,24 @@ lists it, and Juju refuses writes to it.
 """
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from vpnaas import plan as planning
-from vpnaas import refpoints, relation_data
+from vpnaas import model, refpoints, relation_data
 
 
-def tunnel_endpoints(meta: Any) -> List[planning.TunnelEndpoint]:
+def tunnel_endpoints(meta: Any) -> List[model.TunnelEndpoint]:
     """The charm's relation endpoints whose interface is ``wireguard`` or ``wireguard-*``."""
     out = []
     for name, rel in sorted(meta.relations.items()):
         iface = rel.interface_name or ""
         if iface != refpoints.INTERFACE_PREFIX and not iface.startswith(refpoints.INTERFACE_PREFIX + "-"):
             continue
-        out.append(planning.TunnelEndpoint(name, "provider" if rel.role.name == "provides" else "requirer"))
+        out.append(model.TunnelEndpoint(name, "provider" if rel.role.name == "provides" else "requirer"))
     return out
 
 
 class TunnelRelations(object):
     """All tunnel relations of a unit: what the remote units published, and what it publishes."""
 
-    def __init__(self, model: Any, endpoints: List[planning.TunnelEndpoint], wants_peer_keys: bool = False) -> None:
+    def __init__(self, model: Any, endpoints: List[model.TunnelEndpoint], wants_peer_keys: bool = False) -> None:
         self.model = model
         self.endpoints = endpoints
         self.wants_peer_keys = wants_peer_keys   # this unit's own wants-peer-keys flag
@@ -59,12 +58,12 @@ class TunnelRelations(object):
     def live(self, endpoint: str) -> List[Any]:
         return [rel for rel in self.model.relations[endpoint] if rel.id != self.breaking]
 
-    def snapshot(self) -> planning.Relations:
+    def snapshot(self) -> model.Relations:
         """{endpoint: [{remote unit: databag}]}, one dict per live relation (the plan's input)."""
         return {ep.name: [{unit.name: dict(rel.data[unit]) for unit in rel.units} for rel in self.live(ep.name)]
                 for ep in self.endpoints}
 
-    def publish(self, plan: planning.Plan, public_keys: Dict[str, str]) -> None:
+    def publish(self, plan: model.Plan, public_keys: Dict[str, str]) -> None:
         """Write this unit's data for every device whose key is known; only changed fields (an
         empty value removes the key, so an absent key already is empty)."""
         for _dev, rel, bag in self._bags(plan, public_keys):
@@ -73,15 +72,15 @@ class TunnelRelations(object):
                 if mine.get(key, "") != value:
                     mine[key] = value
 
-    def published(self, plan: planning.Plan, public_keys: Dict[str, str]) -> bool:
+    def published(self, plan: model.Plan, public_keys: Dict[str, str]) -> bool:
         """True when every device has a key and every relation already carries its data."""
         if any(not public_keys.get(dev.name) for dev in plan.devices):
             return False
         return all(rel.data[self.model.unit].get(k, "") == v
                    for _dev, rel, bag in self._bags(plan, public_keys) for k, v in bag.items())
 
-    def _bags(self, plan: planning.Plan,
-              public_keys: Dict[str, str]) -> Iterator[Tuple[planning.Device, Any, Dict[str, str]]]:
+    def _bags(self, plan: model.Plan,
+              public_keys: Dict[str, str]) -> Iterator[Tuple[model.Device, Any, Dict[str, str]]]:
         for dev in plan.devices:
             key = public_keys.get(dev.name)
             if not key:

@@ -9,12 +9,8 @@ exactly as at run time, and refuses a prefix that already has a route the charm 
 Every rendered value comes from ``validation`` (canonical text of parsed objects) and is checked
 once more here to be one printable word, so that no value can add a line or a word to a file.
 """
-from typing import TYPE_CHECKING
-
 from vpnaas import validation
-
-if TYPE_CHECKING:   # plan imports nothing from here; the annotation only needs the name
-    from vpnaas.plan import Device
+from vpnaas.model import Device
 
 MARKER = "# Managed by the VPNaaS charm; changes are overwritten on the next reconcile."
 ROUTES_HOOK = "/etc/wireguard/vpnaas-routes.sh"
@@ -35,7 +31,7 @@ def word(value: object) -> str:
     return text
 
 
-def render_body(device: "Device") -> str:
+def render_body(device: Device) -> str:
     """Everything of ``<device>.conf`` after the ``PrivateKey`` line of ``[Interface]``."""
     lines = [
         MARKER,
@@ -56,6 +52,6 @@ def render_body(device: "Device") -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_routes(device: "Device") -> str:
+def render_routes(device: Device) -> str:
     """``<device>.routes``: one ``prefix source`` line per route (``-``: no preferred source)."""
     return "".join("{} {}\n".format(word(prefix), word(src or "-")) for prefix, src in device.routes())

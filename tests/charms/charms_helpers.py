@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from bundle.charmspec import charm_spec
-from vpnaas import oai_enb, oai_hss, oai_mme, oai_spgw
+from vpnaas import model, oai_enb, oai_hss, oai_mme, oai_spgw
 from vpnaas import plan as planning
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -93,7 +93,7 @@ def config_for(name, **overrides):
 
 def plan_with_peer(endpoint, role, peer_service="172.16.6.2/32"):
     """A plan with one tunnel endpoint whose related unit published ``peer_service``."""
-    ep = planning.TunnelEndpoint(endpoint, role)
+    ep = model.TunnelEndpoint(endpoint, role)
     bag = {
         "vpnaas-schema": "1",
         "public-key": PEER_KEY,

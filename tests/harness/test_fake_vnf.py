@@ -4,8 +4,7 @@ import subprocess
 
 from fake_vnf import STEP_CALLS, FakeVnf
 
-from vpnaas import plan as planning
-from vpnaas import remote, vnfscript
+from vpnaas import model, remote, vnfscript
 
 
 def test_every_call_the_fake_answers_is_a_function_of_the_shipped_step():
@@ -17,7 +16,7 @@ def test_every_call_the_fake_answers_is_a_function_of_the_shipped_step():
 
 def test_the_fake_refuses_a_program_that_is_not_the_shipped_one():
     vnf = FakeVnf()
-    step = remote.tunnel_step(planning.Plan())
+    step = remote.tunnel_step(model.Plan())
     rc, out, _err = vnf.execute(step.command("root"), step.program().replace("FACT", "FAKT").encode(), "root")
     assert rc != 0 and "DONE" not in out and vnf.unexpected
     vnf.unexpected.clear()

@@ -9,9 +9,9 @@ import re
 
 import pytest
 
+from vpnaas import model, policy, relation_data, validation, vnfscript, wgconfig
 from vpnaas import oai_validation as ov
 from vpnaas import plan as planning
-from vpnaas import policy, relation_data, validation, vnfscript, wgconfig
 from vpnaas.facts import Facts
 
 GOOD_KEY = "azyyD5rPNkvOsuPWj4SCDlqUDUSnTgq8EaHEHOOuukM="
@@ -126,7 +126,7 @@ def test_hostile_relation_data_never_becomes_a_peer(field, value):
         assert SAFE.fullmatch(word) and "%" not in word
 
 
-MME = [planning.TunnelEndpoint("s6a", "provider"), planning.TunnelEndpoint("s11", "provider")]
+MME = [model.TunnelEndpoint("s6a", "provider"), model.TunnelEndpoint("s11", "provider")]
 CFG = {"ssh-hostname": "198.18.0.2", "tunnel-mtu": 1420, "persistent-keepalive": 25,
        "s6a-listen-port": 51821, "s11-listen-port": 51822,
        "s6a-endpoint-address": "192.168.8.2", "s6a-service-addresses": "172.16.6.2/32",

@@ -12,12 +12,12 @@ import time
 import pytest
 
 from vpnaas import config as charm_config
+from vpnaas import model, policy, relation_data, remote, validation, vnfscript
 from vpnaas import plan as planning
-from vpnaas import policy, relation_data, remote, validation, vnfscript
 from vpnaas.facts import Facts
 
 KEYS = ["{}{}=".format(c * 42, "A") for c in "BCDEFGHIJ"]
-MME = [planning.TunnelEndpoint("s6a", "provider"), planning.TunnelEndpoint("s11", "provider")]
+MME = [model.TunnelEndpoint("s6a", "provider"), model.TunnelEndpoint("s11", "provider")]
 CFG = {"ssh-hostname": "198.18.0.2", "tunnel-mtu": 1420, "persistent-keepalive": 25,
        "s6a-listen-port": 51821, "s11-listen-port": 51822,
        "s6a-endpoint-address": "192.168.8.2", "s6a-service-addresses": "172.16.6.2/32",
@@ -69,7 +69,7 @@ def test_no_allowance_lets_a_special_purpose_address_into_a_tunnel(prefix, why):
 
 
 def test_an_endpoint_without_a_service_network_admits_the_tunnel_address_only():
-    eps = [planning.TunnelEndpoint("vpn", "provider")]
+    eps = [model.TunnelEndpoint("vpn", "provider")]
     cfg = {"ssh-hostname": "198.18.0.2", "tunnel-mtu": 1420, "persistent-keepalive": 25, "vpn-listen-port": 51820,
            "vpn-tunnel-address": "10.9.0.1/30", "vpn-service-addresses": "172.30.0.1/32"}
     rels = {"vpn": [{"b/0": bag(KEYS[0], tunnel="10.9.0.2/30", prefixes="172.30.0.2/32")}]}
@@ -183,7 +183,7 @@ def test_a_retained_key_keeps_a_sibling_from_taking_the_units_place():
 
 # ------------------------------------------------------------------ 6. bounded work
 def test_a_hub_with_400_spokes_plans_in_bounded_time_and_its_step_fits_the_transport():
-    eps = [planning.TunnelEndpoint("vpn", "provider")]
+    eps = [model.TunnelEndpoint("vpn", "provider")]
     cfg = {"ssh-hostname": "198.18.0.2", "tunnel-mtu": 1420, "persistent-keepalive": 25, "vpn-listen-port": 51820,
            "vpn-tunnel-address": "10.100.0.1/16", "vpn-service-addresses": "172.17.0.1/32",
            "vpn-service-network": "172.17.0.0/16", "vpn-peer-prefixes": "fd00:17::/32,172.17.0.0/16"}

@@ -1,9 +1,9 @@
 import pytest
 
+from vpnaas import model, relation_data
 from vpnaas import plan as p
-from vpnaas import relation_data
 
-MME = [p.TunnelEndpoint("s6a", "provider"), p.TunnelEndpoint("s11", "provider")]
+MME = [model.TunnelEndpoint("s6a", "provider"), model.TunnelEndpoint("s11", "provider")]
 BASE = {"ssh-hostname": "198.18.0.2", "tunnel-mtu": 1420, "persistent-keepalive": 25,
         "s6a-listen-port": 51821, "s11-listen-port": 51822,
         "s6a-endpoint-address": "192.168.8.2", "s6a-service-addresses": "172.16.6.2/32"}
@@ -31,7 +31,7 @@ def test_relation_without_data_gives_listening_device(wg_key):
 
 
 def test_requirer_takes_second_host_and_falls_back_to_ssh_hostname():
-    plan = p.build_plan(dict(BASE, **{"s6a-endpoint-address": ""}), [p.TunnelEndpoint("s6a", "requirer")],
+    plan = p.build_plan(dict(BASE, **{"s6a-endpoint-address": ""}), [model.TunnelEndpoint("s6a", "requirer")],
                         {"s6a": [{}]}, {})
     dev = plan.device("s6a")
     assert str(dev.address) == "10.250.1.2/30" and dev.publish_host == "198.18.0.2"
@@ -85,7 +85,7 @@ def test_same_port_twice_is_an_error():
 
 def test_generic_endpoint_needs_tunnel_address():
     plan = p.build_plan({"ssh-hostname": "h", "tunnel-mtu": 1420, "persistent-keepalive": 0, "vpn-listen-port": 1},
-                        [p.TunnelEndpoint("vpn", "provider")], {"vpn": [{}]}, {})
+                        [model.TunnelEndpoint("vpn", "provider")], {"vpn": [{}]}, {})
     assert plan.errors == [] and plan.missing == ["vpn-tunnel-address"]
 
 

@@ -3,10 +3,10 @@ import subprocess
 
 import pytest
 
+from vpnaas import model, relation_data, remote, vnfscript, wgconfig
 from vpnaas import plan as p
-from vpnaas import relation_data, remote, vnfscript, wgconfig
 
-EPS = [p.TunnelEndpoint("s6a", "provider")]
+EPS = [model.TunnelEndpoint("s6a", "provider")]
 CFG = {"ssh-hostname": "198.18.0.2", "tunnel-mtu": 1420, "persistent-keepalive": 25, "s6a-listen-port": 51821,
        "s6a-service-addresses": "172.16.6.2/32"}
 
