@@ -87,6 +87,7 @@ test: deps venv hookclient lint pycompat unit36 ## everything CI runs: lint, 3.6
 	$(PY) -m pytest -q -p no:cacheprovider --durations=10 $(PYTEST_ARGS) tests
 
 unit: venv hookclient ## every test that needs no root, on every core (pytest-xdist): the everyday loop (well under a minute)
+	@bash scripts/check-unit-deps.sh
 	$(PY) -m pytest -q -p no:cacheprovider -n auto --dist loadgroup $(PYTEST_ARGS) tests --ignore=tests/e2e
 
 unit36: $(VENV36)/.done ## the pure core, the hostile-value corpus and the charm under Harness on Python 3.6 (the shipped charms' Python)

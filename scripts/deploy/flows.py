@@ -195,16 +195,7 @@ def deploy(ctx, variant_name):
     onboard_packages(ctx, osm, variant.packages, progress)
 
     progress.step("instantiating")
-    for index, (name, descriptor_id) in enumerate(zip(names, variant.descriptor_ids)):
-        if osm.read("{}-show".format(variant.kind), name).ok:
-            progress.note(
-                "{} {} already exists: left as it is (make undeploy to recreate)".format(variant.kind, name)
-            )
-            continue
-        osm.create_instance(
-            variant.kind, name, descriptor_id, cfg.vim_account(1), params_file_for(rendered, index)
-        )
-        ctx.state.set_instance(variant.name, kind=variant.kind, names=names, created_at=time.time())
+    instantiate(ctx, osm, variant, names, rendered, progress)
 
     progress.step("waiting for the {} to be ready and every charm active".format(variant.kind.upper()))
     if variant.kind == "ns":
@@ -225,6 +216,26 @@ def deploy(ctx, variant_name):
     ues = run_ues(ctx, osm, instances, rendered, progress)
 
     progress.step("summary")
+    summary = write_summary(ctx, variant, names, sites, reports, ues, progress)
+    failed = ["{}: {}".format(ns, r["error"]) for ns, r in ues.items() if "error" in r]
+    if failed:
+        raise DeployError("the NS is up but its UE failed: " + "; ".join(failed))
+    return summary
+
+
+def instantiate(ctx, osm, variant, names, rendered, progress):
+    """ns-create / nsi-create for every instance that does not exist yet (idempotent)."""
+    for index, (name, descriptor_id) in enumerate(zip(names, variant.descriptor_ids)):
+        if osm.read("{}-show".format(variant.kind), name).ok:
+            progress.note("{} {} already exists: left as it is (make undeploy to recreate)".format(variant.kind, name))
+            continue
+        osm.create_instance(variant.kind, name, descriptor_id, ctx.cfg.vim_account(1), params_file_for(rendered, index))
+        ctx.state.set_instance(variant.name, kind=variant.kind, names=names, created_at=time.time())
+
+
+def write_summary(ctx, variant, names, sites, reports, ues, progress):
+    """The deploy's summary, printed and (not in a dry run) written to build/deploy/<variant>/status.json."""
+    cfg, runner = ctx.cfg, ctx.runner
     seconds = None
     entry = ctx.state.instance(variant.name) or {}
     if not runner.dry_run and entry.get("created_at"):
@@ -247,9 +258,6 @@ def deploy(ctx, variant_name):
         with open(path, "w") as f:
             json.dump(summary, f, indent=2, sort_keys=True)
         runner.say("status written to {}".format(os.path.relpath(path, cfg.root)))
-    failed = ["{}: {}".format(ns, r["error"]) for ns, r in ues.items() if "error" in r]
-    if failed:
-        raise DeployError("the NS is up but its UE failed: " + "; ".join(failed))
     return summary
 
 

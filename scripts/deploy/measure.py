@@ -174,38 +174,7 @@ def measure(ctx, variant_name):
             for member in sorted({m for t in tunnels for m in (t.provider, t.requirer)}):
                 by_member[member] = parse_tunnels(osm.action(ns, member, "tunnel-status"))
         handshakes = tunnel_report(by_member, tunnels) if wireguard and not runner.dry_run else {}
-        entries = {}
-        for tunnel in tunnels:
-            if tunnel.refpoint not in mp.REFERENCE_POINTS:
-                continue
-            p = plan(tunnel, data, mgmt, wireguard)
-            errors = []
-            progress.note("{} {}: {} -> {}".format(ns, tunnel.refpoint, p["client"], p["server"]))
-            wg_iperf = wg_ping = plain_iperf = plain_ping = None
-            if p["wg"]:
-                wg_iperf, wg_ping = measure_pair(
-                    cfg, osm, ns, p["wg"], p["client"], p["server"], tunnel.refpoint, errors, "wireguard"
-                )
-            if p["plain"]:
-                plain_iperf, plain_ping = measure_pair(
-                    cfg, osm, ns, p["plain"], p["client"], p["server"], tunnel.refpoint, errors, "plain"
-                )
-            else:
-                errors.append("plain: no underlay or management addresses for {}".format(tunnel.refpoint))
-            hs = handshakes.get(tunnel.refpoint)
-            entries[tunnel.refpoint] = mp.interface_entry(
-                handshake=(hs["up"] if hs else None),
-                plaintext_seen=None,
-                wg_iperf=wg_iperf,
-                plain_iperf=plain_iperf,
-                wg_ping=wg_ping,
-                plain_ping=plain_ping,
-                client=p["client"],
-                server=p["server"],
-                wg_addresses=p["wg"],
-                plain_addresses=p["plain"],
-                errors=errors,
-            )
+        entries = measure_tunnels(cfg, osm, ns, tunnels, data, mgmt, wireguard, handshakes, progress)
         report = mp.build_report(
             entries,
             seconds_to_all_tunnels_up=entry.get("seconds_to_all_tunnels_up"),
@@ -233,6 +202,33 @@ def measure(ctx, variant_name):
     for rel in written:
         runner.say("report: {}".format(rel))
     return written
+
+
+def measure_tunnels(cfg, osm, ns, tunnels, data, mgmt, wireguard, handshakes, progress):
+    """{reference point: interface entry}: each path measured through WireGuard and on the plain
+    underlay (or management) addresses, with its errors."""
+    entries = {}
+    for tunnel in tunnels:
+        if tunnel.refpoint not in mp.REFERENCE_POINTS:
+            continue
+        p = plan(tunnel, data, mgmt, wireguard)
+        errors = []
+        progress.note("{} {}: {} -> {}".format(ns, tunnel.refpoint, p["client"], p["server"]))
+        wg_iperf = wg_ping = plain_iperf = plain_ping = None
+        if p["wg"]:
+            wg_iperf, wg_ping = measure_pair(cfg, osm, ns, p["wg"], p["client"], p["server"], tunnel.refpoint,
+                                             errors, "wireguard")
+        if p["plain"]:
+            plain_iperf, plain_ping = measure_pair(cfg, osm, ns, p["plain"], p["client"], p["server"],
+                                                   tunnel.refpoint, errors, "plain")
+        else:
+            errors.append("plain: no underlay or management addresses for {}".format(tunnel.refpoint))
+        hs = handshakes.get(tunnel.refpoint)
+        entries[tunnel.refpoint] = mp.interface_entry(
+            handshake=(hs["up"] if hs else None), plaintext_seen=None, wg_iperf=wg_iperf,
+            plain_iperf=plain_iperf, wg_ping=wg_ping, plain_ping=plain_ping, client=p["client"],
+            server=p["server"], wg_addresses=p["wg"], plain_addresses=p["plain"], errors=errors)
+    return entries
 
 
 def _plain_links(ctx, nsd_id):

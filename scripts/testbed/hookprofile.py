@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from testbed import benchstats, vca, vim
+from testbed import benchstats, toolserver, vca, vim
 
 
 def _timed(argv, cwd=None, env=None, repeat=3):
@@ -47,7 +47,7 @@ def profile_hooks(runner, records):
     """Where a hook's time goes: interpreter start, ops import, paramiko import, SSH connect and
     the remote script (the remainder), from the hook log and from timing each piece alone."""
     charm = os.path.join(runner.charms_dir, "wireguard-proxy")
-    env = dict(vca.hook_base_env(os.environ), PYTHONPATH="lib:venv")   # as the hooks ran
+    env = dict(toolserver.hook_base_env(os.environ), PYTHONPATH="lib:venv")   # as the hooks ran
     out = {"python_start_s": _timed([sys.executable, "-c", "pass"]),
            "python_import_ops_s": _timed([sys.executable, "-c", "import ops.main"], cwd=charm, env=env),
            "python_import_ops_charm_s": _timed([sys.executable, "-c", "import ops.main, vpnaas.charm_base"],
@@ -83,7 +83,7 @@ def _ssh_timing(charm, runner):
         samples = []
         for _ in range(3):
             proc = vim.sh(tb.runner() + [sys.executable, "-c", SSH_PROBE, vnf.mgmt_ip, key], cwd=charm,
-                          env=dict(vca.hook_base_env(os.environ), PYTHONPATH="lib:venv"), timeout=60)
+                          env=dict(toolserver.hook_base_env(os.environ), PYTHONPATH="lib:venv"), timeout=60)
             samples.append([float(x) for x in proc.stdout.split()])
         med = [benchstats.summarize([s[i] for s in samples])["median"] for i in range(3)]
         return {"ssh_connect_s": med[1], "ssh_exec_true_s": med[2]}

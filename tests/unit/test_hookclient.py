@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from testbed import hookclient, vca
+from testbed import hookclient, toolserver, vca
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLIENTS = ["python"] + (["compiled"] if shutil.which("go") else [])
@@ -19,7 +19,7 @@ def compiled_client():
     if shutil.which("go"):
         subprocess.run(["bash", os.path.join(ROOT, "scripts", "build-hookclient.sh")], check=True,
                        stdout=subprocess.DEVNULL)
-    return vca.COMPILED_CLIENT
+    return toolserver.COMPILED_CLIENT
 
 
 @pytest.fixture(params=CLIENTS)

@@ -52,60 +52,41 @@ def _day12_path(vnfd, entry):
 def check_vnfd(desc, cache):
     v = desc.body
     entry = descriptors.day12(v)
-    out = []
     if entry is None:
-        return [
-            Problem(
-                desc.file,
-                descriptors.path_prefix("vnfd") + ["df", 0, "lcm-operations-configuration"],
-                "no day1-2 entry with the vnfd id {!r}: the proxy charm would never be deployed".format(
-                    v["id"]
-                ),
-            )
-        ]
+        return [Problem(desc.file, descriptors.path_prefix("vnfd") + ["df", 0, "lcm-operations-configuration"],
+                        "no day1-2 entry with the vnfd id {!r}: the proxy charm would never be deployed".format(
+                            v["id"]))]
     at = _day12_path(v, entry)
     ees = entry.get("execution-environment-list", [])
     if not ees:
-        return [
-            Problem(
-                desc.file,
-                at + ["execution-environment-list"],
-                "missing: OSM 11+ resolves relations and primitives only through execution-environment-list",
-            )
-        ]
-    ee_ids = [ee["id"] for ee in ees]
+        return [Problem(desc.file, at + ["execution-environment-list"],
+                        "missing: OSM 11+ resolves relations and primitives only through execution-environment-list")]
     name = charm_name(ees[0]["juju"]["charm"])
     spec = _spec(name, cache) if name else None
     if spec is None:
-        out.append(
-            Problem(
-                desc.file,
-                at + ["execution-environment-list", 0, "juju", "charm"],
-                "{!r} is not <charm>.charm for a charm of the bundle ({})".format(
-                    ees[0]["juju"]["charm"], ", ".join(charmspec.charm_names())
-                ),
-            )
-        )
-        return out
+        return [Problem(desc.file, at + ["execution-environment-list", 0, "juju", "charm"],
+                        "{!r} is not <charm>.charm for a charm of the bundle ({})".format(
+                            ees[0]["juju"]["charm"], ", ".join(charmspec.charm_names())))]
+    out = []
     if ees[0]["juju"].get("proxy") is not True:
-        out.append(
-            Problem(
-                desc.file,
-                at + ["execution-environment-list", 0, "juju", "proxy"],
-                "the bundle's charms are proxy charms: set proxy: true",
-            )
-        )
-    access = entry.get("config-access", {}).get("ssh-access", {})
-    if access.get("required") is not True:
-        out.append(
-            Problem(
-                desc.file,
-                at + ["config-access", "ssh-access", "required"],
-                "must be true, so that OSM injects the charm's SSH key into the VNF",
-            )
-        )
-    options = spec["config"]["options"]
-    actions = spec["actions"]
+        out.append(Problem(desc.file, at + ["execution-environment-list", 0, "juju", "proxy"],
+                           "the bundle's charms are proxy charms: set proxy: true"))
+    if entry.get("config-access", {}).get("ssh-access", {}).get("required") is not True:
+        out.append(Problem(desc.file, at + ["config-access", "ssh-access", "required"],
+                           "must be true, so that OSM injects the charm's SSH key into the VNF"))
+    ee_ids = [ee["id"] for ee in ees]
+    out += _check_initial_primitives(desc, at, entry, ee_ids, spec, name)
+    for i, p in enumerate(entry.get("config-primitive", [])):
+        pat = at + ["config-primitive", i]
+        out.extend(_check_ee_ref(desc, pat, p, ee_ids))
+        action = p.get("execution-environment-primitive", p["name"])
+        out.extend(_check_action(desc, pat, action, p, spec["actions"], name, initial=False))
+    return out
+
+
+def _check_initial_primitives(desc, at, entry, ee_ids, spec, name):
+    """config first, then actions of the charm in seq order; never what OSM runs by itself."""
+    out = []
     prims = entry.get("initial-config-primitive", [])
     seqs = [p["seq"] for p in prims]
     for i, p in enumerate(prims):
@@ -116,30 +97,15 @@ def check_vnfd(desc, cache):
         if p["name"] == "config":
             if p["seq"] != min(seqs):
                 out.append(Problem(desc.file, pat + ["seq"], "config must run first (lowest seq)"))
-            out.extend(_check_config(desc, pat, p, options, name))
+            out.extend(_check_config(desc, pat, p, spec["config"]["options"], name))
         elif p["name"] in AUTOMATIC:
-            out.append(
-                Problem(
-                    desc.file,
-                    pat + ["name"],
-                    "{!r} is run by OSM itself after config; do not list it".format(p["name"]),
-                )
-            )
+            out.append(Problem(desc.file, pat + ["name"],
+                               "{!r} is run by OSM itself after config; do not list it".format(p["name"])))
         else:
-            out.extend(_check_action(desc, pat, p["name"], p, actions, name, initial=True))
+            out.extend(_check_action(desc, pat, p["name"], p, spec["actions"], name, initial=True))
     if "config" not in [p["name"] for p in prims]:
-        out.append(
-            Problem(
-                desc.file,
-                at + ["initial-config-primitive"],
-                "no config primitive: the charm would never learn ssh-hostname",
-            )
-        )
-    for i, p in enumerate(entry.get("config-primitive", [])):
-        pat = at + ["config-primitive", i]
-        out.extend(_check_ee_ref(desc, pat, p, ee_ids))
-        action = p.get("execution-environment-primitive", p["name"])
-        out.extend(_check_action(desc, pat, action, p, actions, name, initial=False))
+        out.append(Problem(desc.file, at + ["initial-config-primitive"],
+                           "no config primitive: the charm would never learn ssh-hostname"))
     return out
 
 

@@ -149,111 +149,60 @@ def check_nsd(desc, vnfds):
     n = desc.body
     pre = descriptors.path_prefix("nsd")
     out = []
+
+    def problem(path, text):
+        out.append(Problem(desc.file, pre + path, text))
+
     vl_ids = [vl["id"] for vl in n["virtual-link-desc"]]
     for i, dup in _dupes(n["virtual-link-desc"]):
-        out.append(
-            Problem(
-                desc.file,
-                pre + ["virtual-link-desc", i, "id"],
-                "duplicate virtual-link-desc {!r}".format(dup),
-            )
-        )
+        problem(["virtual-link-desc", i, "id"], "duplicate virtual-link-desc {!r}".format(dup))
     for i, vnfd_id in enumerate(n["vnfd-id"]):
         if vnfd_id not in vnfds:
-            out.append(
-                Problem(
-                    desc.file,
-                    pre + ["vnfd-id", i],
-                    "vnfd {!r} is not a VNFD of the bundle (OSM needs it onboarded first)".format(vnfd_id),
-                )
-            )
+            problem(["vnfd-id", i],
+                    "vnfd {!r} is not a VNFD of the bundle (OSM needs it onboarded first)".format(vnfd_id))
     for i, sap in enumerate(n.get("sapd", [])):
         if sap["virtual-link-desc"] not in vl_ids:
-            out.append(
-                Problem(
-                    desc.file,
-                    pre + ["sapd", i, "virtual-link-desc"],
-                    "no virtual-link-desc {!r}".format(sap["virtual-link-desc"]),
-                )
-            )
+            problem(["sapd", i, "virtual-link-desc"], "no virtual-link-desc {!r}".format(sap["virtual-link-desc"]))
     mgmt = {vl["id"] for vl in n["virtual-link-desc"] if vl.get("mgmt-network")}
     for i, df in enumerate(n["df"]):
-        for j, vlp in enumerate(df.get("virtual-link-profile", [])):
-            at = pre + ["df", i, "virtual-link-profile", j]
-            if vlp["virtual-link-desc-id"] not in vl_ids:
-                out.append(
-                    Problem(
-                        desc.file,
-                        at + ["virtual-link-desc-id"],
-                        "no virtual-link-desc {!r}".format(vlp["virtual-link-desc-id"]),
-                    )
-                )
-            if vlp["id"] != vlp["virtual-link-desc-id"]:
-                out.append(
-                    Problem(
-                        desc.file, at + ["id"], "virtual-link-profile id must equal its virtual-link-desc-id"
-                    )
-                )
-            if vlp["virtual-link-desc-id"] in mgmt and "virtual-link-protocol-data" in vlp:
-                out.append(
-                    Problem(
-                        desc.file,
-                        at + ["virtual-link-protocol-data"],
-                        "a mgmt-network virtual link may not have virtual-link-protocol-data",
-                    )
-                )
+        _check_link_profiles(problem, ["df", i], df, vl_ids, mgmt)
         for j, dup in _dupes(df["vnf-profile"]):
-            out.append(
-                Problem(
-                    desc.file,
-                    pre + ["df", i, "vnf-profile", j, "id"],
-                    "duplicate vnf-profile {!r}".format(dup),
-                )
-            )
+            problem(["df", i, "vnf-profile", j, "id"], "duplicate vnf-profile {!r}".format(dup))
         for j, prof in enumerate(df["vnf-profile"]):
-            at = pre + ["df", i, "vnf-profile", j]
-            if prof["vnfd-id"] not in n["vnfd-id"]:
-                out.append(
-                    Problem(
-                        desc.file,
-                        at + ["vnfd-id"],
-                        "vnfd-id {!r} does not match any vnfd-id of the NSD".format(prof["vnfd-id"]),
-                    )
-                )
-            vnfd = vnfds.get(prof["vnfd-id"])
-            ext = {c["id"] for c in vnfd.body["ext-cpd"]} if vnfd else None
-            for k, conn in enumerate(prof["virtual-link-connectivity"]):
-                cat = at + ["virtual-link-connectivity", k]
-                if conn["virtual-link-profile-id"] not in vl_ids:
-                    out.append(
-                        Problem(
-                            desc.file,
-                            cat + ["virtual-link-profile-id"],
-                            "no virtual-link-desc {!r}".format(conn["virtual-link-profile-id"]),
-                        )
-                    )
-                for m, cpd in enumerate(conn["constituent-cpd-id"]):
-                    if cpd["constituent-base-element-id"] != prof["id"]:
-                        out.append(
-                            Problem(
-                                desc.file,
-                                cat + ["constituent-cpd-id", m, "constituent-base-element-id"],
-                                "must be the vnf-profile id {!r}, not {!r}".format(
-                                    prof["id"], cpd["constituent-base-element-id"]
-                                ),
-                            )
-                        )
-                    if ext is not None and cpd["constituent-cpd-id"] not in ext:
-                        out.append(
-                            Problem(
-                                desc.file,
-                                cat + ["constituent-cpd-id", m, "constituent-cpd-id"],
-                                "{!r} is not an ext-cpd of vnfd {!r}".format(
-                                    cpd["constituent-cpd-id"], prof["vnfd-id"]
-                                ),
-                            )
-                        )
+            _check_vnf_profile(problem, ["df", i, "vnf-profile", j], prof, n["vnfd-id"], vnfds, vl_ids)
     return out
+
+
+def _check_link_profiles(problem, at, df, vl_ids, mgmt):
+    for j, vlp in enumerate(df.get("virtual-link-profile", [])):
+        here = at + ["virtual-link-profile", j]
+        if vlp["virtual-link-desc-id"] not in vl_ids:
+            problem(here + ["virtual-link-desc-id"], "no virtual-link-desc {!r}".format(vlp["virtual-link-desc-id"]))
+        if vlp["id"] != vlp["virtual-link-desc-id"]:
+            problem(here + ["id"], "virtual-link-profile id must equal its virtual-link-desc-id")
+        if vlp["virtual-link-desc-id"] in mgmt and "virtual-link-protocol-data" in vlp:
+            problem(here + ["virtual-link-protocol-data"],
+                    "a mgmt-network virtual link may not have virtual-link-protocol-data")
+
+
+def _check_vnf_profile(problem, at, prof, vnfd_ids, vnfds, vl_ids):
+    if prof["vnfd-id"] not in vnfd_ids:
+        problem(at + ["vnfd-id"], "vnfd-id {!r} does not match any vnfd-id of the NSD".format(prof["vnfd-id"]))
+    vnfd = vnfds.get(prof["vnfd-id"])
+    ext = {c["id"] for c in vnfd.body["ext-cpd"]} if vnfd else None
+    for k, conn in enumerate(prof["virtual-link-connectivity"]):
+        cat = at + ["virtual-link-connectivity", k]
+        if conn["virtual-link-profile-id"] not in vl_ids:
+            problem(cat + ["virtual-link-profile-id"],
+                    "no virtual-link-desc {!r}".format(conn["virtual-link-profile-id"]))
+        for m, cpd in enumerate(conn["constituent-cpd-id"]):
+            if cpd["constituent-base-element-id"] != prof["id"]:
+                problem(cat + ["constituent-cpd-id", m, "constituent-base-element-id"],
+                        "must be the vnf-profile id {!r}, not {!r}".format(
+                            prof["id"], cpd["constituent-base-element-id"]))
+            if ext is not None and cpd["constituent-cpd-id"] not in ext:
+                problem(cat + ["constituent-cpd-id", m, "constituent-cpd-id"],
+                        "{!r} is not an ext-cpd of vnfd {!r}".format(cpd["constituent-cpd-id"], prof["vnfd-id"]))
 
 
 def check_nst(desc, nsds):
