@@ -41,6 +41,7 @@ from vpnaas import (
 from vpnaas import plan as planning
 from vpnaas.facts import Facts
 from vpnaas.tunnel_relation import TunnelRelations, tunnel_endpoints
+from vpnaas.workload import Workload
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +72,10 @@ class ReconcileFailed(Exception):
 
 
 class VpnaasCharm(CharmBase):
+    """The generic VPNaaS charm; a component charm sets ``workload_type`` (workload.py), it
+    overrides nothing."""
     _stored: Any = StoredState()
+    workload_type = Workload
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -80,8 +84,9 @@ class VpnaasCharm(CharmBase):
                                  torn_down=False)
         if not self._stored.config_salt:
             self._stored.config_salt = os.urandom(16).hex()
+        self.workload = self.workload_type(self)
         self.endpoints = tunnel_endpoints(self.meta)
-        self.tunnels = TunnelRelations(self.model, self.endpoints, wants_peer_keys=self.waits_for_tunnels())
+        self.tunnels = TunnelRelations(self.model, self.endpoints, wants_peer_keys=self.workload.waits_for_tunnels)
         self.state_dir = unitstate.unit_state_dir(str(self.charm_dir))
         # Left by a run that did not end normally (its state was never committed): never a cache.
         relation_cache.discard_pending(self.state_dir)
@@ -170,7 +175,7 @@ class VpnaasCharm(CharmBase):
     def cache_fields(self) -> List[str]:
         """The relation fields whose change can matter to this unit (relation_cache)."""
         fields = list(relation_data.KEYS) + [relation_data.WANTS_PEER_KEYS]
-        return fields + [relation_data.PEER_KEYS] if self.waits_for_tunnels() else fields
+        return fields + [relation_data.PEER_KEYS] if self.workload.waits_for_tunnels else fields
 
     def _nothing_to_do(self, event: Any) -> bool:
         """relation_cache's decision, inside ops (the charm's dispatch asked hookgate the same
@@ -242,7 +247,7 @@ class VpnaasCharm(CharmBase):
             raise ReconcileFailed("no SSH credentials")
         keys = json.loads(self._stored.public_keys)
         if (not force and not rotate and not restart and plan.fingerprint() == self._stored.applied
-                and not self.component_wants_session(plan)):
+                and not self.workload.wants_session(plan)):
             if not self.tunnels.published(plan, keys):
                 # The VNF holds the plan, but Juju dropped what this unit published (a hook whose
                 # commit failed, or one that died): publish again, no session needed.
@@ -275,7 +280,8 @@ class VpnaasCharm(CharmBase):
         self._stored.claims = json.dumps(policy.claims(plan))
         self._stored.public_keys = json.dumps(obs.public_keys, sort_keys=True)
         self._stored.implementation = (obs.implementation + " " + obs.implementation_detail).strip()
-        self._set_status(self.component_status(plan, obs, self._status_from(plan, obs)))
+        self.workload.observed(plan, obs)
+        self._set_status(self.workload.status(plan, obs, self._status_from(plan, obs)))
         return plan, obs
 
     def _blocked_by_config(self, plan: model.Plan) -> None:
@@ -305,7 +311,7 @@ class VpnaasCharm(CharmBase):
 
     def _tunnel_step(self, plan: model.Plan, digest: str, rotate: Iterable[str], restart: bool) -> vnfscript.Step:
         return remote.tunnel_step(plan, digest, rotate=rotate, restart=restart,
-                                  component=lambda step: self.component_step(plan, step))
+                                  component=lambda step: self.workload.step(plan, step))
 
     def run_vnf_step(self, session: ssh.Session, target: ssh.Target, step: vnfscript.Step) -> remote.Observation:
         """Run one VNF-side step in an open session and read its report."""
@@ -337,35 +343,12 @@ class VpnaasCharm(CharmBase):
             target = self._ssh_target(self.build_plan())
             logger.info("%s %s (teardown)", RECONCILE_SESSION, target.host)
             with ssh.Session(target, self.keystore) as session:
-                self.run_vnf_step(session, target, remote.teardown_step(self.component_teardown))
+                self.run_vnf_step(session, target, remote.teardown_step(self.workload.teardown))
             self._set_status(MaintenanceStatus("removed: nothing of the tunnels is left on {}".format(target.host)))
         except (ssh.SshError, remote.RemoteError) + _UNFIT as e:
             self._set_status(WaitingStatus("removing: the VNF was not cleaned up: {}".format(e)))
 
-    def component_teardown(self, step: vnfscript.Step) -> None:
-        """Add the component's own removal calls (its service) to the teardown step."""
-
-    # ------------------------------------------------------------------ component extension points
-    def component_step(self, plan: model.Plan, step: vnfscript.Step) -> None:
-        """Add the component's files and calls to the reconcile's step (see remote.tunnel_step)."""
-
-    def component_wants_session(self, plan: model.Plan) -> bool:
-        """True when the component has work on the VNF even though the tunnels did not change
-        (e.g. a service waiting for a handshake): the reconcile then opens its session."""
-        return False
-
-    @classmethod
-    def waits_for_tunnels(cls) -> bool:
-        """True for a charm whose component can wait for its tunnels, i.e. one that overrides
-        ``component_wants_session``. Such a unit asks its peers for ``peer-keys`` (the wake-up
-        when its key is configured there) and is woken by them; derived from the override so
-        that a component can never wait for a wake-up it did not ask for."""
-        return cls.component_wants_session is not VpnaasCharm.component_wants_session
-
-    def component_status(self, plan: model.Plan, obs: remote.Observation, tunnel_status: StatusBase) -> StatusBase:
-        """The unit status after a reconcile; components may add their service state."""
-        return tunnel_status
-
+    # ------------------------------------------------------------------ for workloads
     def open_session(self) -> ssh.Session:
         """A new SSH session to the VNF for component work (long builds, config files)."""
         plan = self.build_plan()

@@ -154,7 +154,7 @@ def load_charm_class(name):
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # Harness looks the class's file up through sys.modules
     spec.loader.exec_module(module)
-    # The class defined in charm.py itself, not a base class it imports (VpnaasCharm, OaiCharm).
+    # The charm class defined in charm.py itself (not VpnaasCharm, which it imports).
     return next(v for k, v in vars(module).items()
                 if k.endswith("Charm") and getattr(v, "__module__", "") == module.__name__)
 

@@ -212,7 +212,7 @@ def charm_env(monkeypatch, caplog):
 
 def act(harness, name, params=None):
     event = FakeEvent(params)
-    getattr(harness.charm, "_on_" + name.replace("-", "_"))(event)
+    getattr(harness.charm.workload, "_on_" + name.replace("-", "_"))(event)
     return event
 
 

@@ -8,6 +8,7 @@ from ops.testing import Harness
 
 from bundle.charmspec import charm_spec
 from vpnaas import charm_base, relation_cache
+from vpnaas.workload import Workload
 
 SPEC = charm_spec("wireguard-proxy")
 pytestmark = pytest.mark.usefixtures("in_tmp_dir")    # the charms' unit state (the cache file)
@@ -49,9 +50,15 @@ class CountingCharm(charm_base.VpnaasCharm):
         return None, None
 
 
-class WaitingComponent(CountingCharm):
-    def component_wants_session(self, plan):
+class WaitingWorkload(Workload):
+    waits_for_tunnels = True
+
+    def wants_session(self, plan):
         return True
+
+
+class WaitingComponent(CountingCharm):
+    workload_type = WaitingWorkload
 
 
 def _hub(cls, spokes=3):
@@ -88,8 +95,8 @@ def test_a_peer_that_starts_or_stops_asking_for_peer_keys_is_never_skipped():
 
 
 def test_only_a_charm_with_a_waiting_component_waits_for_its_tunnels():
-    assert WaitingComponent.waits_for_tunnels() and not CountingCharm.waits_for_tunnels()
-    assert not charm_base.VpnaasCharm.waits_for_tunnels()
+    assert WaitingComponent.workload_type.waits_for_tunnels and not CountingCharm.workload_type.waits_for_tunnels
+    assert not charm_base.VpnaasCharm.workload_type.waits_for_tunnels
 
 
 def test_a_component_waiting_for_peer_keys_is_woken_by_them():

@@ -1,20 +1,20 @@
 #!/usr/bin/env python3
-"""Proxy charm of the OAI eNB VNF: the VPNaaS core plus the oai-* steps of vpnaas.oai_enb and the
-optional UE of vpnaas.oai_ue (actions ue-attach and ue-iperf)."""
+"""Proxy charm of the OAI eNB VNF: the generic VPNaaS charm composed with the OAI workload of
+vpnaas.oai_enb, which adds the optional UE of vpnaas.oai_ue (actions ue-attach and ue-iperf)."""
 from vpnaas import oai, oai_enb, oai_ue, ssh, vnfscript
 from vpnaas import oai_validation as ov
-from vpnaas.charm_base import main
-from vpnaas.oai_charm import OaiCharm
+from vpnaas.charm_base import VpnaasCharm, main
+from vpnaas.oai_workload import OaiWorkload
 from vpnaas.validation import InvalidValue
 
 
-class EnbCharm(OaiCharm):
+class EnbWorkload(OaiWorkload):
     component = oai_enb.COMPONENT
 
-    def __init__(self, *args):
-        super().__init__(*args)
-        self.framework.observe(self.on.ue_attach_action, self._on_ue_attach)
-        self.framework.observe(self.on.ue_iperf_action, self._on_ue_iperf)
+    def __init__(self, charm):
+        super().__init__(charm)
+        charm.framework.observe(charm.on.ue_attach_action, self._on_ue_attach)
+        charm.framework.observe(charm.on.ue_iperf_action, self._on_ue_iperf)
 
     def _secrets(self):
         keys = [str(self.config.get(k) or "").strip() for k in ("ue-lte-k", "ue-lte-op")]
@@ -35,9 +35,9 @@ class EnbCharm(OaiCharm):
             report = self._run_oai_step(name, step, timeout)
         except (ssh.SshError, vnfscript.StepError) as e:
             event.fail("{} failed: {}".format(name, oai.redact(str(e), self._secrets())))
-            self.after_action()
+            self.charm.after_action()
             return None
-        self.after_action()
+        self.charm.after_action()
         return report["results"]
 
     def _on_ue_attach(self, event):
@@ -78,6 +78,10 @@ class EnbCharm(OaiCharm):
             "sent-mbps": str(figures["sent-mbps"]), "received-mbps": str(figures["received-mbps"]),
             "tunnels": self._stored.last_status,
         })
+
+
+class EnbCharm(VpnaasCharm):
+    workload_type = EnbWorkload
 
 
 if __name__ == "__main__":

@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""Proxy charm of the OAI HSS VNF: the VPNaaS core plus the oai-* steps of vpnaas.oai_hss."""
+"""Proxy charm of the OAI HSS VNF: the generic VPNaaS charm composed with the OAI workload of
+vpnaas.oai_hss."""
 from vpnaas import oai_hss
-from vpnaas.charm_base import main
-from vpnaas.oai_charm import OaiCharm
+from vpnaas.charm_base import VpnaasCharm, main
+from vpnaas.oai_workload import OaiWorkload
 
 
-class HssCharm(OaiCharm):
+class HssWorkload(OaiWorkload):
     component = oai_hss.COMPONENT
+
+
+class HssCharm(VpnaasCharm):
+    workload_type = HssWorkload
 
 
 if __name__ == "__main__":

@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""Proxy charm of the OAI MME VNF: the VPNaaS core plus the oai-* steps of vpnaas.oai_mme."""
+"""Proxy charm of the OAI MME VNF: the generic VPNaaS charm composed with the OAI workload of
+vpnaas.oai_mme."""
 from vpnaas import oai_mme
-from vpnaas.charm_base import main
-from vpnaas.oai_charm import OaiCharm
+from vpnaas.charm_base import VpnaasCharm, main
+from vpnaas.oai_workload import OaiWorkload
 
 
-class MmeCharm(OaiCharm):
+class MmeWorkload(OaiWorkload):
     component = oai_mme.COMPONENT
+
+
+class MmeCharm(VpnaasCharm):
+    workload_type = MmeWorkload
 
 
 if __name__ == "__main__":

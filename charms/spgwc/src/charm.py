@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""Proxy charm of the OAI SPGW-C VNF: the VPNaaS core plus the oai-* steps of vpnaas.oai_spgw."""
+"""Proxy charm of the OAI SPGW-C VNF: the generic VPNaaS charm composed with the OAI workload of
+vpnaas.oai_spgw."""
 from vpnaas import oai_spgw
-from vpnaas.charm_base import main
-from vpnaas.oai_charm import OaiCharm
+from vpnaas.charm_base import VpnaasCharm, main
+from vpnaas.oai_workload import OaiWorkload
 
 
-class SpgwcCharm(OaiCharm):
+class SpgwcWorkload(OaiWorkload):
     component = oai_spgw.SPGWC
+
+
+class SpgwcCharm(VpnaasCharm):
+    workload_type = SpgwcWorkload
 
 
 if __name__ == "__main__":

@@ -385,7 +385,7 @@ report() {  # devices...: host, time and every peer of every device (never the p
 teardown() {  # the charm is being removed: everything it put on the VNF for its tunnels goes, nothing else
   local a
   if [ -d /run/systemd/system ]; then init=systemd; else init=none; fi
-  remove_stale_devices
+  remove_stale_devices ""   # no device is wanted any more
   if [ -x "$SERVICE_HOOK" ]; then
     : > "$WANTED_ADDRESSES"
     "$SERVICE_HOOK"

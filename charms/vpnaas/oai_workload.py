@@ -1,11 +1,13 @@
-"""The ops glue of the five OAI component charms: the oai-* actions and the start gate.
+"""The workload of the five OAI component charms: the oai-* actions and the start gate.
 
 Each step validates its inputs first (bad input fails the action and nothing is changed on the
 VNF), sends one step over SSH (``oai``: files shipped in vnf/oai, values as arguments), reports
 progress in the unit status as the step runs, and ends with a reconcile like every other action.
 Starting is a wish recorded in StoredState: the reconcile's component part starts the service once
 every tunnel of the component has a handshake, so a start that has to wait completes later from
-relation-changed or update-status, never by sleeping in the charm.
+relation-changed or update-status, never by sleeping in the charm. A component charm composes it
+(``workload_type``, see workload.py); its state lives in the charm's stored state under oai_*
+keys (where the earlier revisions kept it, so an upgrade keeps it too).
 """
 
 import logging
@@ -14,36 +16,40 @@ from ops.model import BlockedStatus, MaintenanceStatus
 
 from vpnaas import oai, ssh, vnfscript
 from vpnaas import oai_validation as ov
-from vpnaas.charm_base import ReconcileFailed, VpnaasCharm
+from vpnaas.charm_base import ReconcileFailed
 from vpnaas.validation import InvalidValue
+from vpnaas.workload import Workload
 
 logger = logging.getLogger(__name__)
 
 PRESTART_LIMIT = 300
 
 
-class OaiCharm(VpnaasCharm):
+class OaiWorkload(Workload):
     """Subclasses set ``component`` (an oai.Component)."""
 
     component: oai.Component
+    waits_for_tunnels = True
 
-    def __init__(self, *args):
-        super().__init__(*args)
+    def __init__(self, charm):
+        super().__init__(charm)
+        self._stored = charm._stored
         self._stored.set_default(oai_wanted="", oai_error="", oai_service="")
+        self.config = charm.config
         for name, handler in (
             ("oai_install", self._on_oai_install),
             ("oai_configure", self._on_oai_configure),
             ("oai_start", self._on_oai_start),
             ("oai_stop", self._on_oai_stop),
         ):
-            self.framework.observe(getattr(self.on, name + "_action"), handler)
+            charm.framework.observe(getattr(charm.on, name + "_action"), handler)
 
-    # ------------------------------------------------------------------ reconcile extension
-    def component_step(self, plan, step):
+    # ------------------------------------------------------------------ the charm's calls
+    def step(self, plan, step):
         devices = [d.name for d in plan.devices]
         oai.add_gate(step, self.component, devices, self._stored.oai_wanted, self._prestart_limit())
 
-    def component_teardown(self, step):
+    def teardown(self, step):
         oai.add_teardown(step, self.component)
 
     def _prestart_limit(self):
@@ -54,18 +60,16 @@ class OaiCharm(VpnaasCharm):
         except InvalidValue:
             return PRESTART_LIMIT
 
-    def component_wants_session(self, plan):
+    def wants_session(self, plan):
         # A start waiting for a handshake: the relation-changed that says the peer configured our
         # key (its peer-keys) is the moment to look again, even though the tunnels did not change.
-        return self._stored.oai_wanted == "started" and self._stored.oai_service not in ("running", "starting")
+        return self._stored.oai_service not in ("running", "starting") and self._stored.oai_wanted == "started"
 
-    def reconcile(self, force=False, rotate=(), restart=False):
-        plan, obs = super().reconcile(force=force, rotate=rotate, restart=restart)
-        if obs is not None:  # what the gate saw decides whether the next reconcile needs a session
-            self._stored.oai_service = obs.component.get("service", "")
-        return plan, obs
+    def observed(self, plan, obs):
+        # What the gate saw decides whether the next reconcile needs a session.
+        self._stored.oai_service = obs.component.get("service", "")
 
-    def component_status(self, plan, obs, tunnel_status):
+    def status(self, plan, obs, tunnel_status):
         text = self.service_text(obs.component)
         if self._stored.oai_error:
             text = "{}; {}".format(self._stored.oai_error, text)
@@ -107,20 +111,20 @@ class OaiCharm(VpnaasCharm):
         message = oai.redact(message, self._secrets())
         self._stored.oai_error = "{} failed: {}".format(step, message)[:300]
         event.fail("{} failed: {}".format(step, message))
-        self.after_action()
+        self.charm.after_action()
 
     def _run_oai_step(self, step_name, step, timeout):
         """Run ``step`` in one SSH session with progress in the unit status; returns step_results()."""
-        self.unit.status = MaintenanceStatus("{}: connecting to the VNF".format(step_name))
+        self.charm.unit.status = MaintenanceStatus("{}: connecting to the VNF".format(step_name))
 
         def on_line(line):
             progress = oai.progress_text(line)
             if progress:
-                self.unit.status = MaintenanceStatus(
+                self.charm.unit.status = MaintenanceStatus(
                     "{}: {} (step {})".format(step_name, progress[1], progress[0])
                 )
 
-        with self.open_session() as session:
+        with self.charm.open_session() as session:
             rc, out, err = session.run(
                 step.command(session.target.username, timeout - 10),
                 step.program().encode(),
@@ -160,12 +164,12 @@ class OaiCharm(VpnaasCharm):
                 "log": "{}/oai-install-{}.log".format(oai.LOG_DIR, self.component.name),
             }
         )
-        self.after_action()
+        self.charm.after_action()
 
     def _on_oai_configure(self, event):
         step = "oai-configure"
         try:
-            values = self.component.config_values(dict(self.config), self.build_plan())
+            values = self.component.config_values(dict(self.config), self.charm.build_plan())
             configure = oai.configure_step(self.component, values)
         except (InvalidValue, vnfscript.ScriptError) as e:
             self._fail_action_and_reconcile(event, step, str(e))
@@ -173,7 +177,7 @@ class OaiCharm(VpnaasCharm):
         # The service addresses must be on the VNF before OAI is configured to bind to them: an
         # unchanged plan costs no SSH round trip here.
         try:
-            self.reconcile()
+            self.charm.reconcile()
         except ReconcileFailed as e:  # the configure script's address check says what is missing
             logger.info("reconcile before configure failed: %s", e)
         try:
@@ -192,11 +196,11 @@ class OaiCharm(VpnaasCharm):
                 "restart": "yes" if results.get("restart") == "needed" else "no",
             }
         )
-        self.after_action()
+        self.charm.after_action()
 
     def _on_oai_start(self, event):
         self._stored.oai_wanted = "started"
-        outcome = self.after_action()
+        outcome = self.charm.after_action()
         obs = outcome.obs
         if obs is None:
             event.fail("start recorded, but the VNF could not be reached: {}".format(
@@ -227,7 +231,7 @@ class OaiCharm(VpnaasCharm):
 
     def _on_oai_stop(self, event):
         self._stored.oai_wanted = "stopped"
-        outcome = self.after_action()
+        outcome = self.charm.after_action()
         obs = outcome.obs
         if obs is None:
             event.fail("stop recorded, but the VNF could not be reached: {}".format(
