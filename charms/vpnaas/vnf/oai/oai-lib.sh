@@ -143,7 +143,15 @@ render_files() {  # spec-base64 [NAME=value...]: renders files; appends what cha
 }
 
 has_addr() {  # ip: configured on some interface of this VNF
-  ip -o -4 addr show | awk '{split($4, a, "/"); print a[1]}' | grep -qxF "$1"
+  # grep reads everything (no -q): an early exit would fail the pipeline (SIGPIPE) under pipefail.
+  ip -o -4 addr show | awk '{split($4, a, "/"); print a[1]}' | grep -xF "$1" >/dev/null
+}
+
+files_digest() {  # file...: one checksum over those that exist; none (an unmatched glob) is a value too
+  local f
+  for f in "$@"; do
+    if [ -f "$f" ]; then cat "$f"; fi
+  done | md5sum
 }
 
 require_addr() {  # ip what
