@@ -217,24 +217,29 @@ def submodule_tree(src_root, url):
     return Tree(path) if os.path.exists(path) else None
 
 
-def check_submodules(report, tree, src_root):
+def check_submodules(report, comp, tree, src_root):
     modules = tree.read(".gitmodules")
     if not modules:
         return
     urls = dict(re.findall(r"path\s*=\s*(\S+)\s*\n\s*url\s*=\s*(\S+)", modules))
     links = tree.gitlinks()
+    pins = {path: commit for path, commit, _ in comp.submodule_pins}
+    for path in sorted(set(pins) - set(links)):
+        report.line("MISMATCH", "submodule pin {}: not a submodule of the ref".format(path))
     subs = {}
-    for path, sha in sorted(links.items()):
+    for path, recorded in sorted(links.items()):
         sub = submodule_tree(src_root, urls.get(path, ""))
         name = path.rsplit("/", 1)[-1]
+        sha = pins.get(path, recorded)
         subs[name] = (sub, sha, path)
+        what = "pinned by the charm at" if path in pins else "at the recorded commit"
         if sub is None:
             report.line("MISMATCH", "submodule {} ({}): no repository in OAI_SRC/submodules".format(
                 path, urls.get(path)))
         elif sub.has_commit(sha):
-            report.line("ok", "submodule {} pinned at {} exists upstream".format(path, sha[:12]))
+            report.line("ok", "submodule {} {} {}: exists upstream".format(path, what, sha[:12]))
         else:
-            report.line("MISMATCH", "submodule {}: the pinned commit {} is not upstream".format(path, sha))
+            report.line("MISMATCH", "submodule {}: the commit {} is not upstream".format(path, sha))
     pattern = checks.pull_pattern(vnfscript.load("oai/oai-lib.sh"))
     patches = set()
     for rel in tree.files(*HELPER_FOLDERS):
@@ -247,10 +252,10 @@ def check_submodules(report, tree, src_root):
             if missing and not neutral:
                 report.line("MISMATCH", "{}: no branch {} in {}".format(where, branch, ", ".join(missing)))
             elif missing:
-                report.line("ok", "{}: needs branch {} that {} lack(s); the charm replaces this pull with the "
+                report.line("ok", "{}: needs branch {} that {} lack(s); the charm replaces this pull with its "
                                   "pinned commits".format(where, branch, ", ".join(missing)))
             elif neutral:
-                report.line("ok", "{}: replaced by the charm with the pinned commits".format(where))
+                report.line("ok", "{}: replaced by the charm with its pinned commits".format(where))
             else:
                 report.line("ok", "{}: branch {} exists in {}".format(where, branch, ", ".join(targets)))
         for name, patch in checks.patch_applications(rel, text):
@@ -274,7 +279,7 @@ def check_patch(report, tree, sub, name, patch, helper):
         result = subprocess.run(["git", "apply", "--check", "-p1", ".oai.patch"], cwd=tmp,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if result.returncode == 0:
-        report.line("ok", "{} applies to {} at the pinned {}".format(patch, name, sub[1][:12]))
+        report.line("ok", "{} applies to {} at {}".format(patch, name, sub[1][:12]))
     else:
         report.line("MISMATCH", "{} does not apply to {} at {}: {}".format(
             patch, name, sub[1][:12], result.stderr.decode().strip()[:200]))
@@ -287,7 +292,7 @@ def check_component(report, name, comp, src_root, renderer):
     check_render(report, name, comp, tree, renderer)
     check_build_flags(report, name, tree)
     check_program_options(report, name, comp, tree)
-    check_submodules(report, tree, src_root)
+    check_submodules(report, comp, tree, src_root)
     if name == "enb":
         check_ue(report, comp, tree, renderer)
     return tree.commit
