@@ -110,6 +110,14 @@ def expect_attach(report, results, run):
     return bool(results.get("ip")), "UE {} on {}".format(results.get("ip"), results.get("interface"))
 
 
+def check_pins(outcome, box, comp, run):
+    """Every pinned submodule at its pin after the install (OAI's helper has run by then)."""
+    for path, commit, _ in comp.submodule_pins:
+        head = box.vnf.exec(["git", "-C", "{}/{}".format(comp.source_dir, path), "rev-parse", "HEAD"],
+                            check=False).stdout.strip()
+        outcome.add(run, "pin " + path.rsplit("/", 1)[-1], 0, head == commit, "at {}".format(head[:12] or "?"))
+
+
 def check_outputs(outcome, sandbox, comp, values, extra_files):
     for dst in [e["dst"] for e in comp.render_spec(values)["files"]] + extra_files:
         text = sandbox.read(dst)
@@ -147,26 +155,37 @@ def run_component(name, comp, config, src_root, workdir, secrets):
                 try:
                     report = vnfscript.parse(out, rc, err)
                 except vnfscript.StepError as e:
-                    outcome.add(run, label, seconds, False, oai.redact(str(e), secrets))
+                    outcome.add(run, label, seconds, False, oai.redact(str(e) + diagnosis(box, name), secrets))
                     continue
                 ok, detail = check(report, oai.step_results(report)["results"], run)
                 outcome.add(run, label, seconds, ok and rc == 0, oai.redact(detail, secrets))
+            check_pins(outcome, box, comp, run)
             if run == 1:
                 extra = [oai.STATE_DIR + "/ue.conf"] if name == "enb" and config.get("ue-imsi") else []
                 check_outputs(outcome, box, comp, values, extra)
         outcome.calls = box.read("/var/log/oai-standin/calls.log") or ""
-    outcome.missing = served.missing
+    outcome.missing, outcome.unmirrored = served.missing, served.unmirrored
     return outcome
+
+
+def diagnosis(box, name):
+    """The last lines of the VNF's logs of the component, for a failed step."""
+    text = box.vnf.exec(["bash", "-c", "tail -n 4 /var/log/vpnaas/*{}*.log /var/log/vpnaas/oai-submodules.log "
+                         "2>/dev/null | tail -n 12".format(name)], check=False).stdout
+    return " | " + " / ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def print_outcome(outcome):
     print("executed {}: {} checks, {} failed".format(outcome.component, outcome.checks, outcome.failures))
     for run, label, seconds, verdict, detail in outcome.rows:
-        print("  {:4} run {:1} {:34} {:6.1f}s  {}".format(verdict, run, label[:34], seconds, detail[:150]))
+        print("  {:4} run {:1} {:34} {:6.1f}s  {}".format(verdict, run, label[:34], seconds,
+                                                          detail if verdict != "ok" else detail[:150]))
     for name, entries in sorted(outcome.missing.items()):
-        for commit, paths in entries:
+        for commit, paths in sorted(set((c, tuple(p)) for c, p in entries)):
             print("  note  {} @ {}: not in the mirror, left out of the checkout: {}".format(
                 name, commit[:12], ", ".join(paths)))
+    for sub, url in sorted(outcome.unmirrored.items()):
+        print("  note  nested submodule {} ({}): no repository in OAI_SRC, not fetched".format(sub, url))
     stood = sorted({line.split("\t", 1)[0] for line in outcome.calls.splitlines() if line})
     print("  note  stand-ins called: " + (", ".join(stood) or "none"))
 
@@ -181,7 +200,7 @@ def execute(components, configs, src_root, secrets):
             except SandboxError as e:
                 outcome = Outcome(name)
                 outcome.add("-", "sandbox", 0, False, str(e))
-                outcome.missing, outcome.calls = {}, ""
+                outcome.missing, outcome.calls, outcome.unmirrored = {}, "", {}
             print_outcome(outcome)
             outcomes.append(outcome)
     return outcomes

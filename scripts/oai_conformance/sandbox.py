@@ -19,6 +19,7 @@ names every such path.
 """
 import ctypes
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -66,6 +67,7 @@ class Served(object):
         self.root = root
         self.urls = {}          # URL the charm or .gitmodules names -> served path
         self.missing = {}       # served name -> [(commit, paths)]
+        self.unmirrored = {}    # nested submodule name -> URL without a repository in OAI_SRC
 
     def serve(self, name, tree, refs, urls):
         """refs: {ref name: object}; every URL in ``urls`` is rewritten to this repository."""
@@ -80,12 +82,22 @@ class Served(object):
             subprocess.run(["git", "-C", path, "update-ref", ref, obj], check=True)
             commit = subprocess.run(["git", "-C", path, "rev-parse", obj + "^{commit}"], stdout=subprocess.PIPE,
                                     check=True).stdout.decode().strip()
+            nested = subprocess.run(["git", "-C", tree.path, "show", commit + ":.gitmodules"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout.decode()
+            for sub, url in re.findall(r'\[submodule "([^"]+)"\][^\[]*?url\s*=\s*(\S+)', nested):
+                self.unmirrored.setdefault(sub, url)
             lacking = missing_paths(tree, commit)
             if lacking:
                 self.missing.setdefault(name, []).append((commit, lacking))
         for url in urls:
             self.urls[url] = path
+            self.unmirrored = {k: v for k, v in self.unmirrored.items() if v != url}
         return path
+
+    def finish(self):
+        """Nested submodules whose repository OAI_SRC does not hold (e.g. rapidjson's googletest)."""
+        self.unmirrored = {k: v for k, v in self.unmirrored.items() if v not in self.urls}
+        return self
 
     def sparse_patterns(self):
         paths = sorted({p for entries in self.missing.values() for _, ps in entries for p in ps})
@@ -182,9 +194,12 @@ class Sandbox(object):
         for script, programs in self.builds.items():
             self.write("/var/lib/oai-standin/builds/" + script, "".join(p + "\n" for p in programs))
         self.write("/usr/share/oai-standin/git-template/info/sparse-checkout", self.served.sparse_patterns())
+        # Nested submodules without a repository here (test frameworks of the libraries) are not
+        # fetched: `update = none` in every repository's config, as git init reads the template.
+        skip = "".join('[submodule "{}"]\n\tupdate = none\n'.format(n) for n in sorted(self.served.unmirrored))
         self.write("/usr/share/oai-standin/git-template/config",
                    "[core]\n\trepositoryformatversion = 1\n\tsparseCheckout = true\n"
-                   "[extensions]\n\tpartialClone = origin\n")
+                   "[extensions]\n\tpartialClone = origin\n" + skip)
         self.write("/usr/lib/oai-standin/pack-objects", '#!/bin/sh\nexec "$@" --missing=allow-any\n', 0o755)
         config = ["[init]", "\ttemplateDir = /usr/share/oai-standin/git-template",
                   "[uploadpack]", "\tpackObjectsHook = /usr/lib/oai-standin/pack-objects", "\tallowFilter = true",
@@ -236,7 +251,6 @@ def serve_sources(root, src_root, components):
             ref_obj = tree.commit
         served.serve(name, tree, {kind + comp.ref: ref_obj, "HEAD": tree.commit}, [comp.repository])
         modules = tree.read(".gitmodules") or ""
-        import re
         urls = dict(re.findall(r"path\s*=\s*(\S+)\s*\n\s*url\s*=\s*(\S+)", modules))
         pins = {p: c for p, c, _ in comp.submodule_pins}
         for path, recorded in sorted(tree.gitlinks().items()):
@@ -253,12 +267,11 @@ def serve_sources(root, src_root, components):
             for tag in _helper_tags(tree, sub):
                 refs["refs/tags/" + tag[0]] = tag[1]
             served.serve("sub-" + sub_name, sub, refs, [url])
-    return served
+    return served.finish()
 
 
 def _helper_tags(tree, sub):
     """Tags OAI's helpers check out in a submodule (``git checkout -f 2.15.0``) that exist there."""
-    import re
     out = []
     for rel in tree.files("build/tools"):
         for tag in re.findall(r"git checkout -f ([0-9][\w.]*)\b", tree.read(rel) or ""):
