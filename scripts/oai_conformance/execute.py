@@ -16,7 +16,7 @@ import time
 
 from oai_conformance import libconfig
 from oai_conformance.sandbox import Sandbox, SandboxError, serve_sources
-from vpnaas import oai, oai_ue, vnfscript
+from vpnaas import oai, oai_ue, ssh, vnfscript
 
 TOKEN = re.compile(r"@[A-Za-z][A-Za-z0-9_-]*@")
 TUNNEL_FILES = ["tunnels.sh"]
@@ -150,7 +150,11 @@ def run_component(name, comp, config, src_root, workdir, secrets):
         for run in (1, 2):
             for label, step, timeout, check in steps:
                 started = time.monotonic()
-                rc, out, err = box.run(step, int(timeout))
+                try:
+                    rc, out, err = box.run(step, int(timeout))
+                except ssh.SshError as e:
+                    outcome.add(run, label, time.monotonic() - started, False, str(e) + diagnosis(box, name))
+                    continue
                 seconds = time.monotonic() - started
                 try:
                     report = vnfscript.parse(out, rc, err)
@@ -170,8 +174,8 @@ def run_component(name, comp, config, src_root, workdir, secrets):
 
 def diagnosis(box, name):
     """The last lines of the VNF's logs of the component, for a failed step."""
-    text = box.vnf.exec(["bash", "-c", "tail -n 4 /var/log/vpnaas/*{}*.log /var/log/vpnaas/oai-submodules.log "
-                         "2>/dev/null | tail -n 12".format(name)], check=False).stdout
+    text = box.vnf.exec(["bash", "-c", "tail -n 8 /var/log/vpnaas/oai-{}-build.log /var/log/vpnaas/oai-submodules.log "
+                         "2>/dev/null".format(name)], check=False).stdout
     return " | " + " / ".join(line.strip() for line in text.splitlines() if line.strip())
 
 

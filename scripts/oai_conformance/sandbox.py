@@ -34,10 +34,15 @@ LAYERS = ("usr", "etc", "opt", "var", "root")
 #: Stand-ins at the real paths (lib.sh's PATH: /usr/local/sbin ... /bin, merged into /usr).
 COMMANDS = {"apt-get": "/usr/bin/apt-get", "apt": "/usr/bin/apt", "dpkg": "/usr/bin/dpkg",
             "cloud-init": "/usr/bin/cloud-init", "curl": "/usr/bin/curl", "systemctl": "/usr/bin/systemctl",
-            "service": "/usr/sbin/service", "cqlsh": "/usr/bin/cqlsh"}
+            "service": "/usr/sbin/service", "cqlsh": "/usr/bin/cqlsh", "iptables": "/usr/sbin/iptables",
+            "python2": "/usr/bin/python"}
+COMPILERS = ("/usr/bin/cmake", "/usr/bin/make", "/usr/bin/gcc", "/usr/bin/g++", "/usr/bin/cc", "/usr/bin/c++",
+             "/usr/sbin/ldconfig")
 OS_RELEASE = ('NAME="Ubuntu"\nVERSION="18.04.6 LTS (Bionic Beaver)"\nID=ubuntu\nID_LIKE=debian\n'
               'VERSION_ID="18.04"\nVERSION_CODENAME=bionic\nUBUNTU_CODENAME=bionic\n')
 CLONE_NEWNET = 0x40000000
+#: No step of the sandbox needs long (nothing is compiled): a hanging one fails after this.
+WAIT_LIMIT = 600
 
 
 class SandboxError(Exception):
@@ -121,7 +126,7 @@ def _setns_thread(netns, target):
             os.close(fd)
         try:
             result["value"] = target()
-        except Exception as e:  # handed to the caller
+        except Exception as e:  # noqa: BLE001  (handed to the caller, re-raised there)
             result["error"] = e
 
     t = threading.Thread(target=run)
@@ -189,6 +194,8 @@ class Sandbox(object):
         for name, path in sorted(COMMANDS.items()):
             lines.append("rm -f {1}; cp /usr/lib/oai-standin/{0} {1}; chmod 755 {1}".format(
                 "apt-get" if name == "apt" else name, path))
+        for path in COMPILERS:
+            lines.append("rm -f {0}; cp /usr/lib/oai-standin/compiler {0}; chmod 755 {0}".format(path))
         self.vnf.exec(["bash", "-c", "\n".join(lines)], timeout=60)
         self.write("/etc/os-release", OS_RELEASE)
         for script, programs in self.builds.items():
@@ -229,7 +236,7 @@ class Sandbox(object):
     def run(self, step, timeout):
         """One step exactly as the charm sends it (charm_base.run_vnf_step): its command line,
         the program on stdin, over SSH as root."""
-        return self.session.run(step.command("root", timeout), step.program().encode(), timeout + 30)
+        return self.session.run(step.command("root", timeout), step.program().encode(), min(timeout + 30, WAIT_LIMIT))
 
 
 def serve_sources(root, src_root, components):
