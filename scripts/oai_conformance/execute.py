@@ -16,7 +16,7 @@ import time
 
 from oai_conformance import libconfig
 from oai_conformance.sandbox import Sandbox, SandboxError, serve_sources
-from vpnaas import oai, oai_ue, ssh, vnfscript
+from vpnaas import oai, oai_ue, ssh, validation, vnfscript
 
 TOKEN = re.compile(r"@[A-Za-z][A-Za-z0-9_-]*@")
 TUNNEL_FILES = ["tunnels.sh"]
@@ -50,21 +50,23 @@ class Outcome(object):
         self.rows.append((run, step, seconds, "ok" if ok else "FAIL", detail))
 
 
-def gate_step(comp, values, wanted):
+def gate_step(comp, config, wanted):
     """The reconcile's VNF part without WireGuard peers: tunnels.sh puts the service addresses
     (service_addresses, as remote.tunnel_step does first), then the component's gate
     (oai.add_gate) with no tunnel device, so the start is not held for a handshake."""
     step = vnfscript.Step(TUNNEL_FILES)
     step.call("tunnels_prepare")
-    step.call("service_addresses", *service_addresses(values))
+    step.call("service_addresses", *service_addresses(config))
     oai.add_gate(step, comp, [], wanted, 300)
     return step
 
 
-def service_addresses(values):
-    out = ["{}/32".format(v.ip) for v in values.values() if hasattr(v, "ip") and hasattr(v, "network")]
-    if "hss_ip" in values:
-        out.append("{}/32".format(values["hss_ip"]))
+def service_addresses(config):
+    """The component's own service addresses: every ``<endpoint>-service-addresses`` option."""
+    out = []
+    for key, value in sorted(config.items()):
+        if key.endswith("-service-addresses") and value:
+            out += [str(a) for a in validation.service_address_list(value, key)]
     return sorted(set(out))
 
 
@@ -72,10 +74,10 @@ def chain(name, comp, config):
     """[(label, step, timeout, check)] of one run; check(report, results, run) -> (ok, detail)."""
     values = comp.config_values(config, None)
     inputs = oai.install_plan(comp, config)
-    steps = [("addresses+gate", gate_step(comp, values, "none"), 120, expect_component),
+    steps = [("addresses+gate", gate_step(comp, config, "none"), 120, expect_component),
              ("install", oai.install_step(comp, inputs), inputs["timeout"], expect_install),
              ("configure", oai.configure_step(comp, values), comp.configure_timeout(values), expect_configure),
-             ("start (gate)", gate_step(comp, values, "started"), 120, expect_started)]
+             ("start (gate)", gate_step(comp, config, "started"), 120, expect_started)]
     if name == "enb" and config.get("ue-imsi"):
         v = oai_ue.values(config)
         steps.append(("ue-attach", oai_ue.attach_step(v), int(v["timeout"]) + 60 if "timeout" in v else 300,

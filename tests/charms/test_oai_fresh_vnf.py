@@ -14,7 +14,7 @@ import oai_tree
 import pytest
 from charms_helpers import LTE_K, LTE_OP, config_for, run_step
 
-from vpnaas import oai, oai_enb, oai_hss, oai_mme, oai_spgw, oai_ue, vnfscript
+from vpnaas import oai, oai_enb, oai_hss, oai_mme, oai_spgw, oai_ue, validation, vnfscript
 
 FRESH = {"mme": oai_mme.COMPONENT, "spgwc": oai_spgw.SPGWC, "spgwu": oai_spgw.SPGWU, "enb": oai_enb.COMPONENT}
 UE = {"ue-imsi": "208951234500001", "ue-lte-k": LTE_K, "ue-lte-op": LTE_OP}
@@ -28,9 +28,10 @@ esac
 STUB = '#!/bin/bash\nprintf "%s\\n" "$(basename "$0") $*" >> "{calls}"\n'
 
 
-def own_ips(values):
-    out = [str(v.ip) for v in values.values() if hasattr(v, "ip") and hasattr(v, "network")]
-    return out + ([values["hss_ip"]] if "hss_ip" in values else [])
+def own_ips(config):
+    """The component's own service addresses (its ``*-service-addresses`` options)."""
+    return [str(a.ip) for k, v in sorted(config.items()) if k.endswith("-service-addresses") and v
+            for a in validation.service_address_list(v, k)]
 
 
 def netns_prefix(ips):
@@ -96,7 +97,7 @@ def results(out):
 def configure(comp, config, root, stubs=None):
     values = comp.config_values(config, None)
     step = move(oai.configure_step(comp, values), root)
-    return run_step(step, env=env_for(root), stubs=stubs, timeout=60, prefix=netns_prefix(own_ips(values)))
+    return run_step(step, env=env_for(root), stubs=stubs, timeout=60, prefix=netns_prefix(own_ips(config)))
 
 
 @pytest.mark.parametrize("name", sorted(FRESH))
@@ -127,7 +128,8 @@ def test_configure_on_a_fresh_vnf_then_again_changes_nothing(name, vnf, tmp_path
 
 def test_hss_configure_on_a_fresh_vnf_then_again_changes_nothing(vnf, tmp_path):
     comp = oai_hss.COMPONENT
-    values = comp.config_values(config_for("hss"), None)
+    config = config_for("hss")
+    values = comp.config_values(config, None)
     src = vnf + comp.source_dir
     oai_tree.write_tree(src, comp.source_dir, comp.render_spec(values))
     oai_tree.write(src + "/etc/oss.json", '{"option": {}}\n')
@@ -148,10 +150,10 @@ def test_hss_configure_on_a_fresh_vnf_then_again_changes_nothing(vnf, tmp_path):
     oai_tree.executable(vnf + comp.binary, STUB.format(calls=calls))
     env = dict(env_for(vnf), OAI_CASSANDRA_DATA=vnf + "/cassandra")
     step = move(oai.configure_step(comp, values), vnf)
-    rc, out, err = run_step(step, env=env, stubs=stubs, timeout=60, prefix=netns_prefix(own_ips(values)))
+    rc, out, err = run_step(step, env=env, stubs=stubs, timeout=60, prefix=netns_prefix(own_ips(config)))
     assert rc == 0 and out.splitlines()[-1] == "DONE", out + err
     assert "certificates" in results(out)[0] and "cassandra" in results(out)[0]
-    rc, out, err = run_step(step, env=env, stubs=stubs, timeout=60, prefix=netns_prefix(own_ips(values)))
+    rc, out, err = run_step(step, env=env, stubs=stubs, timeout=60, prefix=netns_prefix(own_ips(config)))
     assert rc == 0 and results(out) == ["changed none"], out + err
 
 
@@ -177,7 +179,7 @@ def test_gate_after_configure_starts_once_then_reports_running(vnf):
     built(vnf, comp)
     assert configure(comp, config, vnf)[0] == 0
     step = move(oai.add_gate(vnfscript.Step([]), comp, [], "started", 300), vnf)
-    prefix = netns_prefix(own_ips(values))
+    prefix = netns_prefix(own_ips(config))
     rc, out, err = run_step(step, env=env_for(vnf), timeout=30, prefix=prefix)
     assert rc == 0 and "COMPONENT service starting" in out, out + err
     try:
