@@ -99,7 +99,7 @@ def expect_install(report, results, run):
 def expect_configure(report, results, run):
     changed = results.get("changed", "")
     ok = changed != "none" if run == 1 else changed == "none"
-    return ok, "changed " + (changed or "?")
+    return ok, "changed " + (" ".join(os.path.basename(w) for w in changed.split()) or "?")
 
 
 def expect_started(report, results, run):
@@ -118,6 +118,14 @@ def check_pins(outcome, box, comp, run):
         head = box.vnf.exec(["git", "-C", "{}/{}".format(comp.source_dir, path), "rev-parse", "HEAD"],
                             check=False).stdout.strip()
         outcome.add(run, "pin " + path.rsplit("/", 1)[-1], 0, head == commit, "at {}".format(head[:12] or "?"))
+
+
+def check_certificates(outcome, box, comp):
+    """The S6a TLS files OAI's scripts made on the fresh VNF (check_mme_s6a_certificate, make_certs.sh)."""
+    listing = box.vnf.exec(["bash", "-c", "cd {}/freeDiameter 2>/dev/null && ls *.pem".format(oai.PREFIX)],
+                           check=False).stdout.split()
+    ok = any(p.endswith("cert.pem") for p in listing) and any(p.endswith("key.pem") for p in listing)
+    outcome.add("-", "S6a certificates", 0, ok, " ".join(listing) or "none")
 
 
 def check_outputs(outcome, sandbox, comp, values, extra_files):
@@ -169,6 +177,8 @@ def run_component(name, comp, config, src_root, workdir, secrets):
             if run == 1:
                 extra = [oai.STATE_DIR + "/ue.conf"] if name == "enb" and config.get("ue-imsi") else []
                 check_outputs(outcome, box, comp, values, extra)
+                if name in ("hss", "mme"):
+                    check_certificates(outcome, box, comp)
         outcome.calls = box.read("/var/log/oai-standin/calls.log") or ""
     outcome.missing, outcome.unmirrored = served.missing, served.unmirrored
     return outcome

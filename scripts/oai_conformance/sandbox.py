@@ -1,8 +1,8 @@
 """A sandbox VNF for the executed conformance run: the testbed's VNF (network namespace, private mount
 namespace, a real sshd; scripts/testbed/vim.py) made to look like a fresh Ubuntu 18.04 VM.
 
-Inside the VNF's mount namespace only: writable overlays over /usr, /etc, /opt, /var and /root
-(their changes land in the run's work folder, never on this machine), a fresh /run, the
+Inside the VNF's mount namespace only: writable overlays over /usr, /etc, /opt and /var (their
+changes land in the run's work folder, never on this machine), an empty /root, a fresh /run, the
 /etc/os-release of Ubuntu 18.04, an SGi-like interface ens3 with a default route (to nowhere: the
 VNF has no internet), and recording stand-ins at the real paths of the commands that cannot run
 here (standins/: apt-get, apt, dpkg, cloud-init, curl, systemctl, service, cqlsh, the Python
@@ -30,7 +30,7 @@ from vpnaas import ssh
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STANDINS = os.path.join(HERE, "standins")
-LAYERS = ("usr", "etc", "opt", "var", "root")
+LAYERS = ("usr", "etc", "opt", "var")
 #: Stand-ins at the real paths (lib.sh's PATH: /usr/local/sbin ... /bin, merged into /usr).
 COMMANDS = {"apt-get": "/usr/bin/apt-get", "apt": "/usr/bin/apt", "dpkg": "/usr/bin/dpkg",
             "cloud-init": "/usr/bin/cloud-init", "curl": "/usr/bin/curl", "systemctl": "/usr/bin/systemctl",
@@ -180,8 +180,11 @@ class Sandbox(object):
             os.makedirs(work)
             lines.append("mount -t overlay overlay -o lowerdir=/{0},upperdir={1},workdir={2} /{0}".format(
                 name, upper, work))
-        lines += ["mount -t tmpfs -o mode=0755 tmpfs /run", "mkdir -p /run/sshd /run/systemd/system /run/netns",
-                  "rm -f /etc/os-release", "mkdir -p /usr/lib/oai-standin /var/lib/oai-standin/builds "
+        # root's home as on a new VM: empty (this machine's shell start-up files and git
+        # configuration would otherwise run in every SSH session of the steps).
+        lines += ["mount -t tmpfs -o mode=0700 tmpfs /root", "mount -t tmpfs -o mode=0755 tmpfs /run",
+                  "mkdir -p /run/sshd /run/systemd/system /run/netns",
+                  "rm -f /etc/os-release /etc/hosts /etc/resolv.conf", "mkdir -p /usr/lib/oai-standin /var/lib/oai-standin/builds "
                   "/var/log/oai-standin /usr/share/oai-standin/git-template/info "
                   "/usr/share/oai-standin/git-template/hooks /etc/systemd/system /usr/lib/python3/dist-packages",
                   "cp -r {}/. /usr/lib/oai-standin/".format(STANDINS),
@@ -198,6 +201,10 @@ class Sandbox(object):
             lines.append("rm -f {0}; cp /usr/lib/oai-standin/compiler {0}; chmod 755 {0}".format(path))
         self.vnf.exec(["bash", "-c", "\n".join(lines)], timeout=60)
         self.write("/etc/os-release", OS_RELEASE)
+        # As on an Ubuntu VM: its own name in /etc/hosts (git and sudo look it up); no name server,
+        # so that nothing in the sandbox sends a DNS query anywhere.
+        self.write("/etc/hosts", "127.0.0.1 localhost\n127.0.1.1 {}\n".format(self.vnf.name))
+        self.write("/etc/resolv.conf", "# the sandbox VNF has no name server\n")
         for script, programs in self.builds.items():
             self.write("/var/lib/oai-standin/builds/" + script, "".join(p + "\n" for p in programs))
         self.write("/usr/share/oai-standin/git-template/info/sparse-checkout", self.served.sparse_patterns())
