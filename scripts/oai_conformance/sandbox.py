@@ -184,7 +184,8 @@ class Sandbox(object):
         # configuration would otherwise run in every SSH session of the steps).
         lines += ["mount -t tmpfs -o mode=0700 tmpfs /root", "mount -t tmpfs -o mode=0755 tmpfs /run",
                   "mkdir -p /run/sshd /run/systemd/system /run/netns",
-                  "rm -f /etc/os-release /etc/hosts /etc/resolv.conf", "mkdir -p /usr/lib/oai-standin /var/lib/oai-standin/builds "
+                  "rm -f /etc/os-release /etc/hosts /etc/resolv.conf",
+                  "mkdir -p /usr/lib/oai-standin /var/lib/oai-standin/builds "
                   "/var/log/oai-standin /usr/share/oai-standin/git-template/info "
                   "/usr/share/oai-standin/git-template/hooks /etc/systemd/system /usr/lib/python3/dist-packages",
                   "cp -r {}/. /usr/lib/oai-standin/".format(STANDINS),
