@@ -17,10 +17,13 @@ For each component, at the commit its pinned ref names:
   * every build-script flag and value of vnf/oai/install.sh against that script's case labels;
   * every program option the charms use against the program's getopt strings and option tables,
     and the provisioning scripts' options against their argparse definitions;
-  * every submodule: its pinned commit exists upstream; every `git pull origin <branch>` of the
-    build helpers: the branch exists, or the charm replaces the pull; OAI's patches apply to the
-    pinned submodule commits.
-Exit status: 0 no mismatch, 1 mismatches, 2 not run.
+  * every submodule: the commit the charm pins (else the one the ref records) exists upstream and
+    every pin names a submodule; every `git pull origin <branch>` of the build helpers: the branch
+    exists, or the charm replaces the pull; OAI's patches apply to the pinned submodule commits.
+Then, as root, it executes every component's shipped VNF programs as the charm sends them, twice,
+in a fresh sandbox VNF (execute.py, sandbox.py; ``--only <component>`` to run fewer).
+Exit status: 0 no mismatch and no executed failure, 1 a mismatch or a failure, 2 not run (no
+sources, no libconfig, or the executed part without root): never counted as passed.
 """
 import argparse
 import importlib.util
