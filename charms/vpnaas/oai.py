@@ -60,6 +60,11 @@ class Component(object):
     #: Debian packages the charm's own steps need on the VNF (cloud-init normally has them).
     prerequisites: Tuple[str, ...] = ("git", "python3", "python3-yaml", "psmisc")
     secret_keys: Tuple[str, ...] = ()  # keys of the values dict that hold secrets
+    #: (submodule path, commit, why): the commits OAI's build helpers end up with where they
+    #: `git pull origin master` after checking out the ref's submodules; oai-install rewrites each
+    #: pull into a checkout of these (vnf/oai/pin-submodules.sh). Used with the pinned default
+    #: repository and ref only: another ref builds at the commits it records itself.
+    submodule_pins: Tuple[Tuple[str, str, str], ...] = ()
 
     @property
     def service(self):
@@ -205,7 +210,9 @@ def install_timeout(config):
 def install_plan(component, config):
     """Validated install inputs: {"repository", "ref", "timeout", "extra"}."""
     repo, ref = source(component, config)
+    default = (repo, ref) == (component.repository, component.ref)
     return {"repository": repo, "ref": ref, "timeout": install_timeout(config),
+            "pins": [(p, c) for p, c, _ in component.submodule_pins] if default else [],
             "extra": component.install_args(config)}
 
 
@@ -223,6 +230,8 @@ def install_step(component, inputs):
         " ".join(component.binary_candidates()),
         component.binary,
         component.source_dir,
+        " ".join("{}={}".format(path, commit) for path, commit in inputs.get("pins", [])),
+        shipped_b64("oai/pin-submodules.sh"),
         *inputs.get("extra", [])
     )
 

@@ -18,6 +18,24 @@ from vpnaas import oai
 from vpnaas import oai_validation as ov
 
 PREFIX = oai.PREFIX
+SUBMODULES = "build/git_submodules/"
+#: What OAI's build of this ref (22 Oct 2020) got: its helper (build_helper.hss_rel14,
+#: init_submodules) checks out the recorded submodule commits, then runs `git submodule foreach git
+#: pull origin master`; build_cpp_driver and build_pistache then check out fixed commits. The commits
+#: are the first-parent tips of each `master` on that day (docs/oai.md, "Pinned submodules").
+HSS_SUBMODULE_PINS = (
+    (SUBMODULES + "c-ares", "c15f403875ababb1149215d49683d720b3d035c7",
+     "master on 2020-10-22 (c-ares renamed it main since; the pull fails today)"),
+    (SUBMODULES + "rapidjson", "0ccdbf364c577803e2a751f5aededce935314313", "master on 2020-10-22"),
+    (SUBMODULES + "cpp-driver", "c97dd437c3730421f006dc4f2e36b533e405d357",
+     "tag 2.15.0, which build_cpp_driver checks out after the pull"),
+    (SUBMODULES + "spdlog", "a51b4856377a71f81b6d74b9af459305c4c644f8",
+     "master on 2020-10-22 (unchanged 2019-09 to 2022; the pull names master, not v1.x)"),
+    (SUBMODULES + "freeDiameter", "673ea5000420427fd4eaf5f82cd8c3d28c8ffc77",
+     "master on 2020-10-22: 'Enable DISABLE_PEER_EXPIRY', an idle MME is not dropped after 3600 s"),
+    (SUBMODULES + "pistache", "117db02eda9d63935193ad98be813987f6c32b33",
+     "the commit build_pistache checks out after the pull"),
+)
 
 class Hss(oai.Component):
     name = "hss"
@@ -36,6 +54,7 @@ class Hss(oai.Component):
         ]
 
     build_labels = ("installing the HSS build dependencies", "building the HSS")
+    submodule_pins = HSS_SUBMODULE_PINS
     work_dirs = ("logs", "conf")
 
     def install_args(self, config):

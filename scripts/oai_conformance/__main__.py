@@ -17,10 +17,13 @@ For each component, at the commit its pinned ref names:
   * every build-script flag and value of vnf/oai/install.sh against that script's case labels;
   * every program option the charms use against the program's getopt strings and option tables,
     and the provisioning scripts' options against their argparse definitions;
-  * every submodule: its pinned commit exists upstream; every `git pull origin <branch>` of the
-    build helpers: the branch exists, or the charm replaces the pull; OAI's patches apply to the
-    pinned submodule commits.
-Exit status: 0 no mismatch, 1 mismatches, 2 not run.
+  * every submodule: the commit the charm pins (else the one the ref records) exists upstream and
+    every pin names a submodule; every `git pull origin <branch>` of the build helpers: the branch
+    exists, or the charm replaces the pull; OAI's patches apply to the pinned submodule commits.
+Then, as root, it executes every component's shipped VNF programs as the charm sends them, twice,
+in a fresh sandbox VNF (execute.py, sandbox.py; ``--only <component>`` to run fewer).
+Exit status: 0 no mismatch and no executed failure, 1 a mismatch or a failure, 2 not run (no
+sources, no libconfig, or the executed part without root): never counted as passed.
 """
 import argparse
 import importlib.util
@@ -31,6 +34,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 import yaml
 
@@ -217,24 +221,29 @@ def submodule_tree(src_root, url):
     return Tree(path) if os.path.exists(path) else None
 
 
-def check_submodules(report, tree, src_root):
+def check_submodules(report, comp, tree, src_root):
     modules = tree.read(".gitmodules")
     if not modules:
         return
     urls = dict(re.findall(r"path\s*=\s*(\S+)\s*\n\s*url\s*=\s*(\S+)", modules))
     links = tree.gitlinks()
+    pins = {path: commit for path, commit, _ in comp.submodule_pins}
+    for path in sorted(set(pins) - set(links)):
+        report.line("MISMATCH", "submodule pin {}: not a submodule of the ref".format(path))
     subs = {}
-    for path, sha in sorted(links.items()):
+    for path, recorded in sorted(links.items()):
         sub = submodule_tree(src_root, urls.get(path, ""))
         name = path.rsplit("/", 1)[-1]
+        sha = pins.get(path, recorded)
         subs[name] = (sub, sha, path)
+        what = "pinned by the charm at" if path in pins else "at the recorded commit"
         if sub is None:
             report.line("MISMATCH", "submodule {} ({}): no repository in OAI_SRC/submodules".format(
                 path, urls.get(path)))
         elif sub.has_commit(sha):
-            report.line("ok", "submodule {} pinned at {} exists upstream".format(path, sha[:12]))
+            report.line("ok", "submodule {} {} {}: exists upstream".format(path, what, sha[:12]))
         else:
-            report.line("MISMATCH", "submodule {}: the pinned commit {} is not upstream".format(path, sha))
+            report.line("MISMATCH", "submodule {}: the commit {} is not upstream".format(path, sha))
     pattern = checks.pull_pattern(vnfscript.load("oai/oai-lib.sh"))
     patches = set()
     for rel in tree.files(*HELPER_FOLDERS):
@@ -247,10 +256,10 @@ def check_submodules(report, tree, src_root):
             if missing and not neutral:
                 report.line("MISMATCH", "{}: no branch {} in {}".format(where, branch, ", ".join(missing)))
             elif missing:
-                report.line("ok", "{}: needs branch {} that {} lack(s); the charm replaces this pull with the "
+                report.line("ok", "{}: needs branch {} that {} lack(s); the charm replaces this pull with its "
                                   "pinned commits".format(where, branch, ", ".join(missing)))
             elif neutral:
-                report.line("ok", "{}: replaced by the charm with the pinned commits".format(where))
+                report.line("ok", "{}: replaced by the charm with its pinned commits".format(where))
             else:
                 report.line("ok", "{}: branch {} exists in {}".format(where, branch, ", ".join(targets)))
         for name, patch in checks.patch_applications(rel, text):
@@ -274,7 +283,7 @@ def check_patch(report, tree, sub, name, patch, helper):
         result = subprocess.run(["git", "apply", "--check", "-p1", ".oai.patch"], cwd=tmp,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if result.returncode == 0:
-        report.line("ok", "{} applies to {} at the pinned {}".format(patch, name, sub[1][:12]))
+        report.line("ok", "{} applies to {} at {}".format(patch, name, sub[1][:12]))
     else:
         report.line("MISMATCH", "{} does not apply to {} at {}: {}".format(
             patch, name, sub[1][:12], result.stderr.decode().strip()[:200]))
@@ -287,7 +296,7 @@ def check_component(report, name, comp, src_root, renderer):
     check_render(report, name, comp, tree, renderer)
     check_build_flags(report, name, tree)
     check_program_options(report, name, comp, tree)
-    check_submodules(report, tree, src_root)
+    check_submodules(report, comp, tree, src_root)
     if name == "enb":
         check_ue(report, comp, tree, renderer)
     return tree.commit
@@ -346,6 +355,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--src", default="", help="OAI_SRC: one repository per component (see layout.py)")
     parser.add_argument("--clone-to", default="build/oai-src", help="where to clone when --src is not given")
+    parser.add_argument("--only", action="append", default=[], help="execute only this component (repeatable)")
     args = parser.parse_args(argv)
     src = args.src
     if not src:
@@ -375,11 +385,30 @@ def main(argv=None):
         return 2
     print("")
     print("commits: " + ", ".join("{} {}".format(n, c[:12]) for n, c in commits.items()))
-    if report.mismatches:
-        print("oai-conformance: {} mismatch(es)".format(report.mismatches))
+    executed = run_executed(src, args.only)
+    print("")
+    print("oai-conformance: {} static mismatch(es); executed: {}".format(report.mismatches, executed[1]))
+    if report.mismatches or executed[0] == 1:
         return 1
-    print("oai-conformance: no mismatch")
-    return 0
+    return executed[0]
+
+
+def run_executed(src, only):
+    """(status, summary) of the executed chains (execute.py): 0 passed, 1 failed, 2 not run."""
+    if os.geteuid() != 0:
+        return 2, "not run (needs root for the sandbox VNF's namespaces)"
+    from oai_conformance import execute
+
+    started = time.monotonic()
+    chosen = [(n, c) for n, c in COMPONENTS if not only or n in only]
+    configs = {n: component_config(n) for n, _ in chosen}
+    secrets = [v for cfg in configs.values() for k, v in cfg.items() if k.endswith(("lte-k", "lte-op")) and v]
+    outcomes = execute.execute(chosen, configs, src, secrets)
+    checks = sum(o.checks for o in outcomes)
+    failed = sum(o.failures for o in outcomes)
+    summary = "{} component(s), {} checks, {} failed, {:.0f} s".format(len(outcomes), checks, failed,
+                                                                       time.monotonic() - started)
+    return (1 if failed else 0), summary
 
 
 if __name__ == "__main__":

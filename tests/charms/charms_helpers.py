@@ -115,12 +115,13 @@ def plan_with_peer(endpoint, role, peer_service="172.16.6.2/32"):
     )
 
 
-def run_step(step, env=None, tmp=None, timeout=60, stubs=None):
+def run_step(step, env=None, tmp=None, timeout=60, stubs=None, prefix=()):
     """Run a vnfscript.Step locally like the VNF does (program in a file, values as arguments);
     returns (rc, stdout, stderr).
 
     lib.sh sets its own PATH, so stand-in commands (``stubs``: a folder of executables) are
-    made shell functions through BASH_ENV, which bash reads before the program."""
+    made shell functions through BASH_ENV, which bash reads before the program. ``prefix`` runs
+    the program under a wrapper (e.g. a namespace) that ends in ``bash "$0" "$@"``."""
     import tempfile
 
     env = dict(os.environ if env is None else env)
@@ -134,7 +135,8 @@ def run_step(step, env=None, tmp=None, timeout=60, stubs=None):
                     rc.write('{}() {{ "{}" "$@"; }}\n'.format(name, os.path.join(str(stubs), name)))
         env["BASH_ENV"] = rc_file
     try:
-        result = subprocess.run(["bash", f.name] + step.args, env=env, stdin=subprocess.DEVNULL,
+        argv = list(prefix) + [f.name] if prefix else ["bash", f.name]
+        result = subprocess.run(argv + step.args, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
     finally:
         os.unlink(f.name)

@@ -104,3 +104,48 @@ def test_without_sources_it_says_not_run(tmp_path, capsys):
 def test_params_file_is_complete(name, comp):
     comp.config_values(conformance.component_config(name), None)  # raises InvalidValue otherwise
     assert comp.render_spec(comp.config_values(conformance.component_config(name), None))["files"]
+
+
+def test_submodules_are_checked_at_the_charms_pins(tmp_path, capsys):
+    """The pinned commit, not the recorded one, must exist upstream; a pin that names no
+    submodule is a mismatch."""
+    import copy
+    import os
+    import subprocess
+
+    from oai_conformance.source import Tree
+
+    from vpnaas import oai_mme
+
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@example.org", HOME=str(tmp_path), GIT_CONFIG_COUNT="1",
+               GIT_CONFIG_KEY_0="protocol.file.allow", GIT_CONFIG_VALUE_0="always")
+
+    def git(repo, *args):
+        return subprocess.run(["git", "-C", str(repo)] + list(args), env=env, check=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE).stdout.decode().strip()
+
+    fd = tmp_path / "src" / "submodules" / "fd"
+    fd.mkdir(parents=True)
+    git(fd, "init", "-q")
+    (fd / "a").write_text("1\n")
+    git(fd, "add", ".")
+    git(fd, "commit", "-q", "-m", "recorded")
+    top = tmp_path / "src" / "mme"
+    top.mkdir()
+    git(top, "init", "-q")
+    git(top, "submodule", "-q", "add", str(fd), "build/git_submodules/freeDiameter")
+    git(top, "commit", "-q", "-m", "top")
+    (fd / "a").write_text("2\n")
+    git(fd, "commit", "-q", "-am", "pinned")
+    pinned = git(fd, "rev-parse", "HEAD")
+    comp = copy.copy(oai_mme.COMPONENT)
+    comp.submodule_pins = (("build/git_submodules/freeDiameter", pinned, ""),
+                           ("build/git_submodules/gone", "0" * 40, ""))
+    report = conformance.Report()
+    conformance.check_submodules(report, comp, Tree(str(top)), str(tmp_path / "src"))
+    out = capsys.readouterr().out
+    assert "ok        submodule build/git_submodules/freeDiameter pinned by the charm at {}: exists upstream".format(
+        pinned[:12]) in out
+    assert "MISMATCH  submodule pin build/git_submodules/gone: not a submodule of the ref" in out
+    assert report.mismatches == 1

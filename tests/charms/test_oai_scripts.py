@@ -1,5 +1,6 @@
 """What each component's steps carry: pins, build steps, render specs, generated service files."""
 
+import base64
 import os
 import subprocess
 
@@ -256,3 +257,21 @@ def test_step_results_reads_the_shared_report():
                                         "progress": "2/2 b"}
     with pytest.raises(vnfscript.StepError, match="boom"):
         vnfscript.parse("PROGRESS 1/2 a\nERROR boom\n")
+
+
+def test_submodule_pins_are_what_oais_build_of_the_ref_got(component_name):
+    """HSS and MME: freeDiameter at 673ea500 (master since 2020-09-17, 'Enable
+    DISABLE_PEER_EXPIRY'), as OAI's helpers pulled it, not the 2017 commit the ref records; the
+    pins travel as one argument of the install step, and only with the pinned default ref."""
+    comp = COMPONENTS[component_name]
+    step = oai.install_step(comp, oai.install_plan(comp, config_for(component_name)))
+    pins = dict(p.split("=") for p in step.args[10].split())
+    fd = {"build/git_submodules/freeDiameter": "673ea5000420427fd4eaf5f82cd8c3d28c8ffc77"}
+    if component_name == "hss":
+        assert len(pins) == 6 and fd.items() <= pins.items()
+        assert pins["build/git_submodules/cpp-driver"] == "c97dd437c3730421f006dc4f2e36b533e405d357"  # 2.15.0
+    else:
+        assert pins == (fd if component_name == "mme" else {})
+    assert base64.b64decode(step.args[11]).decode() == vnfscript.load("oai/pin-submodules.sh")
+    other = config_for(component_name, **{"oai-ref": "develop"})
+    assert oai.install_step(comp, oai.install_plan(comp, other)).args[10] == ""

@@ -72,17 +72,19 @@ def upstream(tmp_path):
     # Upstream drift: the submodule moves on; it has no master branch at all.
     (sub / "lib.c").write_text("drifted\n")
     git(sub, "commit", "-q", "-am", "later")
-    return {"url": "file://" + str(top), "commit": commit, "tag_object": tag_object, "pinned": pinned}
+    return {"url": "file://" + str(top), "commit": commit, "tag_object": tag_object, "pinned": pinned,
+            "later": git(sub, "rev-parse", "HEAD")}
 
 
-def install(tmp_path, url, ref="2020.w36", stubs=None):
+def install(tmp_path, url, ref="2020.w36", stubs=None, pins=""):
     root = tmp_path / "root"
     env = dict(os.environ, HOME=str(tmp_path), OAI_STATE_DIR=str(root / "state"), OAI_LOG_DIR=str(root / "log"),
                OAI_CLOUD_INIT_MARKER=str(root / "marker"), **GIT_ENV)
     src = root / "opt" / "spgwc"
     step = vnfscript.Step([oai.LIB, "oai/install.sh"]).call(
         "oai_install", "spgwc", "SPGW-C", url, ref, 120, 2, "git",
-        str(src / "build/spgw_c/build/spgwc"), str(root / "opt/bin/spgwc"), str(src))
+        str(src / "build/spgw_c/build/spgwc"), str(root / "opt/bin/spgwc"), str(src), pins,
+        oai.shipped_b64("oai/pin-submodules.sh"))
     rc, out, err = run_step(step, env=env, timeout=120, stubs=stubs)
     return rc, out, err, root, src
 
@@ -105,7 +107,7 @@ def test_install_pins_submodules_records_the_commit_and_reruns_as_a_no_op(tmp_pa
     # (which OAI's -I build step ran) no longer needs a master branch the submodule lacks.
     helper = (src / "build/tools/build_helper").read_text()
     assert PULL not in helper and "git pull" not in helper
-    assert "NOTE submodule pull replaced by the pinned commits in build/tools/build_helper" in out
+    assert "NOTE submodule pull replaced by the charm's pinned commits in build/tools/build_helper" in out
     assert git(src / "build/git_submodules/sub", "rev-parse", "HEAD") == upstream["pinned"]
     assert (src / "build/git_submodules/sub/lib.c").read_text() == "pinned\n"
     assert os.path.realpath(str(root / "opt/bin/spgwc")) == str(src / "build/spgw_c/build/spgwc")
@@ -113,6 +115,37 @@ def test_install_pins_submodules_records_the_commit_and_reruns_as_a_no_op(tmp_pa
     rc, out, err, root, src = install(tmp_path, upstream["url"])
     assert rc == 0 and results(out) == {"state": "unchanged", "commit": upstream["commit"]}
     assert "PROGRESS" not in out
+
+
+def test_pinned_submodule_is_the_build_helpers_commit_not_the_recorded_one(tmp_path, upstream):
+    """Issue 25: OAI's build pulled master, so freeDiameter was built at master's commit of the ref's
+    date, not at the commit the superproject records. With a pin, the submodule is at the pinned
+    commit after the fetch and still after OAI's helper (its `git submodule update` resets to the
+    recorded commit, then its rewritten pull pins again), from the superproject or from inside."""
+    pin = "build/git_submodules/sub=" + upstream["later"]
+    rc, out, err, root, src = install(tmp_path, upstream["url"], pins=pin)
+    assert rc == 0, out + err
+    sub = src / "build/git_submodules/sub"
+    assert git(sub, "rev-parse", "HEAD") == upstream["later"] != upstream["pinned"]
+    assert (sub / "lib.c").read_text() == "drifted\n"
+    helper = (src / "build/tools/build_helper").read_text()
+    assert "oai-pin-submodules" in helper and "git pull" not in helper
+    assert (root / "state" / "spgwc.submodule-pins").read_text() == "build/git_submodules/sub {}\n".format(
+        upstream["later"])
+    # OAI's helper as its -I step runs it: back to the recorded commit, then the rewritten pulls.
+    env = dict(os.environ, HOME=str(tmp_path), **GIT_ENV)
+    result = subprocess.run(["bash", "-ec", "source build/tools/build_helper; git submodule -q update; "
+                             "init_submodules"], cwd=str(src), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    assert result.returncode == 0, result.stdout
+    assert git(sub, "rev-parse", "HEAD") == upstream["later"]
+    assert b"oai-pin-submodules: build/git_submodules/sub at " in result.stdout  # inside the submodule
+    # Same inputs: a no-op; other pins: rebuilt at the commits the ref records.
+    rc, out, err, root, src = install(tmp_path, upstream["url"], pins=pin)
+    assert rc == 0 and results(out)["state"] == "unchanged", out + err
+    rc, out, err, root, src = install(tmp_path, upstream["url"], pins="")
+    assert rc == 0 and results(out)["state"] == "built", out + err
+    assert git(sub, "rev-parse", "HEAD") == upstream["pinned"]
 
 
 def test_unneutralised_pull_fails_like_upstream(tmp_path, upstream):

@@ -49,10 +49,11 @@ oai_configure_mme() {  # spec-base64 src freediameter-dir mme-fqdn s1c-ip s11-ip
   progress "1/2 rendering mme.conf and mme_fd.conf"
   render_files "$spec"
   progress "2/2 checking the S6a certificate"
-  before=$(cat "$fd"/*.pem 2>/dev/null | md5sum)
+  # A fresh VNF has no certificate yet: the digest of no files is a value too, never a failure.
+  before=$(files_digest "$fd"/*.pem)
   (cd "$src/scripts" && ./check_mme_s6a_certificate "$fd" "$fqdn") >> "$log" 2>&1 \
     || fail "check_mme_s6a_certificate failed (see $log)"
-  [ "$before" = "$(cat "$fd"/*.pem 2>/dev/null | md5sum)" ] || OAI_CHANGED="$OAI_CHANGED certificates"
+  [ "$before" = "$(files_digest "$fd"/*.pem)" ] || OAI_CHANGED="$OAI_CHANGED certificates"
 }
 
 oai_configure_spgwc() {  # spec-base64 s11-ip sxab-ip
@@ -62,8 +63,8 @@ oai_configure_spgwc() {  # spec-base64 s11-ip sxab-ip
   render_files "$1"
 }
 
-default_route_dev() {
-  ip -4 route show default | awk '{for (i = 1; i < NF; i++) if ($i == "dev") {print $(i + 1); exit}}'
+default_route_dev() {  # empty without a default route (awk reads all: no SIGPIPE for ip under pipefail)
+  ip -4 route show default | awk '!found {for (i = 1; i < NF; i++) if ($i == "dev") {print $(i + 1); found = 1; break}}'
 }
 
 oai_configure_spgwu() {  # spec-base64 sgi-interface-or-empty s1u-ip sxab-ip

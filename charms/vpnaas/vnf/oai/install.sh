@@ -6,7 +6,7 @@
 # state directory and runs that copy detached (setsid) with the same arguments; the foreground
 # follows its log. Running the step again attaches to a build in progress instead of starting one.
 
-oai_install() {  # component title repo ref timeout build-steps packages candidates binary source-dir
+oai_install() {  # component title repo ref timeout build-steps packages candidates binary source-dir pins pin-program-base64 [prepare-args...]
   umask 022  # sources, builds and installed files readable like a normal install (lib.sh's is 077)
   oai_dirs
   if [ "${OAI_DETACHED:-}" = 1 ]; then
@@ -52,15 +52,19 @@ run_detached() {  # name limit args...: survives a dropped SSH session; a rerun 
   fi
 }
 
-oai_install_body() {  # component title repo ref timeout build-steps packages candidates binary source-dir
+oai_install_body() {  # component title repo ref timeout build-steps packages candidates binary source-dir pins pin-program-base64 [prepare-args...]
   local c=$1 title=$2 repo=$3 ref=$4 steps=$6 binary=$9 src=${10} total b found=""
-  local built="$OAI_STATE/$c.built" log="$OAI_LOGS/oai-$c-build.log"
+  local built="$OAI_STATE/$c.built" log="$OAI_LOGS/oai-$c-build.log" pins="$OAI_STATE/$c.submodule-pins"
   local -a packages candidates
   read -r -a packages <<< "$7"
   read -r -a candidates <<< "$8"
   total=$((steps + 4))
-  # The marker names repository and ref: the same inputs again are a no-op.
-  if [ -s "$built" ] && [ "$(cut -d' ' -f1,2 "$built")" = "$repo $ref" ] && [ -x "$binary" ]; then
+  write_pins "$pins" "${11}"
+  install_helper oai-pin-submodules "${12}"
+  # The marker names repository and ref, and the pins it was built with: the same inputs again are
+  # a no-op.
+  if [ -s "$built" ] && [ "$(cut -d' ' -f1,2 "$built")" = "$repo $ref" ] && [ -x "$binary" ] \
+     && cmp -s "$pins" "$built.pins"; then
     out "RESULT state unchanged"
     out "RESULT commit $(cut -d' ' -f3 "$built")"
     return 0
@@ -69,9 +73,9 @@ oai_install_body() {  # component title repo ref timeout build-steps packages ca
   wait_cloud_init 1800
   progress "2/$total waiting for the dpkg lock and the prerequisites"
   ensure_packages "${packages[@]}"
-  if declare -F "oai_prepare_$c" >/dev/null; then "oai_prepare_$c" "${@:11}"; fi
+  if declare -F "oai_prepare_$c" >/dev/null; then "oai_prepare_$c" "${@:13}"; fi
   progress "3/$total fetching $title $ref"
-  fetch_source "$src" "$repo" "$ref"
+  fetch_source "$src" "$repo" "$ref" "$pins"
   : > "$log"
   OAI_STEP=3 OAI_TOTAL=$total "oai_build_$c" "$src" "$log"
   progress "$total/$total checking the build"
@@ -82,10 +86,24 @@ oai_install_body() {  # component title repo ref timeout build-steps packages ca
   # The service always runs the stable path, a link to what the build made.
   mkdir -p "$(dirname "$binary")"
   ln -sfn "$found" "$binary"
+  cp "$pins" "$built.pins"
   printf '%s %s %s\n' "$repo" "$ref" "$OAI_COMMIT" > "$built.tmp"
   mv -f "$built.tmp" "$built"
   out "RESULT state built"
   out "RESULT commit $OAI_COMMIT"
+}
+
+write_pins() {  # file "path=commit ...": the pin list oai-pin-submodules reads (one "path commit" a line)
+  local pin path commit
+  local -a all=()
+  read -r -a all <<< "$2"
+  : > "$1.tmp"
+  for pin in ${all[@]+"${all[@]}"}; do
+    path=${pin%%=*} commit=${pin#*=}
+    [[ "$path" =~ ^[A-Za-z0-9._/-]+$ && "$commit" =~ ^[0-9a-f]{40}$ ]] || fail "bad submodule pin $pin"
+    printf '%s %s\n' "$path" "$commit" >> "$1.tmp"
+  done
+  mv -f "$1.tmp" "$1"
 }
 
 build_step() {  # src log label command...: one numbered build step, in the source directory

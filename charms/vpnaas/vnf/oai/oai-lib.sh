@@ -66,8 +66,8 @@ ensure_packages() {  # package...: installs the missing ones
   apt_get install --no-install-recommends "${missing[@]}" >/dev/null || fail "apt-get install ${missing[*]} failed"
 }
 
-fetch_source() {  # dir repo ref: the exact ref, shallow; a changed commit cleans the tree. Sets OAI_COMMIT.
-  local dir=$1 repo=$2 ref=$3 before=""
+fetch_source() {  # dir repo ref pin-list: the exact ref, shallow; a changed commit cleans the tree. Sets OAI_COMMIT.
+  local dir=$1 repo=$2 ref=$3 pins=$4 before=""
   mkdir -p "$(dirname "$dir")"
   if [ -d "$dir/.git" ]; then
     before=$(git -C "$dir" rev-parse -q --verify 'HEAD^{commit}' 2>/dev/null || true)
@@ -85,33 +85,37 @@ fetch_source() {  # dir repo ref: the exact ref, shallow; a changed commit clean
     git -C "$dir" checkout -q --force --detach "$OAI_COMMIT"
     git -C "$dir" clean -q -ffdx
   fi
-  pin_submodules "$dir"
+  pin_submodules "$dir" "$pins"
 }
 
-pin_submodules() {  # dir: every submodule at exactly the commit the superproject records
-  local dir=$1
+pin_submodules() {  # dir pin-list: every submodule at the commit the ref records, then the charm's pins
+  local dir=$1 pins=$2
   [ -f "$dir/.gitmodules" ] || return 0
   git -C "$dir" submodule -q sync --recursive
   timeout "$OAI_FETCH_TIMEOUT" git -C "$dir" submodule -q update --init --recursive --force \
-    || fail "cannot fetch the submodules of $dir at the commits the ref pins"
-  neutralise_submodule_pulls "$dir"
+    || fail "cannot fetch the submodules of $dir at the commits the ref records"
+  (cd "$dir" && bash "$OAI_STATE/oai-pin-submodules" "$pins") >> "$OAI_LOGS/oai-submodules.log" 2>&1 \
+    || fail "cannot pin the submodules of $dir: $(tail -n 1 "$OAI_LOGS/oai-submodules.log")"
+  rewrite_submodule_pulls "$dir" "$pins"
 }
 
-# OAI's build helpers pull after checking out the pinned submodule commits: the HSS's runs
+# OAI's build helpers pull after checking out the submodule commits the ref records: the HSS's runs
 # `git submodule foreach git pull origin master`, the MME's `git pull origin master` in freeDiameter.
-# That moves submodules to whatever a branch tip is today, and fails outright where the branch is
-# gone (c-ares has only `main` now). The build must use the commits the ref pins, so every pull
-# becomes the checkout of those commits (inside a submodule folder it changes nothing).
+# That builds whatever the branch tips are today, and fails outright where the branch is gone
+# (c-ares has only `main` now). Each pull becomes a call of oai-pin-submodules (pin-submodules.sh),
+# which checks out the commits the charm pins: those OAI's own build of the ref got from the pull at
+# the ref's date (docs/oai.md lists them and why).
 OAI_PULL_PATTERN='(git submodule foreach (--recursive )?)?git pull( -q)? origin [A-Za-z0-9._/-]+'
-OAI_PULL_REPLACEMENT='git submodule update --init --recursive --force'
 
-neutralise_submodule_pulls() {  # dir: rewrites the pulls in the checkout's build helpers
-  local dir=$1 f
+rewrite_submodule_pulls() {  # dir pin-list: rewrites the pulls in the checkout's build helpers
+  local dir=$1 repl f
   local -a files=()
+  repl="bash '$OAI_STATE/oai-pin-submodules' '$2'"
+  repl=$(printf '%s' "$repl" | sed 's/[\\&#]/\\&/g')
   mapfile -t files < <(grep -rlE "$OAI_PULL_PATTERN" "$dir/build/tools" "$dir/scripts" 2>/dev/null || true)
   for f in ${files[@]+"${files[@]}"}; do
-    sed -i -E "s#$OAI_PULL_PATTERN#$OAI_PULL_REPLACEMENT#g" "$f"
-    out "NOTE submodule pull replaced by the pinned commits in ${f#"$dir"/}"
+    sed -i -E "s#$OAI_PULL_PATTERN#$repl#g" "$f"
+    out "NOTE submodule pull replaced by the charm's pinned commits in ${f#"$dir"/}"
   done
 }
 
@@ -143,7 +147,15 @@ render_files() {  # spec-base64 [NAME=value...]: renders files; appends what cha
 }
 
 has_addr() {  # ip: configured on some interface of this VNF
-  ip -o -4 addr show | awk '{split($4, a, "/"); print a[1]}' | grep -qxF "$1"
+  # grep reads everything (no -q): an early exit would fail the pipeline (SIGPIPE) under pipefail.
+  ip -o -4 addr show | awk '{split($4, a, "/"); print a[1]}' | grep -xF "$1" >/dev/null
+}
+
+files_digest() {  # file...: one checksum over those that exist; none (an unmatched glob) is a value too
+  local f
+  for f in "$@"; do
+    if [ -f "$f" ]; then cat "$f"; fi
+  done | md5sum
 }
 
 require_addr() {  # ip what

@@ -24,8 +24,8 @@ ue_stop() {
   rm -f "$(ue_pidfile)"
 }
 
-ue_address() {  # the UE's IPv4 address on its tunnel interface, if it has one
-  ip -4 -o addr show dev "$UE_IF" 2>/dev/null | awk '{split($4, a, "/"); print a[1]; exit}'
+ue_address() {  # the UE's IPv4 address on its tunnel interface; empty (not a failure) without one
+  { ip -4 -o addr show dev "$UE_IF" 2>/dev/null || true; } | awk '!n++ {split($4, a, "/"); print a[1]}'
 }
 
 oai_ue_attach() {  # render.py-base64 src imsi downlink-frequency prb timeout
