@@ -15,7 +15,6 @@ import sys
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Type
 
 from ops.charm import (
-    ActionEvent,
     CharmBase,
     RelationBrokenEvent,
     RelationChangedEvent,
@@ -23,16 +22,16 @@ from ops.charm import (
     RelationJoinedEvent,
 )
 from ops.framework import StoredState
-from ops.model import ActiveStatus, BlockedStatus, MaintenanceStatus, StatusBase, WaitingStatus
+from ops.model import BlockedStatus, MaintenanceStatus, StatusBase, WaitingStatus
 
 from vpnaas import (
     model,
     policy,
-    refpoints,
     relation_cache,
     relation_data,
     remote,
     ssh,
+    status,
     unitstate,
     validation,
     vnfscript,
@@ -40,17 +39,16 @@ from vpnaas import (
 )
 from vpnaas import plan as planning
 from vpnaas.facts import Facts
+from vpnaas.proxy_actions import ProxyActions
 from vpnaas.tunnel_relation import TunnelRelations, tunnel_endpoints
 from vpnaas.workload import Workload
 
 logger = logging.getLogger(__name__)
 
 REMOTE_TIMEOUT = 120
-RUN_TIMEOUT = 600
 #: The log lines of every SSH session the charm opens on its own (the bench counts them against
 #: the VNF's sshd logins): one per reconcile that contacts the VNF, one per credential check.
 RECONCILE_SESSION = "reconcile: ssh session to"
-VERIFY_SESSION = "verify: ssh session to"
 #: Events after which the VNF is checked even when the plan did not change: they are the
 #: repair path (a killed wireguard-go, a rebooted VNF) and the operator's explicit requests.
 #: config-changed is one of them only when the config (or the charm's SSH key) is not the one
@@ -102,20 +100,7 @@ class VpnaasCharm(CharmBase):
             for event in (rel.relation_created, rel.relation_joined, rel.relation_changed,
                           rel.relation_departed, rel.relation_broken):
                 self.framework.observe(event, self._on_event)
-        actions = {
-            "generate-ssh-key": self._on_generate_ssh_key,
-            "get-ssh-public-key": self._on_get_ssh_public_key,
-            "verify-ssh-credentials": self._on_verify_ssh_credentials,
-            "run": self._on_run,
-            "reset-ssh-host-key": self._on_reset_ssh_host_key,
-            "tunnel-status": self._on_tunnel_status,
-            "add-peer": self._on_add_peer,
-            "remove-peer": self._on_remove_peer,
-            "restart-tunnels": self._on_restart_tunnels,
-            "rotate-keys": self._on_rotate_keys,
-        }
-        for name, handler in actions.items():
-            self.framework.observe(getattr(on, name.replace("-", "_") + "_action"), handler)
+        self.actions = ProxyActions(self)
 
     # ------------------------------------------------------------------ model access
     def _manual_peers(self) -> model.ManualPeers:
@@ -361,48 +346,7 @@ class VpnaasCharm(CharmBase):
         self._stored.last_status = status.message
 
     def _status_from(self, plan: model.Plan, obs: remote.Observation) -> StatusBase:
-        parts, waiting, blocked = [], False, []
-        refused: Dict[str, list] = {}
-        for dev_name, prefix, reason in obs.refused:
-            refused.setdefault(dev_name, []).append("route {} refused on the VNF: {}".format(prefix, reason))
-        for dev in plan.devices:
-            label = dev.endpoint
-            if dev.name in obs.failed:
-                parts.append("{}: failed: {}".format(label, obs.failed[dev.name][:120]))
-                blocked.append(label)
-                continue
-            if not obs.up.get(dev.name):
-                parts.append("{}: down".format(label))
-                blocked.append(label)
-                continue
-            problems = dev.problems + refused.get(dev.name, [])
-            if problems:
-                blocked.append(label)
-                more = "; and {} more".format(len(problems) - 3) if len(problems) > 3 else ""
-                parts.append("{}: {}{}".format(label, "; ".join(problems[:3]), more))
-            if not dev.peers:
-                waiting = True
-                parts.append("{}: {}".format(label, dev.waiting[0] if dev.waiting else "waiting for peer key"))
-                continue
-            ages = [p.get("latest-handshake-age") for p in obs.peers.get(dev.name, [])]
-            known = [a for a in ages if a is not None]
-            if ages and len(known) == len(ages):
-                parts.append("{}: up, handshake {}s ago".format(label, max(known)))
-            else:
-                parts.append("{}: up, no handshake yet".format(label))
-        if not plan.devices:
-            parts.append("ready, no tunnel related")
-        notes = []
-        if obs.implementation == "userspace":
-            notes.append("userspace wireguard-go {}".format(obs.implementation_detail.split(" ")[-1]))
-        if obs.init != "systemd":
-            notes.append("no boot persistence (no systemd)")
-        message = ", ".join(parts) + ("; " + "; ".join(notes) if notes else "")
-        if blocked:
-            return BlockedStatus(message)
-        if waiting:
-            return WaitingStatus(message)
-        return ActiveStatus(message)
+        return status.tunnel_status(plan, obs)
 
     # ------------------------------------------------------------------ actions
     def after_action(self, force: bool = True, **kwargs: Any) -> "Outcome":
@@ -413,163 +357,6 @@ class VpnaasCharm(CharmBase):
             return Outcome(plan, obs, "")
         except ReconcileFailed as e:
             return Outcome(self.build_plan(), None, str(e))
-
-    def _on_generate_ssh_key(self, event: ActionEvent) -> None:
-        try:
-            created = self.keystore.generate_key()
-        except ssh.SshError as e:
-            event.fail(str(e))
-            return
-        event.set_results({"generated": "true" if created else "false (a key already exists)"})
-        self.after_action()
-
-    def _on_get_ssh_public_key(self, event: ActionEvent) -> None:
-        try:
-            event.set_results({"pubkey": self.keystore.public_key()})
-        except ssh.SshError as e:
-            event.fail(str(e))
-
-    def _on_verify_ssh_credentials(self, event: ActionEvent) -> None:
-        """OSM's question after ``config`` (asked again while it fails): can the charm log in to
-        the VNF? A reconcile runs first, as after every action, but opens a session only when
-        the VNF must change (OSM asks right after the config-changed that already applied the
-        config: a second full session per VNF would check nothing new). When it opened none,
-        one login runs ``hostname``: the answer always comes from a login made now."""
-        outcome = self.after_action(force=False)
-        if outcome.obs is not None:
-            event.set_results({"verified": "true", "hostname": outcome.obs.hostname})
-            return
-        # Nothing to change, or the plan is blocked for a config reason: answer the question asked.
-        try:
-            plan = outcome.plan
-            if not plan.ssh_host:
-                raise ssh.SshError("ssh-hostname is not set")
-            target = self._ssh_target(plan)
-            logger.info("%s %s", VERIFY_SESSION, target.host)
-            with ssh.Session(target, self.keystore) as session:
-                rc, out, _err = session.run("hostname", timeout=30)
-            if rc != 0:
-                raise ssh.SshError("'hostname' exited with {}".format(rc))
-            event.set_results({"verified": "true", "hostname": validation.excerpt(out.strip(), 64).strip("'")})
-        except (ssh.SshError, validation.InvalidValue) as e:
-            event.fail("not verified: {}".format(e))
-
-    def _on_run(self, event: ActionEvent) -> None:
-        command = event.params.get("command") or ""
-        if not isinstance(command, str) or not command.strip():
-            event.fail("command is empty")
-            return
-        plan = self.build_plan()
-        if not plan.ssh_host:
-            event.fail("ssh-hostname is not set")
-            return
-        try:
-            with ssh.Session(self._ssh_target(plan), self.keystore) as session:
-                rc, out, err = session.run(command, timeout=RUN_TIMEOUT)
-        except ssh.SshError as e:
-            event.fail(str(e))
-            return
-        # "stdout"/"stderr" are reserved action keys in Juju: action-set refuses them.
-        event.set_results({"output": out, "errors": err, "return-code": str(rc)})
-        if rc != 0:
-            event.fail("command exited with {}: {}".format(
-                rc, remote.scrub((err.strip().splitlines() or [""])[-1][-200:])))
-        self.after_action()
-
-    def _on_reset_ssh_host_key(self, event: ActionEvent) -> None:
-        plan = self.build_plan()
-        forgotten = bool(plan.ssh_host) and self.keystore.forget_host(plan.ssh_host, plan.ssh_port)
-        # Whatever the old VNF reported about itself is not the new one's.
-        self._stored.facts = "{}"
-        event.set_results({"forgotten": "true" if forgotten else "false (no pinned key)"})
-        self.after_action()
-
-    def _on_tunnel_status(self, event: ActionEvent) -> None:
-        outcome = self.after_action()
-        if outcome.obs is None:
-            event.fail(outcome.error or self._stored.last_status)
-            return
-        event.set_results({"tunnels": json.dumps(outcome.obs.as_tunnels(outcome.plan), sort_keys=True),
-                           "implementation": self._stored.implementation or "unknown",
-                           "status": self._stored.last_status})
-
-    def _on_add_peer(self, event: ActionEvent) -> None:
-        try:
-            endpoint, entry = planning.validate_manual_peer(event.params, self.endpoints)
-        except validation.InvalidValue as e:
-            event.fail(str(e))
-            return
-        peers = self._manual_peers()
-        peers[endpoint] = [p for p in peers.get(endpoint, []) if p["public-key"] != entry["public-key"]] + [entry]
-        refusal = self._refuse_manual_peer(endpoint, peers)
-        if refusal:
-            event.fail(refusal)
-            return
-        self._stored.manual_peers = json.dumps(peers, sort_keys=True)
-        self._finish_tunnel_action(event, {"device": refpoints.device_name(endpoint)})
-
-    def _refuse_manual_peer(self, endpoint: str, peers: model.ManualPeers) -> Optional[str]:
-        """Why the candidate peer must not be stored (None if it may): it obeys the same route
-        policy as a related unit's data (except the allowance), so nothing is stored for a peer
-        the plan would refuse in whole or in part. Nor for one that would take a prefix from a
-        peer of another device: every device's problems count, not only its own."""
-        before = [p for dev in self.build_plan().devices for p in dev.problems]
-        candidate = self.build_plan(manual_peers=peers)
-        if candidate.errors or candidate.missing:
-            return "the tunnel configuration is incomplete: {}".format("; ".join(candidate.errors + candidate.missing))
-        new = [p for dev in candidate.devices for p in dev.problems if p not in before]
-        return "; ".join(new) if new else None
-
-    def _on_remove_peer(self, event: ActionEvent) -> None:
-        try:
-            endpoint, _ = planning.validate_manual_peer(dict(event.params, **{"allowed-ips": "0.0.0.0/32"}),
-                                                        self.endpoints)
-            key = validation.public_key(event.params.get("public-key", ""), "public-key")
-        except validation.InvalidValue as e:
-            event.fail(str(e))
-            return
-        peers = self._manual_peers()
-        kept = [p for p in peers.get(endpoint, []) if p["public-key"] != key]
-        if len(kept) == len(peers.get(endpoint, [])):
-            event.fail("no manual peer with that key on {}".format(refpoints.device_name(endpoint)))
-            return
-        peers[endpoint] = kept
-        self._stored.manual_peers = json.dumps(peers, sort_keys=True)
-        self._finish_tunnel_action(event, {"device": refpoints.device_name(endpoint)})
-
-    def _on_restart_tunnels(self, event: ActionEvent) -> None:
-        self._finish_tunnel_action(event, {}, restart=True)
-
-    def _on_rotate_keys(self, event: ActionEvent) -> None:
-        wanted = event.params.get("device") or ""
-        plan = self.build_plan()
-        if plan.errors:
-            event.fail("config: " + "; ".join(plan.errors))
-            return
-        names = [d.name for d in plan.devices]
-        if wanted:
-            try:
-                name = validation.endpoint_name(wanted[3:] if wanted.startswith("wg-") else wanted)
-            except validation.InvalidValue as e:
-                event.fail(str(e))
-                return
-            wanted = refpoints.device_name(name)
-            if wanted not in names:
-                event.fail("{} is not an active tunnel device here ({})".format(wanted, ", ".join(names) or "none"))
-                return
-        rotate = [wanted] if wanted else names
-        self._finish_tunnel_action(event, {}, rotate=rotate)
-
-    def _finish_tunnel_action(self, event: ActionEvent, results: Dict[str, Any], **kwargs: Any) -> None:
-        outcome = self.after_action(**kwargs)
-        if outcome.obs is None:
-            event.fail("stored; not applied on the VNF yet: {}".format(outcome.error or self._stored.last_status))
-            return
-        results = dict(results)
-        for dev, key in sorted(outcome.obs.public_keys.items()):
-            results["public-key-" + dev] = key
-        results["status"] = self._stored.last_status
-        event.set_results(results)
 
 
 class Outcome(object):

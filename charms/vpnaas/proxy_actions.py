@@ -1,0 +1,197 @@
+"""The actions of every VPNaaS charm: the SSH proxy contract OSM relies on (generate-ssh-key,
+get-ssh-public-key, verify-ssh-credentials, run), reset-ssh-host-key, and the tunnel actions
+(tunnel-status, add-peer, remove-peer, restart-tunnels, rotate-keys). An object the charm
+composes; every action ends with the charm's reconcile (``after_action``).
+"""
+import json
+import logging
+from typing import Any, Dict, Optional
+
+from ops.charm import ActionEvent
+from ops.framework import Object
+
+from vpnaas import model, refpoints, remote, ssh, validation
+from vpnaas import plan as planning
+
+logger = logging.getLogger(__name__)
+
+RUN_TIMEOUT = 600
+#: The log line of a credential check's own session (the bench counts sessions by it).
+VERIFY_SESSION = "verify: ssh session to"
+
+
+class ProxyActions(Object):
+    def __init__(self, charm: Any) -> None:
+        super().__init__(charm, "proxy-actions")
+        self.charm = charm
+        handlers = {
+            "generate-ssh-key": self._on_generate_ssh_key,
+            "get-ssh-public-key": self._on_get_ssh_public_key,
+            "verify-ssh-credentials": self._on_verify_ssh_credentials,
+            "run": self._on_run,
+            "reset-ssh-host-key": self._on_reset_ssh_host_key,
+            "tunnel-status": self._on_tunnel_status,
+            "add-peer": self._on_add_peer,
+            "remove-peer": self._on_remove_peer,
+            "restart-tunnels": self._on_restart_tunnels,
+            "rotate-keys": self._on_rotate_keys,
+        }
+        for name, handler in handlers.items():
+            charm.framework.observe(getattr(charm.on, name.replace("-", "_") + "_action"), handler)
+
+    def _on_generate_ssh_key(self, event: ActionEvent) -> None:
+        try:
+            created = self.charm.keystore.generate_key()
+        except ssh.SshError as e:
+            event.fail(str(e))
+            return
+        event.set_results({"generated": "true" if created else "false (a key already exists)"})
+        self.charm.after_action()
+
+    def _on_get_ssh_public_key(self, event: ActionEvent) -> None:
+        try:
+            event.set_results({"pubkey": self.charm.keystore.public_key()})
+        except ssh.SshError as e:
+            event.fail(str(e))
+
+    def _on_verify_ssh_credentials(self, event: ActionEvent) -> None:
+        """OSM's question after ``config`` (asked again while it fails): can the charm log in to
+        the VNF? A reconcile runs first, as after every action, but opens a session only when
+        the VNF must change (OSM asks right after the config-changed that already applied the
+        config: a second full session per VNF would check nothing new). When it opened none,
+        one login runs ``hostname``: the answer always comes from a login made now."""
+        outcome = self.charm.after_action(force=False)
+        if outcome.obs is not None:
+            event.set_results({"verified": "true", "hostname": outcome.obs.hostname})
+            return
+        # Nothing to change, or the plan is blocked for a config reason: answer the question asked.
+        try:
+            plan = outcome.plan
+            if not plan.ssh_host:
+                raise ssh.SshError("ssh-hostname is not set")
+            target = self.charm._ssh_target(plan)
+            logger.info("%s %s", VERIFY_SESSION, target.host)
+            with ssh.Session(target, self.charm.keystore) as session:
+                rc, out, _err = session.run("hostname", timeout=30)
+            if rc != 0:
+                raise ssh.SshError("'hostname' exited with {}".format(rc))
+            event.set_results({"verified": "true", "hostname": validation.excerpt(out.strip(), 64).strip("'")})
+        except (ssh.SshError, validation.InvalidValue) as e:
+            event.fail("not verified: {}".format(e))
+
+    def _on_run(self, event: ActionEvent) -> None:
+        command = event.params.get("command") or ""
+        if not isinstance(command, str) or not command.strip():
+            event.fail("command is empty")
+            return
+        plan = self.charm.build_plan()
+        if not plan.ssh_host:
+            event.fail("ssh-hostname is not set")
+            return
+        try:
+            with ssh.Session(self.charm._ssh_target(plan), self.charm.keystore) as session:
+                rc, out, err = session.run(command, timeout=RUN_TIMEOUT)
+        except ssh.SshError as e:
+            event.fail(str(e))
+            return
+        # "stdout"/"stderr" are reserved action keys in Juju: action-set refuses them.
+        event.set_results({"output": out, "errors": err, "return-code": str(rc)})
+        if rc != 0:
+            event.fail("command exited with {}: {}".format(
+                rc, remote.scrub((err.strip().splitlines() or [""])[-1][-200:])))
+        self.charm.after_action()
+
+    def _on_reset_ssh_host_key(self, event: ActionEvent) -> None:
+        plan = self.charm.build_plan()
+        forgotten = bool(plan.ssh_host) and self.charm.keystore.forget_host(plan.ssh_host, plan.ssh_port)
+        # Whatever the old VNF reported about itself is not the new one's.
+        self.charm._stored.facts = "{}"
+        event.set_results({"forgotten": "true" if forgotten else "false (no pinned key)"})
+        self.charm.after_action()
+
+    def _on_tunnel_status(self, event: ActionEvent) -> None:
+        outcome = self.charm.after_action()
+        if outcome.obs is None:
+            event.fail(outcome.error or self.charm._stored.last_status)
+            return
+        event.set_results({"tunnels": json.dumps(outcome.obs.as_tunnels(outcome.plan), sort_keys=True),
+                           "implementation": self.charm._stored.implementation or "unknown",
+                           "status": self.charm._stored.last_status})
+
+    def _on_add_peer(self, event: ActionEvent) -> None:
+        try:
+            endpoint, entry = planning.validate_manual_peer(event.params, self.charm.endpoints)
+        except validation.InvalidValue as e:
+            event.fail(str(e))
+            return
+        peers = self.charm._manual_peers()
+        peers[endpoint] = [p for p in peers.get(endpoint, []) if p["public-key"] != entry["public-key"]] + [entry]
+        refusal = self._refuse_manual_peer(endpoint, peers)
+        if refusal:
+            event.fail(refusal)
+            return
+        self.charm._stored.manual_peers = json.dumps(peers, sort_keys=True)
+        self._finish_tunnel_action(event, {"device": refpoints.device_name(endpoint)})
+
+    def _refuse_manual_peer(self, endpoint: str, peers: model.ManualPeers) -> Optional[str]:
+        """Why the candidate peer must not be stored (None if it may): it obeys the same route
+        policy as a related unit's data (except the allowance), so nothing is stored for a peer
+        the plan would refuse in whole or in part. Nor for one that would take a prefix from a
+        peer of another device: every device's problems count, not only its own."""
+        before = [p for dev in self.charm.build_plan().devices for p in dev.problems]
+        candidate = self.charm.build_plan(manual_peers=peers)
+        if candidate.errors or candidate.missing:
+            return "the tunnel configuration is incomplete: {}".format("; ".join(candidate.errors + candidate.missing))
+        new = [p for dev in candidate.devices for p in dev.problems if p not in before]
+        return "; ".join(new) if new else None
+
+    def _on_remove_peer(self, event: ActionEvent) -> None:
+        try:
+            endpoint, _ = planning.validate_manual_peer(dict(event.params, **{"allowed-ips": "0.0.0.0/32"}),
+                                                        self.charm.endpoints)
+            key = validation.public_key(event.params.get("public-key", ""), "public-key")
+        except validation.InvalidValue as e:
+            event.fail(str(e))
+            return
+        peers = self.charm._manual_peers()
+        kept = [p for p in peers.get(endpoint, []) if p["public-key"] != key]
+        if len(kept) == len(peers.get(endpoint, [])):
+            event.fail("no manual peer with that key on {}".format(refpoints.device_name(endpoint)))
+            return
+        peers[endpoint] = kept
+        self.charm._stored.manual_peers = json.dumps(peers, sort_keys=True)
+        self._finish_tunnel_action(event, {"device": refpoints.device_name(endpoint)})
+
+    def _on_restart_tunnels(self, event: ActionEvent) -> None:
+        self._finish_tunnel_action(event, {}, restart=True)
+
+    def _on_rotate_keys(self, event: ActionEvent) -> None:
+        wanted = event.params.get("device") or ""
+        plan = self.charm.build_plan()
+        if plan.errors:
+            event.fail("config: " + "; ".join(plan.errors))
+            return
+        names = [d.name for d in plan.devices]
+        if wanted:
+            try:
+                name = validation.endpoint_name(wanted[3:] if wanted.startswith("wg-") else wanted)
+            except validation.InvalidValue as e:
+                event.fail(str(e))
+                return
+            wanted = refpoints.device_name(name)
+            if wanted not in names:
+                event.fail("{} is not an active tunnel device here ({})".format(wanted, ", ".join(names) or "none"))
+                return
+        rotate = [wanted] if wanted else names
+        self._finish_tunnel_action(event, {}, rotate=rotate)
+
+    def _finish_tunnel_action(self, event: ActionEvent, results: Dict[str, Any], **kwargs: Any) -> None:
+        outcome = self.charm.after_action(**kwargs)
+        if outcome.obs is None:
+            event.fail("stored; not applied on the VNF yet: {}".format(outcome.error or self.charm._stored.last_status))
+            return
+        results = dict(results)
+        for dev, key in sorted(outcome.obs.public_keys.items()):
+            results["public-key-" + dev] = key
+        results["status"] = self.charm._stored.last_status
+        event.set_results(results)

@@ -1,0 +1,54 @@
+"""The unit status of the tunnels, from the plan and what the VNF reported (ops' status types only)."""
+from typing import Dict
+
+from ops.model import ActiveStatus, BlockedStatus, StatusBase, WaitingStatus
+
+from vpnaas import model, remote
+
+
+def tunnel_status(plan: model.Plan, obs: remote.Observation) -> StatusBase:
+    """The unit status the tunnels alone give: per device, up with its handshake age, waiting for a
+peer, or what is refused or failed (Blocked); then what the VNF runs (userspace WireGuard, no
+boot persistence)."""
+    parts, waiting, blocked = [], False, []
+    refused: Dict[str, list] = {}
+    for dev_name, prefix, reason in obs.refused:
+        refused.setdefault(dev_name, []).append("route {} refused on the VNF: {}".format(prefix, reason))
+    for dev in plan.devices:
+        label = dev.endpoint
+        if dev.name in obs.failed:
+            parts.append("{}: failed: {}".format(label, obs.failed[dev.name][:120]))
+            blocked.append(label)
+            continue
+        if not obs.up.get(dev.name):
+            parts.append("{}: down".format(label))
+            blocked.append(label)
+            continue
+        problems = dev.problems + refused.get(dev.name, [])
+        if problems:
+            blocked.append(label)
+            more = "; and {} more".format(len(problems) - 3) if len(problems) > 3 else ""
+            parts.append("{}: {}{}".format(label, "; ".join(problems[:3]), more))
+        if not dev.peers:
+            waiting = True
+            parts.append("{}: {}".format(label, dev.waiting[0] if dev.waiting else "waiting for peer key"))
+            continue
+        ages = [p.get("latest-handshake-age") for p in obs.peers.get(dev.name, [])]
+        known = [a for a in ages if a is not None]
+        if ages and len(known) == len(ages):
+            parts.append("{}: up, handshake {}s ago".format(label, max(known)))
+        else:
+            parts.append("{}: up, no handshake yet".format(label))
+    if not plan.devices:
+        parts.append("ready, no tunnel related")
+    notes = []
+    if obs.implementation == "userspace":
+        notes.append("userspace wireguard-go {}".format(obs.implementation_detail.split(" ")[-1]))
+    if obs.init != "systemd":
+        notes.append("no boot persistence (no systemd)")
+    message = ", ".join(parts) + ("; " + "; ".join(notes) if notes else "")
+    if blocked:
+        return BlockedStatus(message)
+    if waiting:
+        return WaitingStatus(message)
+    return ActiveStatus(message)
