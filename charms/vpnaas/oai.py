@@ -55,6 +55,9 @@ class Component(object):
     repository = ""  # pinned default source
     ref = ""
     program = ""  # file name of the built program
+    #: Folders of the OAI source tree whose code defines the program's command-line options (the
+    #: conformance check reads the options there).
+    option_sources: Tuple[str, ...] = ()
     workdir = ""  # where the program starts; empty: the directory of the built program
     env: Dict[str, str] = {}
     #: Debian packages the charm's own steps need on the VNF (cloud-init normally has them).

@@ -33,6 +33,7 @@ class Enb(oai.Component):
     repository = "https://gitlab.eurecom.fr/oai/openairinterface5g.git"
     ref = "v1.2.2"
     program = "lte-softmodem"
+    option_sources = ("targets/RT/USER", "executables", "common/config")
     workdir = ""  # the build directory: lte-softmodem loads the RF simulator library from there
     env = {"RFSIMULATOR": "enb"}
 

@@ -43,6 +43,7 @@ class Hss(oai.Component):
     repository = "https://github.com/simula/openairinterface-openair-hss.git"
     ref = "dreibh/cassandra-build-fix-22oct2020"
     program = "oai_hss"
+    option_sources = ("src/hss_rel14/src",)
     workdir = PREFIX
     secret_keys = ("lte_k", "lte_op")
     prerequisites = oai.Component.prerequisites + ("openjdk-8-jre-headless", "curl", "apt-transport-https")

@@ -26,6 +26,7 @@ class Mme(oai.Component):
     repository = "https://github.com/simula/openairinterface-openair-mme.git"
     ref = "dreibh/asn1c-url-fix-14Oct2020"
     program = "mme"
+    option_sources = ("src/mme_app",)
     workdir = PREFIX
 
     def binary_candidates(self):

@@ -67,6 +67,7 @@ class Spgwc(oai.Component):
     repository = "https://github.com/simula/openairinterface-openair-spgwc.git"
     ref = "2020.w36"
     program = "spgwc"
+    option_sources = ("src/oai_spgwc",)
     workdir = PREFIX
 
     def binary_candidates(self):
@@ -145,6 +146,7 @@ class Spgwu(oai.Component):
     repository = "https://github.com/simula/openairinterface-openair-spgwu-tiny.git"
     ref = "dreibh/tx-checksum-ip-generic-off"
     program = "spgwu"
+    option_sources = ("src/oai_spgwu",)
     workdir = PREFIX
     prerequisites = oai.Component.prerequisites + ("iptables",)
 

@@ -1,35 +1,29 @@
-"""The 3GPP reference points the bundle encrypts, and their defaults.
+"""The reference points the bundle encrypts, and their defaults (from the registry).
 
 A relation endpoint named after a reference point gets a WireGuard device ``wg-<name>``, a fixed
 listen port and a small point-to-point tunnel network. The provider side takes the first host
 address of that network and the requirer the second, so a default deployment needs no tunnel
-addressing in its parameters at all; every value can still be overridden in charm config.
+addressing in its parameters at all; every value can still be overridden in charm config. The
+values themselves are the registry's (registry.yaml); an endpoint that is no reference point
+(the generic charm's ``vpn``) gets the generic port and no defaults.
 """
+from typing import Dict, Tuple
 
-REFERENCE_POINTS = {
-    # name: (listen port, tunnel network, what runs over it)
-    "s6a": (51821, "10.250.1.0/30", "Diameter HSS-MME"),
-    "s11": (51822, "10.250.2.0/30", "GTP-C MME-SPGW-C"),
-    "s1c": (51823, "10.250.3.0/30", "S1AP MME-eNB"),
-    "sxab": (51824, "10.250.4.0/30", "PFCP SPGW-C-SPGW-U"),
-    "s1u": (51825, "10.250.5.0/30", "GTP-U SPGW-U-eNB"),
-}
-
-#: The service network of each reference point in the bundle's IP plan (docs/bundle.md): both
-#: ends' service addresses lie in it, and an empty ``<ep>-peer-prefixes`` admits single
-#: addresses inside it only (``<ep>-service-network`` overrides it for another plan).
-SERVICE_NETWORKS = {
-    "s6a": "172.16.6.0/24",
-    "s11": "172.16.1.0/24",
-    "s1c": "192.168.247.0/24",
-    "sxab": "172.55.55.0/24",
-    "s1u": "192.168.248.0/24",
-}
+from vpnaas import registry
 
 #: Interface name prefix shared by every tunnel relation; the full interface is
 #: ``wireguard-<reference point>`` so that Juju refuses to relate S6a to S11 by mistake.
 INTERFACE_PREFIX = "wireguard"
 GENERIC_PORT = 51820
+
+#: name: (listen port, tunnel network, what runs over it), in the registry's order.
+REFERENCE_POINTS: Dict[str, Tuple[int, str, str]] = {
+    rp.name: (rp.listen_port, rp.tunnel_network, rp.carries) for rp in registry.load().reference_points.values()}
+#: The service network of each reference point in the IP plan (docs/bundle.md): both ends'
+#: service addresses lie in it, and an empty ``<ep>-peer-prefixes`` admits single addresses
+#: inside it only (``<ep>-service-network`` overrides it for another plan).
+SERVICE_NETWORKS: Dict[str, str] = {
+    rp.name: rp.service_network for rp in registry.load().reference_points.values() if rp.service_network}
 
 
 def default_port(endpoint: str) -> int:

@@ -18,6 +18,7 @@ import zipfile
 import yaml
 
 from bundle import BUILD_DIR, CHARMS_DIR, charmspec
+from vpnaas import registry
 
 SHARED_PACKAGE = "vpnaas"
 REQUIREMENTS = os.path.join(CHARMS_DIR, "requirements.txt")
@@ -102,6 +103,27 @@ def _copy_tree(src, dst):
     shutil.copytree(src, dst, ignore=lambda _d, names: [n for n in names if n in EXCLUDE or n.endswith(".pyc")])
 
 
+def copy_shared_package(name, target):
+    """The shared package as charm ``name`` needs it: the core, and of the component code (the
+    modules and VNF-side folders the registry assigns to workloads and components) only its own
+    workload's and its own; a generic charm carries no OAI code."""
+    reg = registry.load()
+    own_modules = set(reg.shipped_modules(name))
+    foreign_modules = set(reg.all_component_modules()) - own_modules
+    own_vnf = set(reg.workloads[reg.components[name].workload].vnf)
+    foreign_vnf = {v for w in reg.workloads.values() for v in w.vnf} - own_vnf
+    src = os.path.join(CHARMS_DIR, SHARED_PACKAGE)
+
+    def ignore(directory, names):
+        skip = [n for n in names if n in EXCLUDE or n.endswith(".pyc")]
+        if os.path.abspath(directory) == os.path.abspath(src):
+            skip += [n for n in names if n.endswith(".py") and n[:-3] in foreign_modules]
+        if os.path.abspath(directory) == os.path.abspath(os.path.join(src, "vnf")):
+            skip += [n for n in names if n in foreign_vnf]
+        return skip
+    shutil.copytree(src, target, ignore=ignore)
+
+
 def _dump(path, data):
     with open(path, "w") as f:
         yaml.safe_dump(data, f, sort_keys=True, default_flow_style=False)
@@ -135,7 +157,7 @@ def build_charm(name, base, deps):
     os.chmod(os.path.join(out, "dispatch"), 0o755)
     _copy_tree(os.path.join(CHARMS_DIR, name, "src"), os.path.join(out, "src"))
     os.chmod(os.path.join(out, "src", "charm.py"), 0o755)
-    _copy_tree(os.path.join(CHARMS_DIR, SHARED_PACKAGE), os.path.join(out, "lib", SHARED_PACKAGE))
+    copy_shared_package(name, os.path.join(out, "lib", SHARED_PACKAGE))
     _copy_tree(deps, os.path.join(out, "venv"))
     os.remove(os.path.join(out, "venv", ".complete"))
     charm_file = out + ".charm"

@@ -1,9 +1,10 @@
 """The complete metadata, config and actions of each charm, as Juju will see them.
 
-A charm's own yaml files hold only what is specific to it; the fragments named in
-``charms/charms.yaml`` and the per-tunnel options derived from its ``wireguard*`` relation
-endpoints are merged in here. The charm build writes the result, and the descriptor validator
-checks descriptors against the same result, so the two can never disagree.
+A charm's own yaml files hold only what is specific to it; the fragments of its workload and its
+reference-point endpoints (both from the registry, charms/vpnaas/registry.yaml) and the
+per-tunnel options derived from its ``wireguard*`` relation endpoints are merged in here. The
+charm build writes the result, and the descriptor validator checks descriptors against the same
+result, so the two can never disagree.
 """
 import copy
 import ipaddress
@@ -15,7 +16,7 @@ import yaml
 from bundle import CHARMS_DIR
 
 sys.path.insert(0, CHARMS_DIR)
-from vpnaas import refpoints  # noqa: E402
+from vpnaas import refpoints, registry  # noqa: E402
 
 SECTIONS = ("metadata", "config", "actions")
 
@@ -37,7 +38,20 @@ def _load(path):
 
 
 def charm_names():
-    return sorted(_load(os.path.join(CHARMS_DIR, "charms.yaml"))["charms"])
+    return sorted(registry.load().components)
+
+
+def registry_endpoints(name):
+    """The reference-point endpoints of charm ``name``, as metadata sections (from the registry)."""
+    out = {}
+    for rp in registry.load().endpoints_of(name):
+        if rp.provider == name:
+            out.setdefault("provides", {})[rp.name] = {"interface": "{}-{}".format(refpoints.INTERFACE_PREFIX,
+                                                                                   rp.name)}
+        if rp.requirer == name:
+            out.setdefault("requires", {})[rp.name] = {"interface": "{}-{}".format(refpoints.INTERFACE_PREFIX,
+                                                                                   rp.name), "limit": 1}
+    return out
 
 
 def tunnel_endpoints(metadata):
@@ -105,14 +119,15 @@ def _merge(dst, src, where):
 
 def charm_spec(name):
     """Return {"metadata": ..., "config": ..., "actions": ...} for charm ``name``."""
-    manifest = _load(os.path.join(CHARMS_DIR, "charms.yaml"))["charms"]
-    if name not in manifest:
-        raise SpecError("unknown charm {!r}; known: {}".format(name, ", ".join(sorted(manifest))))
+    reg = registry.load()
+    if name not in reg.components:
+        raise SpecError("unknown charm {!r}; known: {}".format(name, ", ".join(sorted(reg.components))))
     spec = {s: {} for s in SECTIONS}
-    for folder in list(manifest[name].get("fragments", [])) + [name]:
+    for folder in list(reg.workloads[reg.components[name].workload].fragments) + [name]:
         for section in SECTIONS:
             path = os.path.join(CHARMS_DIR, folder, section + ".yaml")
             _merge(spec[section], _load(path), "{}/{}.yaml".format(folder, section))
+    _merge(spec["metadata"], registry_endpoints(name), "registry.yaml reference points of " + name)
     spec["config"].setdefault("options", {})
     for endpoint, role, _iface in tunnel_endpoints(spec["metadata"]):
         _merge(spec["config"]["options"], tunnel_options(endpoint, role), name + " tunnel options")

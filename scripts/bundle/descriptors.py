@@ -11,11 +11,13 @@ import os
 import yaml
 
 from bundle import ROOT
+from vpnaas import registry
 
 # libyaml's parser when present: the validator loads every file many times in the tests
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-VNF_NAMES = ("hss", "mme", "spgwc", "spgwu", "enb")
+#: The components with a VNF package, in the registry's order.
+VNF_NAMES = tuple(c.name for c in registry.load().with_vnfd())
 VARIANTS_FILE = "ns/variants.yaml"
 KINDS = ("vnfd", "nsd", "nst")
 
@@ -189,24 +191,50 @@ def make_ns_variant(src, name, spec, vnf_ids):
         p for p in df.get("virtual-link-profile", []) if p["virtual-link-desc-id"] in used
     ]
     nsd["sapd"] = [s for s in nsd.get("sapd", []) if s["virtual-link-desc"] in used]
+    cidrs = spec.get("cidrs") or {}
+    if cidrs == "service-networks":
+        cidrs = {rp.name: rp.service_network for rp in registry.load().reference_points.values()}
     for vlp in df["virtual-link-profile"]:
-        cidr = spec.get("cidrs", {}).get(vlp["virtual-link-desc-id"])
+        cidr = cidrs.get(vlp["virtual-link-desc-id"])
         if cidr:
             vlp["virtual-link-protocol-data"]["l3-protocol-data"]["cidr"] = cidr
     nsd["vnfd-id"] = sorted({p["vnfd-id"] for p in df["vnf-profile"]}, key=_vnfd_order)
     if spec.get("relations", True) is False:
         nsd.pop("ns-configuration", None)
     else:
-        rels = nsd.get("ns-configuration", {}).get("relation", [])
+        rels = nsd.setdefault("ns-configuration", {}).setdefault("relation", [])
         rels[:] = [
             r
             for r in rels
             if r["provider"]["vnf-profile-id"] not in gone_profiles
             and r["requirer"]["vnf-profile-id"] not in gone_profiles
         ]
+        rels += registry_relations(df, {v: k[0] for k, v in vnf_ids.items()}, {r["name"] for r in rels})
     desc = Descriptor("nsd", data, "", src.source, variant=name)
     desc.file = "{}/{} (generated from {})".format(desc.package, desc.descriptor_name, src.source)
     return desc
+
+
+def registry_relations(df, component_of, named):
+    """One relation per reference point of the registry whose provider and requirer are both
+    members of the NS (``component_of``: vnfd id -> component), in the registry's order; a
+    reference point the NSD source relates itself (``named``) is left to it. Which side provides
+    is the registry's fact, so the NSD source does not repeat it."""
+    members = {}
+    for prof in df["vnf-profile"]:
+        members.setdefault(component_of.get(prof["vnfd-id"]), []).append(prof["id"])
+    out = []
+    for rp in registry.load().reference_points.values():
+        ends = members.get(rp.provider, []), members.get(rp.requirer, [])
+        if rp.name in named or not all(ends):
+            continue
+        if len(ends[0]) > 1 or len(ends[1]) > 1:
+            raise DescriptorError(
+                "reference point {}: more than one member for {} or {} ({}, {}); relate them in the NSD "
+                "source".format(rp.name, rp.provider, rp.requirer, ends[0], ends[1]))
+        out.append({"name": rp.name, "provider": {"vnf-profile-id": ends[0][0], "endpoint": rp.name},
+                    "requirer": {"vnf-profile-id": ends[1][0], "endpoint": rp.name}})
+    return out
 
 
 def _vnfd_order(vnfd_id):
@@ -265,15 +293,7 @@ class Bundle:
 
 
 def load_sources():
-    vnfs = {
-        n: Descriptor(
-            "vnfd",
-            load_yaml("vnf/{0}/{0}_vnfd.yaml".format(n)),
-            "vnf/{0}/{0}_vnfd.yaml".format(n),
-            "vnf/{0}/{0}_vnfd.yaml".format(n),
-        )
-        for n in VNF_NAMES
-    }
+    vnfs = {c.name: Descriptor("vnfd", load_yaml(c.vnfd), c.vnfd, c.vnfd) for c in registry.load().with_vnfd()}
     spec = load_yaml(VARIANTS_FILE)
     ns_src = Descriptor("nsd", load_yaml(spec["source"]), spec["source"], spec["source"])
     nsts = {}

@@ -21,7 +21,7 @@ from deploy.flows import instance_names, ns_tunnels_for, render_all
 from deploy.osm import Osm, OsmError
 from deploy.runner import Progress, quote_argv
 from deploy.wait import parse_tunnels, tunnel_report
-from vpnaas import refpoints
+from vpnaas import refpoints, registry
 
 CLIENT_IS_PROVIDER = {"s6a": True}
 
@@ -238,7 +238,7 @@ def _plain_links(ctx, nsd_id):
     from deploy.catalog import Tunnel
 
     nsd = ctx.catalog.nsd(nsd_id)
-    providers = {"s6a": "mme", "s11": "mme", "s1c": "mme", "sxab": "spgwu", "s1u": "spgwu"}
+    providers = {rp.name: rp.provider for rp in registry.load().reference_points.values()}
     out = []
     for df in (nsd.get("df") or [])[:1]:
         links = {}
@@ -248,7 +248,7 @@ def _plain_links(ctx, nsd_id):
         for rp in mp.REFERENCE_POINTS:
             ends = links.get(rp) or []
             if len(ends) == 2:
-                prov = next((m for m in ends if providers[rp] in m), ends[0])
+                prov = next((m for m in ends if providers.get(rp, "\0") in m), ends[0])
                 req = next(m for m in ends if m != prov)
                 out.append(Tunnel(rp, prov, rp, req, rp))
     return out

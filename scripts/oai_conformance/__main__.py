@@ -40,19 +40,11 @@ import yaml
 
 from oai_conformance import checks, libconfig
 from oai_conformance.source import SourceError, Tree
-from vpnaas import oai_enb, oai_hss, oai_mme, oai_spgw, oai_ue, vnfscript
+from vpnaas import oai_ue, registry, vnfscript
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-COMPONENTS = [("hss", oai_hss.COMPONENT), ("mme", oai_mme.COMPONENT), ("spgwc", oai_spgw.SPGWC),
-              ("spgwu", oai_spgw.SPGWU), ("enb", oai_enb.COMPONENT)]
-#: Where each program's command-line options are defined.
-PROGRAM_SOURCES = {
-    "hss": ["src/hss_rel14/src"],
-    "mme": ["src/mme_app"],
-    "spgwc": ["src/oai_spgwc"],
-    "spgwu": ["src/oai_spgwu"],
-    "enb": ["targets/RT/USER", "executables", "common/config"],
-}
+#: (name, oai.Component) of every component with an OAI workload, from the registry.
+COMPONENTS = [(c.name, c.description()) for c in registry.load().of_workload("oai")]
 #: Helpers that may pull submodules.
 HELPER_FOLDERS = ("build/tools", "scripts", "cmake_targets/tools")
 LIBCONFIG_OUTPUTS = ("mme.conf", "spgw_c.conf", "spgw_u.conf", "enb.conf", "hss_rel14.conf", "ue.conf")
@@ -194,7 +186,7 @@ def check_program_options(report, name, comp, tree):
     used = [w for w in comp.run_argv(values)[1:] if w.startswith("-")]
     if name == "hss":
         used += checks.options_in(vnfscript.load("oai/configure-hss.sh"), '"$binary"')
-    text = sources_text(tree, PROGRAM_SOURCES[name])
+    text = sources_text(tree, dict(COMPONENTS)[name].option_sources)
     for option in sorted(set(used)):
         if checks.option_known(text, option):
             report.line("ok", "{} {}: defined by the program".format(comp.program, option))
@@ -319,7 +311,7 @@ def check_ue(report, comp, tree, renderer):
         except renderer.RenderError as e:
             report.line("MISMATCH", "render: {}".format(e))
     ue_sh = vnfscript.load("oai/ue.sh")
-    text = sources_text(tree, PROGRAM_SOURCES["enb"])
+    text = sources_text(tree, dict(COMPONENTS)["enb"].option_sources)
     for option in sorted(set(checks.options_in(ue_sh, "./lte-uesoftmodem"))):
         kind = "ok" if checks.option_known(text, option) else "MISMATCH"
         report.line(kind, "lte-uesoftmodem {}: {}".format(option, "defined by the program" if kind == "ok"
@@ -340,7 +332,7 @@ def clone_sources(dest):
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=1800)
             if result.returncode != 0:
                 return "cannot clone {}: {}".format(comp.repository, result.stderr.decode().strip()[-200:])
-    modules = Tree(os.path.join(dest, "hss"), oai_hss.COMPONENT.ref).read(".gitmodules") or ""
+    modules = Tree(os.path.join(dest, "hss"), dict(COMPONENTS)["hss"].ref).read(".gitmodules") or ""
     for url in re.findall(r"url\s*=\s*(\S+)", modules):
         target = os.path.join(dest, "submodules", url.rstrip("/").rsplit("/", 1)[-1].replace(".git", ""))
         if not os.path.exists(target):

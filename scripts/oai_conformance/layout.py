@@ -12,10 +12,10 @@ import subprocess
 import sys
 
 from oai_conformance.source import Tree
-from vpnaas import oai_enb, oai_hss, oai_mme, oai_spgw
+from vpnaas import registry
 
-PINNED = {"hss": oai_hss.COMPONENT, "mme": oai_mme.COMPONENT, "spgwc": oai_spgw.SPGWC,
-          "spgwu": oai_spgw.SPGWU, "enb": oai_enb.COMPONENT}
+#: The OAI components and their pinned sources, from the registry.
+PINNED = {c.name: c.description() for c in registry.load().of_workload("oai")}
 
 
 def layout(out, pairs):

@@ -11,7 +11,7 @@ import os
 
 from bundle import descriptors, params
 from testbed import lcm
-from vpnaas import refpoints
+from vpnaas import refpoints, registry
 
 #: Primitives that need the internet (OAI sources and the builds made from them): never run here,
 #: reported SKIPPED by name.
@@ -154,9 +154,8 @@ def build_instance(bundle, nsd_id, plan, charms_dir, name, prefix=""):
     return inst
 
 
-#: Which member provides which reference point (as in the charms' metadata).
-PROVIDERS = {"s6a": ("mme", "hss"), "s11": ("mme", "spgwc"), "s1c": ("mme", "enb"),
-             "sxab": ("spgwu", "spgwc"), "s1u": ("spgwu", "enb")}
+#: Which member provides and which requires each reference point (the registry's).
+PROVIDERS = {rp.name: (rp.provider, rp.requirer) for rp in registry.load().reference_points.values()}
 
 
 def _plain_refpoints(ns, prefix, member_link_addr):

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from bundle.charmspec import charm_spec
-from vpnaas import model, oai_enb, oai_hss, oai_mme, oai_spgw
+from vpnaas import model, registry
 from vpnaas import plan as planning
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -20,13 +20,8 @@ SECRETS = (LTE_K, LTE_OP)
 PEER_KEY = base64.b64encode(b"p" * 32).decode()
 OWN_KEY = base64.b64encode(b"o" * 32).decode()
 
-COMPONENTS = {
-    "hss": oai_hss.COMPONENT,
-    "mme": oai_mme.COMPONENT,
-    "spgwc": oai_spgw.SPGWC,
-    "spgwu": oai_spgw.SPGWU,
-    "enb": oai_enb.COMPONENT,
-}
+#: The OAI components, as the registry describes them (a new one is tested without a line here).
+COMPONENTS = {c.name: c.description() for c in registry.load().of_workload("oai")}
 COMMON = {
     "realm": "ntnu.no",
     "mcc": "208",
