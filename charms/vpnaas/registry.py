@@ -98,25 +98,36 @@ def parse(doc: Any) -> Registry:
             raise RegistryError("component {}: unknown workload {!r}".format(name, c.get("workload")))
         components[name] = Component(name, c["workload"], list(c.get("modules") or []), c.get("vnfd"),
                                      str(c.get("describe") or ""))
-    rps = {}
+    rps: Dict[str, ReferencePoint] = {}
     ports: Dict[int, str] = {}
     for name, r in (doc.get("reference-points") or {}).items():
-        if not _NAME.fullmatch(name):
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise RegistryError("reference point {!r}: 1-12 lower-case letters, digits or '-'".format(name))
-        for side in ("provider", "requirer"):
-            if r.get(side) not in components:
-                raise RegistryError("reference point {}: {} {!r} is not a component".format(name, side, r.get(side)))
-        port = int(r["listen-port"])
-        if port in ports:
-            raise RegistryError("reference point {}: listen port {} is {}'s".format(name, port, ports[port]))
-        ports[port] = name
-        tunnel = ipaddress.ip_network(r["tunnel-network"])
-        if tunnel.num_addresses < 4:
-            raise RegistryError("reference point {}: the tunnel network needs two hosts".format(name))
-        service = str(ipaddress.ip_network(r["service-network"])) if r.get("service-network") else ""
-        rps[name] = ReferencePoint(name, r["provider"], r["requirer"], port, str(tunnel), service,
-                                   str(r.get("carries") or ""))
+        try:
+            rps[name] = _reference_point(name, r, components, ports)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            if isinstance(e, RegistryError):
+                raise
+            raise RegistryError("reference point {}: {}: {}".format(name, type(e).__name__, e)) from None
     return Registry(rps, components, workloads)
+
+
+def _reference_point(name: str, r: Dict[str, Any], components: Dict[str, Component],
+                     ports: Dict[int, str]) -> ReferencePoint:
+    for side in ("provider", "requirer"):
+        if r.get(side) not in components:
+            raise RegistryError("reference point {}: {} {!r} is not a component".format(name, side, r.get(side)))
+    port = int(r["listen-port"])
+    if not 1 <= port <= 65535:
+        raise RegistryError("reference point {}: listen port {} is out of range".format(name, port))
+    if port in ports:
+        raise RegistryError("reference point {}: listen port {} is {}'s".format(name, port, ports[port]))
+    ports[port] = name
+    tunnel = ipaddress.ip_network(r["tunnel-network"])
+    if tunnel.num_addresses < 4:
+        raise RegistryError("reference point {}: the tunnel network needs two hosts".format(name))
+    service = str(ipaddress.ip_network(r["service-network"])) if r.get("service-network") else ""
+    return ReferencePoint(name, r["provider"], r["requirer"], port, str(tunnel), service, str(r.get("carries") or ""))
 
 
 _CACHE: Dict[str, Registry] = {}

@@ -1,19 +1,7 @@
-"""The relation data schema: what a unit publishes about each of its tunnel endpoints.
-
-Each unit writes into its own unit databag, per relation:
-
-    vpnaas-schema     "1"
-    public-key        WireGuard public key of this unit's device for this relation's endpoint
-    endpoint          host:port the peer sends WireGuard packets to
-    tunnel-address    address/prefix of the device inside the tunnel, e.g. 10.250.1.1/30
-    service-prefixes  comma-separated prefixes reachable behind this unit through the tunnel
-    wants-peer-keys   "yes" when this unit's component waits for its tunnels (absent otherwise)
-    peer-keys         public keys of the related units this unit has configured as peers, only
-                      towards units that published wants-peer-keys (it wakes them once their
-                      key is in place here; to any other unit it would be a hook for nothing)
-
-Nothing secret is ever published. A unit publishes all keys at once, when its key exists on
-the VNF; the reader still accepts partial data (it reports what is missing and waits).
+"""The relation data codec: a unit's own fields encoded for its databag, and a remote unit's
+decoded through the strict grammar (nothing from a related unit is trusted). The interface
+itself (the fields, who writes them, what they mean) is specified in tunnel_relation.py's
+docstring, and only there.
 """
 from typing import Dict, List, Optional, Set, Tuple
 

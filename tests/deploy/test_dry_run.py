@@ -6,6 +6,8 @@ import stat
 import yaml
 from deploy_helpers import SECRET_K, SECRET_OP, VNFS
 
+from vpnaas import refpoints
+
 
 def _assert_files_exist(root, printed):
     """Every package file and params file a printed command names exists in the build."""
@@ -60,7 +62,8 @@ def test_single_site(dry_run, fake_root):
         (a[a.index("--protocol") + 1], a[a.index("--dst-port") + 1] if "--dst-port" in a else None)
         for a in rules
     }
-    assert ("udp", "51820:51825") in ports and ("tcp", "22:22") in ports
+    wireguard = "{}:{}".format(refpoints.GENERIC_PORT, max(p for p, _, _ in refpoints.REFERENCE_POINTS.values()))
+    assert ("udp", wireguard) in ports and ("tcp", "22:22") in ports
     # every create is preceded by its existence read
     assert printed.reads("openstack", "flavor", "show", "vpnaas.oai-hss", "-f", "json")
     assert printed.reads("osm", "vim-show", "microstack")

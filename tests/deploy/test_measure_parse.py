@@ -124,7 +124,8 @@ def test_report_has_every_reference_point_and_required_keys():
     )
     report = mp.build_report({"s6a": entry}, seconds_to_all_tunnels_up=95.5, source="osm")
     # One source of the reference points and their order: the charms' refpoints module.
-    assert list(report["reference_points"]) == list(refpoints.REFERENCE_POINTS) == ["s6a", "s11", "s1c", "sxab", "s1u"]
+    # every reference point of the registry, in its order (tests/unit/test_registry.py pins the EPS's)
+    assert list(report["reference_points"]) == list(refpoints.REFERENCE_POINTS)
     assert report["seconds_to_all_tunnels_up"] == 95.5 and report["source"] == "osm"
     s6a = report["reference_points"]["s6a"]
     assert s6a["throughput_ratio"] == pytest.approx(0.05)

@@ -34,9 +34,11 @@ def test_every_generated_descriptor_has_a_unique_id(bundle):
 
 
 def test_double_resources_doubles_cpu_and_ram_only(bundle):
-    for name in descriptors.VNF_NAMES:
-        one = bundle.vnfd("oai-" + name).body
-        two = bundle.vnfd("oai-{}-2x".format(name)).body
+    doubled = [d for d in bundle.vnfs if d.id.endswith("-2x")]
+    assert doubled
+    for desc in doubled:
+        one = bundle.vnfd(desc.id[: -len("-2x")]).body
+        two = desc.body
         assert (
             two["virtual-compute-desc"][0]["virtual-cpu"]["num-virtual-cpu"]
             == 2 * one["virtual-compute-desc"][0]["virtual-cpu"]["num-virtual-cpu"]

@@ -14,6 +14,7 @@ REL = "nsd.nsd[0].ns-configuration.relation"
 
 
 def test_every_primitive_is_an_action_of_its_charm(bundle):
+    oai = 0
     for desc in bundle.vnfs:
         entry = day12(desc)
         actions = charmspec.charm_spec(entry["execution-environment-list"][0]["juju"]["charm"][:-6])[
@@ -21,12 +22,15 @@ def test_every_primitive_is_an_action_of_its_charm(bundle):
         ]
         names = [p["name"] for p in entry["initial-config-primitive"] + entry["config-primitive"]]
         assert set(names) - {"config"} <= set(actions)
-        assert [p["name"] for p in entry["initial-config-primitive"]] == [
-            "config",
-            "oai-install",
-            "oai-configure",
-            "oai-start",
-        ]
+        if "oai-install" in actions:  # an OAI workload's day-1
+            oai += 1
+            assert [p["name"] for p in entry["initial-config-primitive"]] == [
+                "config",
+                "oai-install",
+                "oai-configure",
+                "oai-start",
+            ]
+    assert oai >= 5  # the EPS at least
 
 
 def test_misspelt_initial_primitive(bundle):

@@ -9,7 +9,9 @@ from descriptors_helpers import assert_problem, find, problems_of
 
 from bundle import ROOT, descriptors
 
-NAMES = descriptors.VNF_NAMES
+#: The cloud-init files the VNFDs name, without ".cfg".
+NAMES = sorted({f[: -len(".cfg")] for d in descriptors.load_bundle().vnfs
+                for f in descriptors.cloud_init_files(d.body)})
 
 
 @pytest.fixture

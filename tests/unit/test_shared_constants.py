@@ -18,3 +18,20 @@ def test_the_python_and_the_vnf_side_name_the_same_things():
     assert shell_value("ROUTES_HOOK") == wgconfig.ROUTES_HOOK
     assert shell_value("SERVICE_HOOK") == wgconfig.SERVICE_HOOK
     assert shell_value("SERVICE_DEVICE") == wgconfig.SERVICE_DEVICE
+
+
+def test_the_relation_interface_is_specified_once_and_matches_what_the_code_writes():
+    """tunnel_relation.py's docstring table is the interface's one specification: exactly the
+    fields relation_data writes, and no other module or README repeats the field table."""
+    import os
+    import re
+
+    from vpnaas import relation_data, tunnel_relation
+
+    specified = re.findall(r"^\| `([a-z-]+)` +\|", tunnel_relation.__doc__, re.M)
+    assert specified == list(relation_data.PUBLISHED)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "README.md")) as f:
+        readme = f.read()
+    assert "| `service-prefixes` |" not in readme and "charms/vpnaas/tunnel_relation.py" in readme
+    assert "service-prefixes  " not in relation_data.__doc__

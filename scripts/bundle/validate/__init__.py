@@ -71,7 +71,18 @@ def validate_descriptors(bundle, cloud_init_dir=CLOUD_INIT_DIR, summary=None):
     for desc in bundle.nsts:
         if desc.id in valid["nst"]:
             problems.extend(osm.check_nst(desc, valid["nsd"]))
+    problems.extend(_vnf_readmes(bundle))
     return problems, valid
+
+
+def _vnf_readmes(bundle):
+    """Every VNF package carries the README.md beside its VNFD source (packages.py copies it)."""
+    out = []
+    for desc in bundle.sources:
+        readme = os.path.join(os.path.dirname(desc.source), "README.md")
+        if desc.kind == "vnfd" and not os.path.isfile(os.path.join(ROOT, readme)):
+            out.append(Problem(desc.file, "(file)", "{} is missing: the package's README".format(readme)))
+    return out
 
 
 def validate_cloud_init(bundle, cloud_init_dir=CLOUD_INIT_DIR, summary=None):
