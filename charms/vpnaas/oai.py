@@ -30,6 +30,12 @@ SBIN = "/usr/local/sbin"
 GATE_HANDSHAKE_WAIT = 8
 CONFIGURE_TIMEOUT = 1800
 LIB = "oai/oai-lib.sh"
+#: Where OAI's EPC repositories keep their git submodules.
+GIT_SUBMODULES = "build/git_submodules/"
+#: freeDiameter as the HSS and the MME builds of October 2020 got it: their helpers pull its
+#: master, which was this commit on both days (docs/oai.md, "Pinned submodules").
+FREEDIAMETER_PIN = (GIT_SUBMODULES + "freeDiameter", "673ea5000420427fd4eaf5f82cd8c3d28c8ffc77",
+                    "master on 2020-10-22: 'Enable DISABLE_PEER_EXPIRY', an idle MME is not dropped after 3600 s")
 
 
 

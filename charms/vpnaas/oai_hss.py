@@ -18,7 +18,7 @@ from vpnaas import oai
 from vpnaas import oai_validation as ov
 
 PREFIX = oai.PREFIX
-SUBMODULES = "build/git_submodules/"
+SUBMODULES = oai.GIT_SUBMODULES
 #: What OAI's build of this ref (22 Oct 2020) got: its helper (build_helper.hss_rel14,
 #: init_submodules) checks out the recorded submodule commits, then runs `git submodule foreach git
 #: pull origin master`; build_cpp_driver and build_pistache then check out fixed commits. The commits
@@ -31,8 +31,7 @@ HSS_SUBMODULE_PINS = (
      "tag 2.15.0, which build_cpp_driver checks out after the pull"),
     (SUBMODULES + "spdlog", "a51b4856377a71f81b6d74b9af459305c4c644f8",
      "master on 2020-10-22 (unchanged 2019-09 to 2022; the pull names master, not v1.x)"),
-    (SUBMODULES + "freeDiameter", "673ea5000420427fd4eaf5f82cd8c3d28c8ffc77",
-     "master on 2020-10-22: 'Enable DISABLE_PEER_EXPIRY', an idle MME is not dropped after 3600 s"),
+    oai.FREEDIAMETER_PIN,
     (SUBMODULES + "pistache", "117db02eda9d63935193ad98be813987f6c32b33",
      "the commit build_pistache checks out after the pull"),
 )

@@ -5,7 +5,7 @@ manages); the HSS and SPGW-C addresses come from explicit options or from the s6
 TAC_0 is the configured TAC (the one the eNB announces), TAC_1/TAC_2 the next two.
 """
 
-from vpnaas import oai, oai_hss
+from vpnaas import oai
 from vpnaas import oai_validation as ov
 
 PREFIX = oai.PREFIX
@@ -35,7 +35,7 @@ class Mme(oai.Component):
     build_labels = ("installing the MME build dependencies", "building the MME")
     #: The MME builds only freeDiameter of its submodules; its helper (build_helper.fd) pulls
     #: master inside it, which on 14 Oct 2020 was the commit the HSS pins too.
-    submodule_pins = tuple(p for p in oai_hss.HSS_SUBMODULE_PINS if p[0].endswith("/freeDiameter"))
+    submodule_pins = (oai.FREEDIAMETER_PIN,)
 
     def config_values(self, config, plan):
         values = oai.common_values(config)

@@ -50,3 +50,18 @@ def test_build_is_byte_for_byte_reproducible(built):
 def test_unknown_base_is_refused():
     with pytest.raises(build_charms.BuildError, match="unknown base"):
         build_charms.build_all("ubuntu@12.04")
+
+
+def test_a_shipped_module_that_imports_a_module_the_charm_does_not_carry_fails_the_build(tmp_path):
+    src, target = tmp_path / "src", tmp_path / "target"
+    src.mkdir()
+    target.mkdir()
+    (src / "core.py").write_text("from vpnaas import SCHEMA_VERSION, own\nimport vpnaas.other\n")
+    (src / "own.py").write_text("")
+    (src / "other.py").write_text("")
+    (src / "foreign.py").write_text("")
+    (target / "core.py").write_text((src / "core.py").read_text())
+    (target / "own.py").write_text("from vpnaas.foreign import X\n")
+    assert build_charms.missing_imports(str(src), str(target)) == [
+        "core imports other, which it does not ship", "own imports foreign, which it does not ship"]
+
