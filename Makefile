@@ -69,7 +69,7 @@ lint: venv shellcheck typecheck ## ruff over all Python, shellcheck over every s
 	  (cd scripts/testbed/hookclient-go && go vet ./...); \
 	else echo "no Go toolchain: gofmt/go vet of the hook-tool client not run"; fi
 
-typecheck: venv ## mypy over the shared charm package (its annotations; vermin holds it to Python 3.6)
+typecheck: venv ## mypy over everything a charm ships (the shared package, every src/charm.py), all of it annotated
 	$(VENV)/bin/mypy
 
 shellcheck: ## shellcheck (Debian's package) over the VNF-side scripts and the project's own
@@ -90,11 +90,13 @@ unit: venv hookclient ## every test that needs no root, on every core (pytest-xd
 	@bash scripts/check-unit-deps.sh
 	$(PY) -m pytest -q -p no:cacheprovider -n auto --dist loadgroup $(PYTEST_ARGS) tests --ignore=tests/e2e
 
-unit36: $(VENV36)/.done ## the pure core, the hostile-value corpus and the charm under Harness on Python 3.6 (the shipped charms' Python)
+unit36: $(VENV36)/.done ## the pure core, the hostile-value corpus, the OAI steps and the charms under Harness on Python 3.6 (the shipped charms' Python)
 	$(VENV36)/bin/python -m pytest -q -p no:cacheprovider tests/unit/test_hostile_values.py \
 	  tests/unit/test_validation.py tests/unit/test_plan.py tests/unit/test_relation_data.py \
 	  tests/unit/test_vnfscript.py tests/unit/test_remote.py tests/unit/test_hookgate.py tests/unit/test_peer_trust.py \
-	  tests/unit/test_relation_cache.py tests/harness
+	  tests/unit/test_relation_cache.py tests/harness \
+	  tests/charms/test_oai_scripts.py tests/charms/test_oai_validation.py tests/charms/test_oai_ue.py \
+	  tests/charms/test_oai_charms.py
 
 demo: deps venv charms-local wireguard-go hookclient ## bring up the WireGuard EPS locally in network namespaces and measure it (root)
 	$(PY) -m testbed.demo --ns $(NS)

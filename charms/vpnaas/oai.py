@@ -13,11 +13,12 @@ Report lines: ``PROGRESS <n>/<m> <text>`` (progress display), ``NOTE <text>``, `
 """
 
 import base64
+import ipaddress
 import json
-from typing import Dict, Tuple
+from typing import Any, Dict, Generic, Iterable, List, Mapping, NamedTuple, Optional, Tuple, TypeVar, Union
 
+from vpnaas import model, validation, vnfscript
 from vpnaas import oai_validation as ov
-from vpnaas import validation, vnfscript
 from vpnaas.validation import InvalidValue
 
 PREFIX = "/usr/local/etc/oai"
@@ -37,24 +38,63 @@ GIT_SUBMODULES = "build/git_submodules/"
 FREEDIAMETER_PIN = (GIT_SUBMODULES + "freeDiameter", "673ea5000420427fd4eaf5f82cd8c3d28c8ffc77",
                     "master on 2020-10-22: 'Enable DISABLE_PEER_EXPIRY', an idle MME is not dropped after 3600 s")
 
+#: The charm's options as Juju hands them over (``dict(self.config)``): whatever the operator set,
+#: hence Any; every value passes oai_validation before it is used.
+Options = Mapping[str, Any]
+#: A placeholder's value in the renderer's spec: text, or ``{"iface_of": <ip>}`` / ``{"var": <name>}``
+#: for what only the VNF knows (vnf/oai/render.py resolves them).
+Token = Union[str, Dict[str, str]]
+#: An object of a JSON document the charm sends to the VNF (a file entry or an edit of the
+#: renderer's spec, the subscriber provisioning spec). Built here and only serialized; the
+#: fields are documented where the VNF reads them (vnf/oai/render.py, vnf/oai/provision.py).
+JsonObject = Dict[str, object]
+#: The renderer's spec: ``{"files": [file entry, ...]}``.
+RenderSpec = Dict[str, List[JsonObject]]
+#: The type of a component's validated configuration values (a NamedTuple of its own module).
+V = TypeVar("V")
 
 
-def b64(text):
+class Common(NamedTuple):
+    """The values every component is configured with: the PLMN, its realm and the tracking area."""
+    realm: str
+    mcc: str
+    mnc: str
+    tac: int
+
+
+class InstallPlan(NamedTuple):
+    """Validated inputs of the install step."""
+    repository: str
+    ref: str
+    timeout: int
+    pins: List[Tuple[str, str]]  # (submodule path, commit): the component's pins, default source only
+    extra: List[str]  # the component's own arguments (``install_args``)
+
+
+class StepResults(NamedTuple):
+    """What a component step reported (``step_results``)."""
+    results: Dict[str, str]  # RESULT key value
+    notes: List[str]
+    progress: str  # the last PROGRESS line, "" without one
+
+
+def b64(text: str) -> str:
     return base64.b64encode(text.encode("utf-8")).decode("ascii")
 
 
-def b64_json(spec):
+def b64_json(spec: Mapping[str, object]) -> str:
     return b64(json.dumps(spec, sort_keys=True))
 
 
-def shipped_b64(name):
+def shipped_b64(name: str) -> str:
     """A shipped helper program (e.g. ``oai/render.py``) as base64, for ``install_helper``."""
     return b64(vnfscript.load(name))
 
 
 # --------------------------------------------------------------------------- components
-class Component(object):
-    """What a component charm contributes. Subclasses fill the class attributes and hooks."""
+class Component(Generic[V]):
+    """What a component charm contributes. Subclasses fill the class attributes and hooks; ``V``
+    is the type of their validated configuration values (``config_values``)."""
 
     name = ""  # hss, mme, spgwc, spgwu, enb
     title = ""  # HSS, MME, ...
@@ -68,7 +108,6 @@ class Component(object):
     env: Dict[str, str] = {}
     #: Debian packages the charm's own steps need on the VNF (cloud-init normally has them).
     prerequisites: Tuple[str, ...] = ("git", "python3", "python3-yaml", "psmisc")
-    secret_keys: Tuple[str, ...] = ()  # keys of the values dict that hold secrets
     #: (submodule path, commit, why): the commits OAI's build helpers end up with where they
     #: `git pull origin master` after checking out the ref's submodules; oai-install rewrites each
     #: pull into a checkout of these (vnf/oai/pin-submodules.sh). Used with the pinned default
@@ -76,28 +115,28 @@ class Component(object):
     submodule_pins: Tuple[Tuple[str, str, str], ...] = ()
 
     @property
-    def service(self):
+    def service(self) -> str:
         return "oai-" + self.name
 
     @property
-    def source_dir(self):
+    def source_dir(self) -> str:
         return "{}/{}".format(SOURCE_ROOT, self.name)
 
     @property
-    def binary(self):
+    def binary(self) -> str:
         """Stable path of the program: a link made by oai-install to what the build produced."""
         return "{}/bin/{}".format(SOURCE_ROOT, self.program)
 
-    def binary_candidates(self):
+    def binary_candidates(self) -> List[str]:
         """Where the build may have put the program, most likely first."""
         raise NotImplementedError
 
     @property
-    def built_marker(self):
+    def built_marker(self) -> str:
         return "{}/{}.built".format(STATE_DIR, self.name)
 
     @property
-    def configured_marker(self):
+    def configured_marker(self) -> str:
         return "{}/{}.configured".format(STATE_DIR, self.name)
 
     # -- to be provided by the component
@@ -107,69 +146,72 @@ class Component(object):
     #: Folders, relative to ``workdir``, that the component's configuration names (log files...).
     work_dirs: Tuple[str, ...] = ()
 
-    def config_values(self, config, plan):
+    def config_values(self, config: Options, plan: Optional[model.Plan]) -> V:
         """Validated values for configure (raises InvalidValue)."""
         raise NotImplementedError
 
-    def render_spec(self, values):
+    def render_spec(self, values: V) -> RenderSpec:
         """The renderer's spec: {"files": [...]} (see vnf/oai/render.py)."""
         raise NotImplementedError
 
-    def configure_calls(self, step, values):
+    def configure_calls(self, step: vnfscript.Step, values: V) -> None:
         """Add the component's configure calls (functions of vnf/oai/configure*.sh) to ``step``."""
         raise NotImplementedError
 
-    def configure_files(self):
+    def configure_files(self) -> List[str]:
         """The shipped files the configure step needs besides oai-lib.sh and configure.sh."""
         return []
 
-    def run_argv(self, values):
+    def run_argv(self, values: V) -> List[str]:
         """The service's command line (list)."""
         raise NotImplementedError
 
-    def install_args(self, config):
+    def install_args(self, config: Options) -> List[str]:
         """Validated extra arguments of the install step, for ``oai_prepare_<name>`` in install.sh."""
         return []
 
-    def configure_timeout(self, values):
+    def configure_timeout(self, values: V) -> int:
         """Seconds the configure step may take."""
         return CONFIGURE_TIMEOUT
 
-    def setup_settings(self, values):
+    def setup_settings(self, values: V) -> List[Tuple[str, str]]:
         """[(key, value)] for ``oai-service setup``/``prestart`` (vnf/oai/service.sh): ``host`` (ip
         names...), ``loaddr`` (address label), ``nat`` (pool [sgi]), ``cql`` (ip seconds)."""
         return []
 
-    def before_units(self):
+    def before_units(self) -> List[str]:
         """systemd units the service starts after (besides the tunnels)."""
         return []
 
+    def secrets(self, values: V) -> List[str]:
+        """The values that are secrets (they may travel in the step's data section only)."""
+        return []
 
 
 # --------------------------------------------------------------------------- values
-def common_values(config):
+def common_values(config: Options) -> Common:
     mcc = ov.digits(config.get("mcc"), "mcc", 3, 3)
     mnc = ov.digits(config.get("mnc"), "mnc", 2, 3)
-    return {
-        "realm": ov.realm(config.get("realm")),
-        "mcc": mcc,
-        "mnc": mnc,
-        "tac": ov.integer(config.get("tac"), "tac", 1, 65533),
-    }
+    return Common(
+        realm=ov.realm(config.get("realm")),
+        mcc=mcc,
+        mnc=mnc,
+        tac=ov.integer(config.get("tac"), "tac", 1, 65533),
+    )
 
 
-def source(component, config):
+def source(component: Component[V], config: Options) -> Tuple[str, str]:
     """(repository, ref): the charm's pinned default unless overridden in config."""
     repo = (config.get("oai-repository") or "").strip() or component.repository
     ref = (config.get("oai-ref") or "").strip() or component.ref
     return ov.repository(repo), ov.git_ref(ref)
 
 
-def own_address(config, endpoint, title):
+def own_address(config: Options, endpoint: str, title: str) -> ipaddress.IPv4Interface:
     """This VNF's service address on a reference point: the first of <ep>-service-addresses."""
     key = endpoint + "-service-addresses"
     addrs = validation.service_address_list(config.get(key) or "", key)
-    v4 = [a for a in addrs if a.version == 4]
+    v4 = [a for a in addrs if isinstance(a, ipaddress.IPv4Interface)]
     if not v4:
         raise InvalidValue(
             "{}: not set; the {} needs its {} service address (IPv4), e.g. 172.16.6.2/32".format(
@@ -179,7 +221,7 @@ def own_address(config, endpoint, title):
     return v4[0]
 
 
-def peer_address(config, plan, endpoint, option):
+def peer_address(config: Options, plan: Optional[model.Plan], endpoint: str, option: str) -> str:
     """The peer's service address on ``endpoint``: the explicit option wins (variants without
     tunnels set it), otherwise the first service prefix the related peer published."""
     explicit = (config.get(option) or "").strip()
@@ -196,7 +238,7 @@ def peer_address(config, plan, endpoint, option):
     )
 
 
-def redact(text, secrets):
+def redact(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every secret value replaced; for anything that leaves the charm."""
     out = text or ""
     for s in secrets:
@@ -206,47 +248,46 @@ def redact(text, secrets):
     return out
 
 
-def values_secrets(component, values):
-    return [values[k] for k in component.secret_keys if values.get(k)]
-
+def values_secrets(component: Component[V], values: V) -> List[str]:
+    return [s for s in component.secrets(values) if s]
 
 
 # --------------------------------------------------------------------------- install
-def install_timeout(config):
+def install_timeout(config: Options) -> int:
     return ov.integer(config.get("oai-install-timeout", 7200), "oai-install-timeout", 300, 86400)
 
 
-def install_plan(component, config):
-    """Validated install inputs: {"repository", "ref", "timeout", "extra"}."""
+def install_plan(component: Component[V], config: Options) -> InstallPlan:
+    """Validated install inputs."""
     repo, ref = source(component, config)
     default = (repo, ref) == (component.repository, component.ref)
-    return {"repository": repo, "ref": ref, "timeout": install_timeout(config),
-            "pins": [(p, c) for p, c, _ in component.submodule_pins] if default else [],
-            "extra": component.install_args(config)}
+    return InstallPlan(repository=repo, ref=ref, timeout=install_timeout(config),
+                       pins=[(p, c) for p, c, _ in component.submodule_pins] if default else [],
+                       extra=component.install_args(config))
 
 
-def install_step(component, inputs):
+def install_step(component: Component[V], inputs: InstallPlan) -> vnfscript.Step:
     """The install step: runs detached on the VNF (vnf/oai/install.sh) and is followed here."""
     return vnfscript.Step([LIB, "oai/install.sh"]).call(
         "oai_install",
         component.name,
         component.title,
-        inputs["repository"],
-        inputs["ref"],
-        inputs["timeout"],
+        inputs.repository,
+        inputs.ref,
+        inputs.timeout,
         len(component.build_labels),
         " ".join(component.prerequisites),
         " ".join(component.binary_candidates()),
         component.binary,
         component.source_dir,
-        " ".join("{}={}".format(path, commit) for path, commit in inputs.get("pins", [])),
+        " ".join("{}={}".format(path, commit) for path, commit in inputs.pins),
         shipped_b64("oai/pin-submodules.sh"),
-        *inputs.get("extra", [])
+        *inputs.extra
     )
 
 
 # --------------------------------------------------------------------------- configure
-def configure_step(component, values):
+def configure_step(component: Component[V], values: V) -> vnfscript.Step:
     """Render and apply the configuration; requires a completed install."""
     step = vnfscript.Step([LIB, "oai/configure.sh"] + component.configure_files())
     step.call(
@@ -270,18 +311,18 @@ def configure_step(component, values):
     return step
 
 
-def step_results(report):
-    """{"results": {key: value}, "notes": [...], "progress": last progress} of a parsed report."""
+def step_results(report: vnfscript.Report) -> StepResults:
+    """The results, notes and last progress of a parsed report."""
     results = {}
     for rest in report.of("RESULT"):
         key, _, value = rest.partition(" ")
         results[key] = value.strip()
     progress = report.of("PROGRESS")
-    return {"results": results, "notes": [n.strip() for n in report.of("NOTE")],
-            "progress": progress[-1].strip() if progress else ""}
+    return StepResults(results=results, notes=[n.strip() for n in report.of("NOTE")],
+                       progress=progress[-1].strip() if progress else "")
 
 
-def service_settings(component, values):
+def service_settings(component: Component[V], values: V) -> str:
     """The data file ``<prefix>/oai-<c>.service`` that ``oai-service`` reads (never executed)."""
     lines = [("workdir", component.workdir), ("binary", component.binary)]
     lines += [("arg", a) for a in component.run_argv(values)[1:]]
@@ -290,12 +331,12 @@ def service_settings(component, values):
     return settings_text(lines)
 
 
-def tunnel_settings(devices, limit):
+def tunnel_settings(devices: Iterable[str], limit: int) -> str:
     """``<state>/<c>.tunnels``: what ``oai-service prestart`` waits for."""
     return settings_text([("limit", str(int(limit)))] + [("dev", d) for d in devices])
 
 
-def settings_text(lines):
+def settings_text(lines: List[Tuple[str, str]]) -> str:
     for key, value in lines:
         if "\n" in value or "\r" in value:
             raise InvalidValue("internal error: a setting with a line break ({})".format(key))
@@ -304,7 +345,7 @@ def settings_text(lines):
 
 
 # --------------------------------------------------------------------------- the systemd unit
-def render_unit(component, devices):
+def render_unit(component: Component[V], devices: List[str]) -> str:
     after = (
         ["network-online.target"]
         + ["wg-quick@{}.service".format(d) for d in devices]
@@ -334,7 +375,8 @@ def render_unit(component, devices):
 
 
 # --------------------------------------------------------------------------- start gate
-def add_gate(step, component, devices, wanted, prestart_limit):
+def add_gate(step: vnfscript.Step, component: Component[V], devices: List[str], wanted: str,
+             prestart_limit: int) -> vnfscript.Step:
     """The component part of every reconcile (vnf/oai/gate.sh, see ``remote.tunnel_step``).
 
     Reports what is installed/configured/running. With ``wanted == "started"`` it starts the
@@ -360,14 +402,14 @@ def add_gate(step, component, devices, wanted, prestart_limit):
     return step
 
 
-def add_teardown(step, component):
+def add_teardown(step: vnfscript.Step, component: Component[V]) -> vnfscript.Step:
     """The component's part of the charm's removal: its service stops (and is disabled)."""
     if LIB not in step.files:
         step.files.append(LIB)
     return step.call("oai_stop", component.service, component.binary)
 
 
-def progress_text(line):
+def progress_text(line: str) -> Optional[Tuple[str, str]]:
     """'PROGRESS 3/7 fetching MME x' -> ('3/7', 'fetching MME x'), or None."""
     kind, _, rest = line.partition(" ")
     if kind != "PROGRESS":

@@ -8,7 +8,10 @@ whitespace-sensitive sed did nothing silently). At v1.2.2 build_oai builds into
 cmake_targets/lte_build_oai/build (ran_build is the name of later releases).
 """
 
-from vpnaas import oai
+import ipaddress
+from typing import Dict, List, NamedTuple, Optional
+
+from vpnaas import model, oai, vnfscript
 from vpnaas import oai_validation as ov
 
 PREFIX = oai.PREFIX
@@ -16,7 +19,8 @@ TEMPLATE = "targets/PROJECTS/GENERIC-LTE-EPC/CONF/enb.band7.tm1.50PRB.usrpb210.c
 PRBS = (6, 15, 25, 50, 75, 100)
 
 
-def _set(key, value, what=None, quoted=False, count=1):
+def _set(key: str, value: object, what: Optional[str] = None, quoted: bool = False,
+         count: int = 1) -> oai.JsonObject:
     """Edit: ``key = <anything>;`` becomes ``key = value;`` (exactly ``count`` times)."""
     rhs = '"{}"'.format(value) if quoted else str(value)
     return {
@@ -27,7 +31,16 @@ def _set(key, value, what=None, quoted=False, count=1):
     }
 
 
-class Enb(oai.Component):
+class EnbValues(NamedTuple):
+    common: oai.Common
+    s1c: ipaddress.IPv4Interface
+    s1u: ipaddress.IPv4Interface
+    mme_ip: str
+    dl_freq: int  # Hz
+    prb: int  # one of PRBS
+
+
+class Enb(oai.Component[EnbValues]):
     name = "enb"
     title = "eNB"
     repository = "https://gitlab.eurecom.fr/oai/openairinterface5g.git"
@@ -37,7 +50,7 @@ class Enb(oai.Component):
     workdir = ""  # the build directory: lte-softmodem loads the RF simulator library from there
     env = {"RFSIMULATOR": "enb"}
 
-    def binary_candidates(self):
+    def binary_candidates(self) -> List[str]:
         return [
             self.source_dir + "/cmake_targets/lte_build_oai/build/lte-softmodem",
             self.source_dir + "/cmake_targets/ran_build/build/lte-softmodem",
@@ -45,40 +58,36 @@ class Enb(oai.Component):
 
     build_labels = ("installing the eNB build dependencies", "building the eNB and UE with the RF simulator")
 
-    def config_values(self, config, plan):
-        values = oai.common_values(config)
-        values.update(
-            {
-                "s1c": oai.own_address(config, "s1c", self.title),
-                "s1u": oai.own_address(config, "s1u", self.title),
-                "mme_ip": oai.peer_address(config, plan, "s1c", "mme-address"),
-                "dl_freq": ov.integer(
-                    config.get("downlink-frequency"), "downlink-frequency", 400000000, 6000000000
-                ),
-                "prb": ov.integer(config.get("prb"), "prb", 6, 100),
-            }
+    def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> EnbValues:
+        values = EnbValues(
+            common=oai.common_values(config),
+            s1c=oai.own_address(config, "s1c", self.title),
+            s1u=oai.own_address(config, "s1u", self.title),
+            mme_ip=oai.peer_address(config, plan, "s1c", "mme-address"),
+            dl_freq=ov.integer(config.get("downlink-frequency"), "downlink-frequency", 400000000, 6000000000),
+            prb=ov.integer(config.get("prb"), "prb", 6, 100),
         )
-        if values["prb"] not in PRBS:
+        if values.prb not in PRBS:
             raise ov.InvalidValue(
-                "prb: {} is not one of {}".format(values["prb"], ", ".join(str(p) for p in PRBS))
+                "prb: {} is not one of {}".format(values.prb, ", ".join(str(p) for p in PRBS))
             )
         return values
 
-    def run_argv(self, values):
+    def run_argv(self, values: EnbValues) -> List[str]:
         return [self.binary, "-O", PREFIX + "/enb.conf", "--rfsim"]
 
-    def render_spec(self, values):
-        s1c, s1u = values["s1c"], values["s1u"]
+    def render_spec(self, values: EnbValues) -> oai.RenderSpec:
+        s1c, s1u, common = values.s1c, values.s1u, values.common
         edits = [
-            _set("tracking_area_code", values["tac"]),
-            _set("mcc", values["mcc"], "mcc (plmn_list)"),
-            _set("mnc", values["mnc"], "mnc (plmn_list)"),
-            _set("mnc_length", len(values["mnc"])),
-            _set("N_RB_DL", values["prb"]),
-            _set("downlink_frequency", "{}L".format(values["dl_freq"])),
+            _set("tracking_area_code", common.tac),
+            _set("mcc", common.mcc, "mcc (plmn_list)"),
+            _set("mnc", common.mnc, "mnc (plmn_list)"),
+            _set("mnc_length", len(common.mnc)),
+            _set("N_RB_DL", values.prb),
+            _set("downlink_frequency", "{}L".format(values.dl_freq)),
             {
                 "pattern": r'(mme_ip_address\s*=\s*\(\s*\{\s*ipv4\s*=\s*")[^"]*(")',
-                "repl": r"\g<1>{}\g<2>".format(values["mme_ip"]),
+                "repl": r"\g<1>{}\g<2>".format(values.mme_ip),
                 "count": 1,
                 "what": "mme_ip_address",
             },
@@ -88,7 +97,8 @@ class Enb(oai.Component):
             _set("ENB_IPV4_ADDRESS_FOR_S1U", str(s1u), quoted=True),
             _set("ENB_IPV4_ADDRESS_FOR_X2C", str(s1c), quoted=True),
         ]
-        tokens = {"@S1C_IFACE@": {"iface_of": str(s1c.ip)}, "@S1U_IFACE@": {"iface_of": str(s1u.ip)}}
+        tokens: Dict[str, oai.Token] = {"@S1C_IFACE@": {"iface_of": str(s1c.ip)},
+                                        "@S1U_IFACE@": {"iface_of": str(s1u.ip)}}
         return {
             "files": [
                 {
@@ -100,12 +110,12 @@ class Enb(oai.Component):
             ]
         }
 
-    def configure_calls(self, step, values):
+    def configure_calls(self, step: vnfscript.Step, values: EnbValues) -> None:
         step.call(
             "oai_configure_enb",
             oai.b64_json(self.render_spec(values)),
-            str(values["s1c"].ip),
-            str(values["s1u"].ip),
+            str(values.s1c.ip),
+            str(values.s1u.ip),
         )
 
 

@@ -14,7 +14,9 @@ relative to the working folder (``logs/hss.log``, ``conf/oss.json``): the HSS, a
 ``--onlyloadkey`` run, start in /usr/local/etc/oai, where configure creates ``logs/`` and ``conf/``.
 """
 
-from vpnaas import oai
+from typing import List, NamedTuple, Optional, Tuple
+
+from vpnaas import model, oai, vnfscript
 from vpnaas import oai_validation as ov
 
 PREFIX = oai.PREFIX
@@ -36,7 +38,20 @@ HSS_SUBMODULE_PINS = (
      "the commit build_pistache checks out after the pull"),
 )
 
-class Hss(oai.Component):
+
+class HssValues(NamedTuple):
+    common: oai.Common
+    hss_ip: str  # its S6a service address, where Cassandra listens too
+    mme_ip: str
+    imsi_first: str
+    msisdn_first: str
+    users: int
+    cassandra_timeout: int
+    lte_k: str
+    lte_op: str
+
+
+class Hss(oai.Component[HssValues]):
     name = "hss"
     title = "HSS"
     repository = "https://github.com/simula/openairinterface-openair-hss.git"
@@ -44,10 +59,9 @@ class Hss(oai.Component):
     program = "oai_hss"
     option_sources = ("src/hss_rel14/src",)
     workdir = PREFIX
-    secret_keys = ("lte_k", "lte_op")
     prerequisites = oai.Component.prerequisites + ("openjdk-8-jre-headless", "curl", "apt-transport-https")
 
-    def binary_candidates(self):
+    def binary_candidates(self) -> List[str]:
         return [
             "/usr/local/bin/oai_hss",
             self.source_dir + "/build/hss_rel14/bin/hss",
@@ -57,7 +71,7 @@ class Hss(oai.Component):
     submodule_pins = HSS_SUBMODULE_PINS
     work_dirs = ("logs", "conf")
 
-    def install_args(self, config):
+    def install_args(self, config: oai.Options) -> List[str]:
         """Cassandra's apt source (oai_prepare_hss in install.sh installs Cassandra from it)."""
         return [
             ov.repository(config.get("cassandra-apt-repository") or "", "cassandra-apt-repository"),
@@ -65,60 +79,58 @@ class Hss(oai.Component):
             ov.https_url(config.get("cassandra-keys-url") or "", "cassandra-keys-url"),
         ]
 
-    def before_units(self):
+    def before_units(self) -> List[str]:
         return ["cassandra.service"]
 
-    def config_values(self, config, plan):
-        values = oai.common_values(config)
-        values.update(
-            {
-                "hss_ip": str(oai.own_address(config, "s6a", self.title).ip),
-                "mme_ip": oai.peer_address(config, plan, "s6a", "mme-address"),
-                "imsi_first": ov.digits(config.get("imsi-first"), "imsi-first", 6, 15),
-                "msisdn_first": ov.digits(config.get("msisdn-first"), "msisdn-first", 5, 15),
-                "users": ov.integer(config.get("number-of-users"), "number-of-users", 1, 100000),
-                "cassandra_timeout": ov.integer(
-                    config.get("cassandra-timeout", 600), "cassandra-timeout", 30, 3600
-                ),
-                "lte_k": ov.secret_hex32(config.get("lte-k"), "lte-k"),
-                "lte_op": ov.secret_hex32(config.get("lte-op"), "lte-op"),
-            }
+    def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> HssValues:
+        values = HssValues(
+            common=oai.common_values(config),
+            hss_ip=str(oai.own_address(config, "s6a", self.title).ip),
+            mme_ip=oai.peer_address(config, plan, "s6a", "mme-address"),
+            imsi_first=ov.digits(config.get("imsi-first"), "imsi-first", 6, 15),
+            msisdn_first=ov.digits(config.get("msisdn-first"), "msisdn-first", 5, 15),
+            users=ov.integer(config.get("number-of-users"), "number-of-users", 1, 100000),
+            cassandra_timeout=ov.integer(config.get("cassandra-timeout", 600), "cassandra-timeout", 30, 3600),
+            lte_k=ov.secret_hex32(config.get("lte-k"), "lte-k"),
+            lte_op=ov.secret_hex32(config.get("lte-op"), "lte-op"),
         )
-        if not values["imsi_first"].startswith(values["mcc"] + values["mnc"]):
+        plmn = values.common.mcc + values.common.mnc
+        if not values.imsi_first.startswith(plmn):
             raise ov.InvalidValue(
-                "imsi-first: {} does not start with MCC+MNC {}{}".format(
-                    values["imsi_first"], values["mcc"], values["mnc"]
-                )
+                "imsi-first: {} does not start with MCC+MNC {}".format(values.imsi_first, plmn)
             )
-        last = str(int(values["imsi_first"]) + values["users"] - 1).zfill(len(values["imsi_first"]))
-        if len(last) > len(values["imsi_first"]) or not last.startswith(values["mcc"] + values["mnc"]):
+        last = str(int(values.imsi_first) + values.users - 1).zfill(len(values.imsi_first))
+        if len(last) > len(values.imsi_first) or not last.startswith(plmn):
             raise ov.InvalidValue(
                 "number-of-users: {} users from {} leave the PLMN (last IMSI {})".format(
-                    values["users"], values["imsi_first"], last
+                    values.users, values.imsi_first, last
                 )
             )
         return values
 
-    def configure_timeout(self, values):
-        return oai.CONFIGURE_TIMEOUT + values["cassandra_timeout"]
+    def configure_timeout(self, values: HssValues) -> int:
+        return oai.CONFIGURE_TIMEOUT + values.cassandra_timeout
 
-    def run_argv(self, values):
+    def run_argv(self, values: HssValues) -> List[str]:
         return [self.binary, "-j", PREFIX + "/hss_rel14.json"]
 
-    def setup_settings(self, values):
-        realm = values["realm"]
+    def secrets(self, values: HssValues) -> List[str]:
+        return [values.lte_k, values.lte_op]
+
+    def setup_settings(self, values: HssValues) -> List[Tuple[str, str]]:
+        realm = values.common.realm
         return [
-            ("host", "{} hss.{} hss".format(values["hss_ip"], realm)),
-            ("host", "{} mme.{} mme".format(values["mme_ip"], realm)),
+            ("host", "{} hss.{} hss".format(values.hss_ip, realm)),
+            ("host", "{} mme.{} mme".format(values.mme_ip, realm)),
             # Before every start (boot included): Cassandra must answer CQL, or the HSS hangs.
-            ("cql", "{} {}".format(values["hss_ip"], values["cassandra_timeout"])),
+            ("cql", "{} {}".format(values.hss_ip, values.cassandra_timeout)),
         ]
 
-    def render_spec(self, values):
+    def render_spec(self, values: HssValues) -> oai.RenderSpec:
         src = self.source_dir + "/etc/"
-        realm, ip = values["realm"], values["hss_ip"]
+        realm, ip = values.common.realm, values.hss_ip
         fqdn = "hss." + realm
-        listen = {
+        listen: oai.JsonObject = {
             "pattern": r'#?[ \t]*ListenOn[ \t]*=[ \t]*"[^"\n]*"[ \t]*;',
             "repl": 'ListenOn = "{}";'.format(ip),
             "count": 1,
@@ -143,7 +155,7 @@ class Hss(oai.Component):
                         "@REALM@": realm,
                         "@HSS_FQDN@": fqdn,
                         "@cassandra_Server_IP@": ip,
-                        "@OP_KEY@": values["lte_op"],
+                        "@OP_KEY@": values.lte_op,
                         "@ROAMING_ALLOWED@": "true",
                     },
                     "mode": "600",
@@ -166,47 +178,48 @@ class Hss(oai.Component):
             ]
         }
 
-    def provision_spec(self, values):
+    def provision_spec(self, values: HssValues) -> oai.JsonObject:
+        realm = values.common.realm
         return {
             "script": self.source_dir + "/scripts/data_provisioning_users",
             "args": [
                 "--apn",
-                "default." + values["realm"],
+                "default." + realm,
                 "--apn2",
-                "internet." + values["realm"],
+                "internet." + realm,
                 "--key",
-                values["lte_k"],
+                values.lte_k,
                 "--imsi-first",
-                values["imsi_first"],
+                values.imsi_first,
                 "--msisdn-first",
-                values["msisdn_first"],
+                values.msisdn_first,
                 "--mme-identity",
-                "mme." + values["realm"],
+                "mme." + realm,
                 "--no-of-users",
-                str(values["users"]),
+                str(values.users),
                 "--realm",
-                values["realm"],
+                realm,
                 "--cassandra-cluster",
-                values["hss_ip"],
+                values.hss_ip,
                 "--verbose",
                 "False",
             ],
         }
 
-    def configure_files(self):
+    def configure_files(self) -> List[str]:
         return ["oai/configure-hss.sh"]
 
-    def configure_calls(self, step, values):
+    def configure_calls(self, step: vnfscript.Step, values: HssValues) -> None:
         step.secret("HSS_SPEC", oai.b64_json(self.render_spec(values)))
         step.secret("HSS_PROVISION", oai.b64_json(self.provision_spec(values)))
         step.call(
             "oai_configure_hss",
-            values["hss_ip"],
+            values.hss_ip,
             self.source_dir,
-            values["realm"],
-            values["users"],
-            values["imsi_first"],
-            values["cassandra_timeout"],
+            values.common.realm,
+            values.users,
+            values.imsi_first,
+            values.cassandra_timeout,
             self.binary,
             PREFIX,
             oai.shipped_b64("oai/provision.py"),

@@ -26,14 +26,14 @@ def _text(value: Any, what: str) -> str:
     return "" if value is None else validation.word(value, what)
 
 
-def realm(value, what="realm"):
+def realm(value: Any, what: str = "realm") -> str:
     value = _text(value, what)
     if not _REALM.fullmatch(value):
         raise InvalidValue("{}: {} is not a lower-case DNS domain such as ntnu.no".format(what, excerpt(value)))
     return value
 
 
-def digits(value, what, low_len, high_len):
+def digits(value: Any, what: str, low_len: int, high_len: int) -> str:
     value = _text(str(value) if isinstance(value, int) and not isinstance(value, bool) else value, what)
     if not re.fullmatch(r"[0-9]{%d,%d}" % (low_len, high_len), value):
         count = low_len if low_len == high_len else "{}-{}".format(low_len, high_len)
@@ -44,7 +44,7 @@ def digits(value, what, low_len, high_len):
 integer = validation.integer
 
 
-def secret_hex32(value, what):
+def secret_hex32(value: Any, what: str) -> str:
     """An LTE key (K or OP): 32 hex digits. The value never appears in a message, not even in part."""
     if value is None:
         value = ""
@@ -62,7 +62,7 @@ def secret_hex32(value, what):
     return value.lower()
 
 
-def repository(value, what="oai-repository"):
+def repository(value: Any, what: str = "oai-repository") -> str:
     value = _text(value, what)
     if not _REPO.fullmatch(value) or ".." in value:
         raise InvalidValue("{}: {} is not a plain git URL (https://, git:// or ssh://, no spaces or quotes)"
@@ -70,7 +70,7 @@ def repository(value, what="oai-repository"):
     return value
 
 
-def apt_series(value, what):
+def apt_series(value: Any, what: str) -> str:
     """A release series of an apt repository such as Cassandra's 311x."""
     value = _text(value, what)
     if not re.fullmatch(r"[0-9]{2,3}x", value):
@@ -78,14 +78,14 @@ def apt_series(value, what):
     return value
 
 
-def https_url(value, what):
+def https_url(value: Any, what: str) -> str:
     value = _text(value, what)
     if not re.fullmatch(r"https://[A-Za-z0-9._~:/@%+-]{3,300}", value) or ".." in value:
         raise InvalidValue("{}: {} is not a plain https:// URL".format(what, excerpt(value)))
     return value
 
 
-def git_ref(value, what="oai-ref"):
+def git_ref(value: Any, what: str = "oai-ref") -> str:
     value = _text(value, what)
     if not _REF.fullmatch(value) or ".." in value or value.endswith((".lock", "/", ".")) or "//" in value:
         raise InvalidValue("{}: {} is not a git commit, tag or branch name".format(what, excerpt(value)))
@@ -109,7 +109,7 @@ def ipv4_pool(value: Any, what: str) -> ipaddress.IPv4Network:
     return net
 
 
-def interface_name(value, what):
+def interface_name(value: Any, what: str) -> str:
     value = _text(value, what)
     if value and not _IFNAME.fullmatch(value):
         raise InvalidValue("{}: {} is not a network interface name".format(what, excerpt(value)))

@@ -11,12 +11,14 @@ keys (where the earlier revisions kept it, so an upgrade keeps it too).
 """
 
 import logging
+from typing import Any, Dict, List
 
-from ops.model import BlockedStatus, MaintenanceStatus
+from ops.charm import ActionEvent
+from ops.model import BlockedStatus, MaintenanceStatus, StatusBase
 
-from vpnaas import oai, ssh, vnfscript
+from vpnaas import model, oai, remote, ssh, vnfscript
 from vpnaas import oai_validation as ov
-from vpnaas.charm_base import ReconcileFailed
+from vpnaas.charm_base import ReconcileFailed, VpnaasCharm
 from vpnaas.validation import InvalidValue
 from vpnaas.workload import Workload
 
@@ -28,10 +30,13 @@ PRESTART_LIMIT = 300
 class OaiWorkload(Workload):
     """Subclasses set ``component`` (an oai.Component)."""
 
-    component: oai.Component
+    # Any component's values: they only go from its config_values to its own steps.
+    component: oai.Component[Any]
+    # Workload's charm is Any: workload.py cannot import charm_base (charm_base imports it).
+    charm: VpnaasCharm
     waits_for_tunnels = True
 
-    def __init__(self, charm):
+    def __init__(self, charm: VpnaasCharm) -> None:
         super().__init__(charm)
         self._stored = charm._stored
         self._stored.set_default(oai_wanted="", oai_error="", oai_service="")
@@ -45,14 +50,14 @@ class OaiWorkload(Workload):
             charm.framework.observe(getattr(charm.on, name + "_action"), handler)
 
     # ------------------------------------------------------------------ the charm's calls
-    def step(self, plan, step):
+    def step(self, plan: model.Plan, step: vnfscript.Step) -> None:
         devices = [d.name for d in plan.devices]
         oai.add_gate(step, self.component, devices, self._stored.oai_wanted, self._prestart_limit())
 
-    def teardown(self, step):
+    def teardown(self, step: vnfscript.Step) -> None:
         oai.add_teardown(step, self.component)
 
-    def _prestart_limit(self):
+    def _prestart_limit(self) -> int:
         try:
             return ov.integer(
                 self.config.get("oai-handshake-timeout", PRESTART_LIMIT), "oai-handshake-timeout", 10, 3600
@@ -60,16 +65,16 @@ class OaiWorkload(Workload):
         except InvalidValue:
             return PRESTART_LIMIT
 
-    def wants_session(self, plan):
+    def wants_session(self, plan: model.Plan) -> bool:
         # A start waiting for a handshake: the relation-changed that says the peer configured our
         # key (its peer-keys) is the moment to look again, even though the tunnels did not change.
         return self._stored.oai_service not in ("running", "starting") and self._stored.oai_wanted == "started"
 
-    def observed(self, plan, obs):
+    def observed(self, plan: model.Plan, obs: remote.Observation) -> None:
         # What the gate saw decides whether the next reconcile needs a session.
         self._stored.oai_service = obs.component.get("service", "")
 
-    def status(self, plan, obs, tunnel_status):
+    def status(self, plan: model.Plan, obs: remote.Observation, tunnel_status: StatusBase) -> StatusBase:
         text = self.service_text(obs.component)
         if self._stored.oai_error:
             text = "{}; {}".format(self._stored.oai_error, text)
@@ -78,7 +83,7 @@ class OaiWorkload(Workload):
             return BlockedStatus(message)
         return type(tunnel_status)(message)
 
-    def service_text(self, comp):
+    def service_text(self, comp: Dict[str, str]) -> str:
         """What the service is doing, for the unit status."""
         prefix = self.component.service
         if comp.get("installed") != "yes":
@@ -102,10 +107,10 @@ class OaiWorkload(Workload):
         return "{}: configured, not started".format(prefix)
 
     # ------------------------------------------------------------------ helpers
-    def _secrets(self):
+    def _secrets(self) -> List[str]:
         return [str(self.config.get(k) or "").strip() for k in ("lte-k", "lte-op") if self.config.get(k)]
 
-    def _fail_action_and_reconcile(self, event, step, message):
+    def _fail_action_and_reconcile(self, event: ActionEvent, step: str, message: str) -> None:
         """Fail the action (secrets redacted), keep the error for the status, and reconcile: every
         action ends with a reconcile, a failed one too."""
         message = oai.redact(message, self._secrets())
@@ -113,11 +118,11 @@ class OaiWorkload(Workload):
         event.fail("{} failed: {}".format(step, message))
         self.charm.after_action()
 
-    def _run_oai_step(self, step_name, step, timeout):
+    def _run_oai_step(self, step_name: str, step: vnfscript.Step, timeout: int) -> oai.StepResults:
         """Run ``step`` in one SSH session with progress in the unit status; returns step_results()."""
         self.charm.unit.status = MaintenanceStatus("{}: connecting to the VNF".format(step_name))
 
-        def on_line(line):
+        def on_line(line: str) -> None:
             progress = oai.progress_text(line)
             if progress:
                 self.charm.unit.status = MaintenanceStatus(
@@ -140,7 +145,7 @@ class OaiWorkload(Workload):
         return oai.step_results(report)
 
     # ------------------------------------------------------------------ actions
-    def _on_oai_install(self, event):
+    def _on_oai_install(self, event: ActionEvent) -> None:
         step = "oai-install"
         try:
             inputs = oai.install_plan(self.component, dict(self.config))
@@ -148,25 +153,25 @@ class OaiWorkload(Workload):
             self._fail_action_and_reconcile(event, step, str(e))
             return
         try:
-            report = self._run_oai_step(step, oai.install_step(self.component, inputs), inputs["timeout"] + 120)
+            report = self._run_oai_step(step, oai.install_step(self.component, inputs), inputs.timeout + 120)
         except (ssh.SshError, vnfscript.StepError, vnfscript.ScriptError) as e:
             self._fail_action_and_reconcile(event, step, str(e))
             return
         self._stored.oai_error = ""
-        results = report["results"]
+        results = report.results
         event.set_results(
             {
                 "result": "already built" if results.get("state") == "unchanged" else "built",
-                "repository": inputs["repository"],
-                "ref": inputs["ref"],
+                "repository": inputs.repository,
+                "ref": inputs.ref,
                 "commit": results.get("commit", ""),
-                "notes": "; ".join(report["notes"]),
+                "notes": "; ".join(report.notes),
                 "log": "{}/oai-install-{}.log".format(oai.LOG_DIR, self.component.name),
             }
         )
         self.charm.after_action()
 
-    def _on_oai_configure(self, event):
+    def _on_oai_configure(self, event: ActionEvent) -> None:
         step = "oai-configure"
         try:
             values = self.component.config_values(dict(self.config), self.charm.build_plan())
@@ -186,7 +191,7 @@ class OaiWorkload(Workload):
             self._fail_action_and_reconcile(event, step, str(e))
             return
         self._stored.oai_error = ""
-        results = report["results"]
+        results = report.results
         if results.get("restart") == "needed" and not self._stored.oai_wanted:
             self._stored.oai_wanted = "started"  # it was running: the gate brings it back
         event.set_results(
@@ -198,7 +203,7 @@ class OaiWorkload(Workload):
         )
         self.charm.after_action()
 
-    def _on_oai_start(self, event):
+    def _on_oai_start(self, event: ActionEvent) -> None:
         self._stored.oai_wanted = "started"
         outcome = self.charm.after_action()
         obs = outcome.obs
@@ -229,7 +234,7 @@ class OaiWorkload(Workload):
             )
         event.set_results({"result": result, "service": self.component.service})
 
-    def _on_oai_stop(self, event):
+    def _on_oai_stop(self, event: ActionEvent) -> None:
         self._stored.oai_wanted = "stopped"
         outcome = self.charm.after_action()
         obs = outcome.obs

@@ -84,11 +84,12 @@ def own_addresses(values):
     """The component's own service addresses, all on the dummy device as the reconcile puts them
     (so "read" is ambiguous and every explicit-address edit is required: the strictest case)."""
     out = []
-    for value in values.values():
+    fields = values._asdict()
+    for value in fields.values():
         if isinstance(value, (ipaddress.IPv4Interface,)):
             out.append(("vpnaas0", str(value.ip)))
-    if "hss_ip" in values:
-        out.append(("vpnaas0", values["hss_ip"]))
+    if "hss_ip" in fields:
+        out.append(("vpnaas0", fields["hss_ip"]))
     return out + [("lo", "127.0.0.1")]
 
 

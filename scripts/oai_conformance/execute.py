@@ -75,13 +75,12 @@ def chain(name, comp, config):
     values = comp.config_values(config, None)
     inputs = oai.install_plan(comp, config)
     steps = [("addresses+gate", gate_step(comp, config, "none"), 120, expect_component),
-             ("install", oai.install_step(comp, inputs), inputs["timeout"], expect_install),
+             ("install", oai.install_step(comp, inputs), inputs.timeout, expect_install),
              ("configure", oai.configure_step(comp, values), comp.configure_timeout(values), expect_configure),
              ("start (gate)", gate_step(comp, config, "started"), 120, expect_started)]
     if name == "enb" and config.get("ue-imsi"):
         v = oai_ue.values(config)
-        steps.append(("ue-attach", oai_ue.attach_step(v), int(v["timeout"]) + 60 if "timeout" in v else 300,
-                      expect_attach))
+        steps.append(("ue-attach", oai_ue.attach_step(v), v.timeout + 60, expect_attach))
     return values, steps
 
 
@@ -171,7 +170,7 @@ def run_component(name, comp, config, src_root, workdir, secrets):
                 except vnfscript.StepError as e:
                     outcome.add(run, label, seconds, False, oai.redact(str(e) + diagnosis(box, name), secrets))
                     continue
-                ok, detail = check(report, oai.step_results(report)["results"], run)
+                ok, detail = check(report, oai.step_results(report).results, run)
                 outcome.add(run, label, seconds, ok and rc == 0, oai.redact(detail, secrets))
             check_pins(outcome, box, comp, run)
             if run == 1:

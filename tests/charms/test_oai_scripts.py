@@ -41,7 +41,7 @@ def files_of(component, values):
 def test_default_sources_are_pinned(component_name):
     comp = COMPONENTS[component_name]
     inputs = oai.install_plan(comp, config_for(component_name))
-    assert (inputs["repository"], inputs["ref"]) == PINS[component_name]
+    assert (inputs.repository, inputs.ref) == PINS[component_name]
 
 
 def test_install_step_passes_the_inputs_as_arguments(component_name):
@@ -241,9 +241,9 @@ def test_enb_configuration_values():
 def test_peer_address_comes_from_the_relation_when_no_option_is_set():
     plan = plan_with_peer("s6a", "requirer", "172.16.6.2/32")
     values = oai_hss.COMPONENT.config_values(config_for("hss", **{"mme-address": ""}), plan)
-    assert values["mme_ip"] == "172.16.6.2"
+    assert values.mme_ip == "172.16.6.2"
     values = oai_hss.COMPONENT.config_values(config_for("hss", **{"mme-address": "172.16.6.9"}), plan)
-    assert values["mme_ip"] == "172.16.6.9"
+    assert values.mme_ip == "172.16.6.9"
 
 
 def test_peer_address_missing_everywhere_is_a_clear_error():
@@ -253,8 +253,8 @@ def test_peer_address_missing_everywhere_is_a_clear_error():
 
 def test_step_results_reads_the_shared_report():
     report = vnfscript.parse("PROGRESS 1/2 a\nNOTE n1\nRESULT state built\nRESULT commit abc\nPROGRESS 2/2 b\nDONE\n")
-    assert oai.step_results(report) == {"results": {"state": "built", "commit": "abc"}, "notes": ["n1"],
-                                        "progress": "2/2 b"}
+    assert oai.step_results(report) == oai.StepResults(results={"state": "built", "commit": "abc"}, notes=["n1"],
+                                                       progress="2/2 b")
     with pytest.raises(vnfscript.StepError, match="boom"):
         vnfscript.parse("PROGRESS 1/2 a\nERROR boom\n")
 

@@ -279,8 +279,8 @@ def test_cassandra_comes_from_the_configured_repository(tmp_path):
 
     comp = oai_hss.COMPONENT
     inputs = oai.install_plan(comp, config_for("hss"))
-    assert inputs["extra"] == ["https://debian.cassandra.apache.org", "311x",
-                               "https://downloads.apache.org/cassandra/KEYS"]
+    assert inputs.extra == ["https://debian.cassandra.apache.org", "311x",
+                            "https://downloads.apache.org/cassandra/KEYS"]
     with pytest.raises(InvalidValue, match="cassandra-series"):
         oai.install_plan(comp, config_for("hss", **{"cassandra-series": "21x main\ndeb http://evil"}))
     stubs, apt = tmp_path / "stubs", tmp_path / "apt"
@@ -293,7 +293,7 @@ def test_cassandra_comes_from_the_configured_repository(tmp_path):
         (stubs / name).write_text(STUB.format(calls=calls))
     for f in stubs.iterdir():
         os.chmod(str(f), 0o755)
-    step = vnfscript.Step([oai.LIB, "oai/install.sh"]).call("oai_prepare_hss", *inputs["extra"])
+    step = vnfscript.Step([oai.LIB, "oai/install.sh"]).call("oai_prepare_hss", *inputs.extra)
     rc, out, err = run_step(step, env=dict(os.environ, OAI_APT_DIR=str(apt), OAI_INIT="systemd"), stubs=stubs)
     assert rc == 0, out + err
     assert (apt / "sources.list.d" / "cassandra.list").read_text() == (

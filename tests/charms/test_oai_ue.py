@@ -129,7 +129,7 @@ def test_ue_sh_attaches_and_measures(tmp_path):
     spec["files"][0]["src"] = str(src / oai_ue.TEMPLATE)
     spec["files"][0]["dst"] = str(state / "ue.conf")
     step = vnfscript.Step([oai.LIB, "oai/ue.sh"]).secret("UE_SPEC", oai.b64_json(spec))
-    step.call("oai_ue_attach", oai.shipped_b64("oai/render.py"), str(src), v["imsi"], v["dl_freq"], v["prb"], 20)
+    step.call("oai_ue_attach", oai.shipped_b64("oai/render.py"), str(src), v.imsi, v.dl_freq, v.prb, 20)
     env = dict(os.environ, OAI_STATE_DIR=str(state), OAI_LOG_DIR=str(tmp_path / "log"),
                OAI_RUN_DIR=str(tmp_path / "run"), OAI_INIT="direct")
     try:

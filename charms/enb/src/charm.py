@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Proxy charm of the OAI eNB VNF: the generic VPNaaS charm composed with the OAI workload of
 vpnaas.oai_enb, which adds the optional UE of vpnaas.oai_ue (actions ue-attach and ue-iperf)."""
+from typing import Callable, Dict, List, Optional
+
+from ops.charm import ActionEvent
+
 from vpnaas import oai, oai_enb, oai_ue, ssh, vnfscript
 from vpnaas import oai_validation as ov
 from vpnaas.charm_base import VpnaasCharm, main
@@ -11,12 +15,12 @@ from vpnaas.validation import InvalidValue
 class EnbWorkload(OaiWorkload):
     component = oai_enb.COMPONENT
 
-    def __init__(self, charm):
+    def __init__(self, charm: VpnaasCharm) -> None:
         super().__init__(charm)
         charm.framework.observe(charm.on.ue_attach_action, self._on_ue_attach)
         charm.framework.observe(charm.on.ue_iperf_action, self._on_ue_iperf)
 
-    def _secrets(self):
+    def _secrets(self) -> List[str]:
         keys = [str(self.config.get(k) or "").strip() for k in ("ue-lte-k", "ue-lte-op")]
         try:
             keys.append(oai_ue.opc(*keys))
@@ -24,7 +28,8 @@ class EnbWorkload(OaiWorkload):
             pass
         return super()._secrets() + [k for k in keys if k]
 
-    def _ue_step(self, event, name, build, timeout):
+    def _ue_step(self, event: ActionEvent, name: str, build: Callable[[], vnfscript.Step],
+                 timeout: int) -> Optional[Dict[str, str]]:
         """Run a UE step; the UE's failures fail the action but leave the eNB's status alone."""
         try:
             step = build()
@@ -38,12 +43,12 @@ class EnbWorkload(OaiWorkload):
             self.charm.after_action()
             return None
         self.charm.after_action()
-        return report["results"]
+        return report.results
 
-    def _on_ue_attach(self, event):
-        holder = {}
+    def _on_ue_attach(self, event: ActionEvent) -> None:
+        holder: Dict[str, oai_ue.UeValues] = {}
 
-        def build():
+        def build() -> vnfscript.Step:
             holder["v"] = oai_ue.values(dict(self.config))
             return oai_ue.attach_step(holder["v"])
 
@@ -57,13 +62,14 @@ class EnbWorkload(OaiWorkload):
                             "(journalctl -u oai-mme, or {}/oai-mme.log without systemd)".format(oai.LOG_DIR),
             })
 
-    def _on_ue_iperf(self, event):
-        params = {}
+    def _on_ue_iperf(self, event: ActionEvent) -> None:
+        params: Dict[str, str] = {}
 
-        def build():
-            params["server"] = ov.ipv4(event.params.get("server"), "server")
-            params["seconds"] = ov.integer(event.params.get("seconds", 10), "seconds", 1, 300)
-            return oai_ue.iperf_step(params["server"], params["seconds"])
+        def build() -> vnfscript.Step:
+            server = ov.ipv4(event.params.get("server"), "server")
+            seconds = ov.integer(event.params.get("seconds", 10), "seconds", 1, 300)
+            params["server"] = server
+            return oai_ue.iperf_step(server, seconds)
 
         results = self._ue_step(event, "ue-iperf", build, 400)
         if results is None:

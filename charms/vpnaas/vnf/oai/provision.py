@@ -9,7 +9,7 @@ import runpy
 import sys
 
 
-def main():
+def main() -> None:
     spec = json.load(sys.stdin)
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)

@@ -21,15 +21,21 @@ import os
 import re
 import subprocess
 import sys
+from typing import Any, Dict, List, Tuple
 
 TOKEN = re.compile(r"@[A-Za-z][A-Za-z0-9_-]*@")
+#: (interface label, IPv4 address) of every address on the VNF.
+Addresses = List[Tuple[str, str]]
+#: One object of the spec (a file entry, an edit): JSON from the charm, so its values are whatever
+#: the charm sent (the module docstring describes the fields).
+Entry = Dict[str, Any]
 
 
 class RenderError(Exception):
     pass
 
 
-def addresses():
+def addresses() -> Addresses:
     """[(label, ip)] of every IPv4 address; the label is the name getifaddrs() reports."""
     text = subprocess.check_output(["ip", "-o", "-4", "addr", "show"]).decode()
     out = []
@@ -43,7 +49,7 @@ def addresses():
     return out
 
 
-def resolve(value, addrs, variables):
+def resolve(value: Any, addrs: Addresses, variables: Dict[str, str]) -> str:
     if isinstance(value, dict) and "iface_of" in value:
         ip = value["iface_of"]
         labels = [label for label, a in addrs if a == ip]
@@ -59,13 +65,13 @@ def resolve(value, addrs, variables):
     return str(value)
 
 
-def shared(ip, addrs):
+def shared(ip: str, addrs: Addresses) -> bool:
     """True when the interface holding ip carries other IPv4 addresses too (OAI "read" is ambiguous)."""
     labels = [label for label, a in addrs if a == ip]
     return bool(labels) and sum(1 for label, _ in addrs if label == labels[0]) > 1
 
 
-def set_yaml(text, settings, path):
+def set_yaml(text: str, settings: Dict[str, Any], path: str) -> str:
     import yaml
     data = yaml.safe_load(text) or {}
     for key, value in sorted(settings.items()):
@@ -79,12 +85,12 @@ def set_yaml(text, settings, path):
     return yaml.safe_dump(data, default_flow_style=False)
 
 
-def edit_flags(edit):
+def edit_flags(edit: Entry) -> int:
     """``"flags": "s"``: ``.`` also matches a line break (an edit confined to one block)."""
     return re.S if "s" in edit.get("flags", "") else 0
 
 
-def render_text(entry, text, addrs, variables):
+def render_text(entry: Entry, text: str, addrs: Addresses, variables: Dict[str, str]) -> str:
     """The rendered text of one spec entry from its template ``text``; raises RenderError."""
     path = entry["dst"]
     for edit in entry.get("edits", []):
@@ -109,7 +115,7 @@ def render_text(entry, text, addrs, variables):
     return text
 
 
-def read_template(entry):
+def read_template(entry: Entry) -> str:
     if "content" in entry:
         return entry["content"]
     try:
@@ -120,7 +126,7 @@ def read_template(entry):
             entry["src"], e.strerror)) from None
 
 
-def write(path, data, mode):
+def write(path: str, data: bytes, mode: int) -> bool:
     try:
         with open(path, "rb") as f:
             if f.read() == data:
@@ -141,7 +147,7 @@ def write(path, data, mode):
     return True
 
 
-def main(argv):
+def main(argv: List[str]) -> int:
     variables = dict(a.split("=", 1) for a in argv if "=" in a)
     spec = json.load(sys.stdin)
     addrs = addresses()
