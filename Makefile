@@ -17,7 +17,7 @@ BENCH_ARGS ?=
         osm-conformance oai-conformance
 
 help: ## list the targets
-	@grep -hE '^[a-z][a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
+	@grep -hE '^[a-z][a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
 
 $(VENV)/.done: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
