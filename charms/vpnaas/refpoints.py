@@ -26,6 +26,17 @@ SERVICE_NETWORKS: Dict[str, str] = {
     rp.name: rp.service_network for rp in registry.load().reference_points.values() if rp.service_network}
 
 
+#: The address label suffix of each labelled reference point's service addresses (registry
+#: ``labelled``): network functions that bind by interface name find their address by it.
+LABELS: Dict[str, str] = {
+    rp.name: rp.label for rp in registry.load().reference_points.values() if rp.labelled}
+
+
+def address_label(endpoint: str) -> str:
+    """The label suffix of ``endpoint``'s service addresses, "" for an unlabelled one."""
+    return LABELS.get(endpoint, "")
+
+
 def default_port(endpoint: str) -> int:
     entry = REFERENCE_POINTS.get(endpoint)
     return entry[0] if entry else GENERIC_PORT

@@ -23,16 +23,23 @@ TUNNEL_FILES = ["tunnels.sh"]
 #: What each build step of the stand-in build scripts leaves, relative to the tree (where OAI's
 #: build leaves the programs: the in-tree candidate of each component's binary_candidates).
 UE_PROGRAMS = ["cmake_targets/lte_build_oai/build/lte-uesoftmodem", "cmake_targets/nas_sim_tools/build/conf2uedata"]
+NR_UE_PROGRAMS = ["cmake_targets/ran_build/build/nr-uesoftmodem"]
 BUILD_SCRIPTS = {"hss": "build_hss_rel14", "mme": "build_mme", "spgwc": "build_spgwc", "spgwu": "build_spgwu",
-                 "enb": "build_oai"}
+                 "enb": "build_oai", "amf": "build_amf", "smf": "build_smf", "upf": "build_upf", "gnb": "build_oai"}
 
 
 def builds(components):
+    """{build script: [programs it leaves, relative to the tree]} (components without an OAI build
+    script, MySQL, have none)."""
     out = {}
     for name, comp in components:
+        if name not in BUILD_SCRIPTS:
+            continue
         programs = [c[len(comp.source_dir) + 1:] for c in comp.binary_candidates()
                     if c.startswith(comp.source_dir + "/")][:1]
-        out[BUILD_SCRIPTS[name]] = programs + (UE_PROGRAMS if name == "enb" else [])
+        extra = UE_PROGRAMS if name == "enb" else NR_UE_PROGRAMS if name == "gnb" else []
+        out.setdefault(BUILD_SCRIPTS[name], [])
+        out[BUILD_SCRIPTS[name]] += [p for p in programs + extra if p not in out[BUILD_SCRIPTS[name]]]
     return out
 
 

@@ -19,6 +19,11 @@ ENDPOINTS = {
     "spgwc": ("s11", "mme"),
     "spgwu": ("s1u", "enb"),
     "enb": ("s1c", "mme"),
+    "mysql": ("db", "amf"),
+    "amf": ("n2", "gnb"),
+    "smf": ("n4", "upf"),
+    "upf": ("n3", "gnb"),
+    "gnb": ("n2", "amf"),
 }
 
 
