@@ -198,9 +198,17 @@ cn5g_build() {  # src log title nf
   build_step "$1" "$2" "building the $3" bash -c "cd build/scripts && ./build_$4 -c -V -b Release -j"
 }
 
-oai_build_amf() { cn5g_build "$1" "$2" AMF amf; }
-oai_build_smf() { cn5g_build "$1" "$2" SMF smf; }
-oai_build_upf() { cn5g_build "$1" "$2" UPF upf; }
+oai_build_amf() {
+  cn5g_build "$1" "$2" AMF amf
+}
+
+oai_build_smf() {
+  cn5g_build "$1" "$2" SMF smf
+}
+
+oai_build_upf() {
+  cn5g_build "$1" "$2" UPF upf
+}
 
 oai_prepare_gnb() {  # the gNB builds none of its submodules (FlexRIC, the E2 agent, only with --build-e2)
   # shellcheck disable=SC2034  # read by pin_submodules (oai-lib.sh)
