@@ -37,6 +37,12 @@ def address_label(endpoint: str) -> str:
     return LABELS.get(endpoint, "")
 
 
+def carries(endpoint: str) -> str:
+    """What runs over the reference point (the registry's ``carries``), "" for a generic endpoint."""
+    entry = REFERENCE_POINTS.get(endpoint)
+    return entry[2] if entry else ""
+
+
 def default_port(endpoint: str) -> int:
     entry = REFERENCE_POINTS.get(endpoint)
     return entry[0] if entry else GENERIC_PORT
