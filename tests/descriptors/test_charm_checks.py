@@ -246,6 +246,7 @@ def test_an_exporter_port_that_is_not_the_charms_is_refused(bundle):
 
 
 def test_an_exporter_on_another_connection_point_is_refused(bundle):
-    find(bundle, "vnfd", "oai-hss").body["df"][0]["exporters-endpoints"]["external-connection-point-ref"] = "hss-s6a-ext"
+    exp = find(bundle, "vnfd", "oai-hss").body["df"][0]["exporters-endpoints"]
+    exp["external-connection-point-ref"] = "hss-s6a-ext"
     assert_problem(problems_of(bundle), HSS, EXPORTER + ".external-connection-point-ref",
                    "hss-s6a-ext is not the management connection point hss-mgmt-ext")

@@ -47,7 +47,7 @@ import subprocess
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from typing import Dict, List
+from typing import Any, Dict, List, Optional, Tuple
 
 LABELS = "/etc/wireguard/vpnaas-metrics.json"
 REFUSED = "/etc/wireguard/vpnaas-metrics.refused"
@@ -55,6 +55,7 @@ IMPLEMENTATION = "/etc/wireguard/vpnaas-metrics.impl"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 WG_TIMEOUT = 5
 MAX_LABELS_BYTES = 4 * 1024 * 1024
+Labels = Tuple[Tuple[str, object], ...]
 
 FAMILIES = (
     ("vpnaas_wireguard_up", "gauge", "1 when `wg show all dump` answered on this VNF."),
@@ -71,17 +72,17 @@ FAMILIES = (
 )
 
 
-def escape(value):
+def escape(value: object) -> str:
     """A label value in the text format: backslash, double quote and line feed escaped."""
     return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-def sample(name, labels, value):
+def sample(name: str, labels: Labels, value: object) -> str:
     inner = ",".join('{}="{}"'.format(k, escape(v)) for k, v in labels)
     return "{}{{{}}} {}".format(name, inner, value) if inner else "{} {}".format(name, value)
 
 
-def read_text(path, limit=MAX_LABELS_BYTES):
+def read_text(path: str, limit: int = MAX_LABELS_BYTES) -> str:
     try:
         with open(path, "rb") as f:
             return f.read(limit).decode("utf-8", "replace")
@@ -89,7 +90,7 @@ def read_text(path, limit=MAX_LABELS_BYTES):
         return ""
 
 
-def load_labels(path=LABELS):
+def load_labels(path: str = LABELS) -> List[Dict[str, Any]]:
     """The charm's view: [{device, refpoint, peers: [{public-key, peer, allowed-ips}], refused}]."""
     try:
         doc = json.loads(read_text(path) or "{}")
@@ -100,7 +101,7 @@ def load_labels(path=LABELS):
         if isinstance(devices, list) else []
 
 
-def wg_dump():
+def wg_dump() -> Optional[Dict[str, List[List[str]]]]:
     """{device: [peer fields]} from `wg show all dump`, or None when wg did not answer."""
     try:
         proc = subprocess.run(["wg", "show", "all", "dump"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -121,7 +122,7 @@ def wg_dump():
     return out
 
 
-def implementation(device, userspace):
+def implementation(device: str, userspace: str) -> Tuple[str, str]:
     """(implementation, version) of a present device: the kernel module's, or the userspace
     program the charm's step brought it up with."""
     uevent = read_text("/sys/class/net/{}/uevent".format(device), 4096)
@@ -133,7 +134,7 @@ def implementation(device, userspace):
     return "userspace", "unknown"
 
 
-def _peer_labels(dev):
+def _peer_labels(dev: Dict[str, Any]) -> Dict[str, str]:
     """{public key: peer label}, one label per key: a label that repeats (never from the charm)
     gets the key's start appended, so no two series of a scrape are the same."""
     out: Dict[str, str] = {}
@@ -146,7 +147,7 @@ def _peer_labels(dev):
     return out
 
 
-def _refused_counts(dev, vnf_refused):
+def _refused_counts(dev: Dict[str, Any], vnf_refused: Dict[str, List[str]]) -> Dict[str, int]:
     """{peer label: refused prefix count}: the charm's refusals and the routes the VNF refused
     (attributed to the peer whose allowed IPs hold the prefix)."""
     counts: Dict[str, int] = {}
@@ -160,7 +161,7 @@ def _refused_counts(dev, vnf_refused):
     return counts
 
 
-def vnf_refusals(path=REFUSED):
+def vnf_refusals(path: str = REFUSED) -> Dict[str, List[str]]:
     out: Dict[str, List[str]] = {}
     for line in read_text(path).splitlines():
         words = line.split()
@@ -169,7 +170,8 @@ def vnf_refusals(path=REFUSED):
     return out
 
 
-def collect(labels, dump, userspace, vnf_refused, now):
+def collect(labels: List[Dict[str, Any]], dump: Optional[Dict[str, List[List[str]]]], userspace: str,
+            vnf_refused: Dict[str, List[str]], now: float) -> Dict[str, List[str]]:
     """{family: [sample lines]} for the devices the charm manages."""
     out: Dict[str, List[str]] = {name: [] for name, _, _ in FAMILIES}
     out["vpnaas_wireguard_up"].append(sample("vpnaas_wireguard_up", (), 0 if dump is None else 1))
@@ -188,7 +190,7 @@ def collect(labels, dump, userspace, vnf_refused, now):
         for peer, count in sorted(refused.items()):   # units refused whole: not configured, still counted
             out["vpnaas_wireguard_peer_refused_prefixes"].append(
                 sample("vpnaas_wireguard_peer_refused_prefixes", base + (("peer", peer),), count))
-        if not present:
+        if dump is None or not present:
             continue
         impl, version = implementation(name, userspace)
         out["vpnaas_wireguard_dataplane_info"].append(sample(
@@ -208,14 +210,14 @@ def collect(labels, dump, userspace, vnf_refused, now):
     return out
 
 
-def _int(text):
+def _int(text: str) -> int:
     try:
         return max(0, int(text))
     except ValueError:
         return 0
 
 
-def exposition(paths=None):
+def exposition(paths: Optional[Dict[str, str]] = None) -> bytes:
     """The whole text exposition, as bytes."""
     paths = paths or {}
     families = collect(load_labels(paths.get("labels", LABELS)), wg_dump(),
@@ -233,7 +235,7 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "vpnaas-wg-exporter"
     sys_version = ""
 
-    def do_GET(self):  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         if self.path.split("?")[0] not in ("/metrics", "/"):
             self.send_error(404)
             return
@@ -244,7 +246,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, *args):   # one line per scrape would only fill a log
+    def log_message(self, *args: Any) -> None:   # one line per scrape would only fill a log
         pass
 
 
@@ -256,7 +258,7 @@ class Server6(Server):
     address_family = socket.AF_INET6
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description="WireGuard metrics of the VPNaaS charm's tunnels")
     parser.add_argument("--listen", help="address to listen on (the VNF's management address)")
     parser.add_argument("--port", type=int, default=9586)
