@@ -10,10 +10,13 @@ alert clears. Every wait is bounded and reports its progress.
 import os
 import time
 
-from testbed import prometheus, tunnels
+from testbed import tunnels
 
 ALERT = "WireGuardHandshakeStale"
 POLL = 2.0
+#: A session is usable until REJECT_AFTER_TIME (180 s) after its handshake: the health lines
+#: count those, whatever threshold the demo's alert uses.
+SESSION_SECONDS = 180
 
 
 def targets(tb, instances, port=9586):
@@ -26,12 +29,11 @@ def _by(prom, expr, key="refpoint"):
 
 def health(prom):
     """{refpoint: {...}}: what Prometheus says of each interface, every figure from a PromQL query."""
-    stale = "scalar({})".format(prometheus.THRESHOLD_RECORD)
     parts = {
         "devices": "count by (refpoint) (vpnaas_wireguard_device_up)",
         "devices_up": "sum by (refpoint) (vpnaas_wireguard_device_up)",
         "peers": "sum by (refpoint) (vpnaas_wireguard_peer_configured)",
-        "fresh": "count by (refpoint) (vpnaas_wireguard_peer_handshake_age_seconds <= {})".format(stale),
+        "fresh": "count by (refpoint) (vpnaas_wireguard_peer_handshake_age_seconds <= {})".format(SESSION_SECONDS),
         "max_age_s": "max by (refpoint) (vpnaas_wireguard_peer_handshake_age_seconds)",
         "rx_Bps": "sum by (refpoint) (rate(vpnaas_wireguard_peer_receive_bytes_total[30s]))",
         "tx_Bps": "sum by (refpoint) (rate(vpnaas_wireguard_peer_transmit_bytes_total[30s]))",
@@ -55,11 +57,12 @@ def health_lines(table):
     lines = []
     for rp in sorted(table):
         h = table[rp]
-        lines.append("{:5} devices {:.0f}/{:.0f} up, peers with a handshake <= threshold {:.0f}/{:.0f}, "
-                     "oldest {}, rx {:.1f} kB/s, tx {:.1f} kB/s, refused prefixes {:.0f}, {}, alerts: {}".format(
-                         rp.upper(), h.get("devices_up", 0), h.get("devices", 0), h.get("fresh", 0), h.get("peers", 0),
-                         "{:.0f} s".format(h["max_age_s"]) if "max_age_s" in h else "-",
-                         h.get("rx_Bps", 0) / 1e3, h.get("tx_Bps", 0) / 1e3, h.get("refused", 0),
+        lines.append(("{:5} devices {:.0f}/{:.0f} up, sessions usable (handshake <= {} s) {:.0f}/{:.0f}, "
+                      "oldest handshake {}, rx {:,.0f} B/s, tx {:,.0f} B/s, refused prefixes {:.0f}, {}, "
+                      "alerts: {}").format(
+                         rp.upper(), h.get("devices_up", 0), h.get("devices", 0), SESSION_SECONDS, h.get("fresh", 0),
+                         h.get("peers", 0), "{:.0f} s".format(h["max_age_s"]) if "max_age_s" in h else "-",
+                         h.get("rx_Bps", 0), h.get("tx_Bps", 0), h.get("refused", 0),
                          ", ".join(sorted(h.get("dataplane", ()))) or "no device",
                          ", ".join(h.get("alerts", [])) or "none"))
     return lines
