@@ -43,7 +43,7 @@ def promtool(*args, text=None):
 
 
 def exporter_pid(vnf):
-    return vnf.exec(["cat", "/run/wireguard/vpnaas-wg-exporter.pid"]).stdout.strip()
+    return vnf.exec(["cat", "/run/wireguard/vpnaas-metrics-exporter.pid"]).stdout.strip()
 
 
 def test_the_exporter_serves_the_text_format_on_the_management_address_only(pair, testbed, model):

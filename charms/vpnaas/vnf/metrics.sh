@@ -5,14 +5,14 @@
 # refused). Idempotent: a run with the same program, labels and address changes no file and
 # restarts nothing. What it owns, and the only things it changes or removes: the files below.
 
-METRICS_EXPORTER=/etc/wireguard/vpnaas-wg-exporter.py
+METRICS_EXPORTER=/etc/wireguard/vpnaas-metrics-exporter.py
 METRICS_LABELS=/etc/wireguard/vpnaas-metrics.json
 METRICS_REFUSED=/etc/wireguard/vpnaas-metrics.refused
 METRICS_IMPL=/etc/wireguard/vpnaas-metrics.impl
 METRICS_SERVICE=vpnaas-wg-exporter
 METRICS_UNIT=/etc/systemd/system/vpnaas-wg-exporter.service
 METRICS_RUN=/run/wireguard
-METRICS_PIDFILE=$METRICS_RUN/vpnaas-wg-exporter.pid
+METRICS_PIDFILE=$METRICS_RUN/vpnaas-metrics-exporter.pid
 
 metrics_address() {  # the address this VNF's sshd answered the charm on: its management address
   local addr
@@ -101,7 +101,7 @@ metrics_ensure() {  # port: serve the tunnels' metrics on <management address>:p
       metrics_stop_daemon
       # No init system: a daemon in its own session with a pid file (not restarted at boot).
       setsid python3 "$METRICS_EXPORTER" --listen "$addr" --port "$port" \
-        >> "$METRICS_RUN/vpnaas-wg-exporter.log" 2>&1 < /dev/null &
+        >> "$METRICS_RUN/vpnaas-metrics-exporter.log" 2>&1 < /dev/null &
       printf '%s\n' "$!" > "$METRICS_PIDFILE"
     fi
   fi
@@ -122,5 +122,5 @@ metrics_remove() {  # the exporter and every file of it go
   fi
   metrics_stop_daemon
   rm -f "$METRICS_EXPORTER" "$METRICS_LABELS" "$METRICS_REFUSED" "$METRICS_IMPL" \
-    "$METRICS_RUN/vpnaas-wg-exporter.log"
+    "$METRICS_RUN/vpnaas-metrics-exporter.log"
 }

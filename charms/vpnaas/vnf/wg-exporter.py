@@ -2,7 +2,7 @@
 # Managed by the VPNaaS charm; changes are overwritten on the next reconcile.
 """vpnaas-wg-exporter: this VNF's WireGuard tunnels in the Prometheus text format (0.0.4).
 
-Installed as /etc/wireguard/vpnaas-wg-exporter.py and kept running by the VPNaaS charm
+Installed as /etc/wireguard/vpnaas-metrics-exporter.py and kept running by the VPNaaS charm
 (``vnf/metrics.sh``): a systemd service where the VNF has systemd, else a daemon the charm
 starts. It answers ``GET /metrics`` on the VNF's management address (the address the charm's
 SSH session reached, never every interface) with, per WireGuard device the charm manages and per
