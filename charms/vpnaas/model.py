@@ -75,6 +75,8 @@ class Device(object):
         self.peers: List[Peer] = []
         self.waiting: List[str] = []  # why a peer is not there yet (shown in the status)
         self.problems: List[str] = []  # invalid or refused peer data
+        #: (peer source, prefix) of every prefix the policy refused (the metrics count them)
+        self.refused_prefixes: List[Tuple[str, str]] = []
 
     def service_prefixes(self) -> List[Network]:
         return [ipaddress.ip_network("{}/{}".format(a.ip, a.ip.max_prefixlen)) for a in self.service_addresses]

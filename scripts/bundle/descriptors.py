@@ -245,12 +245,37 @@ def _vnfd_order(vnfd_id):
     return (len(VNF_NAMES), vnfd_id)
 
 
-def make_osm10(ns_desc, suffix):
-    """The same NS with OSM 10 relation syntax: `entities`, first = provider."""
+def make_vnf_osm10(src, spec):
+    """The same VNFD without what OSM 10 does not know (``vnfd-drop-df``: df leaves such as
+    ``exporters-endpoints``, which OSM's NBI refuses before IM feature 10945, OSM 14)."""
+    data = copy.deepcopy(src.data)
+    vnfd = data["vnfd"]
+    entry = day12(vnfd)
+    new_id = vnfd["id"] + spec["suffix"]
+    vnfd["id"] = vnfd["product-name"] = new_id
+    vnfd["description"] = "{} For OSM 10 to 13 (no {}).".format(
+        vnfd.get("description", ""), ", ".join(spec.get("vnfd-drop-df", []))).strip()
+    if entry is not None:
+        entry["id"] = new_id
+    for df in vnfd.get("df", []):
+        for key in spec.get("vnfd-drop-df", []):
+            df.pop(key, None)
+    desc = Descriptor("vnfd", data, "", src.source, variant=((src.variant + "_") if src.variant else "") + "osm10")
+    desc.file = "{}/{} (generated from {})".format(desc.package, desc.descriptor_name, src.source)
+    return desc
+
+
+def make_osm10(ns_desc, suffix, vnfd_ids=None):
+    """The same NS with OSM 10 relation syntax: `entities`, first = provider; its members are
+    the VNFDs ``vnfd_ids`` maps them to (their OSM 10 variants)."""
     data = copy.deepcopy(ns_desc.data)
     nsd = data["nsd"]["nsd"][0]
     nsd["id"] = nsd["name"] = nsd["id"] + suffix
     nsd["description"] = nsd.get("description", "") + " OSM 10 relation syntax."
+    vnfd_ids = vnfd_ids or {}
+    for prof in nsd["df"][0]["vnf-profile"]:
+        prof["vnfd-id"] = vnfd_ids.get(prof["vnfd-id"], prof["vnfd-id"])
+    nsd["vnfd-id"] = [vnfd_ids.get(v, v) for v in nsd["vnfd-id"]]
     for rel in nsd.get("ns-configuration", {}).get("relation", []):
         prov, req = rel.pop("provider"), rel.pop("requirer")
         rel["entities"] = [
@@ -331,8 +356,15 @@ def load_bundle():
         nss.append(desc)
         variants[key] = _ns_variant_entry(desc, nspec["params"])
     if osm10:
+        used = {v for d in nss for v in d.body["vnfd-id"]}
+        osm10_vnfd = {}
+        for desc in list(vnfs):
+            if desc.id in used:
+                gen = make_vnf_osm10(desc, osm10)
+                vnfs.append(gen)
+                osm10_vnfd[desc.id] = gen.id
         for key, nspec in spec["ns-variants"].items():
-            desc = make_osm10(next(d for d in nss if d.variant == key), osm10["suffix"])
+            desc = make_osm10(next(d for d in nss if d.variant == key), osm10["suffix"], osm10_vnfd)
             nss.append(desc)
             variants[key + "_osm10"] = _ns_variant_entry(desc, nspec["params"])
     nsts = list(nst_src.values())

@@ -57,6 +57,9 @@ def test_package_layout(built):
                 assert folder + "/charms/" + charm in names
                 for cif in descriptors.cloud_init_files(vnfd):
                     assert folder + "/cloud_init/" + cif in names
+                # OSM 14+ reads the scrape job from <package>/exporter-endpoint/ (docs/metrics.md).
+                job = folder + "/exporter-endpoint/prometheus.j2"
+                assert (job in names) == ("exporters-endpoints" in vnfd["df"][0]), name
             _check_checksums(tar, folder, names)
 
 

@@ -220,8 +220,13 @@ tunnels_prepare() {
   if [ -d /run/systemd/system ]; then init=systemd; else init=none; fi
   out "INIT $init"
   ip link del vpnaas-probe 2>/dev/null || true   # left over if an earlier run was killed here
+  # The routes the VNF refuses during this step ("dev prefix" lines), for the metrics (metrics.sh).
+  TUNNELS_REFUSED_LOG=$(mktemp)
+  # shellcheck disable=SC2064  # the file name is fixed now
+  trap "rm -f '$TUNNELS_REFUSED_LOG'" EXIT
   if ip link add vpnaas-probe type wireguard 2>/dev/null; then
     ip link del vpnaas-probe
+    TUNNELS_IMPL=kernel
     out "IMPL kernel"
   else
     local ug ver
@@ -231,7 +236,8 @@ tunnels_prepare() {
     fi
     export WG_QUICK_USERSPACE_IMPLEMENTATION="$ug"
     ver=$("$ug" --version 2>/dev/null | head -n 1 | awk '{print $2}') || true
-    out "IMPL userspace $ug ${ver:-unknown}"
+    TUNNELS_IMPL="userspace $ug ${ver:-unknown}"
+    out "IMPL $TUNNELS_IMPL"
   fi
   install_hooks
 }
@@ -244,8 +250,12 @@ install_hooks() {
 }
 
 apply_routes() {  # dev: run the routes hook now and pass on what it refused
-  local line
-  "$ROUTES_HOOK" "$1" | while IFS= read -r line; do out "$line"; done
+  local line _kind dev prefix _why
+  "$ROUTES_HOOK" "$1" | while IFS= read -r line; do
+    out "$line"
+    read -r _kind dev prefix _why <<< "$line"
+    [ -z "${TUNNELS_REFUSED_LOG:-}" ] || printf '%s %s\n' "$dev" "$prefix" >> "$TUNNELS_REFUSED_LOG"
+  done
 }
 
 fact_lines() {  # name...: what the route policy must never route into a tunnel, as this VNF sees it
@@ -409,5 +419,6 @@ teardown() {  # the charm is being removed: everything it put on the VNF for its
     if [ -z "$a" ]; then ip link del "$SERVICE_DEVICE"; else out "NOTE $SERVICE_DEVICE kept: it holds addresses the charm did not add"; fi
   fi
   rm -f "$ROUTES_HOOK" "$SERVICE_HOOK" "$WANTED_ADDRESSES" "$OWNED_ADDRESSES"
+  metrics_remove
   out "TORNDOWN"
 }
