@@ -25,6 +25,8 @@ from vpnaas.workload import Workload
 logger = logging.getLogger(__name__)
 
 PRESTART_LIMIT = 300
+#: The options that hold secrets (the EPS's and the 5G SA's subscriber keys, the MySQL password).
+SECRET_OPTIONS = ("lte-k", "lte-op", "db-password", "subscriber-k", "subscriber-op")
 
 
 class OaiWorkload(Workload):
@@ -108,7 +110,14 @@ class OaiWorkload(Workload):
 
     # ------------------------------------------------------------------ helpers
     def _secrets(self) -> List[str]:
-        return [str(self.config.get(k) or "").strip() for k in ("lte-k", "lte-op") if self.config.get(k)]
+        """Every secret option's value (and the OPc derived from the subscribers' K and OP): what
+        must never leave the charm in an action result, a status or a log."""
+        out = [str(self.config.get(k) or "").strip() for k in SECRET_OPTIONS if self.config.get(k)]
+        try:
+            out.append(oai.opc(str(self.config.get("subscriber-k") or ""), str(self.config.get("subscriber-op") or "")))
+        except ValueError:
+            pass
+        return out
 
     def _fail_action_and_reconcile(self, event: ActionEvent, step: str, message: str) -> None:
         """Fail the action (secrets redacted), keep the error for the status, and reconcile: every
