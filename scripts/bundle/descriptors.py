@@ -12,10 +12,8 @@ import os
 import yaml
 
 from bundle import ROOT
+from bundle.yamlfile import SAFE_LOADER, load_mapping
 from vpnaas import registry
-
-# libyaml's parser when present: the validator loads every file many times in the tests
-SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 #: The components with a VNF package, in the registry's order.
 VNF_NAMES = tuple(c.name for c in registry.load().with_vnfd())
@@ -72,17 +70,7 @@ def path_prefix(kind):
 
 
 def load_yaml(relpath):
-    full = os.path.join(ROOT, relpath)
-    try:
-        with open(full) as f:
-            data = yaml.load(f, Loader=SAFE_LOADER)
-    except OSError as e:
-        raise DescriptorError("{}: cannot read: {}".format(relpath, e.strerror)) from e
-    except yaml.YAMLError as e:
-        raise DescriptorError("{}: not valid YAML: {}".format(relpath, e)) from e
-    if not isinstance(data, dict):
-        raise DescriptorError("{}: expected a mapping at the top level".format(relpath))
-    return data
+    return load_mapping(os.path.join(ROOT, relpath), relpath, DescriptorError)
 
 
 def load_yaml_text(text):
