@@ -98,7 +98,7 @@ unit36: $(VENV36)/.done ## the pure core, the hostile-value corpus, the OAI step
 	  tests/charms/test_oai_scripts.py tests/charms/test_oai_validation.py tests/charms/test_oai_ue.py \
 	  tests/charms/test_oai_charms.py
 
-demo: deps venv charms-local wireguard-go hookclient ## bring up the WireGuard EPS locally in network namespaces and measure it (root)
+demo: deps venv charms-local wireguard-go hookclient ## bring up NS=$(NS) (the WireGuard EPS; sa_wg: the 5G SA network) locally in network namespaces and measure it (root)
 	$(PY) -m testbed.demo --ns $(NS)
 
 bench: deps venv charms-local wireguard-go hookclient boringtun ## repeated data-plane and convergence measurements (root)

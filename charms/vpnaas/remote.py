@@ -41,7 +41,7 @@ def tunnel_step(plan: Plan, facts_digest: str = "", rotate: Iterable[str] = (), 
     step = vnfscript.Step(TUNNEL_FILES)
     step.call("facts_guard", facts_digest or "-", *plan.endpoint_names)
     step.call("tunnels_prepare")
-    step.call("service_addresses", *[str(a) for a in plan.service_addresses])
+    step.call("service_addresses", *plan.service_address_args())
     names = []
     for i, dev in enumerate(plan.devices, 1):
         names.append(dev.name)

@@ -1,7 +1,8 @@
 """The descriptor sources and every variant generated from them.
 
-Sources: vnf/<c>/<c>_vnfd.yaml, ns/eps_wg_nsd.yaml, nst/*_nst.yaml; ns/variants.yaml says how the
-other NS and VNF variants are derived. Both the package builder and the validator take their
+Sources: vnf/<c>/<c>_vnfd.yaml, the NSD sources ns/variants.yaml names (ns/eps_wg_nsd.yaml for
+LTE, ns/sa_wg_nsd.yaml for 5G SA), nst/*_nst.yaml; ns/variants.yaml says how the other NS and VNF
+variants are derived. Both the package builder and the validator take their
 descriptors from ``load_bundle()``, so what is validated is exactly what is packaged.
 """
 
@@ -306,17 +307,22 @@ class Bundle:
 
 
 def load_sources():
+    """({component: VNFD}, {source name: NSD source}, {slice: NST}, variants.yaml)."""
     vnfs = {c.name: Descriptor("vnfd", load_yaml(c.vnfd), c.vnfd, c.vnfd) for c in registry.load().with_vnfd()}
     spec = load_yaml(VARIANTS_FILE)
-    ns_src = Descriptor("nsd", load_yaml(spec["source"]), spec["source"], spec["source"])
+    ns_srcs = {name: Descriptor("nsd", load_yaml(path), path, path) for name, path in spec["sources"].items()}
+    for key, nspec in spec["ns-variants"].items():
+        if nspec.get("source") not in ns_srcs:
+            raise DescriptorError("{}: ns-variant {} names source {!r}, not one of {}".format(
+                VARIANTS_FILE, key, nspec.get("source"), ", ".join(ns_srcs)))
     nsts = {}
     for name, s in spec.get("slices", {}).items():
         nsts[name] = Descriptor("nst", load_yaml(s["file"]), s["file"], s["file"], variant=name)
-    return vnfs, ns_src, nsts, spec
+    return vnfs, ns_srcs, nsts, spec
 
 
 def load_bundle():
-    vnf_src, ns_src, nst_src, spec = load_sources()
+    vnf_src, ns_srcs, nst_src, spec = load_sources()
     vnf_ids = {}
     vnfs = []
     for name, desc in vnf_src.items():
@@ -334,7 +340,7 @@ def load_bundle():
     nss, variants = [], {}
     osm10 = spec.get("osm10")
     for key, nspec in spec["ns-variants"].items():
-        desc = make_ns_variant(ns_src, key, nspec, vnf_ids)
+        desc = make_ns_variant(ns_srcs[nspec["source"]], key, nspec, vnf_ids)
         nss.append(desc)
         variants[key] = _ns_variant_entry(desc, nspec["params"])
     if osm10:
@@ -357,10 +363,10 @@ def load_bundle():
     for tail, group in slice_sets:
         for name, desc in group.items():
             variants[name + tail] = _nsi_variant_entry([desc], spec["slices"][name]["params"], nss)
-        if group:
-            first = spec["slices"][next(iter(group))]["params"]
-            variants["slices" + tail] = _nsi_variant_entry(list(group.values()), first, nss)
-    sources = list(vnf_src.values()) + [ns_src] + list(nst_src.values())
+        for set_name, members in (spec.get("slice-sets") or {}).items():
+            first = spec["slices"][members[0]]["params"]
+            variants[set_name + tail] = _nsi_variant_entry([group[m] for m in members], first, nss)
+    sources = list(vnf_src.values()) + list(ns_srcs.values()) + list(nst_src.values())
     return Bundle(vnfs, nss, nsts, variants, sources)
 
 

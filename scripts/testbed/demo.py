@@ -1,4 +1,5 @@
-"""`make demo`: the WireGuard EPS of the bundle, locally, in network namespaces.
+"""`make demo`: the WireGuard EPS (or, NS=sa_wg, the 5G SA network) of the bundle, locally, in
+network namespaces.
 
 1. VIM emulation from the NSD and its params file (vim.py), VCA emulation with the BUILT charms
    (vca.py), sequenced like OSM's LCM (lcm.py): relations before config, config, verify, the
@@ -40,8 +41,12 @@ from testbed import (
     vca,
     vim,
 )
+from vpnaas import refpoints
 
 OUT_DIR = os.path.join(BUILD_DIR, "demo")
+#: IPPROTO_SCTP, and the protocols (the registry's ``carries``) that OAI runs over it.
+SCTP = 132
+SCTP_PROTOCOLS = ("S1AP", "NGAP")
 HANDSHAKE_TIMEOUT = 60
 #: Where the emulated VMs keep what OAI's steps would write in /var/lib, /usr/local/sbin ...:
 #: inside the VNF's own state directory (all namespaces share the machine's filesystem).
@@ -168,8 +173,8 @@ def measure_refpoint(testbed, rp, seconds, pings, tunnelled, rounds=1):
 def load_instances(ns, charms_dir=None):
     """The NS variant's instances, with the emulated VMs' environment."""
     env = dict(os.environ)
-    for key in ("LTE_K", "LTE_OP"):
-        env.setdefault(key, secrets.token_hex(16))   # never printed; the testbed runs no HSS
+    for key in ("LTE_K", "LTE_OP", "NR_K", "NR_OP", "MYSQL_PASSWORD"):
+        env.setdefault(key, secrets.token_hex(16))   # never printed; the testbed runs no HSS or MySQL
     env.setdefault("MGMT_NETWORK", "mgmt")
     env.setdefault("VIM_ACCOUNT", "testbed")
     env.setdefault("VIM_ACCOUNT_SITE2", "testbed-site2")
@@ -305,6 +310,26 @@ def _simultaneous(tb, results, seconds, pings, progress):
     return out
 
 
+def kernel_has_sctp():
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM, SCTP).close()
+        return True
+    except OSError:
+        return False
+
+
+def standin_note(inst):
+    """What the stand-in services are, and which of OAI's transports they do not exercise."""
+    note = ("stand-ins for OAI's programs: each answers on TCP port {} of every service address of its "
+            "VNF".format(standin.STANDIN_PORT))
+    sctp = [rp.name for rp in inst.refpoints if refpoints.carries(rp.name).split(" ")[0] in SCTP_PROTOCOLS]
+    if sctp and not kernel_has_sctp():
+        note += ("; {} {} over SCTP in OAI ({}), and this kernel has no SCTP: TCP stands in there (the tunnel "
+                 "carries either alike)".format(", ".join(r.upper() for r in sctp), "runs" if len(sctp) == 1 else "run",
+                                                "/".join(refpoints.carries(r).split(" ")[0] for r in sctp)))
+    return note
+
+
 def _final_report(results):
     per_instance = {}
     for name, r in results["instances"].items():
@@ -312,7 +337,7 @@ def _final_report(results):
             r["entries"], seconds_to_all_tunnels_up=(round(r["timing"]["seconds"], 2) if r["timing"] else None),
             ns=results["ns"] if len(results["instances"]) == 1 else name, descriptor_id=r["inst"].descriptor_id,
             wireguard=results["wireguard"], skipped_primitives=r["skipped"], ue=r.get("ue"),
-            unit_status={u: list(s) for u, s in r["status"].items()})
+            unit_status={u: list(s) for u, s in r["status"].items()}, standins=standin_note(r["inst"]))
     if len(per_instance) == 1:
         return next(iter(per_instance.values()))
     return {"schema": measure_parse.REPORT_SCHEMA_VERSION, "ns": results["ns"], "wireguard": results["wireguard"],
@@ -374,6 +399,8 @@ def main(argv=None):
             print("all tunnels up {:.1f} s after the last config primitive".format(r["seconds_to_all_tunnels_up"]))
         for s in r.get("skipped_primitives", []):
             print("SKIPPED {} on {}: {}".format(s["primitive"], s["vnf"], s["reason"]))
+        if r.get("standins"):
+            print(r["standins"])
         if r.get("ue"):
             print(ue_standin.describe(r["ue"]))
     if "simultaneous" in rep:
