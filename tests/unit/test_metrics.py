@@ -1,7 +1,7 @@
 """The tunnels' metrics without a VNF: the labels the charm gives the exporter (vpnaas.metrics)
 and the exporter's rendering (vnf/wg-exporter.py) of a `wg show all dump`. Runs on Python 3.6 too
 (make unit36): the exporter runs on the VNFs' Python 3.6. The real parser's verdict on a real
-VNF's output is tests/e2e/test_metrics.py's."""
+VNF's output is tests/e2e/test_metrics_prometheus.py's."""
 import importlib.util
 import ipaddress
 import json
