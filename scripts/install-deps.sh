@@ -6,6 +6,7 @@ pkgs=(python3 python3-venv make git openssh-server openssh-client wireguard-tool
       shellcheck)
 pkgs+=(libconfig9)        # make oai-conformance parses OAI's libconfig files with libconfig itself
 pkgs+=(openvpn openssl)   # the bench's peer VPN and its throwaway PKI
+pkgs+=(prometheus)        # the testbed's Prometheus server and promtool (docs/metrics.md); not started as a service
 missing=()
 for p in "${pkgs[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
 if [ "${#missing[@]}" -gt 0 ]; then

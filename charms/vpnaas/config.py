@@ -26,6 +26,7 @@ class CharmConfig(NamedTuple):
     connect_timeout: int
     mtu: int
     keepalive: int
+    metrics_port: int = 9586     # the WireGuard metrics exporter on the management address; 0: none
 
     def __repr__(self) -> str:   # the password must never reach a log through a repr
         return "CharmConfig(ssh_host={!r}, ssh_username={!r}, ...)".format(self.ssh_host, self.ssh_username)
@@ -51,7 +52,15 @@ def parse(config: Dict[str, Any]) -> CharmConfig:
                          if config.get("ssh-connect-timeout") is not None else 10),
         mtu=validation.integer(config.get("tunnel-mtu"), "tunnel-mtu", 1280, 9000),
         keepalive=validation.integer(config.get("persistent-keepalive"), "persistent-keepalive", 0, 65535),
+        metrics_port=_metrics_port(config.get("metrics-port", 9586)),
     )
+
+
+def _metrics_port(value: Any) -> int:
+    """``metrics-port``: 0 (no exporter) or a port."""
+    if value in (0, "0"):
+        return 0
+    return validation.port(value, "metrics-port")
 
 
 def parse_endpoint(config: Dict[str, Any], name: str, role: str, ssh_host: str) -> EndpointConfig:

@@ -103,6 +103,8 @@ class Device(object):
         self.peers: List[Peer] = []
         self.waiting: List[str] = []  # why a peer is not there yet (shown in the status)
         self.problems: List[str] = []  # invalid or refused peer data
+        #: (peer source, prefix) of every prefix the policy refused (the metrics count them)
+        self.refused_prefixes: List[Tuple[str, str]] = []
 
     def service_prefixes(self) -> List[Network]:
         return [ipaddress.ip_network("{}/{}".format(a.ip, a.ip.max_prefixlen)) for a in self.service_addresses]
@@ -153,6 +155,20 @@ class Plan(object):
                 if addr not in seen:
                     seen.append(addr)
         return seen
+
+    def service_address_args(self) -> List[str]:
+        """The service addresses as ``service_addresses`` in vnf/tunnels.sh takes them: the address,
+        with ``=<label>`` for an IPv4 address of a labelled reference point (refpoints.LABELS); an
+        address two endpoints share keeps its first endpoint's label."""
+        out: List[str] = []
+        seen: List[Interface] = []
+        for dev in self.devices:
+            label = refpoints.address_label(dev.endpoint)
+            for addr in dev.service_addresses:
+                if addr not in seen:
+                    seen.append(addr)
+                    out.append("{}={}".format(addr, label) if label and addr.version == 4 else str(addr))
+        return out
 
     def device(self, endpoint: str) -> Optional[Device]:
         return next((d for d in self.devices if d.endpoint == endpoint), None)

@@ -113,6 +113,13 @@ class Component(Generic[V]):
     #: pull into a checkout of these (vnf/oai/pin-submodules.sh). Used with the pinned default
     #: repository and ref only: another ref builds at the commits it records itself.
     submodule_pins: Tuple[Tuple[str, str, str], ...] = ()
+    #: False: oai-install fetches no submodule (``oai_prepare_<name>`` in vnf/oai/install.sh says
+    #: so on the VNF): the component builds none of them.
+    fetch_submodules = True
+    #: The Ubuntu release of the component's VNF image (its VNFD's sw-image-desc).
+    ubuntu = "18.04"
+    #: False: the build steps run no OAI build script (nothing for the conformance's flag check).
+    oai_build_script = True
 
     @property
     def service(self) -> str:
@@ -176,7 +183,7 @@ class Component(Generic[V]):
 
     def setup_settings(self, values: V) -> List[Tuple[str, str]]:
         """[(key, value)] for ``oai-service setup``/``prestart`` (vnf/oai/service.sh): ``host`` (ip
-        names...), ``loaddr`` (address label), ``nat`` (pool [sgi]), ``cql`` (ip seconds)."""
+        names...), ``loaddr`` (address label), ``nat`` (pool [sgi]), ``cql`` (ip seconds), ``dir`` (path owner)."""
         return []
 
     def before_units(self) -> List[str]:
@@ -236,6 +243,24 @@ def peer_address(config: Options, plan: Optional[model.Plan], endpoint: str, opt
         "{}: not set and the {} relation has no peer service address yet (set {} or "
         "relate {} and wait for the peer to publish)".format(option, endpoint, option, endpoint)
     )
+
+
+def opc(k_hex: str, op_hex: str) -> str:
+    """OPc from K and OP (hex strings): AES-128_K(OP) xor OP (3GPP TS 35.206), as the HSS derives it."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    k, op = bytes.fromhex(k_hex), bytes.fromhex(op_hex)
+    encryptor = Cipher(algorithms.AES(k), modes.ECB()).encryptor()
+    enc = encryptor.update(op) + encryptor.finalize()
+    return bytes(a ^ b for a, b in zip(enc, op)).hex()
+
+
+def set_edit(key: str, value: object, what: Optional[str] = None, quoted: bool = False,
+             count: int = 1) -> JsonObject:
+    """A libconfig edit: ``key = <anything>;`` becomes ``key = value;`` (exactly ``count`` times)."""
+    rhs = '"{}"'.format(value) if quoted else str(value)
+    return {"pattern": r"\b{}(\s*)=\s*[^;\n]*;".format(key), "repl": r"{}\g<1>= {};".format(key, rhs),
+            "count": count, "what": what or key}
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
@@ -346,32 +371,13 @@ def settings_text(lines: List[Tuple[str, str]]) -> str:
 
 # --------------------------------------------------------------------------- the systemd unit
 def render_unit(component: Component[V], devices: List[str]) -> str:
-    after = (
-        ["network-online.target"]
-        + ["wg-quick@{}.service".format(d) for d in devices]
-        + component.before_units()
-    )
-    return "\n".join(
-        [
-            "# Managed by the VPNaaS charm.",
-            "[Unit]",
-            "Description=OpenAirInterface {} (VPNaaS bundle)".format(component.title),
-            "Wants=network-online.target",
-            "After={}".format(" ".join(after)),
-            "",
-            "[Service]",
-            "Type=simple",
-            "ExecStartPre={}/oai-service prestart {}".format(SBIN, component.name),
-            "ExecStart={}/oai-{}-run".format(SBIN, component.name),
-            "Restart=on-failure",
-            "RestartSec=10",
-            "TimeoutStartSec=infinity",
-            "",
-            "[Install]",
-            "WantedBy=multi-user.target",
-            "",
-        ]
-    )
+    after = ["network-online.target"] + ["wg-quick@{}.service".format(d) for d in devices] + component.before_units()
+    return "\n".join([
+        "# Managed by the VPNaaS charm.", "[Unit]", "Description=OpenAirInterface {} (VPNaaS bundle)".format(
+            component.title), "Wants=network-online.target", "After={}".format(" ".join(after)), "",
+        "[Service]", "Type=simple", "ExecStartPre={}/oai-service prestart {}".format(SBIN, component.name),
+        "ExecStart={}/oai-{}-run".format(SBIN, component.name), "Restart=on-failure", "RestartSec=10",
+        "TimeoutStartSec=infinity", "", "[Install]", "WantedBy=multi-user.target", ""])
 
 
 # --------------------------------------------------------------------------- start gate
@@ -416,3 +422,14 @@ def progress_text(line: str) -> Optional[Tuple[str, str]]:
         return None
     step, _, text = rest.strip().partition(" ")
     return step, text
+
+
+def iperf_figures(encoded: str) -> Dict[str, Optional[float]]:
+    """Throughput (Mbit/s, sent and received) from iperf3's JSON (base64), as a UE's ue-iperf reports it."""
+    # iperf3's JSON as the VNF's iperf3 version wrote it: any field may be missing.
+    doc: Dict[str, Any] = json.loads(base64.b64decode(encoded).decode("utf-8"))
+    end = doc.get("end", {})
+    sent = end.get("sum_sent", {}).get("bits_per_second")
+    received = end.get("sum_received", {}).get("bits_per_second")
+    return {"sent-mbps": round(sent / 1e6, 2) if sent else None,
+            "received-mbps": round(received / 1e6, 2) if received else None}

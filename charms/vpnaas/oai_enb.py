@@ -19,16 +19,8 @@ TEMPLATE = "targets/PROJECTS/GENERIC-LTE-EPC/CONF/enb.band7.tm1.50PRB.usrpb210.c
 PRBS = (6, 15, 25, 50, 75, 100)
 
 
-def _set(key: str, value: object, what: Optional[str] = None, quoted: bool = False,
-         count: int = 1) -> oai.JsonObject:
-    """Edit: ``key = <anything>;`` becomes ``key = value;`` (exactly ``count`` times)."""
-    rhs = '"{}"'.format(value) if quoted else str(value)
-    return {
-        "pattern": r"\b{}(\s*)=\s*[^;\n]*;".format(key),
-        "repl": r"{}\g<1>= {};".format(key, rhs),
-        "count": count,
-        "what": what or key,
-    }
+#: Edit: ``key = <anything>;`` becomes ``key = value;`` (exactly ``count`` times).
+_set = oai.set_edit
 
 
 class EnbValues(NamedTuple):

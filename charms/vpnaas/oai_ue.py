@@ -9,8 +9,7 @@ must be listed there, or conf2uedata refuses it), the UE0 block gets MSIN, K, OP
 PLMN and operator PLMN list. K and OPc travel in the step's data section and are written only to
 a 0600 file in the state folder. OPc = AES-128_K(OP) xor OP (3GPP TS 35.206), computed here.
 """
-import json
-from typing import Any, Dict, List, NamedTuple, Optional
+from typing import List, NamedTuple
 
 from vpnaas import oai, vnfscript
 from vpnaas import oai_validation as ov
@@ -31,14 +30,8 @@ class UeValues(NamedTuple):
     timeout: int  # seconds the attach may take
 
 
-def opc(k_hex: str, op_hex: str) -> str:
-    """OPc from K and OP (hex strings), as the HSS derives it from the OP in hss_rel14.json."""
-    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-
-    k, op = bytes.fromhex(k_hex), bytes.fromhex(op_hex)
-    encryptor = Cipher(algorithms.AES(k), modes.ECB()).encryptor()
-    enc = encryptor.update(op) + encryptor.finalize()
-    return bytes(a ^ b for a, b in zip(enc, op)).hex()
+#: OPc from K and OP, as the HSS derives it from the OP in hss_rel14.json (oai.opc).
+opc = oai.opc
 
 
 def values(config: oai.Options) -> UeValues:
@@ -97,14 +90,5 @@ def iperf_step(server: str, seconds: int) -> vnfscript.Step:
     return vnfscript.Step([oai.LIB, "oai/ue.sh"]).call("oai_ue_iperf", server, seconds)
 
 
-def iperf_figures(encoded: str) -> Dict[str, Optional[float]]:
-    """Throughput (Mbit/s, sent and received) from iperf3's JSON (base64)."""
-    import base64
-
-    # iperf3's JSON as the VNF's iperf3 version wrote it: any field may be missing.
-    doc: Dict[str, Any] = json.loads(base64.b64decode(encoded).decode("utf-8"))
-    end = doc.get("end", {})
-    sent = end.get("sum_sent", {}).get("bits_per_second")
-    received = end.get("sum_received", {}).get("bits_per_second")
-    return {"sent-mbps": round(sent / 1e6, 2) if sent else None,
-            "received-mbps": round(received / 1e6, 2) if received else None}
+#: Throughput (Mbit/s, sent and received) from iperf3's JSON (base64).
+iperf_figures = oai.iperf_figures

@@ -114,3 +114,38 @@ def interface_name(value: Any, what: str) -> str:
     if value and not _IFNAME.fullmatch(value):
         raise InvalidValue("{}: {} is not a network interface name".format(what, excerpt(value)))
     return value
+
+
+_PASSWORD = re.compile(r"[A-Za-z0-9._~+=%^-]{12,64}")
+
+
+def secret_password(value: Any, what: str) -> str:
+    """A database password: 12-64 characters of letters, digits and ``._~+=%^-`` (nothing a SQL or
+    YAML quote, a shell or a line break could take apart). Never part of a message."""
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise InvalidValue("{}: expected text, got {}".format(what, type(value).__name__))
+    if not value:
+        raise InvalidValue("{}: not set (12-64 characters are needed)".format(what))
+    if not _PASSWORD.fullmatch(value):
+        raise InvalidValue("{}: must be 12-64 characters of letters, digits and ._~+=%^- (got {} characters)"
+                           .format(what, len(value)))
+    return value
+
+
+def hex_digits(value: Any, what: str, count: int) -> str:
+    """Exactly ``count`` hex digits (an AMF region, set or pointer, a slice differentiator), lower case."""
+    value = _text(str(value) if isinstance(value, int) and not isinstance(value, bool) else value, what)
+    if not re.fullmatch(r"[0-9A-Fa-f]{%d}" % count, value):
+        raise InvalidValue("{}: {} must be {} hex digits (no 0x)".format(what, excerpt(value), count))
+    return value.lower()
+
+
+def db_name(value: Any, what: str) -> str:
+    """A MySQL user or database name: a letter, then letters, digits or _, at most 32."""
+    value = _text(value, what)
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,31}", value):
+        raise InvalidValue("{}: {} is not a plain name (a letter, then letters, digits or _)".format(
+            what, excerpt(value)))
+    return value

@@ -11,7 +11,7 @@ keys (where the earlier revisions kept it, so an upgrade keeps it too).
 """
 
 import logging
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ops.charm import ActionEvent
 from ops.model import BlockedStatus, MaintenanceStatus, StatusBase
@@ -25,6 +25,8 @@ from vpnaas.workload import Workload
 logger = logging.getLogger(__name__)
 
 PRESTART_LIMIT = 300
+#: The options that hold secrets (the EPS's and the 5G SA's subscriber keys, the MySQL password).
+SECRET_OPTIONS = ("lte-k", "lte-op", "db-password", "subscriber-k", "subscriber-op")
 
 
 class OaiWorkload(Workload):
@@ -108,7 +110,14 @@ class OaiWorkload(Workload):
 
     # ------------------------------------------------------------------ helpers
     def _secrets(self) -> List[str]:
-        return [str(self.config.get(k) or "").strip() for k in ("lte-k", "lte-op") if self.config.get(k)]
+        """Every secret option's value (and the OPc derived from the subscribers' K and OP): what
+        must never leave the charm in an action result, a status or a log."""
+        out = [str(self.config.get(k) or "").strip() for k in SECRET_OPTIONS if self.config.get(k)]
+        try:
+            out.append(oai.opc(str(self.config.get("subscriber-k") or ""), str(self.config.get("subscriber-op") or "")))
+        except ValueError:
+            pass
+        return out
 
     def _fail_action_and_reconcile(self, event: ActionEvent, step: str, message: str) -> None:
         """Fail the action (secrets redacted), keep the error for the status, and reconcile: every
@@ -250,3 +259,83 @@ class OaiWorkload(Workload):
                 "service": self.component.service,
             }
         )
+
+
+class UeWorkload(OaiWorkload):
+    """An OAI workload with an optional UE on its VNF (the eNB's lte-uesoftmodem, the gNB's
+    nr-uesoftmodem): the actions ``ue-attach`` and ``ue-iperf``. A UE's failures fail the action and
+    leave the component's status alone. Subclasses give the UE's steps."""
+
+    #: The options that hold the UE's keys K and OP (secrets; the OPc derived from them too).
+    ue_keys: Tuple[str, str] = ("", "")
+    #: (result key, text): where the core logs the UE's attach (not read from this VNF).
+    core_view: Tuple[str, str] = ("", "")
+
+    def __init__(self, charm: VpnaasCharm) -> None:
+        super().__init__(charm)
+        charm.framework.observe(charm.on.ue_attach_action, self._on_ue_attach)
+        charm.framework.observe(charm.on.ue_iperf_action, self._on_ue_iperf)
+
+    def ue_attach_step(self) -> vnfscript.Step:
+        """The attach step from the charm's options (raises InvalidValue)."""
+        raise NotImplementedError
+
+    def ue_iperf_step(self, server: str, seconds: int) -> vnfscript.Step:
+        raise NotImplementedError
+
+    def _secrets(self) -> List[str]:
+        keys = [str(self.config.get(k) or "").strip() for k in self.ue_keys]
+        try:
+            keys.append(oai.opc(*keys))
+        except ValueError:
+            pass
+        return super()._secrets() + [k for k in keys if k]
+
+    def _ue_step(self, event: ActionEvent, name: str, build: Callable[[], vnfscript.Step],
+                 timeout: int) -> Optional[Dict[str, str]]:
+        try:
+            step = build()
+        except (InvalidValue, vnfscript.ScriptError) as e:
+            event.fail("{} failed: {}".format(name, oai.redact(str(e), self._secrets())))
+            return None
+        try:
+            report = self._run_oai_step(name, step, timeout)
+        except (ssh.SshError, vnfscript.StepError) as e:
+            event.fail("{} failed: {}".format(name, oai.redact(str(e), self._secrets())))
+            self.charm.after_action()
+            return None
+        self.charm.after_action()
+        return report.results
+
+    def _on_ue_attach(self, event: ActionEvent) -> None:
+        timeout = ov.integer(self.config.get("ue-attach-timeout", 120), "ue-attach-timeout", 10, 1800) + 120
+        results = self._ue_step(event, "ue-attach", self.ue_attach_step, timeout)
+        if results is not None:
+            event.set_results({
+                "result": "attached", "imsi": results.get("imsi", ""), "ip": results.get("ip", ""),
+                "interface": results.get("interface", ""), "seconds": results.get("seconds", ""),
+                self.core_view[0]: self.core_view[1],
+            })
+
+    def _on_ue_iperf(self, event: ActionEvent) -> None:
+        params: Dict[str, str] = {}
+
+        def build() -> vnfscript.Step:
+            server = ov.ipv4(event.params.get("server"), "server")
+            seconds = ov.integer(event.params.get("seconds", 10), "seconds", 1, 300)
+            params["server"] = server
+            return self.ue_iperf_step(server, seconds)
+
+        results = self._ue_step(event, "ue-iperf", build, 400)
+        if results is None:
+            return
+        try:
+            figures = oai.iperf_figures(results.get("iperf3", ""))
+        except (ValueError, TypeError) as e:
+            event.fail("ue-iperf failed: unreadable iperf3 output ({})".format(str(e)[:100]))
+            return
+        event.set_results({
+            "ip": results.get("ip", ""), "server": params["server"], "rtt-ms": results.get("rtt-ms", ""),
+            "sent-mbps": str(figures["sent-mbps"]), "received-mbps": str(figures["received-mbps"]),
+            "tunnels": self._stored.last_status,
+        })

@@ -251,6 +251,7 @@ def _admit_each(plan: Plan, facts: Facts, own: Set[str]) -> None:
             bad = [(p, why) for p, why in refusals if why]
             for p, why in bad:
                 dev.problems.append("refused {} from {} on {}: {}".format(p, peer.source, dev.name, why))
+                dev.refused_prefixes.append((peer.source, str(p)))
             if peer.tunnel is not None and any(p == peer.tunnel for p, _ in bad):
                 continue
             peer.allowed_ips = [p for p, why in refusals if not why]
@@ -364,6 +365,7 @@ def _resolve(plan: Plan, retained: List[Claim], incumbents: Set[str], collect: A
         else:
             dev.problems.append("refused {} from {} on {}: also claimed by {}".format(
                 claim.value, claim.source, claim.dev, others))
+            dev.refused_prefixes.append((claim.source, claim.value))
             lost_prefixes.setdefault(id(claim.peer), set()).add(claim.value)
     for dev in plan.devices:
         dev.peers = [p for p in dev.peers if id(p) not in lost_peers]

@@ -26,6 +26,23 @@ SERVICE_NETWORKS: Dict[str, str] = {
     rp.name: rp.service_network for rp in registry.load().reference_points.values() if rp.service_network}
 
 
+#: The address label suffix of each labelled reference point's service addresses (registry
+#: ``labelled``): network functions that bind by interface name find their address by it.
+LABELS: Dict[str, str] = {
+    rp.name: rp.label for rp in registry.load().reference_points.values() if rp.labelled}
+
+
+def address_label(endpoint: str) -> str:
+    """The label suffix of ``endpoint``'s service addresses, "" for an unlabelled one."""
+    return LABELS.get(endpoint, "")
+
+
+def carries(endpoint: str) -> str:
+    """What runs over the reference point (the registry's ``carries``), "" for a generic endpoint."""
+    entry = REFERENCE_POINTS.get(endpoint)
+    return entry[2] if entry else ""
+
+
 def default_port(endpoint: str) -> int:
     entry = REFERENCE_POINTS.get(endpoint)
     return entry[0] if entry else GENERIC_PORT

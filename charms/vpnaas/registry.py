@@ -14,6 +14,9 @@ import yaml
 
 PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "registry.yaml")
 _NAME = re.compile(r"[a-z][a-z0-9-]{0,11}")
+#: A labelled reference point's name must fit an address label: IFNAMSIZ leaves 15 bytes, and the
+#: longer of the two label prefixes (vnf/tunnels.sh) is "lo:vpnaas-" (10), so 5 are left.
+LABEL_MAX = 5
 
 
 class RegistryError(ValueError):
@@ -28,6 +31,14 @@ class ReferencePoint(NamedTuple):
     tunnel_network: str
     service_network: str
     carries: str
+    #: Each service address on this reference point gets an address label of its own (``label``):
+    #: for network functions that bind by interface name (SIOCGIFADDR reads one address per name).
+    labelled: bool = False
+
+    @property
+    def label(self) -> str:
+        """The label suffix of its service addresses ("" when not labelled; see vnf/tunnels.sh)."""
+        return self.name if self.labelled else ""
 
 
 class Component(NamedTuple):
@@ -127,7 +138,14 @@ def _reference_point(name: str, r: Dict[str, Any], components: Dict[str, Compone
     if tunnel.num_addresses < 4:
         raise RegistryError("reference point {}: the tunnel network needs two hosts".format(name))
     service = str(ipaddress.ip_network(r["service-network"])) if r.get("service-network") else ""
-    return ReferencePoint(name, r["provider"], r["requirer"], port, str(tunnel), service, str(r.get("carries") or ""))
+    labelled = r.get("labelled", False)
+    if not isinstance(labelled, bool):
+        raise RegistryError("reference point {}: labelled must be true or false".format(name))
+    if labelled and len(name) > LABEL_MAX:
+        raise RegistryError("reference point {}: a labelled name has at most {} characters (the address label "
+                            "lo:vpnaas-<name> must fit 15 bytes)".format(name, LABEL_MAX))
+    return ReferencePoint(name, r["provider"], r["requirer"], port, str(tunnel), service, str(r.get("carries") or ""),
+                          labelled)
 
 
 _CACHE: Dict[str, Registry] = {}

@@ -12,11 +12,11 @@ The report never contains the private key: only peer lines of ``wg show dump`` a
 """
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-from vpnaas import rotation, validation, vnfscript, wgconfig
+from vpnaas import metrics, rotation, validation, vnfscript, wgconfig
 from vpnaas.facts import Facts
 from vpnaas.model import Plan
 
-TUNNEL_FILES = ("tunnels.sh",)
+TUNNEL_FILES = ("tunnels.sh", "metrics.sh")
 
 
 class RemoteError(Exception):
@@ -49,7 +49,7 @@ def tunnel_step(plan: Plan, facts_digest: str = "", rotate: Iterable[str] = (), 
     step = vnfscript.Step(TUNNEL_FILES)
     step.call("facts_guard", facts_digest or "-", *plan.endpoint_names)
     step.call("tunnels_prepare")
-    step.call("service_addresses", *[str(a) for a in plan.service_addresses])
+    step.call("service_addresses", *plan.service_address_args())
     devices = plan.temp_devices + plan.devices
     staged = []
     for i, dev in enumerate(devices, 1):
@@ -63,6 +63,7 @@ def tunnel_step(plan: Plan, facts_digest: str = "", rotate: Iterable[str] = (), 
         step.call("apply_device", dev.name, mode, source, "1" if restart else "0", "DEVICE{}".format(i))
     names = [dev.name for dev in devices]
     step.call("remove_stale_devices", *names)
+    metrics.add_to_step(step, plan)
     if component is not None:
         component(step)
     step.call("report", *names)
@@ -111,6 +112,7 @@ class Observation(object):
         self.now = 0
         self.hostname = ""
         self.component: Dict[str, str] = {}
+        self.metrics = ""   # the exporter: "up <address>:<port>", "off", "failed: <why>" or "" (not reported)
 
     def as_tunnels(self, plan: Plan) -> List[Dict[str, Any]]:
         """The tunnel-status document: one entry per planned device (a temporary one, while a key
@@ -157,7 +159,12 @@ def _observation(report: vnfscript.Report) -> Observation:
                 raise RemoteError("the VNF reported a malformed key: {}".format(scrub(str(e)))) from None
         elif kind == "FAILED":
             dev, _, reason = rest.partition(" ")
-            obs.failed[dev] = scrub(reason)[:200]
+            if dev == "metrics":
+                obs.metrics = "failed: " + scrub(reason)[:200]
+            else:
+                obs.failed[dev] = scrub(reason)[:200]
+        elif kind == "METRICS":
+            obs.metrics = scrub(rest)[:200]
         elif kind == "REFUSED":
             dev, _, more = rest.partition(" ")
             prefix, _, reason = more.partition(" ")

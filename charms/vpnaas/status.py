@@ -53,6 +53,8 @@ boot persistence)."""
         notes.append("userspace wireguard-go {}".format(obs.implementation_detail.split(" ")[-1]))
     if obs.init != "systemd":
         notes.append("no boot persistence (no systemd)")
+    if obs.metrics.startswith("failed"):
+        notes.append("metrics exporter {}".format(obs.metrics[:120]))
     message = ", ".join(parts) + ("; " + "; ".join(notes) if notes else "")
     if blocked:
         return BlockedStatus(message)

@@ -36,6 +36,9 @@ _HOSTNAME = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-
                        r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*")
 _ENDPOINT_NAME = re.compile(r"[a-z][a-z0-9-]{0,11}")
 _WG_KEY = re.compile(r"[A-Za-z0-9+/]{43}=")
+#: Juju's unit names (juju/names): an application name -- lower-case words of letters and digits
+#: joined by single '-', none of them all digits -- then '/' and the unit number.
+_UNIT_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]*[a-z][a-z0-9]*)*/(?:0|[1-9][0-9]{0,8})")
 
 
 class InvalidValue(ValueError):
@@ -241,6 +244,15 @@ def endpoint_name(value: Any, what: str = "device") -> str:
     if not _ENDPOINT_NAME.fullmatch(value):
         raise InvalidValue("{}: {} must be 1-12 lower-case letters, digits or '-', starting with a letter"
                            .format(what, excerpt(value)))
+    return value
+
+
+def unit_name(value: Any, what: str = "unit name") -> str:
+    """A Juju unit name (``app/0``). Unit names reach the VNF only as metric labels, but they come
+    with the relation like its data, so they pass the grammar like every other value."""
+    value = word(value, what)
+    if len(value) > 64 or not _UNIT_NAME.fullmatch(value):
+        raise InvalidValue("{}: {} is not a Juju unit name".format(what, excerpt(value)))
     return value
 
 

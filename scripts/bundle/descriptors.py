@@ -1,7 +1,8 @@
 """The descriptor sources and every variant generated from them.
 
-Sources: vnf/<c>/<c>_vnfd.yaml, ns/eps_wg_nsd.yaml, nst/*_nst.yaml; ns/variants.yaml says how the
-other NS and VNF variants are derived. Both the package builder and the validator take their
+Sources: vnf/<c>/<c>_vnfd.yaml, the NSD sources ns/variants.yaml names (ns/eps_wg_nsd.yaml for
+LTE, ns/sa_wg_nsd.yaml for 5G SA), nst/*_nst.yaml; ns/variants.yaml says how the other NS and VNF
+variants are derived. Both the package builder and the validator take their
 descriptors from ``load_bundle()``, so what is validated is exactly what is packaged.
 """
 
@@ -11,10 +12,8 @@ import os
 import yaml
 
 from bundle import ROOT
+from bundle.yamlfile import SAFE_LOADER, load_mapping
 from vpnaas import registry
-
-# libyaml's parser when present: the validator loads every file many times in the tests
-SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 #: The components with a VNF package, in the registry's order.
 VNF_NAMES = tuple(c.name for c in registry.load().with_vnfd())
@@ -71,17 +70,7 @@ def path_prefix(kind):
 
 
 def load_yaml(relpath):
-    full = os.path.join(ROOT, relpath)
-    try:
-        with open(full) as f:
-            data = yaml.load(f, Loader=SAFE_LOADER)
-    except OSError as e:
-        raise DescriptorError("{}: cannot read: {}".format(relpath, e.strerror)) from e
-    except yaml.YAMLError as e:
-        raise DescriptorError("{}: not valid YAML: {}".format(relpath, e)) from e
-    if not isinstance(data, dict):
-        raise DescriptorError("{}: expected a mapping at the top level".format(relpath))
-    return data
+    return load_mapping(os.path.join(ROOT, relpath), relpath, DescriptorError)
 
 
 def load_yaml_text(text):
@@ -244,12 +233,37 @@ def _vnfd_order(vnfd_id):
     return (len(VNF_NAMES), vnfd_id)
 
 
-def make_osm10(ns_desc, suffix):
-    """The same NS with OSM 10 relation syntax: `entities`, first = provider."""
+def make_vnf_osm10(src, spec):
+    """The same VNFD without what OSM 10 does not know (``vnfd-drop-df``: df leaves such as
+    ``exporters-endpoints``, which OSM's NBI refuses before IM feature 10945, OSM 14)."""
+    data = copy.deepcopy(src.data)
+    vnfd = data["vnfd"]
+    entry = day12(vnfd)
+    new_id = vnfd["id"] + spec["suffix"]
+    vnfd["id"] = vnfd["product-name"] = new_id
+    vnfd["description"] = "{} For OSM 10 to 13 (no {}).".format(
+        vnfd.get("description", ""), ", ".join(spec.get("vnfd-drop-df", []))).strip()
+    if entry is not None:
+        entry["id"] = new_id
+    for df in vnfd.get("df", []):
+        for key in spec.get("vnfd-drop-df", []):
+            df.pop(key, None)
+    desc = Descriptor("vnfd", data, "", src.source, variant=((src.variant + "_") if src.variant else "") + "osm10")
+    desc.file = "{}/{} (generated from {})".format(desc.package, desc.descriptor_name, src.source)
+    return desc
+
+
+def make_osm10(ns_desc, suffix, vnfd_ids=None):
+    """The same NS with OSM 10 relation syntax: `entities`, first = provider; its members are
+    the VNFDs ``vnfd_ids`` maps them to (their OSM 10 variants)."""
     data = copy.deepcopy(ns_desc.data)
     nsd = data["nsd"]["nsd"][0]
     nsd["id"] = nsd["name"] = nsd["id"] + suffix
     nsd["description"] = nsd.get("description", "") + " OSM 10 relation syntax."
+    vnfd_ids = vnfd_ids or {}
+    for prof in nsd["df"][0]["vnf-profile"]:
+        prof["vnfd-id"] = vnfd_ids.get(prof["vnfd-id"], prof["vnfd-id"])
+    nsd["vnfd-id"] = [vnfd_ids.get(v, v) for v in nsd["vnfd-id"]]
     for rel in nsd.get("ns-configuration", {}).get("relation", []):
         prov, req = rel.pop("provider"), rel.pop("requirer")
         rel["entities"] = [
@@ -293,17 +307,22 @@ class Bundle:
 
 
 def load_sources():
+    """({component: VNFD}, {source name: NSD source}, {slice: NST}, variants.yaml)."""
     vnfs = {c.name: Descriptor("vnfd", load_yaml(c.vnfd), c.vnfd, c.vnfd) for c in registry.load().with_vnfd()}
     spec = load_yaml(VARIANTS_FILE)
-    ns_src = Descriptor("nsd", load_yaml(spec["source"]), spec["source"], spec["source"])
+    ns_srcs = {name: Descriptor("nsd", load_yaml(path), path, path) for name, path in spec["sources"].items()}
+    for key, nspec in spec["ns-variants"].items():
+        if nspec.get("source") not in ns_srcs:
+            raise DescriptorError("{}: ns-variant {} names source {!r}, not one of {}".format(
+                VARIANTS_FILE, key, nspec.get("source"), ", ".join(ns_srcs)))
     nsts = {}
     for name, s in spec.get("slices", {}).items():
         nsts[name] = Descriptor("nst", load_yaml(s["file"]), s["file"], s["file"], variant=name)
-    return vnfs, ns_src, nsts, spec
+    return vnfs, ns_srcs, nsts, spec
 
 
 def load_bundle():
-    vnf_src, ns_src, nst_src, spec = load_sources()
+    vnf_src, ns_srcs, nst_src, spec = load_sources()
     vnf_ids = {}
     vnfs = []
     for name, desc in vnf_src.items():
@@ -321,12 +340,19 @@ def load_bundle():
     nss, variants = [], {}
     osm10 = spec.get("osm10")
     for key, nspec in spec["ns-variants"].items():
-        desc = make_ns_variant(ns_src, key, nspec, vnf_ids)
+        desc = make_ns_variant(ns_srcs[nspec["source"]], key, nspec, vnf_ids)
         nss.append(desc)
         variants[key] = _ns_variant_entry(desc, nspec["params"])
     if osm10:
+        used = {v for d in nss for v in d.body["vnfd-id"]}
+        osm10_vnfd = {}
+        for desc in list(vnfs):
+            if desc.id in used:
+                gen = make_vnf_osm10(desc, osm10)
+                vnfs.append(gen)
+                osm10_vnfd[desc.id] = gen.id
         for key, nspec in spec["ns-variants"].items():
-            desc = make_osm10(next(d for d in nss if d.variant == key), osm10["suffix"])
+            desc = make_osm10(next(d for d in nss if d.variant == key), osm10["suffix"], osm10_vnfd)
             nss.append(desc)
             variants[key + "_osm10"] = _ns_variant_entry(desc, nspec["params"])
     nsts = list(nst_src.values())
@@ -337,10 +363,10 @@ def load_bundle():
     for tail, group in slice_sets:
         for name, desc in group.items():
             variants[name + tail] = _nsi_variant_entry([desc], spec["slices"][name]["params"], nss)
-        if group:
-            first = spec["slices"][next(iter(group))]["params"]
-            variants["slices" + tail] = _nsi_variant_entry(list(group.values()), first, nss)
-    sources = list(vnf_src.values()) + [ns_src] + list(nst_src.values())
+        for set_name, members in (spec.get("slice-sets") or {}).items():
+            first = spec["slices"][members[0]]["params"]
+            variants[set_name + tail] = _nsi_variant_entry([group[m] for m in members], first, nss)
+    sources = list(vnf_src.values()) + list(ns_srcs.values()) + list(nst_src.values())
     return Bundle(vnfs, nss, nsts, variants, sources)
 
 

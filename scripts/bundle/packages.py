@@ -27,6 +27,8 @@ from bundle.validate import validate_bundle
 PACKAGES_DIR = os.path.join(BUILD_DIR, "packages")
 CHARMS_BUILD_DIR = os.path.join(BUILD_DIR, "charms")
 CLOUD_INIT_DIR = os.path.join(ROOT, "cloud-init")
+#: The scrape-job template OSM 14+ reads from <package>/exporter-endpoint/ (df exporters-endpoints).
+EXPORTER_JOB = os.path.join(ROOT, "monitoring", "exporter-endpoint", "prometheus.j2")
 # Fixed metadata for every archive entry, so that two builds are identical (1980-01-01, like zip).
 MTIME = 315532800
 
@@ -105,6 +107,9 @@ def write_vnf_package(desc, out_dir, charms_dir, cloud_init_dir):
     for cif in descriptors.cloud_init_files(desc.body):
         with open(os.path.join(cloud_init_dir, cif), "rb") as f:
             _write(os.path.join(folder, "cloud_init", cif), f.read())
+    if "exporters-endpoints" in desc.body["df"][0]:
+        with open(EXPORTER_JOB, "rb") as f:
+            _write(os.path.join(folder, "exporter-endpoint", "prometheus.j2"), f.read())
     _write(os.path.join(folder, "README.md"), _vnf_readme(desc))
     _write(os.path.join(folder, "checksums.txt"), checksums(folder))
     return folder

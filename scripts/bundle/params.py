@@ -9,12 +9,8 @@ cannot inject YAML structure.
 import os
 import re
 
-import yaml
-
 from bundle import ROOT
-
-# libyaml's parser when present: the validator loads every file many times in the tests
-SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from bundle.yamlfile import load_mapping
 
 VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -25,17 +21,7 @@ class ParamsError(Exception):
 
 def load(path):
     """Parse a params template without substituting anything."""
-    full = path if os.path.isabs(path) else os.path.join(ROOT, path)
-    try:
-        with open(full) as f:
-            data = yaml.load(f, Loader=SAFE_LOADER)
-    except OSError as e:
-        raise ParamsError("{}: cannot read: {}".format(path, e.strerror)) from e
-    except yaml.YAMLError as e:
-        raise ParamsError("{}: not valid YAML: {}".format(path, e)) from e
-    if not isinstance(data, dict):
-        raise ParamsError("{}: expected a mapping at the top level".format(path))
-    return data
+    return load_mapping(path if os.path.isabs(path) else os.path.join(ROOT, path), path, ParamsError)
 
 
 def variables(data):

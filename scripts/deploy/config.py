@@ -36,6 +36,10 @@ DEFAULTS = {
     "IMAGE_URL": "https://cloud-images.ubuntu.com/releases/bionic/release/ubuntu-18.04-server-cloudimg-amd64.img",
     "IMAGE_SHA256SUMS": "",  # empty: SHA256SUMS next to IMAGE_URL (for IMAGE: no check unless set)
     "IMAGE_NAME": "ubuntu18.04",
+    # The Ubuntu 22.04 image of the 5G standalone VNFs (uploaded only for an NS that uses it).
+    "IMAGE_2204": "",  # path or http(s) URL; empty: IMAGE_2204_URL
+    "IMAGE_2204_URL": "https://cloud-images.ubuntu.com/releases/jammy/release/ubuntu-22.04-server-cloudimg-amd64.img",
+    "IMAGE_2204_NAME": "ubuntu22.04",
     "EXTRA_IMAGES": "",  # name=path-or-url,name=path-or-url (e.g. ubuntu20.04=...)
     "IMAGE_CACHE_DIR": "build/deploy/images",
     "FLAVOR_PREFIX": "vpnaas",
@@ -43,6 +47,10 @@ DEFAULTS = {
     "SSH_KEYS": "",  # comma-separated public key files for ns-create --ssh_keys
     "LTE_K": "",
     "LTE_OP": "",
+    # The 5G SA NS's subscriber keys and the AMF's MySQL password (params/sa*.yaml).
+    "NR_K": "",
+    "NR_OP": "",
+    "MYSQL_PASSWORD": "",
     # Bounded waits (seconds).
     "CMD_TIMEOUT": "300",
     "IMAGE_TIMEOUT": "3600",
@@ -67,6 +75,9 @@ DEFAULTS = {
 SECRET_KEYS = (
     "LTE_K",
     "LTE_OP",
+    "NR_K",
+    "NR_OP",
+    "MYSQL_PASSWORD",
     "OS_PASSWORD",
     "SITE2_OS_PASSWORD",
     "VIM_PASSWORD",
@@ -74,7 +85,7 @@ SECRET_KEYS = (
     "OS_TOKEN",
     "SITE2_OS_TOKEN",
 )
-_SECRET_PATTERN = re.compile(r"(PASSWORD|SECRET|TOKEN)$|^LTE_(K|OP|OPC)$")
+_SECRET_PATTERN = re.compile(r"(PASSWORD|SECRET|TOKEN)$|^(LTE|NR)_(K|OP|OPC)$")
 
 #: OpenStack client variables that make up one site's credentials.
 OS_VARS = (
@@ -183,8 +194,10 @@ class Config:
         return self.get("MGMT_ROUTER") or self.get("MGMT_NETWORK") + "-router"
 
     def images(self):
-        """[(image name, path or URL)] to upload; the main Ubuntu 18.04 image first."""
-        out = [(self.get("IMAGE_NAME"), self.get("IMAGE") or self.get("IMAGE_URL"))]
+        """[(image name, path or URL)] that can be uploaded: the main Ubuntu 18.04 image first, then the
+        Ubuntu 22.04 one (5G SA), then EXTRA_IMAGES. Each is uploaded only for an NS that uses it."""
+        out = [(self.get("IMAGE_NAME"), self.get("IMAGE") or self.get("IMAGE_URL")),
+               (self.get("IMAGE_2204_NAME"), self.get("IMAGE_2204") or self.get("IMAGE_2204_URL"))]
         for item in filter(None, (x.strip() for x in self.get("EXTRA_IMAGES").split(","))):
             name, sep, source = item.partition("=")
             if not sep or not name.strip() or not source.strip():
@@ -198,6 +211,8 @@ class Config:
         if self.get("IMAGE_SHA256SUMS") and source in (self.get("IMAGE"), self.get("IMAGE_URL")):
             return self.get("IMAGE_SHA256SUMS")
         if not self.get("IMAGE") and source == self.get("IMAGE_URL"):
+            return source.rsplit("/", 1)[0] + "/SHA256SUMS"
+        if not self.get("IMAGE_2204") and source == self.get("IMAGE_2204_URL"):
             return source.rsplit("/", 1)[0] + "/SHA256SUMS"
         return None
 

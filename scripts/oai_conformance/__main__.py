@@ -27,36 +27,42 @@ sources, no libconfig, or the executed part without root): never counted as pass
 """
 import argparse
 import importlib.util
-import ipaddress
 import json
 import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 
 import yaml
 
-from oai_conformance import checks, libconfig
+from oai_conformance import checks, cn5g, libconfig
 from oai_conformance.source import SourceError, Tree
+from oai_conformance.submodules import check_submodules, submodule_tree  # noqa: F401  (the checks' API)
 from vpnaas import oai_ue, registry, vnfscript
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 #: (name, oai.Component) of every component with an OAI workload, from the registry.
 COMPONENTS = [(c.name, c.description()) for c in registry.load().of_workload("oai")]
-#: Helpers that may pull submodules.
-HELPER_FOLDERS = ("build/tools", "scripts", "cmake_targets/tools")
-LIBCONFIG_OUTPUTS = ("mme.conf", "spgw_c.conf", "spgw_u.conf", "enb.conf", "hss_rel14.conf", "ue.conf")
+LIBCONFIG_OUTPUTS = ("mme.conf", "spgw_c.conf", "spgw_u.conf", "enb.conf", "hss_rel14.conf", "ue.conf", "gnb.conf",
+                     "nrue.conf")
+#: Exit status when everything that could be checked passed but something could not be checked.
+PARTIAL = 3
 
 
 class Report(object):
+    """MISMATCH: the charm disagrees with OAI's source; UNCHECKED: no source here to check against
+    (never counted as passed)."""
+
     def __init__(self):
         self.mismatches = 0
+        self.unchecked = []
 
     def line(self, kind, text):
         if kind == "MISMATCH":
             self.mismatches += 1
+        if kind == "UNCHECKED":
+            self.unchecked.append(text)
         print("  {:9} {}".format(kind, text))
 
 
@@ -80,23 +86,23 @@ def component_config(name):
     return config
 
 
-def own_addresses(values):
-    """The component's own service addresses, all on the dummy device as the reconcile puts them
-    (so "read" is ambiguous and every explicit-address edit is required: the strictest case)."""
+def own_addresses(config):
+    """The component's own service addresses (its ``*-service-addresses`` options), all on the dummy
+    device as the reconcile puts them (so "read" is ambiguous and every explicit-address edit is
+    required: the strictest case), each with its reference point's label where it has one."""
+    from oai_conformance.execute import service_addresses
+
     out = []
-    fields = values._asdict()
-    for value in fields.values():
-        if isinstance(value, (ipaddress.IPv4Interface,)):
-            out.append(("vpnaas0", str(value.ip)))
-    if "hss_ip" in fields:
-        out.append(("vpnaas0", fields["hss_ip"]))
+    for arg in service_addresses(config, labels=True):
+        address, _, label = arg.partition("=")
+        out.append(("vpnaas0:" + label if label else "vpnaas0", address.split("/")[0]))
     return out + [("lo", "127.0.0.1")]
 
 
 def check_render(report, name, comp, tree, renderer):
     values = comp.config_values(component_config(name), None)
     spec = comp.render_spec(values)
-    addrs = own_addresses(values)
+    addrs = own_addresses(component_config(name))
     for entry in spec["files"]:
         dst = entry["dst"]
         if "content" in entry:
@@ -124,7 +130,7 @@ def check_render(report, name, comp, tree, renderer):
             report.line("MISMATCH", "{}: value for placeholder {} that the template does not have".format(
                 dst, token))
         try:
-            text = renderer.render_text(entry, template, addrs, {"SGI": "ens3"})
+            text = renderer.render_text(entry, template, addrs, {"SGI": "ens3", "N6": "ens3"})
         except renderer.RenderError as e:
             report.line("MISMATCH", "render: {}".format(e))
             continue
@@ -145,6 +151,12 @@ def check_output(report, comp, dst, text):
             report.line("ok", "{}: rendered, valid JSON".format(dst))
         except ValueError as e:
             report.line("MISMATCH", "{}: not valid JSON: {}".format(dst, e))
+    elif dst.endswith(".yaml"):
+        try:
+            yaml.safe_load(text)
+            report.line("ok", "{}: rendered, valid YAML".format(dst))
+        except yaml.YAMLError as e:
+            report.line("MISMATCH", "{}: not valid YAML: {}".format(dst, e))
     else:
         report.line("ok", "{}: rendered (freeDiameter/plain format, not parsed)".format(dst))
     for path in checks.relative_paths(text):
@@ -157,7 +169,10 @@ def check_output(report, comp, dst, text):
                 dst, path, comp.service, first))
 
 
-def check_build_flags(report, name, tree):
+def check_build_flags(report, name, comp, tree):
+    if not comp.oai_build_script:
+        report.line("note", "{}: its build steps run no OAI build script (nothing to check)".format(name))
+        return
     install_sh = vnfscript.load("oai/install.sh")
     commands = checks.build_commands(install_sh, name)
     if not commands:
@@ -189,7 +204,9 @@ def check_program_options(report, name, comp, tree):
         used += checks.options_in(vnfscript.load("oai/configure-hss.sh"), '"$binary"')
     text = sources_text(tree, dict(COMPONENTS)[name].option_sources)
     for option in sorted(set(used)):
-        if checks.option_known(text, option):
+        if "." in option and cn5g.config_override_known(text, option):
+            report.line("ok", "{} {}: overrides a parameter the program defines".format(comp.program, option))
+        elif checks.option_known(text, option):
             report.line("ok", "{} {}: defined by the program".format(comp.program, option))
         else:
             report.line("MISMATCH", "{} {}: not an option of the program at this ref".format(comp.program, option))
@@ -207,92 +224,37 @@ def check_program_options(report, name, comp, tree):
                     report.line("MISMATCH", "{} {}: not an option of the script".format(path, option))
 
 
-def submodule_tree(src_root, url):
-    name = url.rstrip("/").rsplit("/", 1)[-1]
-    name = name[:-4] if name.endswith(".git") else name
-    path = os.path.join(src_root, "submodules", name)
-    return Tree(path) if os.path.exists(path) else None
-
-
-def check_submodules(report, comp, tree, src_root):
-    modules = tree.read(".gitmodules")
-    if not modules:
-        return
-    urls = dict(re.findall(r"path\s*=\s*(\S+)\s*\n\s*url\s*=\s*(\S+)", modules))
-    links = tree.gitlinks()
-    pins = {path: commit for path, commit, _ in comp.submodule_pins}
-    for path in sorted(set(pins) - set(links)):
-        report.line("MISMATCH", "submodule pin {}: not a submodule of the ref".format(path))
-    subs = {}
-    for path, recorded in sorted(links.items()):
-        sub = submodule_tree(src_root, urls.get(path, ""))
-        name = path.rsplit("/", 1)[-1]
-        sha = pins.get(path, recorded)
-        subs[name] = (sub, sha, path)
-        what = "pinned by the charm at" if path in pins else "at the recorded commit"
-        if sub is None:
-            report.line("MISMATCH", "submodule {} ({}): no repository in OAI_SRC/submodules".format(
-                path, urls.get(path)))
-        elif sub.has_commit(sha):
-            report.line("ok", "submodule {} {} {}: exists upstream".format(path, what, sha[:12]))
-        else:
-            report.line("MISMATCH", "submodule {}: the commit {} is not upstream".format(path, sha))
-    pattern = checks.pull_pattern(vnfscript.load("oai/oai-lib.sh"))
-    patches = set()
-    for rel in tree.files(*HELPER_FOLDERS):
-        text = tree.read(rel) or ""
-        for _, line_no, which, branch, line in checks.submodule_pulls(rel, text):
-            targets = list(subs) if which == "*" else [which]
-            missing = [t for t in targets if t in subs and subs[t][0] is not None and not subs[t][0].has_branch(branch)]
-            neutral = pattern is not None and pattern.search(line) is not None
-            where = "{}:{} `{}`".format(rel, line_no, line)
-            if missing and not neutral:
-                report.line("MISMATCH", "{}: no branch {} in {}".format(where, branch, ", ".join(missing)))
-            elif missing:
-                report.line("ok", "{}: needs branch {} that {} lack(s); the charm replaces this pull with its "
-                                  "pinned commits".format(where, branch, ", ".join(missing)))
-            elif neutral:
-                report.line("ok", "{}: replaced by the charm with its pinned commits".format(where))
-            else:
-                report.line("ok", "{}: branch {} exists in {}".format(where, branch, ", ".join(targets)))
-        for name, patch in checks.patch_applications(rel, text):
-            if (name, patch) not in patches:
-                patches.add((name, patch))
-                check_patch(report, tree, subs.get(name), name, patch, rel)
-
-
-def check_patch(report, tree, sub, name, patch, helper):
-    if sub is None or sub[0] is None:
-        report.line("MISMATCH", "{}: patch {} for unknown submodule {}".format(helper, patch, name))
-        return
-    text = tree.read(patch)
-    if text is None:
-        report.line("MISMATCH", "{}: patch {} does not exist".format(helper, patch))
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        sub[0].extract(sub[1], tmp)
-        with open(os.path.join(tmp, ".oai.patch"), "w") as f:
-            f.write(text)
-        result = subprocess.run(["git", "apply", "--check", "-p1", ".oai.patch"], cwd=tmp,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if result.returncode == 0:
-        report.line("ok", "{} applies to {} at {}".format(patch, name, sub[1][:12]))
-    else:
-        report.line("MISMATCH", "{} does not apply to {} at {}: {}".format(
-            patch, name, sub[1][:12], result.stderr.decode().strip()[:200]))
-
-
 def check_component(report, name, comp, src_root, renderer):
+    """The static checks of one component whose tree OAI_SRC holds; returns the commit checked."""
     tree = Tree(os.path.join(src_root, name), comp.ref)
     print("{} {} @ {} -> {}{}".format(name, comp.repository, comp.ref, tree.commit,
                                       "" if tree.resolved_from != "HEAD" else " (HEAD of the checkout)"))
     check_render(report, name, comp, tree, renderer)
-    check_build_flags(report, name, tree)
+    check_build_flags(report, name, comp, tree)
     check_program_options(report, name, comp, tree)
-    check_submodules(report, comp, tree, src_root)
+    if comp.fetch_submodules:
+        check_submodules(report, comp, tree, src_root)
+    else:
+        report.line("note", "{}: oai-install fetches none of its submodules (not built)".format(name))
     if name == "enb":
         check_ue(report, comp, tree, renderer)
+    if name == "gnb":
+        cn5g.check_nrue(report, comp, tree, renderer, component_config(name), check_output, sources_text)
+    if name == "mysql":
+        cn5g.check_mysql(report, comp, component_config(name), tree)
+    if name in ("amf", "smf", "upf"):
+        cn5g.check_binary(report, name, tree)
     return tree.commit
+
+
+def check_cn5g_files(report, src_root):
+    """The AMF's, SMF's and UPF's generated files, whether or not their trees are here (cn5g.py)."""
+    trees = {n: Tree(os.path.join(src_root, n), c.ref) for n, c in COMPONENTS
+             if n in ("smf", "mysql") and os.path.exists(os.path.join(src_root, n))}
+    for name, comp in COMPONENTS:
+        if name in ("amf", "smf", "upf"):
+            print("{} generated configuration".format(name))
+            cn5g.check_nf_files(report, name, comp, component_config(name), trees.get("smf"), trees.get("mysql"))
 
 
 def check_ue(report, comp, tree, renderer):
@@ -358,9 +320,9 @@ def main(argv=None):
             print("not run: no OAI sources ({})".format(why))
             return 2
         src = args.clone_to
-    if not all(os.path.exists(os.path.join(src, n)) for n, _ in COMPONENTS):
-        missing = [n for n, _ in COMPONENTS if not os.path.exists(os.path.join(src, n))]
-        print("not run: no OAI sources ({} lacks {})".format(src, ", ".join(missing)))
+    present = [(n, c) for n, c in COMPONENTS if os.path.exists(os.path.join(src, n))]
+    if not present:
+        print("not run: no OAI sources ({} has none of {})".format(src, ", ".join(n for n, _ in COMPONENTS)))
         return 2
     try:
         libconfig.parse("a = 1;")
@@ -371,31 +333,45 @@ def main(argv=None):
     report = Report()
     commits = {}
     try:
-        for name, comp in COMPONENTS:
+        for name, comp in present:
             commits[name] = check_component(report, name, comp, src, renderer)
+        check_cn5g_files(report, src)
     except SourceError as e:
         print("not run: {}".format(e))
         return 2
+    absent = [(n, c) for n, c in COMPONENTS if (n, c) not in present]
+    for name, comp in absent:
+        report.line("UNCHECKED", "{}: NOT CHECKED: no source tree in OAI_SRC ({} @ {}): its templates, build "
+                                 "flags, options, submodules and steps".format(name, comp.repository, comp.ref))
     print("")
     print("commits: " + ", ".join("{} {}".format(n, c[:12]) for n, c in commits.items()))
-    executed = run_executed(src, args.only)
+    executed = run_executed(src, [n for n, _ in present if not args.only or n in args.only])
     print("")
-    print("oai-conformance: {} static mismatch(es); executed: {}".format(report.mismatches, executed[1]))
+    print("oai-conformance: {} static mismatch(es); not checked: {}; executed: {}".format(
+        report.mismatches, ", ".join(n for n, _ in absent) or "none", executed[1]))
+    if report.unchecked:
+        print("NOT CHECKED ({}): {}".format(len(report.unchecked), " | ".join(report.unchecked)))
     if report.mismatches or executed[0] == 1:
         return 1
-    return executed[0]
+    if executed[0] == 2:
+        return 2
+    return PARTIAL if report.unchecked else 0
 
 
 def run_executed(src, only):
-    """(status, summary) of the executed chains (execute.py): 0 passed, 1 failed, 2 not run."""
+    """(status, summary) of the executed chains (execute.py) of the components named in ``only``:
+    0 passed, 1 failed, 2 not run."""
     if os.geteuid() != 0:
         return 2, "not run (needs root for the sandbox VNF's namespaces)"
     from oai_conformance import execute
 
     started = time.monotonic()
-    chosen = [(n, c) for n, c in COMPONENTS if not only or n in only]
+    chosen = [(n, c) for n, c in COMPONENTS if n in only]
+    if not chosen:
+        return 0, "none chosen"
     configs = {n: component_config(n) for n, _ in chosen}
-    secrets = [v for cfg in configs.values() for k, v in cfg.items() if k.endswith(("lte-k", "lte-op")) and v]
+    secrets = [v for cfg in configs.values() for k, v in cfg.items()
+               if k.endswith(("lte-k", "lte-op", "-k", "-op", "db-password")) and v]
     outcomes = execute.execute(chosen, configs, src, secrets)
     checks = sum(o.checks for o in outcomes)
     failed = sum(o.failures for o in outcomes)

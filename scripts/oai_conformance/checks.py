@@ -26,16 +26,30 @@ def edit_counts(template, edits):
 
 
 def function_body(script, name):
-    match = re.search(r"^{}\(\) \{{\n(.*?)^\}}".format(re.escape(name)), script, re.S | re.M)
+    match = re.search(r"^{}\(\) \{{[^\n]*\n(.*?)^\}}".format(re.escape(name)), script, re.S | re.M)
     return match.group(1) if match else ""
+
+
+def expand_helper_calls(install_sh, body):
+    """A build function that is one call of a shared helper (``cn5g_build "$1" "$2" SMF smf``) is
+    that helper's body with the call's arguments put in."""
+    call = re.fullmatch(r'\s*([a-z_0-9]+) "\$1" "\$2" ([^\n]*?)\s*', body)
+    if not call or not function_body(install_sh, call.group(1)):
+        return body
+    words = ["$1", "$2"] + call.group(2).split()
+    out = function_body(install_sh, call.group(1))
+    for i in range(len(words), 2, -1):
+        out = out.replace("${}".format(i), words[i - 1])
+    return out
 
 
 def build_commands(install_sh, component):
     """[(script path in the tree, [words])] that ``oai_build_<component>`` runs."""
-    body = function_body(install_sh, "oai_build_" + component).replace("\\\n", " ")
+    body = expand_helper_calls(install_sh, function_body(install_sh, "oai_build_" + component))
+    body = body.replace("\\\n", " ")
     out = []
     for line in body.splitlines():
-        for m in re.finditer(r"(?:cd (\S+) && )?\./([\w./-]+)([^'\n]*)", line):
+        for m in re.finditer(r"(?:cd (\S+) && )?\./([\w./-]+)([^'\"\n]*)", line):
             folder, script, rest = m.group(1), m.group(2), m.group(3)
             path = "{}/{}".format(folder, script) if folder else script
             out.append((path, rest.split()))

@@ -14,25 +14,34 @@ import re
 import tempfile
 import time
 
+import yaml
+
 from oai_conformance import libconfig
 from oai_conformance.sandbox import Sandbox, SandboxError, serve_sources
-from vpnaas import oai, oai_ue, ssh, validation, vnfscript
+from vpnaas import oai, oai_mysql, oai_nrue, oai_ue, refpoints, ssh, validation, vnfscript
 
 TOKEN = re.compile(r"@[A-Za-z][A-Za-z0-9_-]*@")
 TUNNEL_FILES = ["tunnels.sh"]
 #: What each build step of the stand-in build scripts leaves, relative to the tree (where OAI's
 #: build leaves the programs: the in-tree candidate of each component's binary_candidates).
 UE_PROGRAMS = ["cmake_targets/lte_build_oai/build/lte-uesoftmodem", "cmake_targets/nas_sim_tools/build/conf2uedata"]
+NR_UE_PROGRAMS = ["cmake_targets/ran_build/build/nr-uesoftmodem"]
 BUILD_SCRIPTS = {"hss": "build_hss_rel14", "mme": "build_mme", "spgwc": "build_spgwc", "spgwu": "build_spgwu",
-                 "enb": "build_oai"}
+                 "enb": "build_oai", "amf": "build_amf", "smf": "build_smf", "upf": "build_upf", "gnb": "build_oai"}
 
 
 def builds(components):
+    """{build script: [programs it leaves, relative to the tree]} (components without an OAI build
+    script, MySQL, have none)."""
     out = {}
     for name, comp in components:
+        if name not in BUILD_SCRIPTS:
+            continue
         programs = [c[len(comp.source_dir) + 1:] for c in comp.binary_candidates()
                     if c.startswith(comp.source_dir + "/")][:1]
-        out[BUILD_SCRIPTS[name]] = programs + (UE_PROGRAMS if name == "enb" else [])
+        extra = UE_PROGRAMS if name == "enb" else NR_UE_PROGRAMS if name == "gnb" else []
+        out.setdefault(BUILD_SCRIPTS[name], [])
+        out[BUILD_SCRIPTS[name]] += [p for p in programs + extra if p not in out[BUILD_SCRIPTS[name]]]
     return out
 
 
@@ -61,12 +70,16 @@ def gate_step(comp, config, wanted):
     return step
 
 
-def service_addresses(config):
-    """The component's own service addresses: every ``<endpoint>-service-addresses`` option."""
+def service_addresses(config, labels=True):
+    """The component's own service addresses: every ``<endpoint>-service-addresses`` option, as
+    tunnels.sh's ``service_addresses`` takes them (``=<label>`` on a labelled reference point's,
+    as ``model.Plan.service_address_args`` writes them)."""
     out = []
     for key, value in sorted(config.items()):
         if key.endswith("-service-addresses") and value:
-            out += [str(a) for a in validation.service_address_list(value, key)]
+            label = refpoints.address_label(key[:-len("-service-addresses")]) if labels else ""
+            out += [str(a) + ("=" + label if label and a.version == 4 else "")
+                    for a in validation.service_address_list(value, key)]
     return sorted(set(out))
 
 
@@ -81,6 +94,9 @@ def chain(name, comp, config):
     if name == "enb" and config.get("ue-imsi"):
         v = oai_ue.values(config)
         steps.append(("ue-attach", oai_ue.attach_step(v), v.timeout + 60, expect_attach))
+    if name == "gnb" and config.get("ue-imsi"):
+        nv = oai_nrue.values(config)
+        steps.append(("ue-attach (nrUE)", oai_nrue.attach_step(nv), nv.timeout + 60, expect_attach))
     return values, steps
 
 
@@ -147,6 +163,12 @@ def check_outputs(outcome, sandbox, comp, values, extra_files):
                 outcome.add("-", "file " + dst, 0, True, "JSON parsed")
             except ValueError as e:
                 outcome.add("-", "file " + dst, 0, False, "JSON: {}".format(e))
+        elif base.endswith(".yaml") and dst.startswith(oai.PREFIX + "/"):   # a CN5G NF's generated file
+            try:
+                yaml.safe_load(text)
+                outcome.add("-", "file " + dst, 0, "interface_name" in text, "YAML parsed, interfaces named")
+            except yaml.YAMLError as e:
+                outcome.add("-", "file " + dst, 0, False, "YAML: {}".format(e))
         else:
             outcome.add("-", "file " + dst, 0, True, "rendered, no placeholder left")
 
@@ -155,7 +177,7 @@ def run_component(name, comp, config, src_root, workdir, secrets):
     outcome = Outcome(name)
     served = serve_sources(os.path.join(workdir, "served"), src_root, [(name, comp)])
     values, steps = chain(name, comp, config)
-    with Sandbox(os.path.join(workdir, "vnf"), served, builds([(name, comp)])) as box:
+    with Sandbox(os.path.join(workdir, "vnf"), served, builds([(name, comp)]), comp.ubuntu) as box:
         for run in (1, 2):
             for label, step, timeout, check in steps:
                 started = time.monotonic()
@@ -175,11 +197,14 @@ def run_component(name, comp, config, src_root, workdir, secrets):
             check_pins(outcome, box, comp, run)
             if run == 1:
                 extra = [oai.STATE_DIR + "/ue.conf"] if name == "enb" and config.get("ue-imsi") else []
+                extra += [oai_nrue.SIM_FILE] if name == "gnb" and config.get("ue-imsi") else []
+                extra += [oai_mysql.INIT_FILE] if name == "mysql" else []
                 check_outputs(outcome, box, comp, values, extra)
                 if name in ("hss", "mme"):
                     check_certificates(outcome, box, comp)
         outcome.calls = box.read("/var/log/oai-standin/calls.log") or ""
-    outcome.missing, outcome.unmirrored = served.missing, served.unmirrored
+    outcome.missing, outcome.unmirrored = served.missing, served.unmirrored if comp.fetch_submodules else {}
+    outcome.submodules = comp.fetch_submodules
     return outcome
 
 
@@ -200,7 +225,9 @@ def print_outcome(outcome):
             print("  note  {} @ {}: not in the mirror, left out of the checkout: {}".format(
                 name, commit[:12], ", ".join(paths)))
     for sub, url in sorted(outcome.unmirrored.items()):
-        print("  note  nested submodule {} ({}): no repository in OAI_SRC, not fetched".format(sub, url))
+        print("  note  submodule {} ({}): no repository in OAI_SRC, not fetched".format(sub, url))
+    if not getattr(outcome, "submodules", True):
+        print("  note  submodules: oai-install fetches none (the component builds none of them)")
     stood = sorted({line.split("\t", 1)[0] for line in outcome.calls.splitlines() if line})
     print("  note  stand-ins called: " + (", ".join(stood) or "none"))
 

@@ -38,8 +38,13 @@ COMMANDS = {"apt-get": "/usr/bin/apt-get", "apt": "/usr/bin/apt", "dpkg": "/usr/
             "python2": "/usr/bin/python"}
 COMPILERS = ("/usr/bin/cmake", "/usr/bin/make", "/usr/bin/gcc", "/usr/bin/g++", "/usr/bin/cc", "/usr/bin/c++",
              "/usr/sbin/ldconfig")
-OS_RELEASE = ('NAME="Ubuntu"\nVERSION="18.04.6 LTS (Bionic Beaver)"\nID=ubuntu\nID_LIKE=debian\n'
-              'VERSION_ID="18.04"\nVERSION_CODENAME=bionic\nUBUNTU_CODENAME=bionic\n')
+#: /etc/os-release of the Ubuntu release each component's VNF runs (OAI's scripts check it).
+OS_RELEASE = {
+    "18.04": ('NAME="Ubuntu"\nVERSION="18.04.6 LTS (Bionic Beaver)"\nID=ubuntu\nID_LIKE=debian\n'
+              'VERSION_ID="18.04"\nVERSION_CODENAME=bionic\nUBUNTU_CODENAME=bionic\n'),
+    "22.04": ('NAME="Ubuntu"\nVERSION="22.04.4 LTS (Jammy Jellyfish)"\nID=ubuntu\nID_LIKE=debian\n'
+              'VERSION_ID="22.04"\nVERSION_CODENAME=jammy\nUBUNTU_CODENAME=jammy\n'),
+}
 CLONE_NEWNET = 0x40000000
 #: No step of the sandbox needs long (nothing is compiled): a hanging one fails after this.
 WAIT_LIMIT = 600
@@ -141,10 +146,11 @@ class Sandbox(object):
     """One sandbox VNF. ``builds``: {build script name: [program paths relative to the tree]} for
     the build stand-in."""
 
-    def __init__(self, workdir, served, builds):
+    def __init__(self, workdir, served, builds, ubuntu="18.04"):
         self.workdir = os.path.abspath(workdir)
         self.served = served
         self.builds = builds
+        self.ubuntu = ubuntu
         self.testbed = None
         self.vnf = None
         self.session = None
@@ -201,7 +207,7 @@ class Sandbox(object):
         for path in COMPILERS:
             lines.append("rm -f {0}; cp /usr/lib/oai-standin/compiler {0}; chmod 755 {0}".format(path))
         self.vnf.exec(["bash", "-c", "\n".join(lines)], timeout=60)
-        self.write("/etc/os-release", OS_RELEASE)
+        self.write("/etc/os-release", OS_RELEASE[self.ubuntu])
         # As on an Ubuntu VM: its own name in /etc/hosts (git and sudo look it up); no name server,
         # so that nothing in the sandbox sends a DNS query anywhere.
         self.write("/etc/hosts", "127.0.0.1 localhost\n127.0.1.1 {}\n".format(self.vnf.name))
@@ -265,6 +271,8 @@ def serve_sources(root, src_root, components):
         else:
             ref_obj = tree.commit
         served.serve(name, tree, {kind + comp.ref: ref_obj, "HEAD": tree.commit}, [comp.repository])
+        if not comp.fetch_submodules:
+            continue   # oai-install fetches none of them (install.sh's oai_prepare_<c>)
         modules = tree.read(".gitmodules") or ""
         urls = dict(re.findall(r"path\s*=\s*(\S+)\s*\n\s*url\s*=\s*(\S+)", modules))
         pins = {p: c for p, c, _ in comp.submodule_pins}
@@ -274,7 +282,12 @@ def serve_sources(root, src_root, components):
             sub_name = sub_name[:-4] if sub_name.endswith(".git") else sub_name
             sub_path = os.path.join(src_root, "submodules", sub_name)
             if not os.path.exists(sub_path):
-                raise SandboxError("no repository for submodule {} in {}".format(path, sub_path))
+                if path in pins:
+                    raise SandboxError("no repository for submodule {} in {}".format(path, sub_path))
+                # OAI's own submodule, not pinned by the charm, that OAI_SRC has no repository for
+                # (CN5G's common-src and common-build): not fetched (`update = none`), and reported.
+                served.unmirrored[path] = url
+                continue
             sub = Tree(sub_path)
             refs = {"refs/heads/recorded-" + recorded[:12]: recorded, "HEAD": pins.get(path, recorded)}
             if path in pins:

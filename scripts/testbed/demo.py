@@ -1,4 +1,5 @@
-"""`make demo`: the WireGuard EPS of the bundle, locally, in network namespaces.
+"""`make demo`: the WireGuard EPS (or, NS=sa_wg, the 5G SA network) of the bundle, locally, in
+network namespaces.
 
 1. VIM emulation from the NSD and its params file (vim.py), VCA emulation with the BUILT charms
    (vca.py), sequenced like OSM's LCM (lcm.py): relations before config, config, verify, the
@@ -28,7 +29,9 @@ from testbed import (
     capture,
     cli,
     lcm,
+    monitor,
     nsmodel,
+    prometheus,
     report,
     standin,
     thesis,
@@ -38,8 +41,12 @@ from testbed import (
     vca,
     vim,
 )
+from vpnaas import refpoints
 
 OUT_DIR = os.path.join(BUILD_DIR, "demo")
+#: IPPROTO_SCTP, and the protocols (the registry's ``carries``) that OAI runs over it.
+SCTP = 132
+SCTP_PROTOCOLS = ("S1AP", "NGAP")
 HANDSHAKE_TIMEOUT = 60
 #: Where the emulated VMs keep what OAI's steps would write in /var/lib, /usr/local/sbin ...:
 #: inside the VNF's own state directory (all namespaces share the machine's filesystem).
@@ -166,8 +173,8 @@ def measure_refpoint(testbed, rp, seconds, pings, tunnelled, rounds=1):
 def load_instances(ns, charms_dir=None):
     """The NS variant's instances, with the emulated VMs' environment."""
     env = dict(os.environ)
-    for key in ("LTE_K", "LTE_OP"):
-        env.setdefault(key, secrets.token_hex(16))   # never printed; the testbed runs no HSS
+    for key in ("LTE_K", "LTE_OP", "NR_K", "NR_OP", "MYSQL_PASSWORD"):
+        env.setdefault(key, secrets.token_hex(16))   # never printed; the testbed runs no HSS or MySQL
     env.setdefault("MGMT_NETWORK", "mgmt")
     env.setdefault("VIM_ACCOUNT", "testbed")
     env.setdefault("VIM_ACCOUNT_SITE2", "testbed-site2")
@@ -201,26 +208,51 @@ def bring_up(tb, instances, out_dir, progress):
     return out
 
 
-def run(ns, seconds, pings, out_dir, progress, rounds=1, userspace=None):
+def run(ns, seconds, pings, out_dir, progress, rounds=1, userspace=None, threshold=prometheus.DEMO_THRESHOLD):
     instances = load_instances(ns)
     os.makedirs(out_dir, exist_ok=True)
     tb = vim.Testbed(os.path.join(out_dir, "tb"), userspace_wireguard=userspace or vim.userspace_wireguard())
     impl = _implementation(tb)
     progress("NS {}: {} instance(s), WireGuard: {}".format(ns, len(instances), impl))
     results = {"ns": ns, "wireguard": {"implementation": impl}, "instances": {}}
+    prom = None
     try:
         tb.create()
         results["instances"] = bring_up(tb, instances, out_dir, progress)
+        prom = prometheus.Prometheus(tb, os.path.join(out_dir, "prometheus"), monitor.targets(tb, instances),
+                                     threshold=threshold)
+        progress("prometheus: scraping {} exporters through the management network (rules: {}, threshold "
+                 "lowered to {} s)".format(len(prom.targets), prometheus.RULES_FILE, threshold))
+        prom.start()
         for r in results["instances"].values():
             r["entries"] = _check_and_measure(tb, r, seconds, pings, out_dir, progress, rounds)
         if len(instances) > 1:
             results["simultaneous"] = _simultaneous(tb, results, seconds, pings, progress)
-        return _final_report(results)
+        rep = _final_report(results)
+        rep["prometheus"] = _monitoring(tb, prom, results, progress)
+        return rep
     finally:
+        if prom is not None:
+            prom.stop()
         progress("tearing down")
         tb.teardown()
         left = [ns for ns in vim.list_testbed_netns() if ns.startswith(tb.id + "-")]
         progress("teardown: {}".format("nothing left behind" if not left else "LEFT: " + ", ".join(left)))
+
+
+def _monitoring(tb, prom, results, progress):
+    """What Prometheus saw: targets, series, a health line per interface, and the stale-peer
+    alert firing and clearing (the first tunnelled instance)."""
+    up, series = monitor.wait_scraped(prom, len(prom.targets), progress)
+    table = monitor.health(prom)
+    out = {"targets_up": up, "targets": len(prom.targets), "handshake_age_series": series,
+           "rules_file": prometheus.RULES_FILE, "threshold_seconds": prom.threshold, "alert_for": prom.for_,
+           "health": {rp: {k: sorted(v) if isinstance(v, set) else v for k, v in h.items()} for rp, h in table.items()},
+           "health_lines": monitor.health_lines(table), "alert_fired_on_stopped_peer": False}
+    tunnelled = [r for r in results["instances"].values() if r["inst"].tunnelled]
+    if tunnelled:
+        out.update(monitor.stale_peer(tb, prom, tunnelled[0]["inst"], tunnelled[0]["model"], progress, prom.threshold))
+    return out
 
 
 def _check_and_measure(tb, r, seconds, pings, out_dir, progress, rounds=1):
@@ -278,6 +310,26 @@ def _simultaneous(tb, results, seconds, pings, progress):
     return out
 
 
+def kernel_has_sctp():
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM, SCTP).close()
+        return True
+    except OSError:
+        return False
+
+
+def standin_note(inst):
+    """What the stand-in services are, and which of OAI's transports they do not exercise."""
+    note = ("stand-ins for OAI's programs: each answers on TCP port {} of every service address of its "
+            "VNF".format(standin.STANDIN_PORT))
+    sctp = [rp.name for rp in inst.refpoints if refpoints.carries(rp.name).split(" ")[0] in SCTP_PROTOCOLS]
+    if sctp and not kernel_has_sctp():
+        note += ("; {} {} over SCTP in OAI ({}), and this kernel has no SCTP: TCP stands in there (the tunnel "
+                 "carries either alike)".format(", ".join(r.upper() for r in sctp), "runs" if len(sctp) == 1 else "run",
+                                                "/".join(refpoints.carries(r).split(" ")[0] for r in sctp)))
+    return note
+
+
 def _final_report(results):
     per_instance = {}
     for name, r in results["instances"].items():
@@ -285,7 +337,7 @@ def _final_report(results):
             r["entries"], seconds_to_all_tunnels_up=(round(r["timing"]["seconds"], 2) if r["timing"] else None),
             ns=results["ns"] if len(results["instances"]) == 1 else name, descriptor_id=r["inst"].descriptor_id,
             wireguard=results["wireguard"], skipped_primitives=r["skipped"], ue=r.get("ue"),
-            unit_status={u: list(s) for u, s in r["status"].items()})
+            unit_status={u: list(s) for u, s in r["status"].items()}, standins=standin_note(r["inst"]))
     if len(per_instance) == 1:
         return next(iter(per_instance.values()))
     return {"schema": measure_parse.REPORT_SCHEMA_VERSION, "ns": results["ns"], "wireguard": results["wireguard"],
@@ -312,6 +364,9 @@ def main(argv=None):
     parser.add_argument("--implementation", choices=("wireguard-go", "boringtun"), default="wireguard-go",
                         help="userspace WireGuard of the VNFs where the kernel has no module (boringtun: `make "
                         "boringtun`; lower added RTT, lower throughput)")
+    parser.add_argument("--stale-threshold", type=cli.positive_int, default=prometheus.DEMO_THRESHOLD,
+                        help="the stale-handshake alert's threshold in the testbed's Prometheus, seconds (the rules "
+                        "file's default: 180; docs/metrics.md)")
     parser.add_argument("--out", default=OUT_DIR)
     args = parser.parse_args(argv)
     cli.check_out_dir(parser, args.out)
@@ -327,12 +382,13 @@ def main(argv=None):
         userspace = tunnels.boringtun_path() if args.implementation == "boringtun" else None
         if args.implementation == "boringtun" and not userspace:
             raise DemoError("no boringtun-cli: run `make boringtun`")
-        rep = run(args.ns, args.seconds, args.pings, args.out, progress, args.rounds, userspace)
+        rep = run(args.ns, args.seconds, args.pings, args.out, progress, args.rounds, userspace,
+                  args.stale_threshold)
     except KeyboardInterrupt:
         print("interrupted; everything was torn down", file=sys.stderr)
         return 130
     except (nsmodel.NsModelError, lcm.InstantiationFailed, traffic.MeasureError, vim.VimError,
-            vca.VcaError, DemoError) as e:
+            vca.VcaError, prometheus.PrometheusError, DemoError) as e:
         print("demo failed: {}".format(e), file=sys.stderr)
         return 1
     reports = rep["slices"] if "slices" in rep else {args.ns: rep}
@@ -343,6 +399,8 @@ def main(argv=None):
             print("all tunnels up {:.1f} s after the last config primitive".format(r["seconds_to_all_tunnels_up"]))
         for s in r.get("skipped_primitives", []):
             print("SKIPPED {} on {}: {}".format(s["primitive"], s["vnf"], s["reason"]))
+        if r.get("standins"):
+            print(r["standins"])
         if r.get("ue"):
             print(ue_standin.describe(r["ue"]))
     if "simultaneous" in rep:
@@ -351,6 +409,16 @@ def main(argv=None):
             cells = ["{} {:,.0f} / {:.3f}".format(n, v["wg_throughput_bps"] / 1e6, v["wg_rtt_avg_ms"])
                      for n, v in per.items()]
             print("  {:5} {}".format(rp, "  ".join(cells)))
+    mon = rep.get("prometheus") or {}
+    print("\nPrometheus ({} of {} exporters up, {} handshake-age series; rules {}):".format(
+        mon.get("targets_up"), mon.get("targets"), mon.get("handshake_age_series"), mon.get("rules_file")))
+    for line in mon.get("health_lines", []):
+        print("  " + line)
+    if mon.get("stopped"):
+        print("  stopped {} ({}): {} {} after {} s; after the repair {} in {} s".format(
+            mon["stopped"]["unit"], mon["stopped"]["device"], monitor.ALERT,
+            "FIRED" if mon["alert_fired_on_stopped_peer"] else "did NOT fire", mon["seconds_to_fire"],
+            "cleared" if mon["alert_cleared_after_repair"] else "did NOT clear", mon["seconds_to_clear"]))
     path, pngs = report.write(rep, args.out)
     print("\nreport: {}\nplot:   {}".format(os.path.relpath(path), ", ".join(os.path.relpath(p) for p in pngs)))
     return 0

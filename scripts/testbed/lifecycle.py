@@ -287,8 +287,9 @@ OPERATION_FUNCTIONS = {"rotate-keys-previous-peers": op_rotate_keys_previous_pee
 # ---------------------------------------------------------------------- the previous revision
 def previous_revision():
     """The charms as they were before their last change: the parent of the newest commit that
-    changed charms/ (what an operator running the previous revision upgrades from)."""
-    out = subprocess.run(["git", "-C", REPO_DIR, "log", "-n", "1", "--format=%H", "--", "charms"],
+    changed charms/ (what an operator running the previous revision upgrades from). Along the
+    first parents only: a merged branch's own commits were never a revision anyone ran."""
+    out = subprocess.run(["git", "-C", REPO_DIR, "log", "--first-parent", "-n", "1", "--format=%H", "--", "charms"],
                          stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.split()
     if not out:
         raise LifecycleError("no revision of charms/ in this checkout's history")

@@ -1,14 +1,16 @@
 """The UE in the testbed: a stand-in, and reported as one.
 
-The real UE (OAI's lte-uesoftmodem, built by the eNB's oai-install) cannot exist here: the OAI
-builds need the internet and are SKIPPED. What can run is the eNB charm's own code:
-1. its real ``ue-attach`` action, which must refuse with its own message (no lte-uesoftmodem);
-   an attach is never claimed;
+The real UE (OAI's lte-uesoftmodem or nr-uesoftmodem, built by the eNB's or the gNB's
+oai-install) cannot exist here: the OAI builds need the internet and are SKIPPED. What can run is
+the eNB's (gNB's) charm's own code:
+1. its real ``ue-attach`` action, which must refuse with its own message (no lte-uesoftmodem,
+   nr-uesoftmodem); an attach is never claimed;
 2. its real ``ue-iperf`` action (ping and iperf3 -J from the UE's address, the charm parsing the
    result), from a stand-in "UE interface": a veth device named like OAI's (oaitun_ue1) holding
-   the eNB's own S1-U service address, to an iperf3 server on the SPGW-U's S1-U service address.
-   That path is the eNB's end of S1-U through wg-s1u (or the plain S1-U link in the NS without
-   WireGuard) to the SPGW-U -- no radio, no GTP-U, no SGi -- and the report says so.
+   the RAN's own S1-U (N3) service address, to an iperf3 server on the gateway's S1-U (N3) service
+   address. That path is the RAN's end of S1-U (N3) through wg-s1u (wg-n3), or the plain link in
+   the NS without WireGuard, to the SPGW-U (UPF) -- no radio, no GTP-U, no SGi or N6 -- and the
+   report says so.
 The stand-in interface is removed again afterwards.
 """
 import subprocess
@@ -27,16 +29,21 @@ def _failed_or_results(result):
     return {"status": "failed", "message": result.message}
 
 
+#: The user-plane reference point between the RAN and its gateway: the EPS's S1-U, the 5G SA's N3.
+USER_PLANE = ("s1u", "n3")
+
+
 def run(tb, r, seconds, progress):
-    """The stand-in UE of one instance (None when it has no eNB/SPGW-U on S1-U)."""
+    """The stand-in UE of one instance (None when it has no RAN and gateway on S1-U or N3)."""
     inst, model = r["inst"], r["model"]
-    s1u = next((rp for rp in inst.refpoints if rp.name == "s1u"), None)
+    s1u = next((rp for rp in inst.refpoints if rp.name in USER_PLANE), None)
     if s1u is None:
         return None
     enb, spgwu = s1u.requirer, s1u.provider
     ue_addr, server = s1u.service[enb], s1u.service[spgwu]
     out = {"ue": LABEL, "path": "{} {} -> {} {} ({})".format(
-        enb, ue_addr, spgwu, server, "through wg-s1u" if inst.tunnelled else "plain S1-U link")}
+        enb, ue_addr, spgwu, server, "through wg-" + s1u.name if inst.tunnelled else "plain {} link".format(
+            {"s1u": "S1-U", "n3": "N3"}[s1u.name]))}
     progress("UE {}: ue-attach on {} (the charm's action; no OAI build here, so it must refuse)".format(LABEL, enb))
     out["ue-attach"] = _failed_or_results(model.run_action(enb + "/0", "ue-attach"))
     vnf = tb.vnfs[enb]

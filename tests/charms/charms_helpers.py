@@ -16,7 +16,13 @@ from vpnaas import plan as planning
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LTE_K = "8baf473f2f8fd09487cccbd7097c6862"
 LTE_OP = "1006020f0a478bf6b699f15c062e42b3"
+#: The 5G subscribers' keys and the AMF's database password (different from the LTE ones: a test
+#: that looks for one finds where that one went).
+NR_K = "465b5ce8b199b49faa5f0a2ee238a6bc"
+NR_OP = "e8ed289deba952e4283b54e88e6183ca"
+DB_PASSWORD = "db-pass.S3cret-0123"
 SECRETS = (LTE_K, LTE_OP)
+NR_SECRETS = (NR_K, NR_OP, DB_PASSWORD)
 PEER_KEY = base64.b64encode(b"p" * 32).decode()
 OWN_KEY = base64.b64encode(b"o" * 32).decode()
 
@@ -72,6 +78,38 @@ CONFIGS = {
         "mme-address": "192.168.247.102",
         "downlink-frequency": 2685000000,
         "prb": 50,
+    },
+    # The 5G standalone variant (params/sa_wg.yaml's plan).
+    "mysql": {
+        "db-service-addresses": "172.16.40.131/32",
+        "amf-address": "172.16.40.132",
+        "db-password": DB_PASSWORD,
+        "subscriber-k": NR_K,
+        "subscriber-op": NR_OP,
+    },
+    "amf": {
+        "n2-service-addresses": "192.168.250.132/32",
+        "n11-service-addresses": "172.16.30.132/32",
+        "db-service-addresses": "172.16.40.132/32",
+        "smf-address": "172.16.30.133",
+        "mysql-address": "172.16.40.131",
+        "db-password": DB_PASSWORD,
+    },
+    "smf": {
+        "n11-service-addresses": "172.16.30.133/32",
+        "n4-service-addresses": "172.16.20.133/32",
+        "amf-address": "172.16.30.132",
+        "upf-address": "172.16.20.134",
+    },
+    "upf": {
+        "n3-service-addresses": "192.168.251.134/32",
+        "n4-service-addresses": "172.16.20.134/32",
+        "smf-address": "172.16.20.133",
+    },
+    "gnb": {
+        "n2-service-addresses": "192.168.250.140/32",
+        "n3-service-addresses": "192.168.251.140/32",
+        "amf-address": "192.168.250.132",
     },
 }
 

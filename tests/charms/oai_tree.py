@@ -52,6 +52,28 @@ NETWORK_INTERFACES: {
   ENB_IPV4_ADDRESS_FOR_X2C = "10.0.0.1/24";
 };
 """,
+    "gnb.sa.band78.fr1.106PRB.usrpb210.conf": """gNBs = ( {
+    tracking_area_code  =  1;
+    plmn_list = ({ mcc = 1; mnc = 1; mnc_length = 2; snssaiList = ({ sst = 1; }) });
+    amf_ip_address      = ( { ipv4       = "127.0.0.5";
+                              active     = "yes"; } );
+    NETWORK_INTERFACES : {
+        GNB_INTERFACE_NAME_FOR_NG_AMF            = "eth9";
+        GNB_IPV4_ADDRESS_FOR_NG_AMF              = "10.0.0.9/24";
+        GNB_INTERFACE_NAME_FOR_NGU               = "eth9";
+        GNB_IPV4_ADDRESS_FOR_NGU                 = "10.0.0.9/24";
+    };
+} );
+""",
+    "ue.conf": """uicc0 = {
+imsi = "1";
+key = "0";
+opc= "0";
+dnn= "x";
+nssai_sst=9;
+nssai_sd=9;
+}
+""",
     "hss_rel14_fd.conf": '#ListenOn = "127.0.0.1";\n',
     "ue_eurecom_test_sfr.conf": """PLMN: {
   PLMN4: { FULLNAME="B"; SHORTNAME="B"; MNC="93"; MCC="208"; };
@@ -111,3 +133,18 @@ def executable(path, text):
 
 def placeholders(text):
     return re.findall(r"@[A-Za-z][A-Za-z0-9_-]*@", text)
+
+
+#: The shape of the users table in a MySQL dump (the table OAI's AMF reads), for MySQL's init file.
+USERS_DUMP = """-- a synthetic dump
+DROP TABLE IF EXISTS `other`;
+CREATE TABLE `users` (
+  `imsi` varchar(15) NOT NULL,
+  `key` varbinary(16) NOT NULL,
+  `sqn` bigint(20) unsigned NOT NULL,
+  `rand` varbinary(16) NOT NULL,
+  `OPc` varbinary(16) DEFAULT NULL,
+  PRIMARY KEY (`imsi`)
+) ENGINE=MyISAM DEFAULT CHARSET=latin1;
+INSERT INTO `users` VALUES ('001010000000001',0x00,0,0x00,0x00);
+"""

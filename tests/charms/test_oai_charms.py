@@ -9,7 +9,19 @@ import re
 import shlex
 
 import pytest
-from charms_helpers import COMPONENTS, LTE_K, LTE_OP, OWN_KEY, PEER_KEY, SECRETS, config_for, harness_for
+from charms_helpers import (
+    COMPONENTS,
+    DB_PASSWORD,
+    LTE_K,
+    LTE_OP,
+    NR_K,
+    NR_OP,
+    OWN_KEY,
+    PEER_KEY,
+    SECRETS,
+    config_for,
+    harness_for,
+)
 
 from vpnaas import refpoints, ssh
 
@@ -19,6 +31,11 @@ ENDPOINTS = {
     "spgwc": ("s11", "mme"),
     "spgwu": ("s1u", "enb"),
     "enb": ("s1c", "mme"),
+    "mysql": ("db", "amf"),
+    "amf": ("n2", "gnb"),
+    "smf": ("n4", "upf"),
+    "upf": ("n3", "gnb"),
+    "gnb": ("n2", "amf"),
 }
 
 
@@ -326,3 +343,28 @@ def test_configure_uses_the_relation_when_no_explicit_peer_address(charm_env):
     settings = base64.b64decode(args[called(vnf.scripts[i])["oai_configure_begin"][0] + 2]).decode()
     assert "host {} mme.ntnu.no mme\n".format(peer_service_address("s6a").split("/")[0]) in settings
     assert LTE_OP not in vnf.commands[i]
+
+
+@pytest.mark.parametrize("name", ["mysql", "amf"])
+def test_5g_secrets_never_logged_returned_or_on_a_command_line(charm_env, caplog, name):
+    """The MySQL password and the subscribers' keys: in the data section only, redacted from what
+    the VNF reports back."""
+    from vpnaas import oai
+
+    make, vnf = charm_env
+    harness = make(name)
+    events = [act(harness, "oai-install"), act(harness, "oai-configure"), act(harness, "oai-start")]
+    # (the AMF knows no subscriber key: only the password is in its report)
+    vnf.remote_error = "cannot use {} for {}".format(DB_PASSWORD, NR_K.upper() if name == "mysql" else "x")
+    events.append(act(harness, "oai-configure"))
+    assert events[-1].failed and "***" in events[-1].failed
+    seen = [str(e.results) + str(e.failed) for e in events] + vnf.statuses + vnf.commands
+    seen += [harness.charm.unit.status.message] + [r.getMessage() for r in caplog.records]
+    for rel in harness.model.relations[ENDPOINTS[name][0]]:
+        seen.append(str(dict(rel.data[harness.charm.unit])))
+    text = "\n".join(seen)
+    for secret in (DB_PASSWORD, NR_K, NR_OP, oai.opc(NR_K, NR_OP)):
+        assert secret not in text and secret.upper() not in text
+    for script in vnf.scripts:
+        program = script.partition("__VPNAAS_DATA__\n")[0]
+        assert DB_PASSWORD not in program and NR_K not in program

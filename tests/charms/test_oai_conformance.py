@@ -149,3 +149,55 @@ def test_submodules_are_checked_at_the_charms_pins(tmp_path, capsys):
         pinned[:12]) in out
     assert "MISMATCH  submodule pin build/git_submodules/gone: not a submodule of the ref" in out
     assert report.mismatches == 1
+
+
+def test_a_cn5g_key_oai_does_not_read_is_a_mismatch(capsys):
+    """The generated files' keys against OAI's: a sample, a parser's node["..."], the documentation."""
+    from oai_conformance import cn5g
+
+    report = conformance.Report()
+    sample = cn5g.known_paths({"nfs": {"smf": {"host": "x", "sbi": {"port": 80}}}, "dnns": [{"dnn": "a"}]})
+    doc = {"nfs": {"smf": {"host": "1.2.3.4", "sbi": {"port": 80, "portt": 81}}}, "dnns": [{"dnn": "b"}],
+           "smf": {"ue_mtu": 1376}, "upf": {"smfs": ["1.2.3.4"]}}
+    cn5g.check_document(report, "smf", doc, sample, cn5g.parser_keys('if (node["ue_mtu"]) {'),
+                        "  smfs: \n", "the test's sources")
+    out = capsys.readouterr().out
+    assert "MISMATCH  smf: nfs.smf.sbi.portt is not a key of the test's sources" in out
+    assert "smf.ue_mtu read by the SMF's parser" in out and "upf.smfs named in" in out
+    # the sections themselves: in neither sample, parser nor documentation
+    assert "MISMATCH  smf: smf is not a key" in out and "MISMATCH  smf: upf is not a key" in out
+    assert report.mismatches == 3
+
+
+def test_a_configuration_override_names_a_parameter_the_program_defines():
+    from oai_conformance import cn5g
+
+    text = '#define GNB_CONFIG_STRING_GNB_LIST "gNBs"\n#define X "min_rxtxtime"\n'
+    assert cn5g.config_override_known(text, "--gNBs.[0].min_rxtxtime")
+    assert not cn5g.config_override_known(text, "--gNBs.[0].max_rxtxtime")
+    assert not cn5g.config_override_known(text, "--sa")
+
+
+def test_the_5g_build_steps_are_read_through_their_shared_helper():
+    from vpnaas import vnfscript
+
+    install = vnfscript.load("oai/install.sh")
+    assert checks.build_commands(install, "smf") == [("build/scripts/build_smf", ["-I", "-f"]),
+                                                     ("build/scripts/build_smf", ["-c", "-V", "-b", "Release", "-j"])]
+    assert checks.build_commands(install, "gnb")[1] == ("cmake_targets/build_oai",
+                                                        ["--gNB", "--nrUE", "-w", "SIMU", "--ninja"])
+    assert checks.build_commands(install, "hss")[0][0] == "scripts/build_hss_rel14"
+
+
+def test_components_without_a_tree_are_reported_not_checked_never_passed(tmp_path, capsys, monkeypatch):
+    """Only some trees in OAI_SRC: the others are named NOT CHECKED and the exit status is 3, not 0."""
+    import os
+
+    monkeypatch.setattr(conformance, "check_component", lambda report, n, c, src, r: "0" * 40)
+    monkeypatch.setattr(conformance, "check_cn5g_files", lambda report, src: None)
+    monkeypatch.setattr(conformance, "run_executed", lambda src, only: (0, "stubbed"))
+    os.makedirs(str(tmp_path / "smf"))
+    assert conformance.main(["--src", str(tmp_path)]) == conformance.PARTIAL
+    out = capsys.readouterr().out
+    assert "UNCHECKED amf: NOT CHECKED: no source tree in OAI_SRC" in out
+    assert "not checked: " in out and "upf" in out.split("not checked: ")[1].split(";")[0]

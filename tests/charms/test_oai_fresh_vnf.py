@@ -14,9 +14,30 @@ import oai_tree
 import pytest
 from charms_helpers import LTE_K, LTE_OP, config_for, run_step
 
-from vpnaas import oai, oai_enb, oai_hss, oai_mme, oai_spgw, oai_ue, validation, vnfscript
+from vpnaas import (
+    oai,
+    oai_amf,
+    oai_enb,
+    oai_gnb,
+    oai_hss,
+    oai_mme,
+    oai_mysql,
+    oai_smf,
+    oai_spgw,
+    oai_ue,
+    oai_upf,
+    refpoints,
+    validation,
+    vnfscript,
+)
 
-FRESH = {"mme": oai_mme.COMPONENT, "spgwc": oai_spgw.SPGWC, "spgwu": oai_spgw.SPGWU, "enb": oai_enb.COMPONENT}
+FRESH = {"mme": oai_mme.COMPONENT, "spgwc": oai_spgw.SPGWC, "spgwu": oai_spgw.SPGWU, "enb": oai_enb.COMPONENT,
+         "amf": oai_amf.COMPONENT, "smf": oai_smf.COMPONENT, "upf": oai_upf.COMPONENT, "gnb": oai_gnb.COMPONENT,
+         "mysql": oai_mysql.COMPONENT}
+#: What the stand-ins of the 5G components need: MySQL's init file goes to the mysql user.
+CHOWN = '#!/bin/bash\nprintf "%s\\n" "chown $*" >> "{calls}"\n'
+#: ... and its run-time folder (oai-service setup's ``dir``) too: the folder, without the owner.
+INSTALL_DIR = '#!/bin/bash\nprintf "%s\\n" "install $*" >> "{calls}"\nmkdir -p "${{@: -1}}"\n'
 UE = {"ue-imsi": "208951234500001", "ue-lte-k": LTE_K, "ue-lte-op": LTE_OP}
 IPTABLES = """#!/bin/bash
 rule="${{*/ -C / -A }}"
@@ -29,17 +50,20 @@ STUB = '#!/bin/bash\nprintf "%s\\n" "$(basename "$0") $*" >> "{calls}"\n'
 
 
 def own_ips(config):
-    """The component's own service addresses (its ``*-service-addresses`` options)."""
-    return [str(a.ip) for k, v in sorted(config.items()) if k.endswith("-service-addresses") and v
+    """The component's own service addresses (its ``*-service-addresses`` options), with the label
+    the tunnel reconcile gives each without a dummy device (lo:vpnaas, lo:vpnaas-<ep> labelled)."""
+    return [(str(a.ip), "lo:vpnaas" + ("-" + refpoints.address_label(k[:-len("-service-addresses")])
+                                       if refpoints.address_label(k[:-len("-service-addresses")]) else ""))
+            for k, v in sorted(config.items()) if k.endswith("-service-addresses") and v
             for a in validation.service_address_list(v, k)]
 
 
 def netns_prefix(ips):
-    """A user and network namespace with the addresses on lo (label lo:vpnaas) and ens3 with the
-    default route, as on a VNF after the tunnel reconcile."""
+    """A user and network namespace with the addresses on lo (label lo:vpnaas, or the labelled
+    reference point's) and ens3 with the default route, as on a VNF after the tunnel reconcile."""
     setup = ["ip link set lo up", "ip link add ens3 type veth peer name ens3p", "ip link set ens3 up",
              "ip addr add 10.0.0.2/24 dev ens3", "ip route add default via 10.0.0.1 dev ens3"]
-    setup += ["ip addr add {}/32 dev lo label lo:vpnaas".format(ip) for ip in ips]
+    setup += ["ip addr add {}/32 dev lo label {}".format(ip, label) for ip, label in ips]
     return ["unshare", "--user", "--map-root-user", "--net", "bash", "-c",
             " && ".join(setup) + ' && exec bash "$0" "$@"']
 
@@ -48,7 +72,8 @@ def move(step, root):
     """The step with every VNF path moved into ``root`` (in arguments, base64 arguments and the
     data section), so that it runs in a temporary folder exactly as composed by the charm."""
     moves = [("/opt/oai", root + "/opt/oai"), (oai.PREFIX, root + oai.PREFIX), (oai.SBIN, root + "/sbin"),
-             (oai.STATE_DIR, root + "/state"), ("/etc/cassandra", root + "/etc/cassandra")]
+             (oai.STATE_DIR, root + "/state"), ("/etc/cassandra", root + "/etc/cassandra"),
+             ("/etc/mysql", root + "/etc/mysql"), ("/run/mysqld", root + "/run/mysqld")]
 
     def text(t):
         for a, b in moves:
@@ -108,7 +133,10 @@ def test_configure_on_a_fresh_vnf_then_again_changes_nothing(name, vnf, tmp_path
     stubs = tmp_path / "stubs"
     # The UE pool's NAT (oai-service setup): iptables as a stand-in that knows the rules it added.
     oai_tree.executable(str(stubs / "iptables"), IPTABLES.format(rules=str(tmp_path / "rules")))
+    oai_tree.executable(str(stubs / "chown"), CHOWN.format(calls=str(tmp_path / "calls")))
+    oai_tree.executable(str(stubs / "install"), INSTALL_DIR.format(calls=str(tmp_path / "calls")))
     oai_tree.write_tree(vnf + comp.source_dir, comp.source_dir, comp.render_spec(values))
+    oai_tree.write(vnf + comp.source_dir + "/" + oai_mysql.SCHEMA, oai_tree.USERS_DUMP)
     built(vnf, comp)
     rc, out, err = configure(comp, config, vnf, stubs)
     assert rc == 0 and out.splitlines()[-1] == "DONE", out + err
@@ -122,6 +150,16 @@ def test_configure_on_a_fresh_vnf_then_again_changes_nothing(name, vnf, tmp_path
         assert "certificates" in changed
         assert sorted(os.listdir(vnf + oai.PREFIX + "/freeDiameter")) == [
             "mme.cacert.pem", "mme.cakey.pem", "mme.cert.pem", "mme.key.pem", "mme_fd.conf"]
+    if name in ("amf", "smf", "upf"):
+        # Each interface the NF binds is named by its own label (SIOCGIFADDR reads one address a name).
+        with open(vnf + comp.config_path) as f:
+            text = f.read()
+        for rp in comp.interfaces:
+            assert 'interface_name: "lo:vpnaas-{}"'.format(rp) in text, (rp, text)
+        assert oct(os.stat(vnf + comp.config_path).st_mode & 0o777) == "0o600"
+    if name == "mysql":
+        with open(vnf + oai_mysql.INIT_FILE) as f:
+            assert "CREATE TABLE IF NOT EXISTS `oai_db`.`users`" in f.read()
     rc, out, err = configure(comp, config, vnf, stubs)
     assert rc == 0 and results(out) == ["changed none"], out + err
 

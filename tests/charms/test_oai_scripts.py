@@ -22,6 +22,12 @@ PINS = {
         "dreibh/tx-checksum-ip-generic-off",
     ),
     "enb": ("https://gitlab.eurecom.fr/oai/openairinterface5g.git", "v1.2.2"),
+    # CN5G v2.0.0 by commit (the federation repository's release commit records them).
+    "amf": ("https://gitlab.eurecom.fr/oai/cn5g/oai-cn5g-amf.git", "1386199ef610e632b00c90bfee5f7b1f5ae21632"),
+    "smf": ("https://gitlab.eurecom.fr/oai/cn5g/oai-cn5g-smf.git", "f499edf0e2bd70f52ecd23fd6bfdb960b334cd69"),
+    "upf": ("https://gitlab.eurecom.fr/oai/cn5g/oai-cn5g-upf.git", "93cab8f222a5d12ba8ab90fb436cce6cea4f0bff"),
+    "mysql": ("https://gitlab.eurecom.fr/oai/cn5g/oai-cn5g-fed.git", "de62dc1ac5f4c134b521274e6a908608a9c5dad5"),
+    "gnb": ("https://gitlab.eurecom.fr/oai/openairinterface5g.git", "v2.1.0"),
 }
 BUILD_COMMANDS = {
     "hss": ["cd scripts && ./build_hss_rel14 --check-installed-software --force",
@@ -31,6 +37,12 @@ BUILD_COMMANDS = {
     "spgwu": ["./build/scripts/build_spgwu -I -f", "./build/scripts/build_spgwu -c -V -b Debug -j"],
     "enb": ["source oaienv && cd cmake_targets && ./build_oai -I --phy_simulators",
             "source oaienv && cd cmake_targets && ./build_oai -w SIMU --UE --eNB"],
+    "amf": ["cd build/scripts && ./build_amf -I -f", "cd build/scripts && ./build_amf -c -V -b Release -j"],
+    "smf": ["cd build/scripts && ./build_smf -I -f", "cd build/scripts && ./build_smf -c -V -b Release -j"],
+    "upf": ["cd build/scripts && ./build_upf -I -f", "cd build/scripts && ./build_upf -c -V -b Release -j"],
+    "mysql": ["mysql_distribution_unit_off"],
+    "gnb": ["source oaienv && cd cmake_targets && ./build_oai -I",
+            "source oaienv && cd cmake_targets && ./build_oai --gNB --nrUE -w SIMU --ninja"],
 }
 
 

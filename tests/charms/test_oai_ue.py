@@ -86,9 +86,10 @@ def test_ue_actions_under_harness(charm_env):  # noqa: F811
         assert secret not in text.lower()
 
 
-def test_ue_attach_without_imsi_or_with_a_bad_server_sends_nothing(charm_env):  # noqa: F811
+@pytest.mark.parametrize("ran", ["enb", "gnb"])
+def test_ue_attach_without_imsi_or_with_a_bad_server_sends_nothing(charm_env, ran):  # noqa: F811
     make, vnf = charm_env
-    harness = make("enb")
+    harness = make(ran)
     sent = len(vnf.scripts)
     attach = act(harness, "ue-attach")
     assert attach.failed.startswith("ue-attach failed: ue-imsi: not set")

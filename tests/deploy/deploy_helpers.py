@@ -35,6 +35,9 @@ LINKS = {
 }
 SECRET_K = "8baf473f2f8fd09487cccbd7097c6862"
 SECRET_OP = "11111111111111111111111111111111"
+SECRET_NR_K = "22222222222222222222222222222222"
+SECRET_NR_OP = "33333333333333333333333333333333"
+SECRET_DB = "s3cret.mysql-pass"
 UE_IMSI = "208951234500001"
 UE_SERVER = "10.254.1.203"  # the SPGW-U's SGi address
 
@@ -289,6 +292,9 @@ def base_env(root, **extra):
         "IMAGE": "/images/bionic-server-cloudimg-amd64.img",
         "LTE_K": SECRET_K,
         "LTE_OP": SECRET_OP,
+        "NR_K": SECRET_NR_K,
+        "NR_OP": SECRET_NR_OP,
+        "MYSQL_PASSWORD": SECRET_DB,
         "OSM_CLI": "osm",
         "OPENSTACK_CLI": "openstack",
     }

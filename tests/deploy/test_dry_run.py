@@ -330,7 +330,7 @@ def test_ue_is_skipped_without_an_imsi_and_refuses_a_hostile_one():
         ue.plan(data)
     data["additionalParamsForVnf"][0]["additionalParams"]["ue_imsi"] = "208951234500001"
     assert ue.plan(data) == ("208951234500001", "10.254.1.203")
-    assert ue.plan({"additionalParamsForVnf": []}) == (None, "no eNB in this NS")
+    assert ue.plan({"additionalParamsForVnf": []}) == (None, "no eNB or gNB in this NS")
 
 
 def test_mme_view_reads_the_imsi_and_the_statistics():

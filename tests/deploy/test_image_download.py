@@ -69,7 +69,7 @@ def test_default_image_is_downloaded_and_verified(fake_root, server):
     files["/release/" + NAME] = IMAGE
     files["/release/SHA256SUMS"] = _sums(hashlib.sha256(IMAGE).hexdigest())
     site, created = _site(fake_root, IMAGE_URL=base + "/release/" + NAME)
-    site.ensure_images([])
+    site.ensure_images(["ubuntu18.04"])
     cached = os.path.join(fake_root, "build/deploy/images", NAME)
     with open(cached, "rb") as f:
         assert f.read() == IMAGE
@@ -78,7 +78,7 @@ def test_default_image_is_downloaded_and_verified(fake_root, server):
     assert sorted(log) == ["/release/SHA256SUMS", "/release/" + NAME]
     # a second run reuses the verified cache and downloads only the checksum file again
     site, _ = _site(fake_root, IMAGE_URL=base + "/release/" + NAME)
-    site.ensure_images([])
+    site.ensure_images(["ubuntu18.04"])
     assert log.count("/release/" + NAME) == 1
 
 
@@ -88,7 +88,7 @@ def test_a_mismatching_image_is_refused_and_not_kept(fake_root, server):
     files["/release/SHA256SUMS"] = _sums(hashlib.sha256(b"another image").hexdigest())
     site, created = _site(fake_root, IMAGE_URL=base + "/release/" + NAME)
     with pytest.raises(PrepareError, match="download refused"):
-        site.ensure_images([])
+        site.ensure_images(["ubuntu18.04"])
     assert created == []
     assert os.listdir(os.path.join(fake_root, "build/deploy/images")) == []
 
@@ -99,7 +99,7 @@ def test_an_image_missing_from_the_checksum_file_is_refused(fake_root, server):
     files["/release/SHA256SUMS"] = b"%s *other.img\n" % (b"0" * 64)
     site, created = _site(fake_root, IMAGE_URL=base + "/release/" + NAME)
     with pytest.raises(PrepareError, match="lists no sha256 for " + NAME):
-        site.ensure_images([])
+        site.ensure_images(["ubuntu18.04"])
     assert created == [] and log == ["/release/SHA256SUMS"]
 
 
@@ -107,11 +107,11 @@ def test_image_overrides_and_is_checked_only_against_given_sums(fake_root, serve
     base, files, _ = server
     files["/mine.img"] = IMAGE
     site, created = _site(fake_root, IMAGE_URL="http://127.0.0.1:9/never", IMAGE=base + "/mine.img")
-    site.ensure_images([])  # no checksum file is fetched for a user's IMAGE without IMAGE_SHA256SUMS
+    site.ensure_images(["ubuntu18.04"])  # no checksum file is fetched for a user's IMAGE without IMAGE_SHA256SUMS
     assert created[0][created[0].index("--file") + 1].endswith("/mine.img")
     sums = tmp_path / "SUMS"
     sums.write_text("{}  mine.img\n".format("f" * 64))
     os.remove(created[0][created[0].index("--file") + 1])
     site, _ = _site(fake_root, IMAGE=base + "/mine.img", IMAGE_SHA256SUMS=str(sums))
     with pytest.raises(PrepareError, match="download refused"):
-        site.ensure_images([])
+        site.ensure_images(["ubuntu18.04"])

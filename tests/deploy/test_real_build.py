@@ -43,7 +43,8 @@ def _named_files(printed):
 
 
 @pytest.mark.parametrize(
-    "variant", ["eps_wg", "eps_wg_multisite", "eps_wg_2x_osm10", "epc", "slices", "embb"]
+    "variant", ["eps_wg", "eps_wg_multisite", "eps_wg_2x_osm10", "epc", "slices", "embb", "sa_wg", "sa",
+                "sa_wg_osm10", "sa_slices"]
 )
 def test_real_variant_dry_run(real_catalog, variant):
     code, printed, err = _dry(real_catalog, "deploy", "--ns", variant)
@@ -71,8 +72,10 @@ def test_real_variant_dry_run(real_catalog, variant):
         for a in printed.reads("osm", "ns-action")
         if a[a.index("--action_name") + 1] == "tunnel-status"
     }
-    if variant == "epc":
+    if variant in ("epc", "sa"):
         assert members == set()
+    elif variant.startswith("sa"):
+        assert members == {"mysql", "amf", "smf", "upf", "gnb"}
     else:
         assert members == {"hss", "mme", "spgwc", "spgwu", "enb"}
 
@@ -95,3 +98,24 @@ def test_real_flavors_double_resources(real_catalog):
     hss = [a for a in printed.runs("openstack", "flavor", "create") if "hss" in a[-1]][0]
     # thesis Table 4.4: HSS 8 vCPU / 16 GB / 20 GB
     assert hss[hss.index("--vcpus") + 1] == "8" and hss[hss.index("--ram") + 1] == "16384"
+
+
+def test_real_5g_standalone_dry_run_uploads_the_2204_image_and_runs_the_nrue(real_catalog):
+    """NS=sa_wg: the 5G VNFDs' Ubuntu 22.04 image (only that one), the five VNFs onboarded, the
+    secrets of its params never printed, and the UE steps with the gNB, the AMF and the UPF's N6."""
+    from deploy_helpers import SECRET_DB, SECRET_NR_K, SECRET_NR_OP
+
+    code, printed, err = _dry(real_catalog, "deploy", "--ns", "sa_wg")
+    assert code == 0, err
+    created = [a[-1] for a in printed.runs("openstack", "image", "create")]
+    assert created == ["ubuntu22.04"]
+    assert "ubuntu-22.04-server-cloudimg-amd64.img" in printed.text
+    for secret in (SECRET_NR_K, SECRET_NR_OP, SECRET_DB):
+        assert secret not in printed.text and secret not in err
+    ue = [a for a in printed.reads("osm", "ns-action") if a[a.index("--action_name") + 1] != "tunnel-status"]
+    assert [(a[a.index("--vnf_name") + 1], a[a.index("--action_name") + 1]) for a in ue] == [
+        ("upf", "run"), ("gnb", "ue-attach"), ("amf", "run"), ("gnb", "ue-iperf")]
+    assert "iperf3 -s -B 10.254.2.203 -1 -D" in ue[0][ue[0].index("--params") + 1]
+    rendered = yaml.safe_load(open(os.path.join(ROOT, "build/deploy/sa_wg.params.yaml")))
+    mysql = [v for v in rendered["additionalParamsForVnf"] if v["member-vnf-index"] == "mysql"][0]
+    assert mysql["additionalParams"]["db_password"] == SECRET_DB

@@ -13,19 +13,34 @@ def test_sources_and_variants_are_valid(bundle):
 
 
 def test_variants_are_the_required_set(bundle):
-    base = ["epc", "eps", "eps_wg", "eps_wg_multisite", "eps_wg_2x"]
-    slices = ["embb", "urllc", "slices"]
+    base = ["epc", "eps", "eps_wg", "eps_wg_multisite", "eps_wg_2x", "sa", "sa_wg"]
+    slices = ["embb", "urllc", "slices", "sa_embb", "sa_urllc", "sa_slices"]
     assert set(bundle.variants) == set(base + slices + [b + "_osm10" for b in base + slices])
 
 
 def test_osm10_nsts_point_at_the_osm10_nsds(bundle):
     """OSM 10 cannot load the provider/requirer NSDs, so its NSTs must name the -osm10 ones."""
     osm10 = [n for n in bundle.nsts if n.id.endswith("-osm10")]
-    assert sorted(n.id for n in osm10) == ["oai-eps-wg-embb-osm10", "oai-eps-wg-urllc-osm10"]
+    assert sorted(n.id for n in osm10) == ["oai-eps-wg-embb-osm10", "oai-eps-wg-urllc-osm10",
+                                           "oai-sa-wg-embb-osm10", "oai-sa-wg-urllc-osm10"]
     for nst in osm10:
         refs = [s["nsd-ref"] for s in nst.body["netslice-subnet"]]
-        assert refs == ["oai-eps-wg-osm10"]
+        assert refs == [nst.id.replace("-embb", "").replace("-urllc", "")]
         assert bundle.nsd(refs[0]) is not None
+
+
+def test_each_ns_variant_comes_from_its_own_source(bundle):
+    """Several NSD sources (ns/variants.yaml `sources`): the 5G variants are made from the SA one,
+    with the 5G members only, and relate every 5G reference point of the registry."""
+    sa, sa_wg = bundle.nsd("oai-sa").body, bundle.nsd("oai-sa-wg").body
+    assert sa_wg["vnfd-id"] == ["oai-mysql", "oai-amf", "oai-smf", "oai-upf", "oai-gnb"] == sa["vnfd-id"]
+    assert [r["name"] for r in sa_wg["ns-configuration"]["relation"]] == ["n2", "n3", "n4", "n11", "db"]
+    assert "ns-configuration" not in sa
+    eps = bundle.nsd("oai-eps-wg").body
+    assert not set(eps["vnfd-id"]) & set(sa["vnfd-id"])
+    assert {d.source for d in bundle.sources if d.kind == "nsd"} == {"ns/eps_wg_nsd.yaml", "ns/sa_wg_nsd.yaml"}
+    assert bundle.variants["sa_slices"]["descriptor_ids"] == ["oai-sa-wg-embb", "oai-sa-wg-urllc"]
+    assert bundle.variants["sa_slices"]["nsd_ids"] == ["oai-sa-wg"]
 
 
 def test_every_generated_descriptor_has_a_unique_id(bundle):

@@ -219,3 +219,34 @@ def test_day12_id_must_be_the_vnfd_id(bundle):
         "vnfd.df[0].lcm-operations-configuration",
         "no day1-2 entry with the vnfd id 'oai-hss'",
     )
+
+
+# --- the metrics exporter's endpoint (docs/metrics.md) ------------------------------------------
+
+EXPORTER = "vnfd.df[0].exporters-endpoints"
+
+
+def test_every_vnfd_for_newest_osm_declares_the_exporter_and_every_osm10_one_leaves_it_out(bundle):
+    for desc in bundle.vnfs:
+        exp = desc.body["df"][0].get("exporters-endpoints")
+        if desc.id.endswith("-osm10"):
+            assert exp is None, desc.id
+        else:
+            assert exp == {"metric-path": "/metrics", "metric-port": 9586,
+                           "external-connection-point-ref": desc.body["mgmt-cp"]}, desc.id
+    for desc in bundle.nss:
+        osm10 = desc.id.endswith("-osm10")
+        assert all(v.endswith("-osm10") == osm10 for v in desc.body["vnfd-id"]), desc.id
+        assert all(p["vnfd-id"].endswith("-osm10") == osm10 for p in desc.body["df"][0]["vnf-profile"]), desc.id
+
+
+def test_an_exporter_port_that_is_not_the_charms_is_refused(bundle):
+    find(bundle, "vnfd", "oai-hss").body["df"][0]["exporters-endpoints"]["metric-port"] = 9100
+    assert_problem(problems_of(bundle), HSS, EXPORTER + ".metric-port", "9100 is not the charm's metrics-port (9586)")
+
+
+def test_an_exporter_on_another_connection_point_is_refused(bundle):
+    exp = find(bundle, "vnfd", "oai-hss").body["df"][0]["exporters-endpoints"]
+    exp["external-connection-point-ref"] = "hss-s6a-ext"
+    assert_problem(problems_of(bundle), HSS, EXPORTER + ".external-connection-point-ref",
+                   "hss-s6a-ext is not the management connection point hss-mgmt-ext")

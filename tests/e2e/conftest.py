@@ -12,7 +12,8 @@ import pytest
 from bundle import build_charms
 from testbed import vca, vim
 
-REQUIRED_TOOLS = ("ip", "sshd", "wg", "wg-quick", "tcpdump", "nsenter", "unshare", "iperf3", "ping")
+REQUIRED_TOOLS = ("ip", "sshd", "wg", "wg-quick", "tcpdump", "nsenter", "unshare", "iperf3", "ping",
+                  "prometheus", "promtool")
 
 
 @pytest.fixture(scope="session")

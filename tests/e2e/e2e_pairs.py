@@ -18,6 +18,11 @@ def handshakes(vnf, device):
     return [int(x) for x in out[1::2]]
 
 
-def ping(vnf, source, destination, count=3):
-    return vnf.exec(["ping", "-n", "-q", "-c", str(count), "-i", "0.2", "-W", "2", "-I", source, destination],
-                    check=False)
+def ping(vnf, source, destination, count=3, deadline=20):
+    """``count`` echo replies within ``deadline`` seconds (exit 0), else exit 1. The first packet
+    to a peer the charm has just (re)configured starts a handshake; WireGuard queues the packets
+    meanwhile, and under CPU starvation (another run's iperf3 on the same two cores) that
+    handshake has taken more than 2 s. What the callers assert is reachability, not how fast a
+    handshake completes (the bench measures that), so a deadline, not a per-reply wait."""
+    return vnf.exec(["ping", "-n", "-q", "-c", str(count), "-i", "0.2", "-w", str(deadline), "-I", source,
+                     destination], check=False)

@@ -75,6 +75,25 @@ def test_service_addresses_keep_the_operators_own_on_lo():
     assert "172.31.0.9/32" in addrs and "fd00::99/128" in addrs
 
 
+def test_labelled_service_addresses_get_their_reference_points_label_and_the_others_stay_as_they_were():
+    """The 5G NFs bind by interface name: an address of a labelled reference point goes up as
+    lo:vpnaas-<rp> (no dummy device here), and moves to a new label when its reference point
+    changes; an unlabelled (EPS) address keeps lo:vpnaas, exactly as before."""
+    calls = [("install_hooks",), ("service_addresses", "192.168.250.132/32=n2", "172.16.30.132/32=n11",
+                                  "172.16.6.2/32")]
+    proc, report, _, addrs = run_in_fresh_netns(":", calls)
+    assert proc.returncode == 0, proc.stderr + report
+    labels = {line.split()[3]: line.replace("\\", " ").split()[6] for line in addrs.splitlines()
+              if " inet " in line and " lo" in line}
+    assert labels == {"127.0.0.1/8": "lo", "192.168.250.132/32": "lo:vpnaas-n2", "172.16.30.132/32": "lo:vpnaas-n11",
+                      "172.16.6.2/32": "lo:vpnaas"}
+    relabel = calls + [("service_addresses", "192.168.250.132/32=n3", "172.16.6.2/32")]
+    proc, report, _, addrs = run_in_fresh_netns(":", relabel)
+    assert proc.returncode == 0, proc.stderr + report
+    assert "lo:vpnaas-n3" in addrs and "lo:vpnaas-n2" not in addrs and "172.16.30.132" not in addrs
+    assert "172.16.6.2/32 scope global lo:vpnaas" in addrs
+
+
 def test_an_address_that_was_there_before_is_not_adopted():
     setup = "ip addr add 172.16.6.2/32 dev lo"
     calls = [("install_hooks",), ("service_addresses", "172.16.6.2/32"), ("service_addresses",)]

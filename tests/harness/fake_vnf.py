@@ -22,6 +22,7 @@ does, and only public keys ever leave it.
 """
 import base64
 import hashlib
+import json
 import shlex
 import socket
 import threading
@@ -32,9 +33,10 @@ from cryptography.hazmat.primitives.asymmetric import x25519
 
 from vpnaas import vnfscript
 
-STEP_PREFIX = vnfscript.load(vnfscript.LIBRARY) + "\n" + vnfscript.load("tunnels.sh") + "\n"
+STEP_PREFIX = (vnfscript.load(vnfscript.LIBRARY) + "\n" + vnfscript.load("tunnels.sh") + "\n"
+               + vnfscript.load("metrics.sh") + "\n")
 STEP_CALLS = ("facts_guard", "tunnels_prepare", "service_addresses", "stage_routes", "apply_device",
-              "remove_stale_devices", "report", "teardown")
+              "remove_stale_devices", "metrics_apply", "report", "teardown")
 
 
 def keypair():
@@ -108,6 +110,7 @@ class FakeVnf(object):
 
     def __init__(self, host="10.0.0.5", port=22):
         self.host, self.port = host, port
+        self.metrics_labels = None   # the labels document the last step gave the exporter
         self.hostname = "vnf-a"
         self.host_key = paramiko.ECDSAKey.generate()
         self.users = {"ubuntu": "secret"}  # login -> password
@@ -183,7 +186,7 @@ class FakeVnf(object):
     # ------------------------------------------------------------------ the step
     def run_step(self, args, program):
         if not program.startswith(STEP_PREFIX):
-            self.unexpected.append("a program that is not lib.sh + tunnels.sh")
+            self.unexpected.append("a program that is not lib.sh + tunnels.sh + metrics.sh")
             return 2, "", "unexpected program\n"
         calls = []
         code, _, section = program[len(STEP_PREFIX):].partition("\n" + vnfscript.DATA_MARKER + "\n")
@@ -299,6 +302,12 @@ class FakeVnf(object):
                 for prefix in [p for p, (dev, _) in self.routes.items() if dev == name]:
                     del self.routes[prefix]
                 out.append("REMOVED " + name)
+
+    def step_metrics_apply(self, out, port):
+        """What the exporter would be given: the labels document (None: no exporter)."""
+        labels = self.data.get("METRICS_LABELS")
+        self.metrics_labels = json.loads(base64.b64decode(labels).decode()) if labels and port != "0" else None
+        out.append("METRICS off" if port == "0" else "METRICS up {}:{}".format(self.host, port))
 
     def step_teardown(self, out):
         self.step_remove_stale_devices(out)

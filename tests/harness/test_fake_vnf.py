@@ -8,7 +8,8 @@ from vpnaas import model, remote, vnfscript
 
 
 def test_every_call_the_fake_answers_is_a_function_of_the_shipped_step():
-    program = vnfscript.load(vnfscript.LIBRARY) + "\n" + vnfscript.load("tunnels.sh") + "\ndeclare -F\n"
+    program = vnfscript.load(vnfscript.LIBRARY) + "\n" + vnfscript.load("tunnels.sh") + "\n"
+    program += vnfscript.load("metrics.sh") + "\ndeclare -F\n"
     listed = subprocess.run(["bash", "-c", program], stdout=subprocess.PIPE, check=True, universal_newlines=True)
     defined = {line.split()[-1] for line in listed.stdout.splitlines()}
     assert set(STEP_CALLS) <= defined

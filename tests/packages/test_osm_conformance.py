@@ -83,9 +83,10 @@ def test_report_fails_on_newest_for_any_refusal():
     assert "newest: 1 ok, 1 failed, 0 refused as expected" in text
 
 
-def test_report_on_osm10_expects_only_vnfs_and_osm10_builds():
+def test_report_on_osm10_expects_only_osm10_builds():
     results = [
-        _r("package", "oai-hss_vnf.tar.gz", True),
+        _r("package", "oai-hss-osm10_vnf.tar.gz", True),
+        _r("package", "oai-hss_vnf.tar.gz", False, "Invalid attribute specified (exporters-endpoints)"),
         _r("package", "oai-eps-wg_ns.tar.gz", False, "Invalid attribute specified (provider)"),
         _r("package", "oai-eps-wg-osm10_ns.tar.gz", True),
         _r("params", "params/eps_wg.yaml -> ns oai-eps-wg", False, "not onboarded"),
@@ -95,10 +96,10 @@ def test_report_on_osm10_expects_only_vnfs_and_osm10_builds():
     assert ok
     assert "source: NBI abc" in text and "note: a note" in text
     assert "info  package  oai-eps-wg_ns.tar.gz" in text
-    assert "osm10: 3 ok, 0 failed, 2 refused as expected" in text
+    assert "osm10: 3 ok, 0 failed, 3 refused as expected" in text
     _, ok = report.render("osm10", results + [_r("package", "oai-eps-wg-osm10_ns.tar.gz", False)])
     assert not ok
-    _, ok = report.render("osm10", results + [_r("package", "oai-mme_vnf.tar.gz", False)])
+    _, ok = report.render("osm10", results + [_r("package", "oai-mme-osm10_vnf.tar.gz", False)])
     assert not ok
 
 

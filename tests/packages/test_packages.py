@@ -57,6 +57,9 @@ def test_package_layout(built):
                 assert folder + "/charms/" + charm in names
                 for cif in descriptors.cloud_init_files(vnfd):
                     assert folder + "/cloud_init/" + cif in names
+                # OSM 14+ reads the scrape job from <package>/exporter-endpoint/ (docs/metrics.md).
+                job = folder + "/exporter-endpoint/prometheus.j2"
+                assert (job in names) == ("exporters-endpoints" in vnfd["df"][0]), name
             _check_checksums(tar, folder, names)
 
 
@@ -85,8 +88,8 @@ def test_catalog_is_complete_and_every_path_exists(built):
     out, catalog = built
     with open(os.path.join(out, "catalog.json")) as f:
         assert json.load(f) == catalog
-    base = ["epc", "eps", "eps_wg", "eps_wg_multisite", "eps_wg_2x"]
-    slices = ["embb", "urllc", "slices"]
+    base = ["epc", "eps", "eps_wg", "eps_wg_multisite", "eps_wg_2x", "sa", "sa_wg"]
+    slices = ["embb", "urllc", "slices", "sa_embb", "sa_urllc", "sa_slices"]
     assert set(catalog["variants"]) == set(base + slices + [b + "_osm10" for b in base + slices])
     ids = {e["id"]: e for e in catalog["vnf"] + catalog["ns"] + catalog["nst"]}
     for entry in catalog["vnf"] + catalog["ns"]:

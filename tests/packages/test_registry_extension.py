@@ -206,7 +206,7 @@ def test_the_extended_bundle_validates_and_packages_the_new_vnf(extended):
 
 
 #: The one test that pins the shipped bundle's own registry content (it must differ in the copy).
-PINS_THE_EPS = "tests/unit/test_registry.py::test_the_bundle_registry_holds_the_eps"
+PINS_THE_EPS = "tests/unit/test_registry.py::test_the_bundle_registry_holds_the_eps_and_the_5g_standalone_network"
 
 
 def test_the_new_components_tests_and_every_registry_reader_pass_in_the_copy(extended):

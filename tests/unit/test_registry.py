@@ -23,15 +23,23 @@ def parsed(**changes):
     return registry.parse(doc)
 
 
-def test_the_bundle_registry_holds_the_eps():
+def test_the_bundle_registry_holds_the_eps_and_the_5g_standalone_network():
     reg = registry.load()
-    assert list(reg.reference_points) == ["s6a", "s11", "s1c", "sxab", "s1u"]
+    assert list(reg.reference_points) == ["s6a", "s11", "s1c", "sxab", "s1u", "n2", "n3", "n4", "n11", "db"]
     assert {n: (rp.provider, rp.requirer) for n, rp in reg.reference_points.items()} == {
         "s6a": ("mme", "hss"), "s11": ("mme", "spgwc"), "s1c": ("mme", "enb"),
-        "sxab": ("spgwu", "spgwc"), "s1u": ("spgwu", "enb")}
-    assert [c.name for c in reg.with_vnfd()] == ["hss", "mme", "spgwc", "spgwu", "enb"]
+        "sxab": ("spgwu", "spgwc"), "s1u": ("spgwu", "enb"),
+        "n2": ("amf", "gnb"), "n3": ("upf", "gnb"), "n4": ("upf", "smf"), "n11": ("amf", "smf"),
+        "db": ("mysql", "amf")}
+    assert [c.name for c in reg.with_vnfd()] == ["hss", "mme", "spgwc", "spgwu", "enb",
+                                                 "mysql", "amf", "smf", "upf", "gnb"]
     assert [rp.name for rp in reg.endpoints_of("spgwc")] == ["s11", "sxab"]
+    assert [rp.name for rp in reg.endpoints_of("amf")] == ["n2", "n11", "db"]
     assert reg.endpoints_of("wireguard-proxy") == []
+    # The 5G NFs bind by interface name: their service addresses are labelled, the EPS's are not.
+    assert {n for n, rp in reg.reference_points.items() if rp.labelled} == {"n2", "n3", "n4", "n11", "db"}
+    assert reg.reference_points["n11"].label == "n11" and reg.reference_points["s6a"].label == ""
+    assert [rp.listen_port for rp in reg.reference_points.values()] == list(range(51821, 51831))
 
 
 def test_refpoints_defaults_are_the_registry_values():
@@ -39,11 +47,14 @@ def test_refpoints_defaults_are_the_registry_values():
     assert refpoints.default_tunnel_network("sxab") == "10.250.4.0/30"
     assert refpoints.default_service_network("s1u") == "192.168.248.0/24"
     assert refpoints.default_port("vpn") == refpoints.GENERIC_PORT
+    assert refpoints.default_service_network("db") == "172.16.40.0/24"
+    assert refpoints.address_label("n2") == "n2" and refpoints.address_label("s1c") == ""
 
 
 def test_a_component_ships_its_workload_and_its_own_modules_only():
     reg = registry.load()
     assert reg.shipped_modules("enb") == ["oai", "oai_validation", "oai_workload", "oai_enb", "oai_ue"]
+    assert reg.shipped_modules("gnb") == ["oai", "oai_validation", "oai_workload", "oai_cn5g", "oai_gnb", "oai_nrue"]
     assert reg.shipped_modules("wireguard-proxy") == []
     assert "oai_hss" in reg.all_component_modules() and "charm_base" not in reg.all_component_modules()
 
@@ -56,7 +67,11 @@ def test_descriptions_resolve_to_objects_of_the_shared_package():
 
 
 @pytest.mark.parametrize("changes,message", [
-    ({"reference_points__s6a__provider": "amf"}, "reference point s6a: provider 'amf' is not a component"),
+    ({"reference_points__s6a__provider": "smsf"}, "reference point s6a: provider 'smsf' is not a component"),
+    ({"reference_points__n11__labelled": "yes"}, "reference point n11: labelled must be true or false"),
+    ({"reference_points__sbiamf__provider": "amf", "reference_points__sbiamf__requirer": "smf",
+      "reference_points__sbiamf__listen_port": 51897, "reference_points__sbiamf__tunnel_network": "10.250.97.0/30",
+      "reference_points__sbiamf__labelled": True}, "a labelled name has at most 5 characters"),
     ({"reference_points__s11__listen_port": 51821}, "reference point s11: listen port 51821 is s6a's"),
     ({"reference_points__s1c__tunnel_network": "10.250.3.0/31"}, "the tunnel network needs two hosts"),
     ({"reference_points__Bad_Name__provider": "mme"}, "1-12 lower-case letters"),

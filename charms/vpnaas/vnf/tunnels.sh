@@ -168,8 +168,10 @@ vpnaas_routes() {  # dev: exactly the routes listed in /etc/wireguard/<dev>.rout
 }
 
 vpnaas_service_addresses() {  # exactly the wanted service addresses that this charm added are up
+  # A wanted line is "address [label]": a labelled IPv4 address (a reference point whose network
+  # functions bind by interface name) goes up as <device>:<label>, lo:vpnaas-<label> on lo.
   local dev=lo label=() a key _sk _s
-  local -A want=() own=()
+  local -A want=() own=() named=()
   touch "$WANTED_ADDRESSES"
   if ip link show dev "$SERVICE_DEVICE" >/dev/null 2>&1 || ip link add "$SERVICE_DEVICE" type dummy 2>/dev/null; then
     dev=$SERVICE_DEVICE
@@ -180,13 +182,23 @@ vpnaas_service_addresses() {  # exactly the wanted service addresses that this c
     { ip -o addr show dev "$SERVICE_DEVICE" scope global 2>/dev/null || true
       ip -o -4 addr show dev lo label lo:vpnaas 2>/dev/null || true; } | awk '{print $4}' > "$OWNED_ADDRESSES"
   fi
-  while IFS=$'\t' read -r key a _sk _s; do want[$key]=$a; done < <(vpnaas_canon_lines < "$WANTED_ADDRESSES")
+  while IFS=$'\t' read -r key a _sk _s; do want[$key]=$a; named[$key]=$_s; done < <(vpnaas_canon_lines < "$WANTED_ADDRESSES")
   while IFS=$'\t' read -r key a _sk _s; do own[$key]=$a; done < <(vpnaas_canon_lines < "$OWNED_ADDRESSES")
   for key in "${!want[@]}"; do
     a=${want[$key]}
-    [ -z "$(ip -o addr show dev "$dev" to "$a" 2>/dev/null)" ] || continue   # already up (ours or not)
     label=()
-    case "$a" in *:*) ;; *) [ "$dev" != lo ] || label=(label lo:vpnaas) ;; esac
+    case "$a" in
+      *:*) ;;
+      *) if [ "${named[$key]}" != - ]; then
+           if [ "$dev" = lo ]; then label=(label "lo:vpnaas-${named[$key]}"); else label=(label "$dev:${named[$key]}"); fi
+         elif [ "$dev" = lo ]; then label=(label lo:vpnaas); fi ;;
+    esac
+    if [ -n "$(ip -o addr show dev "$dev" to "$a" 2>/dev/null)" ]; then   # already up (ours or not)
+      # ...then left alone, unless it is ours and lacks the label its reference point wants.
+      if [ "${named[$key]}" = - ] || [ -z "${own[$key]:-}" ] \
+         || [ -n "$(ip -o addr show dev "$dev" label "${label[1]}" to "$a" 2>/dev/null)" ]; then continue; fi
+      ip addr del "$a" dev "$dev"
+    fi
     ip addr add "$a" dev "$dev" "${label[@]}"
     own[$key]=$a
   done
@@ -226,8 +238,13 @@ tunnels_prepare() {
   if [ -d /run/systemd/system ]; then init=systemd; else init=none; fi
   out "INIT $init"
   ip link del vpnaas-probe 2>/dev/null || true   # left over if an earlier run was killed here
+  # The routes the VNF refuses during this step ("dev prefix" lines), for the metrics (metrics.sh).
+  TUNNELS_REFUSED_LOG=$(mktemp)
+  # shellcheck disable=SC2064  # the file name is fixed now
+  trap "rm -f '$TUNNELS_REFUSED_LOG'" EXIT
   if ip link add vpnaas-probe type wireguard 2>/dev/null; then
     ip link del vpnaas-probe
+    TUNNELS_IMPL=kernel
     out "IMPL kernel"
   else
     local ug ver
@@ -237,7 +254,8 @@ tunnels_prepare() {
     fi
     export WG_QUICK_USERSPACE_IMPLEMENTATION="$ug"
     ver=$("$ug" --version 2>/dev/null | head -n 1 | awk '{print $2}') || true
-    out "IMPL userspace $ug ${ver:-unknown}"
+    TUNNELS_IMPL="userspace $ug ${ver:-unknown}"
+    out "IMPL $TUNNELS_IMPL"
   fi
   install_hooks
 }
@@ -250,8 +268,12 @@ install_hooks() {
 }
 
 apply_routes() {  # dev: run the routes hook now and pass on what it refused
-  local line
-  "$ROUTES_HOOK" "$1" | while IFS= read -r line; do out "$line"; done
+  local line _kind dev prefix _why
+  "$ROUTES_HOOK" "$1" | while IFS= read -r line; do
+    out "$line"
+    read -r _kind dev prefix _why <<< "$line"
+    [ -z "${TUNNELS_REFUSED_LOG:-}" ] || printf '%s %s\n' "$dev" "$prefix" >> "$TUNNELS_REFUSED_LOG"
+  done
 }
 
 fact_lines() {  # name...: what the route policy must never route into a tunnel, as this VNF sees it
@@ -299,8 +321,8 @@ facts_guard() {  # expected-digest name...: report the facts; apply nothing unle
   fi
 }
 
-service_addresses() {  # address...: the wanted service addresses (PreUp of every device runs this too)
-  printf '%s\n' "$@" | grep . > "$WANTED_ADDRESSES.vpnaas-tmp" || true
+service_addresses() {  # address[=label]...: the wanted service addresses (PreUp of every device runs this too)
+  printf '%s\n' "$@" | sed 's/=/ /' | grep . > "$WANTED_ADDRESSES.vpnaas-tmp" || true
   chmod 600 "$WANTED_ADDRESSES.vpnaas-tmp"
   install_file "$WANTED_ADDRESSES.vpnaas-tmp" "$WANTED_ADDRESSES"
   "$SERVICE_HOOK"
@@ -448,5 +470,6 @@ teardown() {  # the charm is being removed: everything it put on the VNF for its
     if [ -z "$a" ]; then ip link del "$SERVICE_DEVICE"; else out "NOTE $SERVICE_DEVICE kept: it holds addresses the charm did not add"; fi
   fi
   rm -f "$ROUTES_HOOK" "$SERVICE_HOOK" "$WANTED_ADDRESSES" "$OWNED_ADDRESSES"
+  metrics_remove
   out "TORNDOWN"
 }

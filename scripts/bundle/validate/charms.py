@@ -8,6 +8,7 @@ import re
 
 from bundle import charmspec, descriptors
 from bundle.validate.problems import Problem
+from vpnaas import metrics
 
 PLACEHOLDER_RE = re.compile(r"^<([A-Za-z_][A-Za-z0-9_-]*)>$")
 OPTION_TYPES = {"string": "STRING", "int": "INTEGER", "boolean": "BOOLEAN", "float": "STRING"}
@@ -75,12 +76,40 @@ def check_vnfd(desc, cache):
         out.append(Problem(desc.file, at + ["config-access", "ssh-access", "required"],
                            "must be true, so that OSM injects the charm's SSH key into the VNF"))
     ee_ids = [ee["id"] for ee in ees]
+    out += _check_exporter(desc, spec)
     out += _check_initial_primitives(desc, at, entry, ee_ids, spec, name)
     for i, p in enumerate(entry.get("config-primitive", [])):
         pat = at + ["config-primitive", i]
         out.extend(_check_ee_ref(desc, pat, p, ee_ids))
         action = p.get("execution-environment-primitive", p["name"])
         out.extend(_check_action(desc, pat, action, p, spec["actions"], name, initial=False))
+    return out
+
+
+def _check_exporter(desc, spec):
+    """``exporters-endpoints`` (OSM 14+ scrapes the charm's metrics exporter): in df[0], the only
+    df LCM reads it from; its port the charm's ``metrics-port`` default and its path /metrics, so
+    OSM scrapes what the charm serves; its connection point the management one (the exporter
+    listens on the management address only)."""
+    v = desc.body
+    at = descriptors.path_prefix("vnfd") + ["df"]
+    out = [Problem(desc.file, at + [i, "exporters-endpoints"], "only df[0] is read by OSM's LCM")
+           for i, df in enumerate(v.get("df", [])) if i and "exporters-endpoints" in df]
+    exp = v["df"][0].get("exporters-endpoints")
+    if exp is None:
+        return out
+    default = spec["config"]["options"].get("metrics-port", {}).get("default")
+    if exp.get("metric-port") != default:
+        out.append(Problem(desc.file, at + [0, "exporters-endpoints", "metric-port"],
+                           "{} is not the charm's metrics-port ({})".format(exp.get("metric-port"), default)))
+    if exp.get("metric-path") != metrics.METRIC_PATH:
+        out.append(Problem(desc.file, at + [0, "exporters-endpoints", "metric-path"],
+                           "the exporter serves {}".format(metrics.METRIC_PATH)))
+    ref = exp.get("external-connection-point-ref")
+    if ref is not None and ref != v.get("mgmt-cp"):
+        out.append(Problem(desc.file, at + [0, "exporters-endpoints", "external-connection-point-ref"],
+                           "{} is not the management connection point {} (the exporter listens there only)"
+                           .format(ref, v.get("mgmt-cp"))))
     return out
 
 

@@ -14,7 +14,8 @@ JINJA_VAR_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 JINJA_ANY_RE = re.compile(r"\{\{|\{%|\{#")
 # LCM fills these itself.
 BUILTIN = {"rw_mgmt_ip"}
-SECRET_KEYS = {"lte_k", "lte_op", "ue_lte_k", "ue_lte_op"}
+SECRET_KEYS = {"lte_k", "lte_op", "ue_lte_k", "ue_lte_op", "subscriber_k", "subscriber_op", "ue_k", "ue_op",
+               "db_password"}
 
 
 def placeholders(vnfd):

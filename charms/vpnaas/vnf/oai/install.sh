@@ -187,3 +187,56 @@ check_asn1c() {  # src: build_oai -I clones and builds asn1c into a log and igno
   [ -z "$why" ] || fail "installing asn1c failed: $why(see $alog)"
   command -v asn1c >/dev/null 2>&1 || fail "build_oai -I did not install asn1c (see $alog)"
 }
+
+# --------------------------------------------------------------------------- 5G standalone
+# CN5G v2.0.0 (AMF, SMF, UPF): OAI's own two calls, from build/scripts as OAI's images run them.
+# `-I` installs packages and clones fmt, spdlog, pistache, nlohmann, nghttp2, yaml-cpp (and, for
+# the UPF, libbpf and bpftool) from GitHub; outside a container it also disables IPv6
+# (net.ipv6.conf.all.disable_ipv6=1) and unattended apt upgrades. `-j` takes no number.
+cn5g_build() {  # src log title nf
+  build_step "$1" "$2" "installing the $3 build dependencies" bash -c "cd build/scripts && ./build_$4 -I -f"
+  build_step "$1" "$2" "building the $3" bash -c "cd build/scripts && ./build_$4 -c -V -b Release -j"
+}
+
+oai_build_amf() {
+  cn5g_build "$1" "$2" AMF amf
+}
+
+oai_build_smf() {
+  cn5g_build "$1" "$2" SMF smf
+}
+
+oai_build_upf() {
+  cn5g_build "$1" "$2" UPF upf
+}
+
+oai_prepare_gnb() {  # the gNB builds none of its submodules (FlexRIC, the E2 agent, only with --build-e2)
+  # shellcheck disable=SC2034  # read by pin_submodules (oai-lib.sh)
+  OAI_SUBMODULES=no
+}
+
+oai_build_gnb() {
+  # shellcheck disable=SC2016  # oaienv sets the variables build_oai reads
+  build_step "$1" "$2" "installing the gNB build dependencies" \
+    bash -c 'source oaienv && cd cmake_targets && ./build_oai -I'
+  build_step "$1" "$2" "building the gNB and nrUE with the RF simulator" \
+    bash -c 'source oaienv && cd cmake_targets && ./build_oai --gNB --nrUE -w SIMU --ninja'
+}
+
+oai_prepare_mysql() {  # MySQL reads one file of OAI's federation repository: none of its submodules (the NFs)
+  # shellcheck disable=SC2034  # read by pin_submodules (oai-lib.sh)
+  OAI_SUBMODULES=no
+}
+
+oai_build_mysql() {  # the package (a prerequisite) starts MySQL under its own unit: only the charm's may
+  build_step "$1" "$2" "taking MySQL out of the distribution's start-up (the charm's unit starts it)" \
+    mysql_distribution_unit_off
+}
+
+mysql_distribution_unit_off() {
+  if [ "$(oai_mode)" = systemd ]; then
+    systemctl disable --now mysql.service
+  else
+    service mysql stop || true
+  fi
+}

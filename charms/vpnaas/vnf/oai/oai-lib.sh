@@ -91,6 +91,10 @@ fetch_source() {  # dir repo ref pin-list: the exact ref, shallow; a changed com
 pin_submodules() {  # dir pin-list: every submodule at the commit the ref records, then the charm's pins
   local dir=$1 pins=$2
   [ -f "$dir/.gitmodules" ] || return 0
+  if [ "${OAI_SUBMODULES:-yes}" = no ]; then   # set by the component's oai_prepare_<c> (install.sh)
+    out "NOTE submodules not fetched: the component builds none of them"
+    return 0
+  fi
   git -C "$dir" submodule -q sync --recursive
   timeout "$OAI_FETCH_TIMEOUT" git -C "$dir" submodule -q update --init --recursive --force \
     || fail "cannot fetch the submodules of $dir at the commits the ref records"

@@ -4,7 +4,7 @@
 # oai-<c>-prestart and oai-<c>-run.
 #
 #   oai-service setup <c>      what does not survive a reboot: /etc/hosts entries, loopback
-#                              aliases, forwarding and the UE pool's NAT
+#                              aliases, forwarding and the UE pool's NAT, run-time folders
 #   oai-service prestart <c>   setup, then a bounded wait for a handshake on every tunnel of the
 #                              component, then its readiness (the HSS: Cassandra answers CQL)
 #   oai-service run <c>        the program, started from the folder its configuration assumes
@@ -23,7 +23,7 @@ values() {  # file key: every value of key, one per line
 }
 
 setup() {  # component
-  local conf="$ETC/oai-$1.service" block tmp addr label pool sgi
+  local conf="$ETC/oai-$1.service" block tmp addr label pool sgi path owner
   block=$(values "$conf" host | sed 's/$/ # vpnaas-oai/')
   if [ -n "$block" ]; then
     # Our entries first, the file rewritten whole (cloud-init's manage_etc_hosts rewrites it at boot).
@@ -46,6 +46,10 @@ setup() {  # component
     iptables -t nat -C POSTROUTING -s "$pool" -o "$sgi" -j MASQUERADE 2>/dev/null \
       || iptables -t nat -A POSTROUTING -s "$pool" -o "$sgi" -j MASQUERADE || return 1
   done < <(values "$conf" nat)
+  while read -r path owner; do   # a run-time folder (in /run: gone at every boot) and its owner
+    [ -n "$path" ] || continue
+    install -d -m 755 -o "$owner" -g "$owner" "$path" || return 1
+  done < <(values "$conf" dir)
 }
 
 handshake() {  # device: every peer has completed a handshake

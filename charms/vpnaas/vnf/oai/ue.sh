@@ -29,7 +29,7 @@ ue_address() {  # the UE's IPv4 address on its tunnel interface; empty (not a fa
 }
 
 oai_ue_attach() {  # render.py-base64 src imsi downlink-frequency prb timeout
-  local src=$2 imsi=$3 dl=$4 prb=$5 limit=$6 start addr next=15
+  local src=$2 imsi=$3 dl=$4 prb=$5 limit=$6
   local build="$src/cmake_targets/lte_build_oai/build" tools="$src/cmake_targets/nas_sim_tools/build"
   local log="$OAI_LOGS/oai-ue.log"
   oai_dirs
@@ -49,13 +49,18 @@ oai_ue_attach() {  # render.py-base64 src imsi downlink-frequency prb timeout
   (cd "$build" && RFSIMULATOR=127.0.0.1 exec setsid bash -c 'echo $$ > "$1"; shift; exec "$@"' _ "$(ue_pidfile)" \
      ./lte-uesoftmodem -C "$dl" -r "$prb" --rfsim --nokrnmod) >> "$log" 2>&1 < /dev/null &
   progress "3/3 waiting for the attach (an address on $UE_IF)"
+  ue_await "$imsi" "$limit" "$log" "the MME's log"
+}
+
+ue_await() {  # imsi limit log core-log: bounded wait for the UE's address, with progress; the results
+  local imsi=$1 limit=$2 log=$3 start addr next=15
   start=$SECONDS
   for _ in $(seq 1 50); do [ -s "$(ue_pidfile)" ] && break; sleep 0.1; done
   until addr=$(ue_address) && [ -n "$addr" ]; do
     ue_running || fail "the UE exited before attaching; last lines: $(tail -n 5 "$log" | tr '\n' ' ' | cut -c1-300)"
     if [ $((SECONDS - start)) -ge "$limit" ]; then
       ue_stop
-      fail "no attach after ${limit}s (no address on $UE_IF; see $log and the MME's log)"
+      fail "no attach after ${limit}s (no address on $UE_IF; see $log and $4)"
     fi
     if [ $((SECONDS - start)) -ge "$next" ]; then
       progress "3/3 waiting for the attach ($((SECONDS - start))s)"

@@ -1,0 +1,18 @@
+#!/usr/bin/env python3
+"""Proxy charm of the MySQL VNF of the 5G core: the generic VPNaaS charm composed with the OAI workload
+of vpnaas.oai_mysql."""
+from vpnaas import oai_mysql
+from vpnaas.charm_base import VpnaasCharm, main
+from vpnaas.oai_workload import OaiWorkload
+
+
+class MysqlWorkload(OaiWorkload):
+    component = oai_mysql.COMPONENT
+
+
+class MysqlCharm(VpnaasCharm):
+    workload_type = MysqlWorkload
+
+
+if __name__ == "__main__":
+    main(MysqlCharm)

@@ -1,0 +1,18 @@
+#!/usr/bin/env python3
+"""Proxy charm of the UPF VNF of the 5G core: the generic VPNaaS charm composed with the OAI workload
+of vpnaas.oai_upf."""
+from vpnaas import oai_upf
+from vpnaas.charm_base import VpnaasCharm, main
+from vpnaas.oai_workload import OaiWorkload
+
+
+class UpfWorkload(OaiWorkload):
+    component = oai_upf.COMPONENT
+
+
+class UpfCharm(VpnaasCharm):
+    workload_type = UpfWorkload
+
+
+if __name__ == "__main__":
+    main(UpfCharm)

@@ -1,0 +1,126 @@
+# shellcheck shell=bash
+# The metrics part of the tunnel step (after lib.sh and tunnels.sh): keep the WireGuard metrics
+# exporter (vnf/wg-exporter.py) installed and running on this VNF's management address, and
+# give it the charm's labels (which unit each peer key belongs to, the reference point, what was
+# refused). Idempotent: a run with the same program, labels and address changes no file and
+# restarts nothing. What it owns, and the only things it changes or removes: the files below.
+
+METRICS_EXPORTER=/etc/wireguard/vpnaas-metrics-exporter.py
+METRICS_LABELS=/etc/wireguard/vpnaas-metrics.json
+METRICS_REFUSED=/etc/wireguard/vpnaas-metrics.refused
+METRICS_IMPL=/etc/wireguard/vpnaas-metrics.impl
+METRICS_SERVICE=vpnaas-wg-exporter
+METRICS_UNIT=/etc/systemd/system/vpnaas-wg-exporter.service
+METRICS_RUN=/run/wireguard
+METRICS_PIDFILE=$METRICS_RUN/vpnaas-metrics-exporter.pid
+
+metrics_address() {  # the address this VNF's sshd answered the charm on: its management address
+  local addr
+  addr=$(printf '%s' "${VPNAAS_SSH_CONNECTION:-}" | awk '{print $3}')
+  case "$addr" in
+    ''|*[!0-9a-fA-F:.]*) return 0 ;;   # unknown, or not an address: no listener at all
+  esac
+  printf '%s' "$addr"
+}
+
+metrics_changed() {  # tmp target mode: install tmp as target; exit status 0 when the content changed
+  chmod "$3" "$1"
+  if cmp -s "$1" "$2"; then rm -f "$1"; return 1; fi
+  mv -f "$1" "$2"
+}
+
+metrics_pid() {  # the pid of our running exporter without systemd, else nothing
+  local pid
+  pid=$(cat "$METRICS_PIDFILE" 2>/dev/null || true)
+  case "$pid" in ''|*[!0-9]*) return 0 ;; esac
+  if tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF "$METRICS_EXPORTER"; then printf '%s' "$pid"; fi
+}
+
+metrics_stop_daemon() {
+  local pid
+  pid=$(metrics_pid)
+  if [ -n "$pid" ]; then
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$METRICS_PIDFILE"
+}
+
+metrics_listening() {  # addr port: something listens there (bounded wait)
+  local i
+  for i in $(seq 1 50); do
+    if ss -Hltn "( sport = :$2 )" 2>/dev/null | grep -qF "$1"; then return 0; fi
+    [ "$i" = 50 ] || sleep 0.1
+  done
+  return 1
+}
+
+metrics_ensure() {  # port: serve the tunnels' metrics on <management address>:port ("0": no exporter)
+  local port=$1 addr changed=0 pid
+  if [ "$port" = 0 ]; then
+    metrics_remove
+    out "METRICS off"
+    return 0
+  fi
+  require_tools python3 ss
+  addr=$(metrics_address)
+  [ -n "$addr" ] || fail "the management address is unknown (no SSH_CONNECTION): no exporter started"
+  mkdir -p /etc/wireguard "$METRICS_RUN"
+  chmod 700 /etc/wireguard
+  data_item METRICS_LABELS | base64 -d > "$METRICS_LABELS.vpnaas-tmp"
+  metrics_changed "$METRICS_LABELS.vpnaas-tmp" "$METRICS_LABELS" 600 || true
+  printf '%s\n' "${TUNNELS_IMPL:-}" > "$METRICS_IMPL.vpnaas-tmp"
+  metrics_changed "$METRICS_IMPL.vpnaas-tmp" "$METRICS_IMPL" 600 || true
+  sort -u "${TUNNELS_REFUSED_LOG:-/dev/null}" > "$METRICS_REFUSED.vpnaas-tmp"
+  metrics_changed "$METRICS_REFUSED.vpnaas-tmp" "$METRICS_REFUSED" 600 || true
+  data_item METRICS_EXPORTER | base64 -d > "$METRICS_EXPORTER.vpnaas-tmp"
+  if metrics_changed "$METRICS_EXPORTER.vpnaas-tmp" "$METRICS_EXPORTER" 700; then changed=1; fi
+  if [ "${init:-none}" = systemd ]; then
+    {
+      printf '%s\n' "$MARKER" '[Unit]' 'Description=VPNaaS WireGuard metrics exporter (Prometheus text format)'
+      printf '%s\n' 'After=network-online.target' 'Wants=network-online.target' '[Service]'
+      printf 'ExecStart=/usr/bin/python3 %s --listen %s --port %s\n' "$METRICS_EXPORTER" "$addr" "$port"
+      printf '%s\n' 'Restart=always' 'RestartSec=5' 'NoNewPrivileges=yes' 'ProtectSystem=strict' \
+        'ProtectHome=yes' 'PrivateTmp=yes' '[Install]' 'WantedBy=multi-user.target'
+    } > "$METRICS_UNIT.vpnaas-tmp"
+    if metrics_changed "$METRICS_UNIT.vpnaas-tmp" "$METRICS_UNIT" 644; then
+      changed=1
+      systemctl daemon-reload
+    fi
+    systemctl enable "$METRICS_SERVICE" >/dev/null 2>&1
+    if [ "$changed" = 1 ] || ! systemctl is-active --quiet "$METRICS_SERVICE"; then
+      systemctl restart "$METRICS_SERVICE"
+    fi
+  else
+    pid=$(metrics_pid)
+    if [ -n "$pid" ] && ! tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF -- "--listen $addr --port $port "; then
+      changed=1
+    fi
+    if [ "$changed" = 1 ] || [ -z "$pid" ]; then
+      metrics_stop_daemon
+      # No init system: a daemon in its own session with a pid file (not restarted at boot).
+      setsid python3 "$METRICS_EXPORTER" --listen "$addr" --port "$port" \
+        >> "$METRICS_RUN/vpnaas-metrics-exporter.log" 2>&1 < /dev/null &
+      printf '%s\n' "$!" > "$METRICS_PIDFILE"
+    fi
+  fi
+  metrics_listening "$addr" "$port" || fail "the exporter does not listen on $addr:$port"
+  out "METRICS up $addr:$port"
+}
+
+metrics_apply() {  # port: as metrics_ensure; a failure is reported (FAILED metrics ...), never stops the step
+  isolated metrics metrics_ensure "$@"
+  rm -f "${TUNNELS_REFUSED_LOG:-}"
+}
+
+metrics_remove() {  # the exporter and every file of it go
+  if [ -e "$METRICS_UNIT" ]; then
+    systemctl disable --now "$METRICS_SERVICE" >/dev/null 2>&1 || true
+    rm -f "$METRICS_UNIT"
+    systemctl daemon-reload >/dev/null 2>&1 || true
+  fi
+  metrics_stop_daemon
+  rm -f "$METRICS_EXPORTER" "$METRICS_LABELS" "$METRICS_REFUSED" "$METRICS_IMPL" \
+    "$METRICS_RUN/vpnaas-metrics-exporter.log"
+}

@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+# Managed by the VPNaaS charm; changes are overwritten on the next reconcile.
+"""vpnaas-wg-exporter: this VNF's WireGuard tunnels in the Prometheus text format (0.0.4).
+
+Installed as /etc/wireguard/vpnaas-metrics-exporter.py and kept running by the VPNaaS charm
+(``vnf/metrics.sh``): a systemd service where the VNF has systemd, else a daemon the charm
+starts. It answers ``GET /metrics`` on the VNF's management address (the address the charm's
+SSH session reached, never every interface) with, per WireGuard device the charm manages and per
+peer, labelled with the reference point (``refpoint``), the device and the peer's unit (``peer``):
+
+  vpnaas_wireguard_up                                  1 when `wg show all dump` answered
+  vpnaas_wireguard_device_up{refpoint,device}           1 when the configured device exists
+  vpnaas_wireguard_dataplane_info{..,implementation,version}  1: kernel or the userspace program
+  vpnaas_wireguard_peers{refpoint,device}               peers on the device now
+  vpnaas_wireguard_peer_configured{refpoint,device,peer}      1 for every peer the charm applied
+  vpnaas_wireguard_peer_handshake_age_seconds{..,peer}  seconds since the latest handshake
+                                                        (absent until there was one)
+  vpnaas_wireguard_peer_receive_bytes_total{..,peer}    rx bytes, counter
+  vpnaas_wireguard_peer_transmit_bytes_total{..,peer}   tx bytes, counter
+  vpnaas_wireguard_peer_refused_prefixes{..,peer}       prefixes of that peer refused (the charm's
+                                                        route policy and routes the VNF refused)
+
+The values are read at scrape time (`wg show all dump`, sysfs), so an age is never older than
+the scrape. What the charm knows and the VNF does not (which unit a public key belongs to, the
+reference point, what was refused) comes from the labels file the charm writes at every
+reconcile (/etc/wireguard/vpnaas-metrics.json). Nothing secret is ever read into a sample: the
+interface lines of the dump (private key) and the peers' preshared keys are skipped by field
+position. Every label value is escaped per the text format, whatever the labels file holds
+(the charm validates unit names with its strict grammar before they get there; this program
+does not rely on it).
+
+Why a program of the charm's own instead of a packaged exporter: the VNFs (Ubuntu 18.04 cloud
+images) have python3 but no Prometheus client library, and no packaged exporter knows the
+charm's labels (reference point, peer unit, refused prefixes); node-exporter's textfile
+collector would need the same conversion plus a timer keeping the file fresh, so the ages would
+be as old as the timer's period. Serving is Python's own http.server; the only hand-written
+part is the text format's rendering (its escaping rules are three replacements, and the tests
+parse the output with Prometheus' own parser: `promtool check metrics` and a real server's
+scrape). ``--once`` prints one exposition, e.g. for node-exporter's textfile collector.
+Python 3.6 compatible (the VNFs' interpreter); standard library only.
+"""
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any, Dict, List, Optional, Tuple
+
+LABELS = "/etc/wireguard/vpnaas-metrics.json"
+REFUSED = "/etc/wireguard/vpnaas-metrics.refused"
+IMPLEMENTATION = "/etc/wireguard/vpnaas-metrics.impl"
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+WG_TIMEOUT = 5
+MAX_LABELS_BYTES = 4 * 1024 * 1024
+Labels = Tuple[Tuple[str, object], ...]
+
+FAMILIES = (
+    ("vpnaas_wireguard_up", "gauge", "1 when `wg show all dump` answered on this VNF."),
+    ("vpnaas_wireguard_device_up", "gauge", "1 when the WireGuard device the charm configured exists."),
+    ("vpnaas_wireguard_dataplane_info", "gauge", "The data-plane implementation of the device (value 1)."),
+    ("vpnaas_wireguard_peers", "gauge", "Peers on the device now."),
+    ("vpnaas_wireguard_peer_configured", "gauge", "1 for every peer the charm configured on the device."),
+    ("vpnaas_wireguard_peer_handshake_age_seconds", "gauge",
+     "Seconds since the latest handshake with the peer (absent before the first one)."),
+    ("vpnaas_wireguard_peer_receive_bytes_total", "counter", "Bytes received from the peer."),
+    ("vpnaas_wireguard_peer_transmit_bytes_total", "counter", "Bytes sent to the peer."),
+    ("vpnaas_wireguard_peer_refused_prefixes", "gauge",
+     "Prefixes of the peer that were refused (the charm's route policy, or a route the VNF refused)."),
+)
+
+
+def escape(value: object) -> str:
+    """A label value in the text format: backslash, double quote and line feed escaped."""
+    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def sample(name: str, labels: Labels, value: object) -> str:
+    inner = ",".join('{}="{}"'.format(k, escape(v)) for k, v in labels)
+    return "{}{{{}}} {}".format(name, inner, value) if inner else "{} {}".format(name, value)
+
+
+def read_text(path: str, limit: int = MAX_LABELS_BYTES) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def load_labels(path: str = LABELS) -> List[Dict[str, Any]]:
+    """The charm's view: [{device, refpoint, peers: [{public-key, peer, allowed-ips}], refused}]."""
+    try:
+        doc = json.loads(read_text(path) or "{}")
+    except ValueError:
+        return []
+    devices = doc.get("devices") if isinstance(doc, dict) else None
+    return [d for d in devices if isinstance(d, dict) and isinstance(d.get("device"), str)] \
+        if isinstance(devices, list) else []
+
+
+def wg_dump() -> Optional[Dict[str, List[List[str]]]]:
+    """{device: [peer fields]} from `wg show all dump`, or None when wg did not answer."""
+    try:
+        proc = subprocess.run(["wg", "show", "all", "dump"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              timeout=WG_TIMEOUT)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    out: Dict[str, List[List[str]]] = {}
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        f = line.split("\t")
+        # A peer line has 9 fields: device, public key, preshared key, endpoint, allowed IPs,
+        # latest handshake, rx, tx, keepalive. A device line (5 fields) holds the private key.
+        if len(f) == 9:
+            out.setdefault(f[0], []).append(f)
+        elif len(f) == 5:
+            out.setdefault(f[0], [])
+    return out
+
+
+def implementation(device: str, userspace: str) -> Tuple[str, str]:
+    """(implementation, version) of a present device: the kernel module's, or the userspace
+    program the charm's step brought it up with."""
+    uevent = read_text("/sys/class/net/{}/uevent".format(device), 4096)
+    if "DEVTYPE=wireguard" in uevent.split("\n"):
+        return "kernel", read_text("/sys/module/wireguard/version", 64).strip() or "unknown"
+    parts = userspace.split()
+    if len(parts) >= 2 and parts[0] == "userspace":
+        return os.path.basename(parts[1]), (parts[2] if len(parts) > 2 else "unknown")
+    return "userspace", "unknown"
+
+
+def _peer_labels(dev: Dict[str, Any]) -> Dict[str, str]:
+    """{public key: peer label}, one label per key: a label that repeats (never from the charm)
+    gets the key's start appended, so no two series of a scrape are the same."""
+    out: Dict[str, str] = {}
+    for p in dev.get("peers") or []:
+        if isinstance(p, dict) and isinstance(p.get("public-key"), str):
+            label = str(p.get("peer"))
+            if label in out.values():
+                label = "{}#{}".format(label, p["public-key"][:8])
+            out.setdefault(p["public-key"], label)
+    return out
+
+
+def _refused_counts(dev: Dict[str, Any], vnf_refused: Dict[str, List[str]]) -> Dict[str, int]:
+    """{peer label: refused prefix count}: the charm's refusals and the routes the VNF refused
+    (attributed to the peer whose allowed IPs hold the prefix)."""
+    counts: Dict[str, int] = {}
+    for item in dev.get("refused") or []:
+        if isinstance(item, dict) and isinstance(item.get("peer"), str):
+            counts[item["peer"]] = counts.get(item["peer"], 0) + 1
+    for prefix in vnf_refused.get(dev["device"], []):
+        for peer in dev.get("peers") or []:
+            if isinstance(peer, dict) and prefix in (peer.get("allowed-ips") or []):
+                counts[str(peer.get("peer"))] = counts.get(str(peer.get("peer")), 0) + 1
+    return counts
+
+
+def vnf_refusals(path: str = REFUSED) -> Dict[str, List[str]]:
+    out: Dict[str, List[str]] = {}
+    for line in read_text(path).splitlines():
+        words = line.split()
+        if len(words) == 2:
+            out.setdefault(words[0], []).append(words[1])
+    return out
+
+
+def collect(labels: List[Dict[str, Any]], dump: Optional[Dict[str, List[List[str]]]], userspace: str,
+            vnf_refused: Dict[str, List[str]], now: float) -> Dict[str, List[str]]:
+    """{family: [sample lines]} for the devices the charm manages."""
+    out: Dict[str, List[str]] = {name: [] for name, _, _ in FAMILIES}
+    out["vpnaas_wireguard_up"].append(sample("vpnaas_wireguard_up", (), 0 if dump is None else 1))
+    for dev in labels:
+        name = dev["device"]
+        base = (("refpoint", dev.get("refpoint", "")), ("device", name))
+        present = dump is not None and name in dump
+        out["vpnaas_wireguard_device_up"].append(sample("vpnaas_wireguard_device_up", base, 1 if present else 0))
+        by_key = _peer_labels(dev)
+        refused = _refused_counts(dev, vnf_refused)
+        for peer in sorted(by_key.values()):
+            labels_ = base + (("peer", peer),)
+            out["vpnaas_wireguard_peer_configured"].append(sample("vpnaas_wireguard_peer_configured", labels_, 1))
+            out["vpnaas_wireguard_peer_refused_prefixes"].append(
+                sample("vpnaas_wireguard_peer_refused_prefixes", labels_, refused.pop(peer, 0)))
+        for peer, count in sorted(refused.items()):   # units refused whole: not configured, still counted
+            out["vpnaas_wireguard_peer_refused_prefixes"].append(
+                sample("vpnaas_wireguard_peer_refused_prefixes", base + (("peer", peer),), count))
+        if dump is None or not present:
+            continue
+        impl, version = implementation(name, userspace)
+        out["vpnaas_wireguard_dataplane_info"].append(sample(
+            "vpnaas_wireguard_dataplane_info", base + (("implementation", impl), ("version", version)), 1))
+        peers = dump[name]
+        out["vpnaas_wireguard_peers"].append(sample("vpnaas_wireguard_peers", base, len(peers)))
+        for f in sorted(peers, key=lambda f: by_key.get(f[1], f[1])):
+            labels_ = base + (("peer", by_key.get(f[1]) or "unknown:" + f[1][:8]),)
+            handshake, rx, tx = _int(f[5]), _int(f[6]), _int(f[7])
+            if handshake > 0:
+                out["vpnaas_wireguard_peer_handshake_age_seconds"].append(sample(
+                    "vpnaas_wireguard_peer_handshake_age_seconds", labels_, max(0, int(now) - handshake)))
+            out["vpnaas_wireguard_peer_receive_bytes_total"].append(
+                sample("vpnaas_wireguard_peer_receive_bytes_total", labels_, rx))
+            out["vpnaas_wireguard_peer_transmit_bytes_total"].append(
+                sample("vpnaas_wireguard_peer_transmit_bytes_total", labels_, tx))
+    return out
+
+
+def _int(text: str) -> int:
+    try:
+        return max(0, int(text))
+    except ValueError:
+        return 0
+
+
+def exposition(paths: Optional[Dict[str, str]] = None) -> bytes:
+    """The whole text exposition, as bytes."""
+    paths = paths or {}
+    families = collect(load_labels(paths.get("labels", LABELS)), wg_dump(),
+                       read_text(paths.get("implementation", IMPLEMENTATION), 4096).strip(),
+                       vnf_refusals(paths.get("refused", REFUSED)), time.time())
+    lines = []
+    for name, kind, text in FAMILIES:
+        if families[name]:
+            lines += ["# HELP {} {}".format(name, text), "# TYPE {} {}".format(name, kind)] + families[name]
+    return ("\n".join(lines) + "\n").encode("utf-8", "replace")
+
+
+class Handler(BaseHTTPRequestHandler):
+    timeout = 10
+    server_version = "vpnaas-wg-exporter"
+    sys_version = ""
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        if self.path.split("?")[0] not in ("/metrics", "/"):
+            self.send_error(404)
+            return
+        body = exposition()
+        self.send_response(200)
+        self.send_header("Content-Type", CONTENT_TYPE)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:   # one line per scrape would only fill a log
+        pass
+
+
+class Server(HTTPServer):
+    allow_reuse_address = True
+
+
+class Server6(Server):
+    address_family = socket.AF_INET6
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description="WireGuard metrics of the VPNaaS charm's tunnels")
+    parser.add_argument("--listen", help="address to listen on (the VNF's management address)")
+    parser.add_argument("--port", type=int, default=9586)
+    parser.add_argument("--once", action="store_true", help="print one exposition and exit")
+    args = parser.parse_args(argv)
+    if args.once:
+        sys.stdout.buffer.write(exposition())
+        return 0
+    if not args.listen:
+        parser.error("--listen is required")
+    cls = Server6 if ":" in args.listen else Server
+    server = cls((args.listen, args.port), Handler)
+    server.serve_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

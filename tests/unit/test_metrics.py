@@ -1,0 +1,137 @@
+"""The tunnels' metrics without a VNF: the labels the charm gives the exporter (vpnaas.metrics)
+and the exporter's rendering (vnf/wg-exporter.py) of a `wg show all dump`. Runs on Python 3.6 too
+(make unit36): the exporter runs on the VNFs' Python 3.6. The real parser's verdict on a real
+VNF's output is tests/e2e/test_metrics_prometheus.py's."""
+import importlib.util
+import ipaddress
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from vpnaas import metrics, validation
+from vpnaas.model import MANUAL, Device, Peer, Plan
+
+EXPORTER = os.path.join(os.path.dirname(metrics.__file__), "vnf", "wg-exporter.py")
+KEY_A = "A" * 43 + "="
+KEY_B = "B" * 43 + "="
+HOSTILE = ['evil"/0', "a\\b/1", "x\n# TYPE fake gauge\nfake 1", "}{", "\u00e9t\u00e9/0", "app/01", "App/0",
+           "a--b/0", "1app/0", "app/" + "9" * 10, "../../etc/0", ""]
+
+
+def exporter():
+    spec = importlib.util.spec_from_file_location("wg_exporter", EXPORTER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", ["hss/0", "oai-spgwc/12", "wireguard-proxy-b/3", "a1-b2c/0"])
+def test_juju_unit_names_pass_the_grammar(name):
+    assert validation.unit_name(name) == name
+    assert metrics.peer_label(name) == name
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_unit_name_that_is_not_one_becomes_an_opaque_label(name):
+    with pytest.raises(validation.InvalidValue):
+        validation.unit_name(name)
+    label = metrics.peer_label(name)
+    assert label.startswith("invalid:") and len(label) == len("invalid:") + 12
+    assert metrics.peer_label(name + "x") != label
+
+
+def test_manual_peers_are_named_by_the_start_of_their_public_key():
+    assert metrics.peer_label(MANUAL, KEY_A) == "manual:AAAAAAAA"
+
+
+def _plan():
+    plan = Plan()
+    dev = Device("s6a", 51821, ipaddress.ip_interface("10.250.1.1/30"), 1420, 25,
+                 [ipaddress.ip_interface("172.16.6.2/32")], "192.168.8.2")
+    dev.peers.append(Peer(KEY_A, "192.168.8.129:51821", [ipaddress.ip_network("10.250.1.2/32")], "hss/0"))
+    dev.peers.append(Peer(KEY_B, "", [ipaddress.ip_network("10.9.9.9/32")], 'evil"/0'))
+    dev.refused_prefixes += [("hss/0", "169.254.169.254/32"), ('evil"/0', "10.0.0.0/8"),
+                             ("hss/0", "169.254.169.254/32")]
+    plan.devices.append(dev)
+    return plan
+
+
+def test_the_labels_document_names_every_peer_and_refusal_by_validated_labels():
+    doc = metrics.labels_document(_plan())
+    assert doc["schema"] == metrics.LABELS_SCHEMA
+    (dev,) = doc["devices"]
+    assert (dev["device"], dev["refpoint"]) == ("wg-s6a", "s6a")
+    assert [p["peer"] for p in dev["peers"]] == ["hss/0", metrics.peer_label('evil"/0')]
+    assert dev["peers"][0]["allowed-ips"] == ["10.250.1.2/32"]
+    assert dev["refused"] == [{"peer": metrics.peer_label('evil"/0'), "prefix": "10.0.0.0/8"},
+                              {"peer": "hss/0", "prefix": "169.254.169.254/32"}]
+
+
+def _dump(handshake):
+    return {"wg-s6a": [["wg-s6a", KEY_A, "(none)", "192.168.8.129:51821", "10.250.1.2/32", str(handshake),
+                        "1000", "2000", "25"]]}
+
+
+def test_the_exporter_renders_ages_counters_and_refusals_per_peer():
+    mod = exporter()
+    labels = metrics.labels_document(_plan())["devices"]
+    families = mod.collect(labels, _dump(1000), "userspace /usr/bin/wireguard-go 0.0.20250522",
+                           {"wg-s6a": ["10.250.1.2/32"]}, 1042.7)
+    base = 'refpoint="s6a",device="wg-s6a"'
+    assert families["vpnaas_wireguard_peer_handshake_age_seconds"] == [
+        'vpnaas_wireguard_peer_handshake_age_seconds{%s,peer="hss/0"} 42' % base]
+    assert families["vpnaas_wireguard_peer_receive_bytes_total"] == [
+        'vpnaas_wireguard_peer_receive_bytes_total{%s,peer="hss/0"} 1000' % base]
+    assert families["vpnaas_wireguard_peers"] == ['vpnaas_wireguard_peers{%s} 1' % base]
+    assert 'vpnaas_wireguard_peer_refused_prefixes{%s,peer="hss/0"} 2' % base in \
+        families["vpnaas_wireguard_peer_refused_prefixes"]   # the policy's and the VNF's refusal
+    assert families["vpnaas_wireguard_dataplane_info"] == [
+        'vpnaas_wireguard_dataplane_info{%s,implementation="wireguard-go",version="0.0.20250522"} 1' % base]
+    assert len(families["vpnaas_wireguard_peer_configured"]) == 2
+    # Before the first handshake: no age at all (the alert treats a configured peer without one as stale).
+    assert not mod.collect(labels, _dump(0), "", {}, 5)["vpnaas_wireguard_peer_handshake_age_seconds"]
+    # The device gone (its daemon stopped): down, and its peers still configured.
+    down = mod.collect(labels, {}, "", {}, 5)
+    assert down["vpnaas_wireguard_device_up"] == ['vpnaas_wireguard_device_up{%s} 0' % base]
+    assert len(down["vpnaas_wireguard_peer_configured"]) == 2 and not down["vpnaas_wireguard_peers"]
+
+
+def test_label_values_are_escaped_per_the_text_format():
+    mod = exporter()
+    assert mod.escape('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
+    line = mod.sample("m", (("peer", 'x"}\n# TYPE m counter\\'),), 1)
+    assert line == 'm{peer="x\\"}\\n# TYPE m counter\\\\"} 1' and "\n" not in line
+
+
+def test_no_secret_of_the_dump_reaches_a_sample():
+    """The dump's interface line carries the private key and a peer line the preshared key."""
+    mod = exporter()
+    private, psk = "P" * 43 + "=", "S" * 43 + "="
+    text = "wg-s6a\t{}\t{}\t51821\toff\nwg-s6a\t{}\t{}\t1.2.3.4:51821\t10.250.1.2/32\t7\t1\t2\t25\n".format(
+        private, KEY_A, KEY_A, psk)
+    dump = {}
+    for line in text.splitlines():
+        f = line.split("\t")
+        if len(f) == 9:
+            dump.setdefault(f[0], []).append(f)
+    families = mod.collect(metrics.labels_document(_plan())["devices"], dump, "", {}, 9)
+    rendered = "\n".join(line for lines in families.values() for line in lines)
+    assert private not in rendered and psk not in rendered
+
+
+@pytest.mark.skipif(not shutil.which("promtool"), reason="promtool (Debian's prometheus) not installed")
+def test_hostile_labels_pass_prometheus_own_parser(tmp_path):
+    mod = exporter()
+    labels = [{"device": "wg-s6a", "refpoint": 's6a"\n', "peers": [
+        {"public-key": KEY_A, "peer": h, "allowed-ips": []} for h in HOSTILE[:5]],
+        "refused": [{"peer": h, "prefix": "10.0.0.0/8"} for h in HOSTILE[5:8]]}]
+    path = tmp_path / "labels.json"
+    path.write_text(json.dumps({"schema": 1, "devices": labels}))
+    text = mod.exposition({"labels": str(path), "refused": str(tmp_path / "none"),
+                           "implementation": str(tmp_path / "none")})
+    proc = subprocess.run(["promtool", "check", "metrics"], input=text, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT)
+    assert proc.returncode == 0, proc.stdout.decode()
