@@ -350,6 +350,23 @@ device_up() {
   fi
 }
 
+drain_device() {  # dev: wait (at most 1 s) until dev has sent what was routed into it
+  # A key rotation moves a direction's routes off a device and, in the same step, changes that
+  # device's key (phase 3) or deletes it (phase 5). A packet routed into the device just before
+  # the move may still be inside the WireGuard implementation (read from its TUN, not yet
+  # encrypted and sent): a new key expires the session it would have used, a deleted device drops
+  # it. So wait until the device's transmitted bytes stop growing for one poll interval. A packet
+  # waiting for a handshake is never sent by this device anyway: the wait is bounded.
+  local before after _
+  before=$(wg show "$1" transfer 2>/dev/null | awk '{s += $3} END {print s + 0}') || return 0
+  for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+    sleep 0.05
+    after=$(wg show "$1" transfer 2>/dev/null | awk '{s += $3} END {print s + 0}') || return 0
+    [ "$after" != "$before" ] || return 0
+    before=$after
+  done
+}
+
 stage_routes() {  # dev data-name ...: every planned device's route list, before any device is applied
   # So a prefix that moves between two of the charm's devices (a key rotation) is moved by the
   # device that gains it (`ip route replace`), whichever runs first: the other keeps it meanwhile.
@@ -378,6 +395,7 @@ device_key() {  # dev mode(keep|fresh|copy) source-dev: the device's private key
     # and never from a key file that wg refuses.
     from="/etc/wireguard/$3.key"
     if want=$(wg pubkey < "$from" 2>/dev/null) && [ "$want" != "$(wg pubkey < "$key" 2>/dev/null || true)" ]; then
+      KEY_COPIED=1
       cp "$from" "$key.vpnaas-tmp"
       mv -f "$key.vpnaas-tmp" "$key"
     fi
@@ -394,6 +412,7 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name: <name>_BODY
   local dev=$1 restart=$4 body
   local key="/etc/wireguard/$dev.key" conf="/etc/wireguard/$dev.conf" priv stripped
   body=$(data_item "$5_BODY")
+  KEY_COPIED=0
   device_key "$dev" "$2" "$3"
   out "PUBKEY $dev $PUB"
   priv=$(cat "$key")
@@ -402,6 +421,9 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name: <name>_BODY
   if [ "$restart" = 0 ] && wg show "$dev" >/dev/null 2>&1 \
      && [ "$(iface_signature "$conf")" = "$(iface_signature "$conf.vpnaas-tmp")" ]; then
     install_file "$conf.vpnaas-tmp" "$conf"
+    # The routes this device lost in this step (stage_routes, the temporary device applied first)
+    # carry nothing new into it; what they already carried leaves before the new key expires its session.
+    if [ "$KEY_COPIED" = 1 ]; then drain_device "$dev"; fi
     # strip first: a failure inside <(...) would go unnoticed and syncconf would apply nothing
     stripped=$(wg-quick strip "$dev")
     wg syncconf "$dev" <(printf '%s\n' "$stripped")
@@ -429,6 +451,8 @@ remove_stale_devices() {  # wanted devices as arguments; only files carrying our
     keep=0
     for w in "$@"; do [ "$w" = "$dev" ] && keep=1; done
     [ "$keep" = 1 ] && continue
+    # A temporary device whose routes just went back to its main device may still hold packets.
+    case "$dev" in wr-*) drain_device "$dev" ;; esac
     device_down "$dev"
     rm -f "$f" "/etc/wireguard/$dev.key" "/etc/wireguard/$dev.routes"
     out "REMOVED $dev"
