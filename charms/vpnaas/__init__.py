@@ -7,3 +7,6 @@ The ops glue lives in ``charm_base``. This package is copied into every built ch
 """
 
 SCHEMA_VERSION = "1"
+#: The make-before-break key rotation this release speaks (``rotation-protocol``; rotation.py).
+#: Optional fields an earlier release ignores: a peer without them rotates in place, as before.
+ROTATION_PROTOCOL = "1"

@@ -30,6 +30,7 @@ from vpnaas import (
     relation_cache,
     relation_data,
     remote,
+    rotation,
     ssh,
     status,
     unitstate,
@@ -79,7 +80,7 @@ class VpnaasCharm(CharmBase):
         super().__init__(*args)
         self._stored.set_default(manual_peers="{}", public_keys="{}", applied="", last_status="",
                                  implementation="", facts="{}", claims="[]", session_config="", config_salt="",
-                                 torn_down=False)
+                                 torn_down=False, rotating="[]")
         if not self._stored.config_salt:
             self._stored.config_salt = os.urandom(16).hex()
         self.workload = self.workload_type(self)
@@ -118,7 +119,14 @@ class VpnaasCharm(CharmBase):
         return planning.build_plan(dict(self.config), self.endpoints, self.tunnels.snapshot(),
                                    self._manual_peers() if manual_peers is None else manual_peers,
                                    facts=self._known_facts(), incumbents=json.loads(self._stored.claims),
-                                   own_keys=set(json.loads(self._stored.public_keys).values()))
+                                   own_keys=set(json.loads(self._stored.public_keys).values()), own=self.own_rotation())
+
+    def own_rotation(self) -> rotation.Own:
+        """The devices whose key rotation this unit runs, and its devices' keys as last reported."""
+        return rotation.Own(json.loads(self._stored.rotating), json.loads(self._stored.public_keys), self.unit.name)
+
+    def set_rotating(self, devices: Iterable[str]) -> None:
+        self._stored.rotating = json.dumps(sorted(set(devices)))
 
     def _vnf_identity(self) -> Dict[str, Any]:
         """Whose facts are valid: the VNF at ``ssh-hostname`` with the host key pinned for it now
@@ -159,8 +167,11 @@ class VpnaasCharm(CharmBase):
     # ------------------------------------------------------------------ relation cache
     def cache_fields(self) -> List[str]:
         """The relation fields whose change can matter to this unit (relation_cache)."""
-        fields = list(relation_data.KEYS) + [relation_data.WANTS_PEER_KEYS]
-        return fields + [relation_data.PEER_KEYS] if self.workload.waits_for_tunnels else fields
+        fields = list(relation_data.KEYS) + [relation_data.WANTS_PEER_KEYS] + list(relation_data.ROTATION_KEYS)
+        # peer-keys only wakes a unit that waits for its tunnels, or that rotates a key (the
+        # peers confirm the new key with it: rotation.py).
+        waits = self.workload.waits_for_tunnels or json.loads(self._stored.rotating)
+        return fields + [relation_data.PEER_KEYS] if waits else fields
 
     def _nothing_to_do(self, event: Any) -> bool:
         """relation_cache's decision, inside ops (the charm's dispatch asked hookgate the same
@@ -212,9 +223,11 @@ class VpnaasCharm(CharmBase):
         SSH session for nothing. update-status stays the periodic check."""
         return self._config_digest() != self._stored.session_config
 
-    def reconcile(self, force: bool = False, rotate: Iterable[str] = (),
-                  restart: bool = False) -> Tuple[model.Plan, Optional[remote.Observation]]:
-        """Make the VNF match config + relations. Returns (plan, observation or None).
+    def reconcile(self, force: bool = False, rotate: Iterable[str] = (), restart: bool = False,
+                  fresh_next: Iterable[str] = ()) -> Tuple[model.Plan, Optional[remote.Observation]]:
+        """Make the VNF match config + relations. Returns (plan, observation or None). ``rotate``:
+        devices whose key is replaced in place; ``fresh_next``: devices whose make-before-break
+        rotation starts (their temporary device gets the new key: rotation.py).
 
         Raises ReconcileFailed (after setting the status) when the VNF could not be brought to
         the plan; configuration that is incomplete is not a failure (WaitingStatus)."""
@@ -231,7 +244,8 @@ class VpnaasCharm(CharmBase):
             self._set_status(BlockedStatus("no SSH credentials: run generate-ssh-key or set ssh-password"))
             raise ReconcileFailed("no SSH credentials")
         keys = json.loads(self._stored.public_keys)
-        if (not force and not rotate and not restart and plan.fingerprint() == self._stored.applied
+        options = {"rotate": list(rotate), "restart": restart, "fresh_next": list(fresh_next)}
+        if (not force and not any(options.values()) and plan.fingerprint() == self._stored.applied
                 and not self.workload.wants_session(plan)):
             if not self.tunnels.published(plan, keys):
                 # The VNF holds the plan, but Juju dropped what this unit published (a hook whose
@@ -245,7 +259,7 @@ class VpnaasCharm(CharmBase):
         logger.info("%s %s (%d device(s))", RECONCILE_SESSION, target.host, len(plan.devices))
         try:
             with ssh.Session(target, self.keystore) as session:
-                plan, obs = self._apply(session, target, plan, rotate, restart)
+                plan, obs = self._apply(session, target, plan, options)
         except (ssh.SshError, remote.RemoteError) as e:
             self._set_applied("")
             self._stored.session_config = ""
@@ -259,11 +273,15 @@ class VpnaasCharm(CharmBase):
         if plan.errors:
             self._set_applied("")
             self._blocked_by_config(plan)
-        self.tunnels.publish(plan, obs.public_keys)
+        # A temporary device that failed offers no path: its key is not published (rotation.py).
+        self.tunnels.publish(plan, {d: k for d, k in obs.public_keys.items()
+                                    if d not in obs.failed or not d.startswith(rotation.TEMP_PREFIX)})
         self._set_applied(plan.fingerprint() if not (obs.failed or obs.refused) else "")
         self._stored.session_config = self._config_digest()
         self._stored.claims = json.dumps(policy.claims(plan))
         self._stored.public_keys = json.dumps(obs.public_keys, sort_keys=True)
+        own = self.own_rotation()
+        self.set_rotating(own.rotating - {d for d in rotation.finished(plan, own) if d not in obs.failed})
         self._stored.implementation = (obs.implementation + " " + obs.implementation_detail).strip()
         self.workload.observed(plan, obs)
         self._set_status(self.workload.status(plan, obs, self._status_from(plan, obs)))
@@ -273,8 +291,8 @@ class VpnaasCharm(CharmBase):
         self._set_status(BlockedStatus("config: " + "; ".join(plan.errors)))
         raise ReconcileFailed("; ".join(plan.errors))
 
-    def _apply(self, session: ssh.Session, target: ssh.Target, plan: model.Plan, rotate: Iterable[str],
-               restart: bool) -> Tuple[model.Plan, remote.Observation]:
+    def _apply(self, session: ssh.Session, target: ssh.Target, plan: model.Plan,
+               options: Dict[str, Any]) -> Tuple[model.Plan, remote.Observation]:
         """Send the tunnel step for ``plan`` with the digest of the facts it was made with. The
         VNF applies nothing when its facts differ (first contact, a VNF rebuilt at the same
         address, a new gateway or address, a peer's endpoint name that resolves elsewhere): then
@@ -283,8 +301,7 @@ class VpnaasCharm(CharmBase):
         returned with its errors, nothing applied."""
         for _ in range(FACTS_ATTEMPTS):
             known = self._known_facts()
-            obs = self.run_vnf_step(session, target, self._tunnel_step(plan, known.digest if known else "",
-                                                                        rotate, restart))
+            obs = self.run_vnf_step(session, target, self._tunnel_step(plan, known.digest if known else "", options))
             self._remember_facts(obs.facts)
             if not obs.facts_changed:
                 return plan, obs
@@ -294,9 +311,8 @@ class VpnaasCharm(CharmBase):
         raise ssh.SshError("the VNF reported other facts {} times in one session (its addresses are changing); "
                            "retrying at the next event".format(FACTS_ATTEMPTS), transient=True)
 
-    def _tunnel_step(self, plan: model.Plan, digest: str, rotate: Iterable[str], restart: bool) -> vnfscript.Step:
-        return remote.tunnel_step(plan, digest, rotate=rotate, restart=restart,
-                                  component=lambda step: self.workload.step(plan, step))
+    def _tunnel_step(self, plan: model.Plan, digest: str, options: Dict[str, Any]) -> vnfscript.Step:
+        return remote.tunnel_step(plan, digest, component=lambda step: self.workload.step(plan, step), **options)
 
     def run_vnf_step(self, session: ssh.Session, target: ssh.Target, step: vnfscript.Step) -> remote.Observation:
         """Run one VNF-side step in an open session and read its report."""

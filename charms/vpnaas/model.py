@@ -36,11 +36,35 @@ class TunnelEndpoint(object):
         return refpoints.device_name(self.name)
 
 
+class PeerRotation(object):
+    """What a related unit published about make-before-break key rotation (rotation.py; the
+    fields: tunnel_relation.py). All empty for a unit of an earlier release, or a manual peer:
+    such a peer is followed in place, as before."""
+    __slots__ = ("protocol", "next_key", "next_endpoint", "next_peer_keys", "peer_keys")
+
+    def __init__(self, protocol: bool = False, next_key: str = "", next_endpoint: str = "",
+                 next_peer_keys: Iterable[str] = (), peer_keys: Iterable[str] = ()) -> None:
+        self.protocol = protocol                      # it speaks this release's rotation protocol
+        self.next_key = next_key                      # the key of its temporary device, while it rotates
+        self.next_endpoint = next_endpoint            # "host:port" of its temporary device, while it runs one
+        self.next_peer_keys = frozenset(next_peer_keys)  # keys its temporary device accepts, and routes to
+        self.peer_keys = frozenset(peer_keys)         # keys its main device holds
+
+    def owner_stage(self, public_key: str) -> str:
+        """The stage of the unit's own rotation: "" (none), "next" (its temporary device has the
+        new key, its main device the old one) or "switched" (both have the new key)."""
+        if not (self.protocol and self.next_key):
+            return ""
+        return "switched" if self.next_key == public_key else "next"
+
+
 class Peer(object):
-    __slots__ = ("public_key", "endpoint", "allowed_ips", "source", "tunnel", "wants_peer_keys", "endpoint_hosts")
+    __slots__ = ("public_key", "endpoint", "allowed_ips", "source", "tunnel", "wants_peer_keys", "endpoint_hosts",
+                 "rotation", "routed")
 
     def __init__(self, public_key: str, endpoint: str, allowed_ips: List[Network], source: str,
-                 tunnel: Optional[Network] = None, wants_peer_keys: bool = False) -> None:
+                 tunnel: Optional[Network] = None, wants_peer_keys: bool = False,
+                 rotation: Optional[PeerRotation] = None) -> None:
         self.public_key = public_key
         self.endpoint = endpoint        # "host:port" or "" (peer that only connects in)
         self.allowed_ips = allowed_ips  # list of networks
@@ -50,6 +74,10 @@ class Peer(object):
         self.wants_peer_keys = wants_peer_keys
         #: The host prefixes of its endpoint as this VNF reaches it (set by the policy).
         self.endpoint_hosts: List[Network] = []
+        self.rotation = rotation or PeerRotation()
+        #: Its prefixes are routed into this device (False: into the other device of the same
+        #: endpoint, while a key rotation moves them; rotation.py).
+        self.routed = True
 
     def as_dict(self) -> Dict[str, Any]:
         return {"public-key": self.public_key, "endpoint": self.endpoint,
@@ -61,9 +89,9 @@ class Device(object):
 
     def __init__(self, endpoint: str, listen_port: int, address: Interface, mtu: int, keepalive: int,
                  service_addresses: List[Interface], publish_host: str, allowance: Iterable[Network] = (),
-                 service_network: Optional[Network] = None) -> None:
+                 service_network: Optional[Network] = None, name: str = "") -> None:
         self.endpoint = endpoint
-        self.name = refpoints.device_name(endpoint)
+        self.name = name or refpoints.device_name(endpoint)  # a temporary device has its own
         self.listen_port = listen_port
         self.address = address                  # ipaddress interface
         self.mtu = mtu
@@ -88,6 +116,8 @@ class Device(object):
         applications that do not bind explicitly still talk from their service address."""
         out = []
         for peer in self.peers:
+            if not peer.routed:
+                continue
             for net in peer.allowed_ips:
                 src = next((str(a.ip) for a in self.service_addresses if a.ip.version == net.version), "")
                 out.append((str(net), src))
@@ -112,6 +142,10 @@ class Plan(object):
         self.retained: List[str] = []
         #: Every endpoint name of the peers, admitted or not (the VNF resolves them first).
         self.endpoint_names: List[str] = []
+        #: The key rotation of each device, by device name, and the temporary devices it runs
+        #: (rotation.py; ``devices`` holds only the main devices).
+        self.rotation: Dict[str, "Rotation"] = {}
+        self.temp_devices: List[Device] = []
 
     @property
     def service_addresses(self) -> List[Interface]:
@@ -150,6 +184,32 @@ class Plan(object):
                "problems": [d.problems for d in self.devices],
                "waiting": [d.waiting[:1] for d in self.devices if not d.peers],
                "service": [str(a) for a in self.service_addresses]}
+        if self.temp_devices or any(r.stage for r in self.rotation.values()):
+            # Only then: a plan without a rotation keeps the fingerprint of the release before.
+            doc["temporary"] = [d.as_dict() for d in self.temp_devices]
+            doc["rotation"] = {name: r.stage for name, r in sorted(self.rotation.items()) if r.stage}
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
+class Rotation(object):
+    """The key rotation of one main device in a plan, as rotation.py decides it."""
+
+    def __init__(self) -> None:
+        self.available = False        # it may rotate make-before-break (a rotation port is free)
+        self.port = 0                 # that port: its temporary device listens there
+        self.partners: List[str] = []   # the related units that speak the protocol
+        self.stage = ""               # this unit's own rotation: "", "next" or "switched"
+        self.switch = False           # the main device takes the new key in this plan
+        self.done = False             # this unit's own rotation ends with this plan
+        self.temp: Optional[Device] = None   # the temporary device, while there is one
+        self.main_key_from = ""       # the device whose key the main device takes ("": its own)
+        self.temp_key_from = ""       # the device whose key the temporary one takes ("": its own)
+        self.following: List[str] = []  # units whose rotation this device follows
+        self.waiting: List[str] = []  # units this unit's own rotation waits for
+        #: unit -> the key of its temporary device that this unit's temporary device accepts and
+        #: may route to (published as ``next-peer-keys``).
+        self.advertised: Dict[str, str] = {}
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.stage or self.following)

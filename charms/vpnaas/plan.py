@@ -7,14 +7,14 @@ match the plan.
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from vpnaas import config as charm_config
-from vpnaas import policy, relation_data, validation
+from vpnaas import policy, relation_data, rotation, validation
 from vpnaas.facts import Facts
 from vpnaas.model import MANUAL, Device, ManualPeers, Peer, Plan, Relations, TunnelEndpoint
 
 
 def build_plan(config: Dict[str, Any], endpoints: List[TunnelEndpoint], relations: Relations,
                manual_peers: ManualPeers, facts: Optional[Facts] = None, incumbents: Iterable[str] = (),
-               own_keys: Iterable[str] = ()) -> Plan:
+               own_keys: Iterable[str] = (), own: Optional[rotation.Own] = None) -> Plan:
     """Compute the plan.
 
     config        -- charm config (dict)
@@ -24,6 +24,7 @@ def build_plan(config: Dict[str, Any], endpoints: List[TunnelEndpoint], relation
     facts         -- facts.Facts the VNF reported (None: not known yet)
     incumbents    -- policy.claims() kept from the plan applied before
     own_keys      -- this VNF's own public keys
+    own           -- this unit's key rotations and its devices' keys (rotation.Own)
     """
     plan = Plan()
     facts = facts or Facts()
@@ -71,7 +72,8 @@ def build_plan(config: Dict[str, Any], endpoints: List[TunnelEndpoint], relation
                     continue
                 allowed = info.allowed_ips()
                 dev.peers.append(Peer(info.public_key, validation.format_endpoint(*info.endpoint),
-                                      allowed, unit, tunnel=allowed[0], wants_peer_keys=info.wants_peer_keys))
+                                      allowed, unit, tunnel=allowed[0], wants_peer_keys=info.wants_peer_keys,
+                                      rotation=info.rotation))
             if not units:
                 dev.waiting.append("waiting for the remote unit to join")
         for entry in manual:
@@ -83,6 +85,7 @@ def build_plan(config: Dict[str, Any], endpoints: List[TunnelEndpoint], relation
         plan.devices.append(dev)
     plan.endpoint_names = sorted(n for n in names if n and not policy.is_ip(n))
     policy.admit(plan, facts, incumbents, own_keys, related)
+    rotation.apply(plan, own or rotation.Own())
     return plan
 
 

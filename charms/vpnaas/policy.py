@@ -237,7 +237,7 @@ def _admit_each(plan: Plan, facts: Facts, own: Set[str]) -> None:
                                     .format(dev.name, peer.source, peer.tunnel.network_address, dev.name,
                                             dev.address.network))
                 continue
-            if peer.public_key in own:
+            if own.intersection(_keys(peer)):
                 dev.problems.append("refused {} on {}: it announces this VNF's own key".format(peer.source, dev.name))
                 continue
             peer.endpoint_hosts, unusable = endpoint_hosts(peer, facts)
@@ -260,8 +260,15 @@ def _admit_each(plan: Plan, facts: Facts, own: Set[str]) -> None:
         dev.peers = kept
 
 
+def _keys(peer: Peer) -> List[str]:
+    """A peer's public key, and the new key it rotates to (it holds both, on this whole VNF)."""
+    nxt = peer.rotation.next_key if peer.rotation.protocol else ""
+    return [peer.public_key] + ([nxt] if nxt and nxt != peer.public_key else [])
+
+
 def _key_claims(plan: Plan) -> List[Claim]:
-    return [Claim(dev.name, peer.source, peer, "key", peer.public_key) for dev in plan.devices for peer in dev.peers]
+    return [Claim(dev.name, peer.source, peer, "key", key) for dev in plan.devices for peer in dev.peers
+            for key in _keys(peer)]
 
 
 def _address_claims(plan: Plan) -> List[Claim]:
@@ -373,7 +380,7 @@ def claims(plan: Plan) -> List[str]:
     out = set(plan.retained)
     for dev in plan.devices:
         for peer in dev.peers:
-            out.add("{}|{}|key:{}".format(dev.name, peer.source, peer.public_key))
+            out.update("{}|{}|key:{}".format(dev.name, peer.source, key) for key in _keys(peer))
             out.update("{}|{}|{}".format(dev.name, peer.source, p) for p in peer.allowed_ips)
             out.update("{}|{}|endpoint:{}".format(dev.name, peer.source, h.network_address)
                        for h in peer.endpoint_hosts)

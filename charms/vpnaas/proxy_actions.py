@@ -10,7 +10,7 @@ from typing import Any, Dict, Optional
 from ops.charm import ActionEvent
 from ops.framework import Object
 
-from vpnaas import model, refpoints, remote, ssh, validation
+from vpnaas import model, refpoints, remote, rotation, ssh, validation
 from vpnaas import plan as planning
 
 logger = logging.getLogger(__name__)
@@ -182,8 +182,35 @@ class ProxyActions(Object):
             if wanted not in names:
                 event.fail("{} is not an active tunnel device here ({})".format(wanted, ", ".join(names) or "none"))
                 return
-        rotate = [wanted] if wanted else names
-        self._finish_tunnel_action(event, {}, rotate=rotate)
+        devices = [wanted] if wanted else names
+        # One rotation at a time per device: a second one would change the key of a temporary
+        # device that a peer's routes may be using.
+        busy = ["{} ({})".format(d, rotation.describe(plan.rotation[d])) for d in devices if plan.rotation[d].busy]
+        if busy:
+            event.fail("a key rotation is under way on {}; run rotate-keys again when it has finished"
+                       .format(", ".join(busy)))
+            return
+        # Make-before-break where a related unit speaks the protocol; in place (a break of one
+        # relation round trip, as before) where none does.
+        staged = [d for d in devices if rotation.can_start(plan.rotation[d])]
+        own = self.charm.own_rotation()
+        self.charm.set_rotating(own.rotating | set(staged))
+        outcome = self.charm.after_action(rotate=[d for d in devices if d not in staged], fresh_next=staged)
+        failed = ["{}: {}".format(rotation.temp_name(d), outcome.obs.failed[rotation.temp_name(d)])
+                  for d in staged if outcome.obs is not None and rotation.temp_name(d) in outcome.obs.failed]
+        if outcome.obs is None or failed:
+            # Not started: nothing was published, and the next reconcile removes what was made.
+            self.charm.set_rotating(own.rotating)
+            event.fail("not rotated: {}".format("; ".join(failed) or outcome.error or self.charm._stored.last_status))
+            return
+        results = {"status": self.charm._stored.last_status}
+        for dev in devices:
+            key = outcome.obs.public_keys.get(rotation.temp_name(dev) if dev in staged else dev, "")
+            results["public-key-" + dev] = key
+            results["rotation-" + dev] = (
+                "make-before-break: the peers follow, then this key replaces the old one" if dev in staged
+                else "in place ({}): the peers follow the new key".format(rotation.why_in_place(plan.rotation[dev])))
+        event.set_results(results)
 
     def _finish_tunnel_action(self, event: ActionEvent, results: Dict[str, Any], **kwargs: Any) -> None:
         outcome = self.charm.after_action(**kwargs)

@@ -3,31 +3,41 @@ decoded through the strict grammar (nothing from a related unit is trusted). The
 itself (the fields, who writes them, what they mean) is specified in tunnel_relation.py's
 docstring, and only there.
 """
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
-from vpnaas import SCHEMA_VERSION, validation
-from vpnaas.model import MANUAL, Device
+from vpnaas import ROTATION_PROTOCOL, SCHEMA_VERSION, validation
+from vpnaas.model import MANUAL, Device, PeerRotation, Rotation
 from vpnaas.validation import Interface, Network
 
 KEYS = ("vpnaas-schema", "public-key", "endpoint", "tunnel-address", "service-prefixes")
 WANTS_PEER_KEYS = "wants-peer-keys"
 PEER_KEYS = "peer-keys"
+ROTATION_PROTOCOL_KEY = "rotation-protocol"
+NEXT_KEY = "next-key"
+NEXT_ENDPOINT = "next-endpoint"
+NEXT_PEER_KEYS = "next-peer-keys"
+#: The fields of make-before-break key rotation (optional: an earlier release neither writes
+#: nor reads them, and its peers rotate in place).
+ROTATION_KEYS = (ROTATION_PROTOCOL_KEY, NEXT_KEY, NEXT_ENDPOINT, NEXT_PEER_KEYS)
 #: Every field a unit writes (what a dropped hook commit can lose: relation_cache).
-PUBLISHED = KEYS + (WANTS_PEER_KEYS, PEER_KEYS)
+PUBLISHED = KEYS + (WANTS_PEER_KEYS, PEER_KEYS) + ROTATION_KEYS
 _YES = "yes"
 
 
 class PeerInfo(object):
-    __slots__ = ("unit", "public_key", "endpoint", "tunnel_address", "service_prefixes", "wants_peer_keys")
+    __slots__ = ("unit", "public_key", "endpoint", "tunnel_address", "service_prefixes", "wants_peer_keys",
+                 "rotation")
 
     def __init__(self, unit: str, public_key: str, endpoint: Tuple[str, int], tunnel_address: Interface,
-                 service_prefixes: List[Network], wants_peer_keys: bool = False) -> None:
+                 service_prefixes: List[Network], wants_peer_keys: bool = False,
+                 rotation: Optional[PeerRotation] = None) -> None:
         self.unit = unit
         self.public_key = public_key
         self.endpoint = endpoint              # (host, port)
         self.tunnel_address = tunnel_address  # ipaddress interface
         self.service_prefixes = service_prefixes  # list of networks
         self.wants_peer_keys = wants_peer_keys
+        self.rotation = rotation or PeerRotation()
 
     def allowed_ips(self) -> List[Network]:
         host = self.tunnel_address.ip
@@ -60,15 +70,42 @@ def decode(unit: str, data: Dict[str, str]) -> PeerInfo:
     if schema != SCHEMA_VERSION:
         raise validation.InvalidValue("{} speaks relation schema {!r}; this charm speaks {!r} (upgrade both charms)"
                                       .format(unit, schema, SCHEMA_VERSION))
+    endpoint = validation.endpoint(data["endpoint"], "{} endpoint".format(unit))
     return PeerInfo(
         unit=unit,
         public_key=validation.public_key(data["public-key"], "{} public-key".format(unit)),
-        endpoint=validation.endpoint(data["endpoint"], "{} endpoint".format(unit)),
+        endpoint=endpoint,
         tunnel_address=validation.interface_address(data["tunnel-address"], "{} tunnel-address".format(unit)),
         service_prefixes=validation.prefix_list(data.get("service-prefixes", ""),
                                                 "{} service-prefixes".format(unit)),
         wants_peer_keys=_flag(data.get(WANTS_PEER_KEYS, ""), "{} {}".format(unit, WANTS_PEER_KEYS)),
+        rotation=_rotation(unit, data, endpoint[0]),
     )
+
+
+def _rotation(unit: str, data: Dict[str, str], host: str) -> PeerRotation:
+    """The rotation fields, each through the grammar whatever the protocol version (a value that
+    is not one of them is refused, not skipped). A protocol this release does not speak (a later
+    one) counts as none: that peer is followed in place."""
+    def what(key: str) -> str:
+        return "{} {}".format(unit, key)
+    version = validation.protocol_version(data.get(ROTATION_PROTOCOL_KEY, ""), what(ROTATION_PROTOCOL_KEY))
+    next_key = data.get(NEXT_KEY, "")
+    if next_key:
+        next_key = validation.public_key(next_key, what(NEXT_KEY))
+    next_endpoint = data.get(NEXT_ENDPOINT, "")
+    if next_endpoint:
+        next_host, port = validation.endpoint(next_endpoint, what(NEXT_ENDPOINT))
+        # The same underlay address, another port: everything the policy checked about the
+        # unit's endpoint holds for it too.
+        if next_host != host:
+            raise validation.InvalidValue("{}: {} is not on the host of its endpoint {}".format(
+                what(NEXT_ENDPOINT), validation.excerpt(next_endpoint), host))
+        next_endpoint = validation.format_endpoint(next_host, port)
+    return PeerRotation(
+        protocol=str(version) == ROTATION_PROTOCOL, next_key=next_key, next_endpoint=next_endpoint,
+        next_peer_keys=validation.public_key_list(data.get(NEXT_PEER_KEYS, ""), what(NEXT_PEER_KEYS)),
+        peer_keys=validation.public_key_list(data.get(PEER_KEYS, ""), what(PEER_KEYS)))
 
 
 def _flag(value: str, what: str) -> bool:
@@ -79,16 +116,30 @@ def _flag(value: str, what: str) -> bool:
 
 
 def publication(device: Device, public_key: str, units: Optional[Set[str]] = None,
-                wants_peer_keys: bool = False) -> Dict[str, str]:
+                wants_peer_keys: bool = False, rotation: Optional[Rotation] = None,
+                temp_key: str = "") -> Dict[str, str]:
     """This unit's databag for ``device`` on a relation whose remote units are ``units``
-    (None: every related peer of the device); ``wants_peer_keys`` is this unit's own flag.
-    An empty value means "not there": writing it removes the key (Juju's rule)."""
+    (None: every related peer of the device); ``wants_peer_keys`` is this unit's own flag;
+    ``rotation`` the device's key rotation in the plan and ``temp_key`` the public key of its
+    temporary device. An empty value means "not there": writing it removes the key (Juju's rule)."""
     bag = encode(public_key, device.publish_host, device.listen_port, device.address, device.service_prefixes())
     bag[WANTS_PEER_KEYS] = _YES if wants_peer_keys else ""
+
+    def ours(p: Any) -> bool:
+        return p.source != MANUAL and (units is None or p.source in units)
     # Tells a peer that waits for its tunnels that its key is configured here, so its charm wakes
     # up right when the tunnel can handshake (e.g. to start a service). Only the keys of that
     # relation's units (a hub with k spokes must not wake all k when one joins), and only to units
-    # that asked: to any other unit it is one more relation-changed hook for nothing.
-    bag[PEER_KEYS] = ",".join(sorted(p.public_key for p in device.peers if p.source != MANUAL and p.wants_peer_keys
-                                     and (units is None or p.source in units)))
+    # that asked: to any other unit it is one more relation-changed hook for nothing. A unit that
+    # rotates its key is told the same way when its new key is in place here (rotation.py).
+    bag[PEER_KEYS] = ",".join(sorted(p.public_key for p in device.peers if ours(p)
+                                     and (p.wants_peer_keys or p.rotation.owner_stage(p.public_key))))
+    rot = rotation or Rotation()
+    # A temporary device is offered only once the VNF reported its key (it is up).
+    temp = rot.temp if temp_key else None
+    bag[ROTATION_PROTOCOL_KEY] = ROTATION_PROTOCOL if rot.available else ""
+    bag[NEXT_KEY] = temp_key if rot.stage and temp is not None else ""
+    bag[NEXT_ENDPOINT] = validation.format_endpoint(device.publish_host, temp.listen_port) if temp else ""
+    bag[NEXT_PEER_KEYS] = ",".join(sorted(key for unit, key in rot.advertised.items()
+                                          if temp is not None and (units is None or unit in units)))
     return bag

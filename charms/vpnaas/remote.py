@@ -12,7 +12,7 @@ The report never contains the private key: only peer lines of ``wg show dump`` a
 """
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-from vpnaas import metrics, validation, vnfscript, wgconfig
+from vpnaas import metrics, rotation, validation, vnfscript, wgconfig
 from vpnaas.facts import Facts
 from vpnaas.model import Plan
 
@@ -24,8 +24,11 @@ class RemoteError(Exception):
 
 
 def tunnel_step(plan: Plan, facts_digest: str = "", rotate: Iterable[str] = (), restart: bool = False,
-                component: Optional[Callable[[vnfscript.Step], None]] = None) -> vnfscript.Step:
-    """The tunnel step for ``plan``; ``rotate`` names devices that get a new key pair.
+                component: Optional[Callable[[vnfscript.Step], None]] = None,
+                fresh_next: Iterable[str] = ()) -> vnfscript.Step:
+    """The tunnel step for ``plan``; ``rotate`` names devices that get a new key pair in place,
+    ``fresh_next`` main devices whose temporary device gets a new one (a make-before-break
+    rotation starts: rotation.py).
 
     ``facts_digest`` is the digest of the facts ``plan`` was made with (the VNF's own, from an
     earlier report; "" for none): the VNF first reports its facts and applies nothing unless
@@ -33,6 +36,11 @@ def tunnel_step(plan: Plan, facts_digest: str = "", rotate: Iterable[str] = (), 
     VNF's or outdated facts is ever applied. The WireGuard configurations travel in the
     program's data section (their size grows with the number of peers; the command line's
     does not).
+
+    Every device's route list is written before any device is applied, so that a prefix that
+    moves between a main and a temporary device is moved (``ip route replace``), never deleted
+    and added again. Temporary devices come first: a main device that takes its new key copies it
+    from its temporary one.
 
     ``component(step)`` may add a component's own files and calls (e.g. start its service once
     its tunnels have a handshake); they run after the tunnels are applied, before the report, in
@@ -42,19 +50,39 @@ def tunnel_step(plan: Plan, facts_digest: str = "", rotate: Iterable[str] = (), 
     step.call("facts_guard", facts_digest or "-", *plan.endpoint_names)
     step.call("tunnels_prepare")
     step.call("service_addresses", *plan.service_address_args())
-    names = []
-    for i, dev in enumerate(plan.devices, 1):
-        names.append(dev.name)
+    devices = plan.temp_devices + plan.devices
+    staged = []
+    for i, dev in enumerate(devices, 1):
         data = "DEVICE{}".format(i)
         step.data(data + "_BODY", vnfscript.b64(wgconfig.render_body(dev)))
         step.data(data + "_ROUTES", vnfscript.b64(wgconfig.render_routes(dev)))
-        step.call("apply_device", dev.name, "1" if dev.name in rotate else "0", "1" if restart else "0", data)
+        staged += [dev.name, data]
+    step.call("stage_routes", *staged)
+    for i, dev in enumerate(devices, 1):
+        mode, source = key_mode(plan, dev.name, rotate, fresh_next)
+        step.call("apply_device", dev.name, mode, source, "1" if restart else "0", "DEVICE{}".format(i))
+    names = [dev.name for dev in devices]
     step.call("remove_stale_devices", *names)
     metrics.add_to_step(step, plan)
     if component is not None:
         component(step)
     step.call("report", *names)
     return step
+
+
+def key_mode(plan: Plan, name: str, rotate: Iterable[str], fresh_next: Iterable[str]) -> Tuple[str, str]:
+    """How the device ``name`` gets its private key: ("keep", "-") its own (a new one if it has
+    none), ("fresh", "-") a new one, ("copy", <device>) that device's (tunnels.sh)."""
+    if name in plan.rotation:
+        if name in rotate:
+            return "fresh", "-"
+        source = plan.rotation[name].main_key_from
+    else:
+        main = rotation.main_name(name)
+        if main in fresh_next:
+            return "fresh", "-"
+        source = plan.rotation[main].temp_key_from if main in plan.rotation else ""
+    return ("copy", source) if source else ("keep", "-")
 
 
 def teardown_step(component: Optional[Callable[[vnfscript.Step], None]] = None) -> vnfscript.Step:
@@ -87,12 +115,14 @@ class Observation(object):
         self.metrics = ""   # the exporter: "up <address>:<port>", "off", "failed: <why>" or "" (not reported)
 
     def as_tunnels(self, plan: Plan) -> List[Dict[str, Any]]:
-        """The tunnel-status document: one entry per planned device."""
+        """The tunnel-status document: one entry per planned device (a temporary one, while a key
+        rotation runs it, too)."""
         out = []
-        for dev in plan.devices:
+        for dev in plan.devices + plan.temp_devices:
             out.append({"device": dev.name, "endpoint": dev.endpoint, "up": self.up.get(dev.name, False),
                         "public-key": self.public_keys.get(dev.name, ""), "listen-port": dev.listen_port,
-                        "address": str(dev.address), "peers": self.peers.get(dev.name, [])})
+                        "address": str(dev.address), "peers": self.peers.get(dev.name, []),
+                        "temporary": dev not in plan.devices})
         return out
 
 

@@ -3,7 +3,7 @@ from typing import Dict
 
 from ops.model import ActiveStatus, BlockedStatus, StatusBase, WaitingStatus
 
-from vpnaas import model, remote
+from vpnaas import model, remote, rotation
 
 
 def tunnel_status(plan: model.Plan, obs: remote.Observation) -> StatusBase:
@@ -24,6 +24,11 @@ boot persistence)."""
             parts.append("{}: down".format(label))
             blocked.append(label)
             continue
+        temp = rotation.temp_name(dev.name)
+        if temp in obs.failed:
+            # The key rotation cannot go on: its temporary device is offered to nobody.
+            parts.append("{}: {} failed: {}".format(label, temp, obs.failed[temp][:120]))
+            blocked.append(label)
         problems = dev.problems + refused.get(dev.name, [])
         if problems:
             blocked.append(label)
@@ -35,10 +40,12 @@ boot persistence)."""
             continue
         ages = [p.get("latest-handshake-age") for p in obs.peers.get(dev.name, [])]
         known = [a for a in ages if a is not None]
+        note = rotation.describe(plan.rotation[dev.name]) if dev.name in plan.rotation else ""
+        note = " ({})".format(note) if note else ""
         if ages and len(known) == len(ages):
-            parts.append("{}: up, handshake {}s ago".format(label, max(known)))
+            parts.append("{}: up, handshake {}s ago{}".format(label, max(known), note))
         else:
-            parts.append("{}: up, no handshake yet".format(label))
+            parts.append("{}: up, no handshake yet{}".format(label, note))
     if not plan.devices:
         parts.append("ready, no tunnel related")
     notes = []

@@ -53,12 +53,12 @@ def excerpt(value: Any, limit: int = EXCERPT_LEN) -> str:
     return "'{}'{}".format(shown, "..." if len(text) > limit else "")
 
 
-def _text(value: Any, what: str) -> str:
+def _text(value: Any, what: str, limit: int = MAX_VALUE_LEN) -> str:
     """The value as printable ASCII text without surrounding spaces; anything else is refused."""
     if not isinstance(value, str):
         raise InvalidValue("{}: expected text, got {}".format(what, type(value).__name__))
-    if len(value) > MAX_VALUE_LEN:
-        raise InvalidValue("{}: value is {} characters long (at most {})".format(what, len(value), MAX_VALUE_LEN))
+    if len(value) > limit:
+        raise InvalidValue("{}: value is {} characters long (at most {})".format(what, len(value), limit))
     if not _PRINTABLE.fullmatch(value):
         raise InvalidValue("{}: {} contains a control or non-ASCII character".format(what, excerpt(value)))
     return value.strip(" ")
@@ -105,6 +105,22 @@ def public_key(value: Any, what: str = "public key") -> str:
         # wg refuses keys whose unused trailing bits are set; catch that here, not on the VNF.
         raise InvalidValue("{}: not canonical base64 (unused trailing bits are set)".format(what))
     return value
+
+
+def public_key_list(value: Any, what: str = "public keys") -> List[str]:
+    """Comma-separated WireGuard keys (at most MAX_PREFIXES: the units of one application); empty
+    text is an empty list."""
+    return [public_key(item, what) for item in _items(value, what, MAX_PREFIXES * 45)]
+
+
+def protocol_version(value: Any, what: str = "protocol version") -> int:
+    """A protocol version: a plain decimal number from 1 to 9999 (0 for empty text)."""
+    value = word(value, what)
+    if not value:
+        return 0
+    if not re.fullmatch(r"[1-9][0-9]{0,3}", value):
+        raise InvalidValue("{}: {} is not a protocol version (a number)".format(what, excerpt(value)))
+    return int(value)
 
 
 def ip_address(value: Any, what: str = "address") -> Address:
@@ -156,8 +172,8 @@ def prefix(value: Any, what: str = "prefix") -> Network:
                            .format(what, excerpt(value))) from None
 
 
-def _items(value: Any, what: str) -> List[str]:
-    value = _text(value, what)
+def _items(value: Any, what: str, limit: int = MAX_VALUE_LEN) -> List[str]:
+    value = _text(value, what, limit)
     if not value:
         return []
     items = [v.strip(" ") for v in value.split(",")]

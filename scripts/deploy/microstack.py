@@ -12,6 +12,7 @@ import urllib.request
 from deploy.catalog import vdu_resources
 from deploy.prereq import openstack_for_site
 from vpnaas import refpoints
+from vpnaas.rotation import PORT_OFFSET as ROTATION_PORT_OFFSET
 
 
 class PrepareError(Exception):
@@ -265,9 +266,11 @@ class Site:
     # security group -------------------------------------------------------------------------
     def wanted_rules(self):
         ports = [refpoints.GENERIC_PORT] + [p for p, _, _ in refpoints.REFERENCE_POINTS.values()]
+        rotation = [p + ROTATION_PORT_OFFSET for p in ports]
         return [
             ("tcp", "22:22", "SSH: the proxy charms log in to the VNFs"),
             ("udp", "{}:{}".format(min(ports), max(ports)), "WireGuard listen ports"),
+            ("udp", "{}:{}".format(min(rotation), max(rotation)), "WireGuard rotation ports (rotate-keys)"),
             ("icmp", None, "ping (measurements, reachability)"),
             ("tcp", "5201:5201", "iperf3 (measurements between sites)"),
         ]

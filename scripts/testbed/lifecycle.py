@@ -4,11 +4,16 @@ On the local testbed (VIM and VCA emulation, ``demo.bring_up``), with a continuo
 packets a second across every tunnel an operation touches (``probe.py``), each operation is run
 the way OSM and Juju run it, and measured:
 
+  rotate-keys-previous-peers
+                  the MME alone upgraded to this checkout's build, then its rotate-keys action:
+                  its peers run the previous revision (no make-before-break), so the key is
+                  rotated in place and they follow it as before
   upgrade-charm   every charm replaced by this checkout's build from the previous revision's
                   (``--upgrade-from``, default: charms/ as it was before its last change),
                   as ``juju upgrade-charm`` does: upgrade-charm then config-changed; no WireGuard
                   device may be re-created (interface index unchanged)
-  rotate-keys     the MME's rotate-keys action on all its devices; its peers follow
+  rotate-keys     the MME's rotate-keys action on all its devices, make-before-break: its peers
+                  follow through temporary devices; nothing may be lost
   commit-failure  the eNB rotates its keys while the SPGW-U's next relation-changed commit does
                   not reach the controller: Juju drops its publication and runs it again; it
                   must be published without update-status
@@ -33,7 +38,10 @@ from bundle import BUILD_DIR, build_charms
 from testbed import cli, demo, lcm, probe, vim
 
 OUT_DIR = os.path.join(BUILD_DIR, "lifecycle")
-OPERATIONS = ("upgrade-charm", "rotate-keys", "commit-failure", "agent-restart", "heal", "terminate")
+OPERATIONS = ("rotate-keys-previous-peers", "upgrade-charm", "rotate-keys", "commit-failure", "agent-restart", "heal",
+              "terminate")
+#: The operations that need the previous revision's charms (built from a git worktree).
+NEEDS_PREVIOUS = ("rotate-keys-previous-peers", "upgrade-charm")
 CONVERGE_TIMEOUT = 60
 REPO_DIR = vim.REPO_DIR
 
@@ -73,6 +81,19 @@ def wait_converged(tb, rps, since=None, timeout=CONVERGE_TIMEOUT, extra=None):
             return time.monotonic() - since
         time.sleep(0.05)
     return None
+
+
+def temporary_devices(tb, apps):
+    """The temporary devices (``wr-*``) a key rotation left on the VNFs of ``apps``."""
+    return ["{} {}".format(app, d) for app in apps
+            for d in tb.vnfs[app].exec(["wg", "show", "interfaces"]).stdout.split() if d.startswith("wr-")]
+
+
+def strict_rp_filter(tb):
+    """Strict reverse-path filtering on every VNF, the strictest setting a VNF may have (Ubuntu's
+    default is loose): a rotation must lose nothing even then (tunnels.sh, vpnaas_rp_loose)."""
+    for vnf in tb.vnfs.values():
+        vnf.exec(["sysctl", "-q", "-w", "net.ipv4.conf.all.rp_filter=1", "net.ipv4.conf.default.rp_filter=1"])
 
 
 def interface_indexes(tb, inst):
@@ -164,10 +185,13 @@ def op_upgrade_charm(ctx):
 
 def _rotate(ctx, name, app, fault=None, published=None):
     """rotate-keys on ``app``; ``fault(model)`` arms a fault first. Converged when every tunnel of
-    ``app`` is up with the new keys and ``published()`` (what the peers had to publish) holds."""
+    ``app`` is up with the new keys, no temporary device is left, and ``published()`` (what the
+    peers had to publish) holds."""
     rps = ctx.refpoints(app)
+    apps = sorted({app} | {rp.provider for rp in rps} | {rp.requirer for rp in rps})
     old = {rp.name: device_key(ctx.tb.vnfs[app], "wg-" + rp.name) for rp in rps}
     injected, retries = dict(ctx.model.faults.injected), sum(ctx.model.retries.values())
+    hooks = len(ctx.model.hook_log)
     if fault:
         fault(ctx.model)
     probes = start_probes(ctx.tb, rps)
@@ -179,13 +203,15 @@ def _rotate(ctx, name, app, fault=None, published=None):
 
     def rotated():
         return (all(device_key(ctx.tb.vnfs[app], "wg-" + rp.name) != old[rp.name] for rp in rps)
-                and (published is None or published(ctx)))
+                and not temporary_devices(ctx.tb, apps) and (published is None or published(ctx)))
     converged = wait_converged(ctx.tb, rps, since=started, extra=rotated)
     results = stop_probes(probes)
     now = ctx.model.faults.injected
-    return _record(name, started, converged, results, ctx.tb, rps,
+    return _record(name, started, converged, results, ctx.tb, rps, rotation=result.results.get(
+                       "rotation-wg-" + rps[0].name, ""), temporary_devices_after=temporary_devices(ctx.tb, apps),
                    faults_injected={k: now[k] - injected.get(k, 0) for k in now if now[k] != injected.get(k, 0)},
-                   hook_retries=sum(ctx.model.retries.values()) - retries)
+                   hook_retries=sum(ctx.model.retries.values()) - retries,
+                   hooks_run=len(ctx.model.hook_log) - hooks)
 
 
 def peer_keys_published(ctx, publisher, subject, refpoint):
@@ -201,6 +227,17 @@ def peer_keys_published(ctx, publisher, subject, refpoint):
 
 def op_rotate_keys(ctx):
     return _rotate(ctx, "rotate-keys", "mme")
+
+
+def op_rotate_keys_previous_peers(ctx):
+    """The MME alone on this checkout's charm, its peers on the previous revision's."""
+    spec = ctx.spec("mme")
+    spec.charm_dir = os.path.join(build_charms.output_dir("local"), os.path.basename(spec.charm_dir))
+    ctx.model.upgrade_charm("mme", spec.charm_dir)
+    ctx.model.settle()
+    if wait_converged(ctx.tb, ctx.refpoints("mme")) is None:
+        raise LifecycleError("the MME's tunnels did not come back after its upgrade")
+    return _rotate(ctx, "rotate-keys-previous-peers", "mme")
 
 
 def op_commit_failure(ctx):
@@ -241,7 +278,8 @@ def op_terminate(ctx):
     return _record("terminate", started, time.monotonic() - started, [], ctx.tb, [], leftovers=left)
 
 
-OPERATION_FUNCTIONS = {"upgrade-charm": op_upgrade_charm, "rotate-keys": op_rotate_keys,
+OPERATION_FUNCTIONS = {"rotate-keys-previous-peers": op_rotate_keys_previous_peers,
+                       "upgrade-charm": op_upgrade_charm, "rotate-keys": op_rotate_keys,
                        "commit-failure": op_commit_failure, "agent-restart": op_agent_restart, "heal": op_heal,
                        "terminate": op_terminate}
 
@@ -281,18 +319,24 @@ def remove_previous(work):
 
 # ---------------------------------------------------------------------- a run
 def run(out_dir, operations, progress, upgrade_from=None):
+    out_dir = os.path.abspath(out_dir)     # the previous revision is built with its own folder as cwd
     os.makedirs(out_dir, exist_ok=True)
     charms_dir = ref = None
-    if "upgrade-charm" in operations:
+    if set(NEEDS_PREVIOUS) & set(operations):
         ref = upgrade_from or previous_revision()
         progress("building the charms of {} (the revision upgraded from)".format(ref))
-        charms_dir = build_previous(ref, out_dir)
+        try:
+            charms_dir = build_previous(ref, out_dir)
+        except subprocess.CalledProcessError:
+            remove_previous(out_dir)
+            raise
     instances = demo.load_instances("eps_wg", charms_dir)
     tb = vim.Testbed(os.path.join(out_dir, "tb"), userspace_wireguard=vim.userspace_wireguard())
     report = {"operations": [], "upgrade_from": ref}
     try:
         tb.create()
         results = demo.bring_up(tb, instances, out_dir, progress)["eps_wg"]
+        strict_rp_filter(tb)
         ctx = Context(tb, results, out_dir, progress, charms_dir)
         if wait_converged(tb, ctx.refpoints()) is None:
             raise LifecycleError("the EPS's tunnels did not come up")

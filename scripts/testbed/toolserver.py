@@ -39,7 +39,12 @@ class _ToolHandler(socketserver.BaseRequestHandler):
             code, out, err = self.server.answer(tool, args, env, stdin)
         except ValueError as e:
             code, out, err = 2, "", "ERROR {}\n".format(e)
-        self.request.sendall(hookclient.answer(code, out, err))
+        try:
+            self.request.sendall(hookclient.answer(code, out, err))
+        except (BrokenPipeError, ConnectionResetError):
+            # The hook that called is gone (killed mid-call: the agent-restart fault, a hook
+            # timeout); as with Juju's jujuc server, its answer has no reader.
+            pass
 
 
 class ToolServer(socketserver.ThreadingUnixStreamServer):

@@ -294,6 +294,11 @@ class Testbed(object):
         key. Returns the new Vnf."""
         old = self.vnfs[name]
         kill_netns_processes(old.netns)
+        # The VM's ports go first, synchronously: deleting a namespace frees its veths only when
+        # the kernel's namespace cleanup runs (a work queue, seconds later on a busy machine), and
+        # the new VM's ports take the same names ("File exists").
+        for n in range(len(old.link_plan) + 1):
+            self._infra(["link", "del", "v{}-{}".format(old.index, n)], check=False)
         sh(["ip", "netns", "del", old.netns], check=False)
         vnf = Vnf(self, name, old.index, old.mgmt_ip)
         vnf.env, vnf.link_plan = old.env, old.link_plan

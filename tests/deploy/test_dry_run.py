@@ -6,7 +6,7 @@ import stat
 import yaml
 from deploy_helpers import SECRET_K, SECRET_OP, VNFS
 
-from vpnaas import refpoints
+from vpnaas import refpoints, rotation
 
 
 def _assert_files_exist(root, printed):
@@ -64,6 +64,9 @@ def test_single_site(dry_run, fake_root):
     }
     wireguard = "{}:{}".format(refpoints.GENERIC_PORT, max(p for p, _, _ in refpoints.REFERENCE_POINTS.values()))
     assert ("udp", wireguard) in ports and ("tcp", "22:22") in ports
+    # rotate-keys runs a temporary device on the rotation port (rotation.py) while the key changes.
+    second = "{}:{}".format(*(int(p) + rotation.PORT_OFFSET for p in wireguard.split(":")))
+    assert ("udp", second) in ports
     # every create is preceded by its existence read
     assert printed.reads("openstack", "flavor", "show", "vpnaas.oai-hss", "-f", "json")
     assert printed.reads("osm", "vim-show", "microstack")

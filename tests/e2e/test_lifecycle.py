@@ -1,7 +1,9 @@
 """The testbed EPS through its life (``testbed.lifecycle``, what `sudo make lifecycle` runs):
-an upgrade from the previous revision's charms, key rotation, a hook commit Juju drops, a unit
-agent restarted mid-hook, a VNF healed, the NS terminated; a continuous probe across every
-tunnel an operation touches. One run, its report checked operation by operation."""
+a key rotation against peers of the previous revision, an upgrade from the previous revision's
+charms, make-before-break key rotation, the same through a hook commit Juju drops and a unit
+agent restarted mid-hook, a VNF healed, the NS terminated; a continuous probe at 100 packets/s
+across every tunnel an operation touches, on VNFs with strict reverse-path filtering. One run,
+its report checked operation by operation."""
 import pytest
 
 from testbed import lifecycle
@@ -25,9 +27,24 @@ def test_upgrading_the_charms_loses_nothing_and_recreates_no_device(report):
     assert op["seconds_to_converge"] is not None
 
 
-def test_rotated_keys_reach_every_peer_without_update_status(report):
-    op = report["rotate-keys"]
+def test_peers_of_the_previous_revision_follow_a_rotation(report):
+    """Against a revision before make-before-break rotation (no rotation-protocol), the key is
+    rotated in place and the peers follow as they always did; against one that speaks it, the
+    rotation loses nothing."""
+    op = report["rotate-keys-previous-peers"]
+    assert op["temporary_devices_after"] == []
     assert op["seconds_to_converge"] is not None and op["tunnels_up_after"] == op["tunnels"] == 3
+    if op["rotation"].startswith("in place"):
+        assert "no related unit speaks make-before-break rotation" in op["rotation"]
+    else:
+        assert op["packets_lost"] == 0, op["probes"]
+
+
+def test_a_key_rotation_loses_nothing_and_needs_no_update_status(report):
+    op = report["rotate-keys"]
+    assert op["rotation"].startswith("make-before-break") and op["temporary_devices_after"] == []
+    assert op["seconds_to_converge"] is not None and op["tunnels_up_after"] == op["tunnels"] == 3
+    assert op["packets_sent"] > 1000 and op["packets_lost"] == 0, op["probes"]
 
 
 @pytest.mark.parametrize("name, fault", [("commit-failure", "commit-failure"), ("agent-restart", "agent-restart")])
@@ -35,6 +52,9 @@ def test_a_publication_juju_dropped_is_published_again_without_update_status(rep
     op = report[name]
     assert op["faults_injected"].get(fault) == 1 and op["hook_retries"] >= 1
     assert op["seconds_to_converge"] is not None and op["tunnels_up_after"] == op["tunnels"] == 2
+    # The hook Juju runs again finds the VNF as the first run left it: the rotation goes on.
+    assert op["rotation"].startswith("make-before-break") and op["temporary_devices_after"] == []
+    assert op["packets_sent"] > 500 and op["packets_lost"] == 0, op["probes"]
 
 
 def test_a_healed_vnf_is_followed_by_its_peers_and_nobody_else_notices(report):

@@ -8,11 +8,13 @@ import pytest
 from vpnaas import vnfscript
 
 
-def run_in_fresh_netns(setup, calls, after=""):
+def run_in_fresh_netns(setup, calls, after="", data=None):
     """Run lib.sh + tunnels.sh + ``calls`` (function, args...) after ``setup`` (shell) in a new
     network and mount namespace whose /etc/wireguard is a private tmpfs; ``after`` (shell) runs
-    last, its output after the routes."""
+    last, its output after the routes. ``data``: the step's data section."""
     step = vnfscript.Step(["tunnels.sh"])
+    for name, value in (data or {}).items():
+        step.data(name, value)
     for call in calls:
         step.call(*call)
     program = step.program()
@@ -214,3 +216,62 @@ def test_the_facts_guard_resolves_the_peers_endpoint_names_on_the_vnf():
     lines, _ = facts_run("-", ["hss.example", "nowhere.invalid"], setup=hosts)
     assert "FACT resolve hss.example 192.168.8.77" in lines
     assert "FACT resolve nowhere.invalid -" in lines
+
+
+# ---------------------------------------------------------------------- key rotation (rotation.py)
+TWO = ("ip link add wg-t type veth peer name wg-t-p; ip link add wr-t type veth peer name wr-t-p; "
+       "for d in wg-t wr-t; do ip link set $d up; done; sysctl -q -w net.ipv4.conf.all.rp_filter=1")
+MOVING = "172.16.6.129/32 -\n"
+
+
+@pytest.mark.parametrize("first", ["wg-t", "wr-t"])
+def test_a_route_that_moves_between_two_devices_is_moved_not_withdrawn(first):
+    """Every route list staged first, then the devices in either order: the device that loses
+    the prefix leaves it for the one that gains it, which replaces it; in between it still has
+    its route."""
+    setup = TWO + "; ip route add 172.16.6.129/32 dev wg-t proto 148"
+    calls = [("install_hooks",), ("stage_routes", "wr-t", "D1", "wg-t", "D2"),
+             ("apply_routes", first), ("out", "BETWEEN"), ("apply_routes", "wr-t" if first == "wg-t" else "wg-t")]
+    after = "echo LISTS $(wc -c < /etc/wireguard/wr-t.routes) $(wc -c < /etc/wireguard/wg-t.routes)"
+    proc, report, routes, _ = run_in_fresh_netns(setup, calls, after,
+                                                 data={"D1_ROUTES": vnfscript.b64(MOVING), "D2_ROUTES": ""})
+    assert proc.returncode == 0, proc.stderr + report
+    assert "172.16.6.129 dev wr-t proto 148" in routes and "172.16.6.129 dev wg-t" not in routes
+    assert "LISTS 18 0" in routes
+
+
+def test_the_route_list_of_a_device_that_goes_away_protects_nothing():
+    setup = (TWO + "; ip route add 172.16.6.129/32 dev wg-t proto 148; "
+             "printf '172.16.6.129/32 -\\n' > /etc/wireguard/wr-x.routes")
+    calls = [("install_hooks",), ("stage_routes", "wg-t", "D1"), ("apply_routes", "wg-t")]
+    proc, report, routes, _ = run_in_fresh_netns(setup, calls, "echo STALE $(wc -c < /etc/wireguard/wr-x.routes)",
+                                                 data={"D1_ROUTES": ""})
+    assert proc.returncode == 0, proc.stderr + report
+    assert "172.16.6.129" not in routes.split("STALE")[0] and "STALE 0" in routes
+
+
+def test_the_charms_devices_get_loose_reverse_path_filtering():
+    rpf = "/proc/sys/net/ipv4/conf/{}/rp_filter"
+    proc, report, routes, _ = run_in_fresh_netns(
+        TWO + "; : > /etc/wireguard/wg-t.routes", [("install_hooks",), ("apply_routes", "wg-t")],
+        after="echo RPF $(cat {}) $(cat {})".format(rpf.format("wg-t"), rpf.format("wr-t")))
+    assert proc.returncode == 0, proc.stderr + report
+    assert "RPF 2 0" in routes, "the device the hook ran for, and only that one"
+
+
+def test_a_device_key_is_kept_renewed_or_copied_but_never_from_a_file_wg_refuses():
+    keys = "/etc/wireguard/{}.key"
+    setup = ("for d in wg-t wr-t; do wg genkey > /etc/wireguard/$d.key; "
+             "wg pubkey < /etc/wireguard/$d.key > /etc/wireguard/$d.before; done; echo junk > " + keys.format("bad"))
+    calls = [("device_key", "wg-t", "keep", "-"), ("device_key", "wr-t", "copy", "bad"),
+             ("device_key", "wg-t", "copy", "wr-t"), ("device_key", "wr-t", "fresh", "-"),
+             ("device_key", "new-t", "keep", "-")]
+    show = "; ".join("echo {0} $(cat /etc/wireguard/{0}.before 2>/dev/null || echo -) $(wg pubkey < {1})"
+                     .format(d, keys.format(d)) for d in ("wg-t", "wr-t", "new-t"))
+    proc, report, routes, _ = run_in_fresh_netns(setup, calls, after=show)
+    assert proc.returncode == 0, proc.stderr + report
+    state = {line.split()[0]: line.split()[1:] for line in routes.splitlines() if line.split()[:1] in
+             (["wg-t"], ["wr-t"], ["new-t"])}
+    assert state["wg-t"][1] == state["wr-t"][0], "the main device took its temporary device's key"
+    assert state["wr-t"][1] not in (state["wr-t"][0], state["wg-t"][0]), "a fresh key"
+    assert len(state["new-t"][1]) == 44 and report == "DONE\n", "nothing of a key is reported"

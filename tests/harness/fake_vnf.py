@@ -35,8 +35,8 @@ from vpnaas import vnfscript
 
 STEP_PREFIX = (vnfscript.load(vnfscript.LIBRARY) + "\n" + vnfscript.load("tunnels.sh") + "\n"
                + vnfscript.load("metrics.sh") + "\n")
-STEP_CALLS = ("facts_guard", "tunnels_prepare", "service_addresses", "apply_device", "remove_stale_devices",
-              "metrics_apply", "report", "teardown")
+STEP_CALLS = ("facts_guard", "tunnels_prepare", "service_addresses", "stage_routes", "apply_device",
+              "remove_stale_devices", "metrics_apply", "report", "teardown")
 
 
 def keypair():
@@ -135,6 +135,8 @@ class FakeVnf(object):
         self.devices = {}                  # name -> Device
         self.routes = {}                   # prefix -> (device, preferred source)
         self.routes_ever = set()           # every prefix ever routed into a device
+        self.routes_files = {}             # device -> its route list ("prefix src" lines), as stage_routes wrote it
+        self.route_moves = []              # (prefix, from device, to device) of every route a device took over
         self.service_addresses = []
         self.handshakes = {}               # peer public key -> epoch of its latest handshake
         self.now = 1700000000
@@ -226,14 +228,30 @@ class FakeVnf(object):
     def step_service_addresses(self, out, *addresses):
         self.service_addresses = list(addresses)
 
-    def step_apply_device(self, out, name, rotate, restart, data):
-        body64, routes64 = self.data[data + "_BODY"], self.data[data + "_ROUTES"]
+    def step_stage_routes(self, out, *pairs):
+        planned = dict(zip(pairs[0::2], pairs[1::2]))
+        for name, data in planned.items():
+            self.routes_files[name] = base64.b64decode(self.data[data + "_ROUTES"]).decode()
+        for name in self.routes_files:
+            if name not in planned:
+                self.routes_files[name] = ""
+
+    def step_apply_device(self, out, name, mode, source, restart, data):
+        body64 = self.data[data + "_BODY"]
         dev = self.devices.get(name)
         if dev is None:
             dev = self.devices[name] = Device(name)
-        elif rotate == "1":
+        if mode not in ("keep", "fresh", "copy") or (mode == "copy") == (source == "-"):
+            self.unexpected.append("apply_device with key mode {} {}".format(mode, source))
+        if mode == "fresh" or (mode == "copy" and source in self.devices
+                               and self.devices[source].private_key != dev.private_key):
             self.retired_keys.append(dev.private_key)
-            dev.private_key, dev.public_key = keypair()
+            if mode == "fresh":
+                dev.private_key, dev.public_key = keypair()
+            else:
+                dev.private_key, dev.public_key = self.devices[source].private_key, self.devices[source].public_key
+            for peer in dev.peers:   # a new private key drops the device's sessions
+                self.handshakes.pop(peer["public-key"], None)
         out.append("PUBKEY {} {}".format(name, dev.public_key))
         interface, peers = parse_wg_quick("[Interface]\n" + base64.b64decode(body64).decode())
         old_signature = dev.signature()
@@ -251,7 +269,7 @@ class FakeVnf(object):
             for peer in peers:   # a restarted device starts without sessions
                 self.handshakes.pop(peer["public-key"], None)
         dev.peers = peers
-        self._apply_routes(out, name, base64.b64decode(routes64).decode())
+        self._apply_routes(out, name, self.routes_files.get(name, ""))
         out.append("APPLIED {} {}".format(name, how))
 
     def _apply_routes(self, out, name, text):
@@ -262,16 +280,25 @@ class FakeVnf(object):
                 out.append("REFUSED {} {} a route this charm did not create is in the way: {}"
                            .format(name, prefix, self.foreign_routes[prefix]))
                 continue
+            held = self.routes.get(prefix)
+            if held is not None and held[0] != name:
+                self.route_moves.append((prefix, held[0], name))
             self.routes[prefix] = (name, "" if src == "-" else src)
             self.routes_ever.add(prefix)
             wanted.append(prefix)
-        for prefix in [p for p, (dev, _) in self.routes.items() if dev == name and p not in wanted]:
+        # As tunnels.sh: a prefix another device's route list holds is left for that device to
+        # take over (replace), never deleted in between.
+        elsewhere = {line.split(" ")[0] for other, text in self.routes_files.items() if other != name
+                     for line in text.splitlines()}
+        for prefix in [p for p, (dev, _) in self.routes.items() if dev == name and p not in wanted
+                       and p not in elsewhere]:
             del self.routes[prefix]
 
     def step_remove_stale_devices(self, out, *wanted):
         for name in sorted(self.devices):
             if name not in wanted:
                 self.retired_keys.append(self.devices.pop(name).private_key)
+                self.routes_files.pop(name, None)
                 for prefix in [p for p, (dev, _) in self.routes.items() if dev == name]:
                     del self.routes[prefix]
                 out.append("REMOVED " + name)

@@ -99,3 +99,15 @@ def test_a_new_plan_applied_by_an_action_drops_the_cache_until_a_hook_takes_it_a
     assert relation_cache.load(ready.charm.state_dir) is None
     assert _gate_then_charm(hub, {"unrelated": "x"}) == (False, False)
     assert _gate_then_charm(hub, {"unrelated": "y"}) == (True, True)
+
+
+def test_peer_keys_wake_the_generic_charm_while_it_rotates_a_key(hub):
+    ready = hub[0]
+    assert _gate_then_charm(hub, {"rotation-protocol": "1"}) == (False, False)
+    assert _gate_then_charm(hub, {"peer-keys": keypair()[1]}) == (True, True)     # nothing rotates: no news
+    new = ready.act("rotate-keys").results["public-key-wg-vpn"]
+    # b/0 follows; then it confirms with peer-keys alone that its main device holds the new key,
+    # which the rotating unit must see (rotation.py): neither the gate nor the charm skip it.
+    _gate_then_charm(hub, {"next-endpoint": "192.168.8.20:51920", "next-peer-keys": new})
+    assert ready.charm.cache_fields()[-1] == "peer-keys"
+    assert _gate_then_charm(hub, {"peer-keys": new}) == (False, False)

@@ -112,17 +112,22 @@ def test_grammar_accepts_the_ordinary_forms():
     assert validation.port("51820") == 51820
 
 
-@pytest.mark.parametrize("field", ["public-key", "endpoint", "tunnel-address", "service-prefixes", "wants-peer-keys"])
+@pytest.mark.parametrize("field", ["public-key", "endpoint", "tunnel-address", "service-prefixes", "wants-peer-keys",
+                                   "peer-keys", "rotation-protocol", "next-key", "next-endpoint", "next-peer-keys"])
 @pytest.mark.parametrize("value", HOSTILE)
 def test_hostile_relation_data_never_becomes_a_peer(field, value):
     bag = relation_data.encode(GOOD_KEY, "192.168.8.129", 51821, "10.250.1.2/30", [])
+    bag.update({"rotation-protocol": "1", "next-key": GOOD_KEY, "next-endpoint": "192.168.8.129:51921"})
     bag[field] = value
     try:
         info = relation_data.decode("hss/0", bag)
     except (relation_data.Incomplete, validation.InvalidValue):
         return
     # Accepted only if canonical: then the rendered config has exactly the expected lines.
-    for word in [info.public_key, validation.format_endpoint(*info.endpoint)] + [str(p) for p in info.allowed_ips()]:
+    rot = info.rotation
+    words = [info.public_key, validation.format_endpoint(*info.endpoint)] + [str(p) for p in info.allowed_ips()]
+    words += [w for w in [rot.next_key, rot.next_endpoint] if w] + sorted(rot.next_peer_keys | rot.peer_keys)
+    for word in words:
         assert SAFE.fullmatch(word) and "%" not in word
 
 

@@ -125,7 +125,7 @@ def test_publication_names_configured_relation_peers_only(wg_key):
                         {"s6a": [{"public-key": manual, "endpoint": "", "allowed-ips": ["10.9.0.0/24"]}]})
     bag = relation_data.publication(plan.device("s6a"), wg_key())
     assert bag["peer-keys"] == "" and bag["wants-peer-keys"] == ""    # hss/0 did not ask; neither does this unit
-    assert set(bag) == set(relation_data.KEYS) | {"peer-keys", "wants-peer-keys"}
+    assert set(bag) == set(relation_data.PUBLISHED)
     plan = p.build_plan(BASE, MME, {"s6a": [{"hss/0": peer_bag(key, **{"wants-peer-keys": "yes"})}]},
                         {"s6a": [{"public-key": manual, "endpoint": "", "allowed-ips": ["10.9.0.0/24"]}]})
     bag = relation_data.publication(plan.device("s6a"), wg_key(), wants_peer_keys=True)

@@ -7,7 +7,8 @@
 # here and never leaves this machine. Everything is idempotent: a second run changes nothing.
 #
 # What the charm owns, and the only things it ever changes or removes:
-#   - /etc/wireguard/<dev>.conf files that carry MARKER, their keys and .routes files;
+#   - /etc/wireguard/<dev>.conf files that carry MARKER, their keys and .routes files (wg-<ep>, and
+#     wr-<ep> while a key rotation runs a temporary device beside it: rotation.py);
 #   - routes with protocol number VPNAAS_PROTO (iproute2 `proto`), never a connected, static or
 #     operator route: a wanted route whose prefix already has a foreign route is refused;
 #   - service addresses listed in OWNED_ADDRESSES, i.e. that this charm added itself.
@@ -106,14 +107,25 @@ vpnaas_route_table() {  # family: table main as "key<TAB>dst<TAB>src-key<TAB>lin
       print k "\t" d "\t" sk "\t" $0 }'
 }
 
+vpnaas_rp_loose() {  # dev: loose reverse-path filtering on one of the charm's devices
+  # While a key rotation runs, a packet may arrive on this device while its source is routed into
+  # the other device of the same endpoint (each direction moves on its own): strict reverse-path
+  # filtering would drop it. WireGuard accepts a source only from the peer whose AllowedIPs hold
+  # it, which is stricter; so loose mode (2: the kernel applies the larger of "all" and the
+  # device's value, so this holds whatever the VNF's default).
+  local rpf="/proc/sys/net/ipv4/conf/$1/rp_filter"
+  if [ -w "$rpf" ] && [ "$(cat "$rpf")" != 2 ]; then echo 2 > "$rpf"; fi
+}
+
 vpnaas_routes() {  # dev: exactly the routes listed in /etc/wireguard/<dev>.routes point into dev
   # One listing of table main per family, not one query per prefix: a hub's device has two
   # routes per spoke, and this runs in every session that applies the device. A route already
   # there as wanted is left alone; only new or changed ones cost an `ip` call.
-  local dev=$1 file="/etc/wireguard/$1.routes" key p s sk dst line fam msg
+  local dev=$1 file="/etc/wireguard/$1.routes" key p s sk dst line fam msg f
   local -a src
-  local -A foreign=() ours=() ours_dst=() ours_src=() wanted=()
+  local -A foreign=() ours=() ours_dst=() ours_src=() wanted=() elsewhere=()
   [ -e "$file" ] || : > "$file"
+  vpnaas_rp_loose "$dev"
   for fam in -4 -6; do
     while IFS=$'\t' read -r key dst sk line; do
       if [[ " $line " != *" proto $VPNAAS_PROTO "* ]]; then
@@ -124,6 +136,12 @@ vpnaas_routes() {  # dev: exactly the routes listed in /etc/wireguard/<dev>.rout
         ours_src[$key]=$sk
       fi
     done < <(vpnaas_route_table "$fam")
+  done
+  # What another of the charm's devices is to hold: that device's run moves it there with `ip
+  # route replace`; deleted here first, the prefix would be without a route meanwhile.
+  for f in /etc/wireguard/*.routes; do
+    if [ "$f" = "$file" ] || [ ! -e "$f" ]; then continue; fi
+    while IFS=$'\t' read -r key _ _ _; do elsewhere[$key]=1; done < <(vpnaas_canon_lines < "$f")
   done
   while IFS=$'\t' read -r key p sk s; do
     wanted[$key]=1
@@ -143,7 +161,7 @@ vpnaas_routes() {  # dev: exactly the routes listed in /etc/wireguard/<dev>.rout
   done < <(vpnaas_canon_lines < "$file")
   for key in "${!ours[@]}"; do
     case "$key" in 0.0.0.0/0|0000:0000:0000:0000:0000:0000:0000:0000/0) continue ;; esac
-    [ -z "${wanted[$key]:-}" ] || continue
+    if [ -n "${wanted[$key]:-}" ] || [ -n "${elsewhere[$key]:-}" ]; then continue; fi
     case "$key" in *:*) fam=-6 ;; *) fam=-4 ;; esac
     ip "$fam" route del "${ours_dst[$key]}" dev "$dev" proto "$VPNAAS_PROTO" 2>/dev/null || true
   done
@@ -206,7 +224,7 @@ install_hook() {  # path function: a script that runs the function, written from
       "$VPNAAS_PROTO" "$WANTED_ADDRESSES" "$OWNED_ADDRESSES" "$SERVICE_DEVICE"
     # shellcheck disable=SC2090  # printed as a declaration, quoted by bash itself
     declare -p VPNAAS_CANON_AWK
-    declare -f vpnaas_canon_lines vpnaas_route_table "$2"
+    declare -f vpnaas_canon_lines vpnaas_route_table vpnaas_rp_loose "$2"
     printf '%s "$@"\n' "$2"
   } > "$1.vpnaas-tmp"
   chmod 700 "$1.vpnaas-tmp"
@@ -263,7 +281,7 @@ fact_lines() {  # name...: what the route policy must never route into a tunnel,
   ip -o addr show | while read -r _ ifname fam cidr rest; do
     case "$ifname" in
       "$SERVICE_DEVICE") continue ;;
-      wg-*) grep -qxF "$MARKER" "/etc/wireguard/$ifname.conf" 2>/dev/null && continue ;;
+      wg-*|wr-*) grep -qxF "$MARKER" "/etc/wireguard/$ifname.conf" 2>/dev/null && continue ;;
     esac
     case "$rest" in *" lo:vpnaas"*) continue ;; esac
     echo "addr $cidr"
@@ -332,25 +350,80 @@ device_up() {
   fi
 }
 
-ensure_device() {  # dev rotate(0|1) restart(0|1) data-name: <name>_BODY and <name>_ROUTES (base64) in the data section
-  local dev=$1 rotate=$2 restart=$3 body routes
-  local key="/etc/wireguard/$dev.key" conf="/etc/wireguard/$dev.conf" pub priv stripped
-  body=$(data_item "$4_BODY")
-  routes=$(data_item "$4_ROUTES")   # "prefix src|-" lines
+drain_device() {  # dev: wait (at most 1 s) until dev has sent what was routed into it
+  # A key rotation moves a direction's routes off a device and, in the same step, changes that
+  # device's key (phase 3) or deletes it (phase 5). A packet routed into the device just before
+  # the move may still be inside the WireGuard implementation (read from its TUN, not yet
+  # encrypted and sent): a new key expires the session it would have used, a deleted device drops
+  # it. So wait until the device's transmitted bytes stop growing for one poll interval. A packet
+  # waiting for a handshake is never sent by this device anyway: the wait is bounded.
+  local before after _
+  before=$(wg show "$1" transfer 2>/dev/null | awk '{s += $3} END {print s + 0}') || return 0
+  for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+    sleep 0.05
+    after=$(wg show "$1" transfer 2>/dev/null | awk '{s += $3} END {print s + 0}') || return 0
+    [ "$after" != "$before" ] || return 0
+    before=$after
+  done
+}
+
+stage_routes() {  # dev data-name ...: every planned device's route list, before any device is applied
+  # So a prefix that moves between two of the charm's devices (a key rotation) is moved by the
+  # device that gains it (`ip route replace`), whichever runs first: the other keeps it meanwhile.
+  local f dev
+  local -A planned=()
+  while [ $# -ge 2 ]; do
+    planned[$1]=1
+    write_file "/etc/wireguard/$1.routes" 600 "$(data_item "$2_ROUTES")"
+    # Before any route moves: the device that loses a route may still receive from it.
+    vpnaas_rp_loose "$1"
+    shift 2
+  done
+  # A device that is going away holds nothing any more: it protects no route of another.
+  for f in /etc/wireguard/wg-*.routes /etc/wireguard/wr-*.routes; do
+    [ -s "$f" ] || continue
+    dev=$(basename "$f" .routes)
+    [ -n "${planned[$dev]:-}" ] || : > "$f"
+  done
+}
+
+device_key() {  # dev mode(keep|fresh|copy) source-dev: the device's private key file as the mode says; its public key in PUB
+  local key="/etc/wireguard/$1.key" from want
+  if [ "$2" = copy ]; then
+    # A key rotation: a temporary device takes its main device's key, or a main device the new
+    # key of its temporary one. Copied only when it differs (a repeated step changes nothing),
+    # and never from a key file that wg refuses.
+    from="/etc/wireguard/$3.key"
+    if want=$(wg pubkey < "$from" 2>/dev/null) && [ "$want" != "$(wg pubkey < "$key" 2>/dev/null || true)" ]; then
+      KEY_COPIED=1
+      cp "$from" "$key.vpnaas-tmp"
+      mv -f "$key.vpnaas-tmp" "$key"
+    fi
+  fi
   # A missing, empty or corrupt key (wg pubkey refuses it) is replaced by a new one.
-  if [ "$rotate" = 1 ] || ! pub=$(wg pubkey < "$key" 2>/dev/null); then
+  if [ "$2" = fresh ] || ! PUB=$(wg pubkey < "$key" 2>/dev/null); then
     wg genkey > "$key.vpnaas-tmp"
     mv -f "$key.vpnaas-tmp" "$key"
-    pub=$(wg pubkey < "$key")
+    PUB=$(wg pubkey < "$key")
   fi
-  out "PUBKEY $dev $pub"
-  write_file "/etc/wireguard/$dev.routes" 600 "$routes"
+}
+
+ensure_device() {  # dev key-mode key-source restart(0|1) data-name: <name>_BODY (base64) in the data section
+  local dev=$1 restart=$4 body
+  local key="/etc/wireguard/$dev.key" conf="/etc/wireguard/$dev.conf" priv stripped
+  body=$(data_item "$5_BODY")
+  KEY_COPIED=0
+  device_key "$dev" "$2" "$3"
+  out "PUBKEY $dev $PUB"
   priv=$(cat "$key")
   { printf '[Interface]\nPrivateKey = %s\n' "$priv"; printf '%s' "$body" | base64 -d; } > "$conf.vpnaas-tmp"
   chmod 600 "$conf.vpnaas-tmp"
   if [ "$restart" = 0 ] && wg show "$dev" >/dev/null 2>&1 \
      && [ "$(iface_signature "$conf")" = "$(iface_signature "$conf.vpnaas-tmp")" ]; then
     install_file "$conf.vpnaas-tmp" "$conf"
+    # The routes this device lost in this step (stage_routes, the temporary device applied first)
+    # carry nothing new into it; what they already carried leaves before the new key expires its session.
+    if [ "$KEY_COPIED" = 1 ]; then drain_device "$dev"; fi
     # strip first: a failure inside <(...) would go unnoticed and syncconf would apply nothing
     stripped=$(wg-quick strip "$dev")
     wg syncconf "$dev" <(printf '%s\n' "$stripped")
@@ -371,13 +444,15 @@ apply_device() {  # as ensure_device; a failing device never stops the others or
 
 remove_stale_devices() {  # wanted devices as arguments; only files carrying our marker are touched
   local f dev w keep
-  for f in /etc/wireguard/wg-*.conf; do
+  for f in /etc/wireguard/wg-*.conf /etc/wireguard/wr-*.conf; do
     [ -e "$f" ] || continue
     grep -qxF "$MARKER" "$f" || continue
     dev=$(basename "$f" .conf)
     keep=0
     for w in "$@"; do [ "$w" = "$dev" ] && keep=1; done
     [ "$keep" = 1 ] && continue
+    # A temporary device whose routes just went back to its main device may still hold packets.
+    case "$dev" in wr-*) drain_device "$dev" ;; esac
     device_down "$dev"
     rm -f "$f" "/etc/wireguard/$dev.key" "/etc/wireguard/$dev.routes"
     out "REMOVED $dev"
