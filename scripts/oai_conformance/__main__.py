@@ -261,18 +261,7 @@ def check_ue(report, comp, tree, renderer):
     """The eNB charm's optional UE: its SIM from OAI's UE template, the UE's and conf2uedata's options."""
     config = component_config("enb")
     values = oai_ue.values(config)
-    for entry in oai_ue.sim_spec(values)["files"]:
-        template = tree.read(entry["src"][len(comp.source_dir) + 1:])
-        if template is None:
-            report.line("MISMATCH", "UE template {} does not exist".format(entry["src"]))
-            continue
-        for what, n, count in checks.edit_counts(template, entry["edits"]):
-            report.line("MISMATCH", "{}: edit '{}' matches {} time(s), declared {}".format(
-                entry["dst"], what, n, count))
-        try:
-            check_output(report, comp, entry["dst"], renderer.render_text(entry, template, [], {}))
-        except renderer.RenderError as e:
-            report.line("MISMATCH", "render: {}".format(e))
+    checks.check_sim_templates(report, comp, tree, renderer, oai_ue.sim_spec(values)["files"], check_output, "UE")
     ue_sh = vnfscript.load("oai/ue.sh")
     text = sources_text(tree, dict(COMPONENTS)["enb"].option_sources)
     for option in sorted(set(checks.options_in(ue_sh, "./lte-uesoftmodem"))):

@@ -159,3 +159,21 @@ RELATIVE = re.compile(r"=\s*\"([A-Za-z_][\w.-]*/[\w./-]+)\"|:\s*\"([A-Za-z_][\w.
 def relative_paths(text):
     """String values that are relative paths (``logs/hss.log``): they depend on the start folder."""
     return sorted({a or b for a, b in RELATIVE.findall(text)})
+
+
+def check_sim_templates(report, comp, tree, renderer, files, check_output, what):
+    """A UE's SIM files (``files``: a sim_spec's entries) against OAI's tree: each template exists
+    at the ref, each declared edit matches as often as declared, and the render passes
+    ``check_output``. ``what`` names the UE in the report ("UE", "nrUE")."""
+    for entry in files:
+        template = tree.read(entry["src"][len(comp.source_dir) + 1:])
+        if template is None:
+            report.line("MISMATCH", "{} template {} does not exist".format(what, entry["src"]))
+            continue
+        for edit, n, count in edit_counts(template, entry["edits"]):
+            report.line("MISMATCH", "{}: edit '{}' matches {} time(s), declared {}".format(
+                entry["dst"], edit, n, count))
+        try:
+            check_output(report, comp, entry["dst"], renderer.render_text(entry, template, [], {}))
+        except renderer.RenderError as e:
+            report.line("MISMATCH", "render: {}".format(e))

@@ -173,18 +173,8 @@ def check_nrue(report, comp, tree, renderer, config, check_output, sources_text)
     from oai_conformance import checks
 
     values = oai_nrue.values(config)
-    for entry in oai_nrue.sim_spec(values)["files"]:
-        template = tree.read(entry["src"][len(comp.source_dir) + 1:])
-        if template is None:
-            report.line("MISMATCH", "nrUE template {} does not exist".format(entry["src"]))
-            continue
-        for what, n, count in checks.edit_counts(template, entry["edits"]):
-            report.line("MISMATCH", "{}: edit '{}' matches {} time(s), declared {}".format(
-                entry["dst"], what, n, count))
-        try:
-            check_output(report, comp, entry["dst"], renderer.render_text(entry, template, [], {}))
-        except renderer.RenderError as e:
-            report.line("MISMATCH", "render: {}".format(e))
+    checks.check_sim_templates(report, comp, tree, renderer, oai_nrue.sim_spec(values)["files"], check_output,
+                               "nrUE")
     text = sources_text(tree, comp.option_sources)
     for option in sorted({w for w in ["-O"] + oai_nrue.argv() if w.startswith("-")}):
         kind = "ok" if checks.option_known(text, option) else "MISMATCH"
