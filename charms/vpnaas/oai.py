@@ -17,7 +17,8 @@ import ipaddress
 import json
 from typing import Any, Dict, Generic, Iterable, List, Mapping, NamedTuple, Optional, Tuple, TypeVar, Union
 
-from vpnaas import model, validation, vnfscript
+from vpnaas import config as charm_config
+from vpnaas import model, vnfscript
 from vpnaas import oai_validation as ov
 from vpnaas.validation import InvalidValue
 
@@ -217,7 +218,7 @@ def source(component: Component[V], config: Options) -> Tuple[str, str]:
 def own_address(config: Options, endpoint: str, title: str) -> ipaddress.IPv4Interface:
     """This VNF's service address on a reference point: the first of <ep>-service-addresses."""
     key = endpoint + "-service-addresses"
-    addrs = validation.service_address_list(config.get(key) or "", key)
+    addrs = charm_config.own_service_addresses(config, endpoint)   # this VDU instance's (instance.py)
     v4 = [a for a in addrs if isinstance(a, ipaddress.IPv4Interface)]
     if not v4:
         raise InvalidValue(
