@@ -383,7 +383,7 @@ def render_unit(component: Component[V], devices: List[str]) -> str:
 
 # --------------------------------------------------------------------------- start gate
 def add_gate(step: vnfscript.Step, component: Component[V], devices: List[str], wanted: str,
-             prestart_limit: int) -> vnfscript.Step:
+             prestart_limit: int, wait: int = GATE_HANDSHAKE_WAIT) -> vnfscript.Step:
     """The component part of every reconcile (vnf/oai/gate.sh, see ``remote.tunnel_step``).
 
     Reports what is installed/configured/running. With ``wanted == "started"`` it starts the
@@ -400,7 +400,7 @@ def add_gate(step: vnfscript.Step, component: Component[V], devices: List[str], 
         component.service,
         component.binary,
         wanted or "none",
-        GATE_HANDSHAKE_WAIT,
+        wait,
         shipped_b64("oai/service.sh"),
         b64(tunnel_settings(devices, prestart_limit)),
         b64(render_unit(component, devices)),

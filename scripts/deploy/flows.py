@@ -5,7 +5,7 @@ import os
 import time
 
 from deploy import microstack, prereq, ue
-from deploy.catalog import tunnels
+from deploy.catalog import tunnels, vdu_members
 from deploy.microstack import Site, flavors_for, images_for
 from deploy.osm import Osm
 from deploy.params import render_variant, vim_accounts_in
@@ -78,17 +78,21 @@ def ns_tunnels_for(ctx, osm, variant, names):
     out = []
     if variant.kind == "ns":
         nsd = ctx.catalog.nsd(variant.descriptor_ids[0])
+        osm.vdu_members.update(vdu_members(nsd))
         return [(names[0], tunnels(nsd), variant.descriptor_ids[0])]
     for name, nst_id in zip(names, variant.descriptor_ids):
         record = osm.show_literal("nsi", name)
         if record is None:
             for subnet in ctx.catalog.nst_doc(nst_id).get("netslice-subnet") or []:
                 nsd_id = subnet["nsd-ref"]
+                osm.vdu_members.update(vdu_members(ctx.catalog.nsd(nsd_id)))
                 out.append(("{}.{}".format(name, subnet["id"]), tunnels(ctx.catalog.nsd(nsd_id)), nsd_id))
             continue
         for ns_id in osm.nsi_ns_ids(record):
             ns_record = osm.show_literal("ns", ns_id) or {}
             nsd_id = (ns_record.get("nsd") or {}).get("id") or ns_record.get("nsd-ref")
+            if nsd_id:
+                osm.vdu_members.update(vdu_members(ctx.catalog.nsd(nsd_id)))
             out.append((ns_id, tunnels(ctx.catalog.nsd(nsd_id)) if nsd_id else [], nsd_id))
     return out
 
@@ -411,3 +415,49 @@ def delete_site_resources(ctx, site, variant):
         if site.read("flavor", "show", name, "-f", "json", dry_present=True).ok:
             site.run("flavor", "delete", name)
         state.forget(scope, "flavors", name)
+
+
+# -- scale -------------------------------------------------------------------------------------
+
+
+def scale(ctx, variant_name, direction, component="spgwu"):
+    """Scale ``component``'s VDU of the variant's NS out or in (or only peer its scaled instances
+    again: ``direction`` "peer") and keep its tunnels with its hubs right (deploy/scale.py)."""
+    from deploy import scale as scaling
+
+    cfg, runner = ctx.cfg, ctx.runner
+    variant = ctx.catalog.variant(variant_name)
+    if variant.kind != "ns":
+        raise DeployError("scale works on one NS; {} is an NSI variant".format(variant_name))
+    nsd = ctx.catalog.nsd(variant.descriptor_ids[0])
+    vdu = vdu_members(nsd).get(component)
+    if not vdu:
+        raise DeployError("{}: {} has no VDU-level execution environment in NSD {}, so OSM does not scale it "
+                          "with a charm per instance (the -osm10 variants do not scale: docs/lifecycle.md)".format(
+                              variant_name, component, variant.descriptor_ids[0]))
+    osm_cmd, _ = prereq.check(cfg, runner, need_openstack=False, sites=())
+    osm = Osm(runner, cfg, osm_cmd, ctx.state)
+    osm.vdu_members.update(vdu_members(nsd))
+    members = [str(p["id"]) for p in nsd["df"][0]["vnf-profile"]]
+    spec = scaling.ScaleSpec.for_component(component, members, vdu=vdu)
+    ns = instance_names(cfg, variant)[0]
+    vnfm = scaling.OsmVnfm(osm, ns, component, vdu, cfg.seconds("NS_READY_TIMEOUT"))
+    scaler = scaling.Scaler(vnfm, spec, progress=runner.say, timeout=cfg.seconds("TUNNEL_TIMEOUT"))
+    if runner.dry_run:
+        runner.say("DRY RUN: {}: osm vnf-scale {} {} --scaling-group {}{}, then tunnel-status/add-peer/remove-peer "
+                   "on the instance (--vdu_id {} --vdu_count_index k) and on {}".format(
+                       direction, ns, component, spec.aspect,
+                       {"out": " --scale-out", "in": " --scale-in"}.get(direction, " (not run: peer only)"),
+                       vdu, ", ".join(sorted(set(spec.hubs.values())))))
+        return None
+    if direction == "out":
+        k = scaler.scale_out()
+        runner.say("scale-out done: {} instance {} is up and peered with {}".format(
+            component, k, ", ".join(sorted(set(spec.hubs.values())))))
+    elif direction == "in":
+        k = scaler.scale_in()
+        runner.say("scale-in done: {} instance {} and its peers on the hubs are gone".format(component, k))
+    else:
+        scaler.peer_all()
+        runner.say("peer done: every scaled instance of {} is peered".format(component))
+    return None
