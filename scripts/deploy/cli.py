@@ -59,7 +59,7 @@ def parser():
 
 
 def main(argv=None, environ=None, out=None, execute=None, clock=None, sleep=None):
-    from deploy import flows, measure
+    from deploy import flows, measure, scale
 
     args = parser().parse_args(argv)
     try:
@@ -83,7 +83,7 @@ def main(argv=None, environ=None, out=None, execute=None, clock=None, sleep=None
         elif args.command == "undeploy":
             flows.undeploy(ctx, args.ns, args.keep_packages, args.keep_vims, args.keep_vim_resources)
         elif args.command == "scale":
-            flows.scale(ctx, args.ns, args.direction)
+            scale.command(ctx, args.ns, args.direction)
         elif args.command == "measure":
             measure.measure(ctx, args.ns)
     except ERRORS + (flows.DeployError,) as exc:

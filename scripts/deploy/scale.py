@@ -22,13 +22,17 @@ The code talks to a ``vnfm`` with three methods -- ``instances(member)`` (the co
 scaled VDU), ``scale(member, aspect, out)`` (returns when OSM's operation ended) and
 ``action(member, primitive, params, count_index)`` (the results, or raises) -- : ``OsmVnfm``
 below drives the ``osm`` CLI, the testbed's emulated LCM implements the same three
-(testbed/lcm.py), so ``make lifecycle`` runs this very code.
+(testbed/lcm_scale.py), so ``make lifecycle`` runs this very code.
 """
 
 import ipaddress
 import json
 import time
 
+from deploy import prereq
+from deploy.catalog import vdu_members
+from deploy.flows import instance_names
+from deploy.osm import Osm
 from vpnaas import registry
 
 
@@ -254,3 +258,45 @@ class OsmVnfm:
             return self.osm.action(self.ns, member, primitive, params or None, vdu_id=self.vdu,
                                    count_index=count_index or 0)
         return self.osm.action(self.ns, member, primitive, params or None)
+
+
+# -- python -m deploy scale ---------------------------------------------------------------
+def command(ctx, variant_name, direction, component="spgwu"):
+    """Scale ``component``'s VDU of the variant's NS out or in (or only peer its scaled instances
+    again: ``direction`` "peer") and keep its tunnels with its hubs right."""
+    cfg, runner = ctx.cfg, ctx.runner
+    variant = ctx.catalog.variant(variant_name)
+    if variant.kind != "ns":
+        raise ScaleError("scale works on one NS; {} is an NSI variant".format(variant_name))
+    nsd = ctx.catalog.nsd(variant.descriptor_ids[0])
+    vdu = vdu_members(nsd).get(component)
+    if not vdu:
+        raise ScaleError("{}: {} has no VDU-level execution environment in NSD {}, so OSM does not scale it "
+                          "with a charm per instance (the -osm10 variants do not scale: docs/lifecycle.md)".format(
+                              variant_name, component, variant.descriptor_ids[0]))
+    osm_cmd, _ = prereq.check(cfg, runner, need_openstack=False, sites=())
+    osm = Osm(runner, cfg, osm_cmd, ctx.state)
+    osm.vdu_members.update(vdu_members(nsd))
+    members = [str(p["id"]) for p in nsd["df"][0]["vnf-profile"]]
+    spec = ScaleSpec.for_component(component, members, vdu=vdu)
+    ns = instance_names(cfg, variant)[0]
+    vnfm = OsmVnfm(osm, ns, component, vdu, cfg.seconds("NS_READY_TIMEOUT"))
+    scaler = Scaler(vnfm, spec, progress=runner.say, timeout=cfg.seconds("TUNNEL_TIMEOUT"))
+    if runner.dry_run:
+        runner.say("DRY RUN: {}: osm vnf-scale {} {} --scaling-group {}{}, then tunnel-status/add-peer/remove-peer "
+                   "on the instance (--vdu_id {} --vdu_count_index k) and on {}".format(
+                       direction, ns, component, spec.aspect,
+                       {"out": " --scale-out", "in": " --scale-in"}.get(direction, " (not run: peer only)"),
+                       vdu, ", ".join(sorted(set(spec.hubs.values())))))
+        return None
+    if direction == "out":
+        k = scaler.scale_out()
+        runner.say("scale-out done: {} instance {} is up and peered with {}".format(
+            component, k, ", ".join(sorted(set(spec.hubs.values())))))
+    elif direction == "in":
+        k = scaler.scale_in()
+        runner.say("scale-in done: {} instance {} and its peers on the hubs are gone".format(component, k))
+    else:
+        scaler.peer_all()
+        runner.say("peer done: every scaled instance of {} is peered".format(component))
+    return None

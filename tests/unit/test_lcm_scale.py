@@ -1,4 +1,4 @@
-"""The emulated LCM's scale-out/in (testbed/lcm.py), point by point against LCM 19's scale() as
+"""The emulated LCM's scale-out/in (testbed/lcm_scale.py), point by point against LCM 19's scale() as
 OSM's code has it (docs/lifecycle.md): the VIM and the VCA are recording stand-ins here; the
 e2e lifecycle test runs the same functions on the namespace testbed with real charms."""
 import threading
@@ -6,7 +6,7 @@ import threading
 import pytest
 import yaml
 
-from testbed import lcm
+from testbed import lcm, lcm_scale
 from vpnaas import instance
 
 
@@ -84,14 +84,14 @@ RELATIONS = [("spgwu:sxab", "spgwc:sxab"), ("spgwu:s1u", "enb:s1u"), ("mme:s6a",
 
 
 def test_instance_k_gets_fixed_ips_plus_k_its_own_application_and_the_same_params():
-    spec = lcm.scaled_spec(spgwu(), 2)
+    spec = lcm_scale.scaled_spec(spgwu(), 2)
     assert (spec.name, spec.count_index, spec.links) == (
         "spgwu-z2", 2, {"sxab": "192.168.16.104/24", "s1u": "192.168.9.161/24"})
     assert spec.config == spgwu().config and spec.vdu == "spgwu"
 
 
 def test_osm_parameter_is_a_yaml_flow_string_the_charm_reads_its_count_index_from():
-    spec = lcm.scaled_spec(spgwu(), 1)
+    spec = lcm_scale.scaled_spec(spgwu(), 1)
     text = lcm.osm_params(spec, Machine("spgwu-z1", "198.18.0.9"))
     assert text.startswith("{") and "\n" not in text.split("vdu:")[0]
     doc = yaml.safe_load(text)
@@ -104,12 +104,12 @@ def test_osm_parameter_is_a_yaml_flow_string_the_charm_reads_its_count_index_fro
 
 def test_scale_out_creates_vm_and_application_relates_nothing_and_runs_day1_with_its_own_values():
     vim, model = Vim(), Model()
-    spec = lcm.scaled_spec(spgwu(), 1)
-    report = lcm.scale_out(vim, model, spec, RELATIONS)
+    spec = lcm_scale.scaled_spec(spgwu(), 1)
+    report = lcm_scale.scale_out(vim, model, spec, RELATIONS)
     assert vim.calls == [("add-vnf", "spgwu-z1", {"sxab": "192.168.16.103/24", "s1u": "192.168.9.160/24"})]
     assert ("deploy", "spgwu-z1") in model.calls
     assert not [c for c in model.calls if c[0] == "relate"], "LCM 19 never relates a scaled EE"
-    assert lcm.related_ends(RELATIONS, spec) == RELATIONS[:2]
+    assert lcm_scale.related_ends(RELATIONS, spec) == RELATIONS[:2]
     config = model.config["spgwu-z1"]
     assert config["ssh-hostname"] == "198.18.0.10" and instance.index(config) == 1
     assert [c[2] for c in model.calls if c[0] == "action"] == [
@@ -125,21 +125,21 @@ def test_post_scale_out_runs_while_the_new_day1_runs_and_knows_nothing_of_the_ne
     def post_scale(primitive, info):
         seen.append((primitive, yaml.safe_load(info)))
         model.config_gate.set()      # the new EE's config primitive was waiting for this
-    spec = lcm.scaled_spec(spgwu(actions=[("post-scale-out", "scaled")]), 1)
-    lcm.scale_out(vim, model, spec, RELATIONS, post_scale=post_scale)
+    spec = lcm_scale.scaled_spec(spgwu(actions=[("post-scale-out", "scaled")]), 1)
+    lcm_scale.scale_out(vim, model, spec, RELATIONS, post_scale=post_scale)
     assert seen == [("scaled", {"scaling_group_name": "spgwu-scale", "vdu": [], "kdu": [],
                                 "scaling_direction": "OUT"})]
 
 
 def test_scale_in_takes_the_highest_instance_destroys_its_application_then_its_vm():
     vim, model = Vim(), Model()
-    vnfm = lcm.Vnfm(vim, model, [spgwu(maximum=3)], RELATIONS)
+    vnfm = lcm_scale.Vnfm(vim, model, [spgwu(maximum=3)], RELATIONS)
     vnfm.scale("spgwu", "spgwu-scale", True)
     vnfm.scale("spgwu", "spgwu-scale", True)
     assert vnfm.instances("spgwu") == [0, 1, 2]
-    with pytest.raises(lcm.ScaleRefused, match="limit of 3"):
+    with pytest.raises(lcm_scale.ScaleRefused, match="limit of 3"):
         vnfm.scale("spgwu", "spgwu-scale", True)
-    with pytest.raises(lcm.ScaleRefused, match="no scaling aspect"):
+    with pytest.raises(lcm_scale.ScaleRefused, match="no scaling aspect"):
         vnfm.scale("spgwu", "other", True)
     model.calls.clear()
     vim.calls.clear()
@@ -147,13 +147,13 @@ def test_scale_in_takes_the_highest_instance_destroys_its_application_then_its_v
     assert vnfm.instances("spgwu") == [0, 1]
     assert model.calls == [("remove-application", "spgwu-z2")] and vim.calls == [("delete-vnf", "spgwu-z2")]
     vnfm.scale("spgwu", "spgwu-scale", False)
-    with pytest.raises(lcm.ScaleRefused, match="minimum"):
+    with pytest.raises(lcm_scale.ScaleRefused, match="minimum"):
         vnfm.scale("spgwu", "spgwu-scale", False)
 
 
 def test_a_day2_action_reaches_the_instance_by_count_index():
     vim, model = Vim(), Model()
-    vnfm = lcm.Vnfm(vim, model, [spgwu()], RELATIONS)
+    vnfm = lcm_scale.Vnfm(vim, model, [spgwu()], RELATIONS)
     vnfm.scale("spgwu", "spgwu-scale", True)
     vnfm.action("spgwu", "tunnel-status", {}, count_index=1)
     vnfm.action("spgwu", "tunnel-status", {})
