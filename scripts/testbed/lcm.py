@@ -46,8 +46,10 @@ class ScalingAspect(object):
     """A VNFD df scaling-aspect that LCM can run: one VDU, ``delta`` instances per step, at most
     ``maximum`` (vdu-profile max-number-of-instances; LCM's default 10)."""
 
-    def __init__(self, name, vdu, delta=1, maximum=10, config_actions=()):
+    def __init__(self, name, vdu, delta=1, maximum=10, config_actions=(), cloud_init=True):
         self.name, self.vdu, self.delta, self.maximum = name, vdu, delta, maximum
+        #: LCM 19 deploys an EE for a new instance only when the VDU has cloud-init (ns.py scale())
+        self.cloud_init = cloud_init
         #: [(trigger, primitive)] scaling-config-action: pre/post-scale-in/out on the VNF-level EE
         self.config_actions = list(config_actions)
 

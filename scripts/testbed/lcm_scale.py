@@ -54,6 +54,9 @@ def scale_out(testbed, model, spec, relations, progress=None, before_primitives=
     machine = testbed.add_vnf(spec.name, spec.links, spec.env)
     report.step("VIM: VM of {} up (mgmt {}, fixed IPs + {})".format(spec.name, machine.mgmt_ip, spec.count_index),
                 progress)
+    if spec.scaling is not None and not spec.scaling.cloud_init:
+        report.step("VCA: no execution environment for {}: its VDU has no cloud-init".format(spec.name), progress)
+        return report
     model.deploy(spec.name, spec.charm_dir, wait=False)
     report.step("VCA: new application {} deployed".format(spec.name), progress)
     for provider, requirer in related_ends(relations, spec):

@@ -84,8 +84,10 @@ def _scaling(vnfd):
         profile = next((p for p in df.get("vdu-profile") or [] if p["id"] == delta["id"]), {})
         actions = [(a["trigger"], a["vnf-config-primitive-name-ref"])
                    for a in aspect.get("scaling-config-action") or []]
+        vdu = next((v for v in vnfd.get("vdu") or [] if v["id"] == delta["id"]), {})
         return lcm.ScalingAspect(aspect["name"], delta["id"], int(delta["number-of-instances"]),
-                                 int(profile.get("max-number-of-instances", 10)), actions)
+                                 int(profile.get("max-number-of-instances", 10)), actions,
+                                 cloud_init=bool(vdu.get("cloud-init-file") or vdu.get("cloud-init")))
     return None
 
 

@@ -158,3 +158,12 @@ def test_a_day2_action_reaches_the_instance_by_count_index():
     vnfm.action("spgwu", "tunnel-status", {}, count_index=1)
     vnfm.action("spgwu", "tunnel-status", {})
     assert [c[1] for c in model.calls[-2:]] == ["spgwu-z1/0", "spgwu/0"]
+
+
+def test_without_cloud_init_the_new_vm_gets_no_execution_environment():
+    """LCM 19 appends the VCA to deploy only inside ``if cloud_init_text:``."""
+    vim, model = Vim(), Model()
+    spec = spgwu()
+    spec.scaling.cloud_init = False
+    report = lcm_scale.scale_out(vim, model, lcm_scale.scaled_spec(spec, 1), RELATIONS)
+    assert [c[0] for c in vim.calls] == ["add-vnf"] and model.calls == [] and report.config_done_at is None
