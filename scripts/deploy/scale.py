@@ -82,6 +82,11 @@ def peer_params(dev, endpoint):
     key, endpoint, tunnel address and service addresses as host prefixes."""
     if not dev.get("public-key") or not dev.get("address"):
         raise ScaleError("wg-{} has no key or address yet".format(endpoint))
+    if "endpoint-address" not in dev:
+        # A charm of an earlier release reports neither its endpoint nor its service addresses:
+        # a peer added without them would never handshake. Upgrade its charm first.
+        raise ScaleError("wg-{}: tunnel-status names no endpoint-address (a charm older than this tool: "
+                         "run upgrade-charm first)".format(endpoint))
     own = [ipaddress.ip_interface(dev["address"]).ip] + [
         ipaddress.ip_interface(a).ip for a in dev.get("service-addresses") or []]
     allowed = ",".join("{}/{}".format(ip, ip.max_prefixlen) for ip in own)

@@ -3,9 +3,11 @@
 LCM 19's scaling is emulated by ``lcm_scale``; the peering with the hubs is ``deploy.scale``'s
 ``Scaler`` -- the code `python -m deploy scale` runs against OSM -- driving that emulation.
 """
+import os
 import threading
 import time
 
+from bundle import build_charms
 from deploy import scale
 from testbed import demo, lcm_scale, probe
 from testbed import lifecycle as lc
@@ -41,6 +43,25 @@ def scaler(ctx):
     return ctx._scaler
 
 
+def current_charms(ctx, apps):
+    """The SPGW-U and its hubs on this checkout's charms (deploy scale needs this release's
+    tunnel-status; a run with the previous revision's charms and no upgrade-charm has older ones)."""
+    current = build_charms.output_dir("local")
+    moved = []
+    for app in apps:
+        spec = ctx.spec(app)
+        wanted = os.path.join(current, os.path.basename(spec.charm_dir))
+        if spec.charm_dir != wanted:
+            spec.charm_dir = wanted
+            ctx.model.upgrade_charm(app, wanted)
+            moved.append(app)
+    if moved:
+        ctx.model.settle()
+        ctx.progress("scale-out: {} upgraded to this checkout's charms first".format(", ".join(moved)))
+        if lc.wait_converged(ctx.tb, ctx.refpoints(*moved)) is None:
+            raise lc.LifecycleError("the tunnels of {} did not come back after the upgrade".format(", ".join(moved)))
+
+
 def instance_tunnels(ctx, k):
     """[(hub, endpoint, instance k's app, its service address, the hub's)] of instance k."""
     sc = scaler(ctx)
@@ -60,9 +81,10 @@ def op_scale_out(ctx):
     tunnels have handshaken, measured from the end of the new charm's day-1; the tunnels of
     instance 0 are probed throughout, the new ones for NEW_TUNNEL_PROBE s once up."""
     rps = ctx.refpoints(SCALED)
+    sc = scaler(ctx)
+    current_charms(ctx, [SCALED] + sorted(set(sc.spec.hubs.values())))
     probes = lc.start_probes(ctx.tb, rps)
     started = time.monotonic()
-    sc = scaler(ctx)
     # Each new tunnel's moment of coming up, watched while the deploy tool peers it.
     up_at, watching = {}, threading.Event()
 

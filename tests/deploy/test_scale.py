@@ -123,6 +123,8 @@ def test_scale_in_removes_the_highest_instance_from_the_hubs_first_and_is_repeat
 def test_peer_params_refuse_a_device_without_key():
     with pytest.raises(scale.ScaleError):
         scale.peer_params({"public-key": "", "address": "10.250.4.1/30"}, "sxab")
+    with pytest.raises(scale.ScaleError, match="upgrade-charm first"):
+        scale.peer_params({"public-key": "K", "address": "10.250.4.2/30", "listen-port": 5}, "sxab")
     v6 = scale.peer_params({"public-key": "K", "address": "fd00::1/126", "listen-port": 5,
                             "endpoint-address": "fd01::1", "service-addresses": []}, "sxab")
     assert (v6["endpoint"], v6["allowed-ips"]) == ("[fd01::1]:5", "fd00::1/128")
