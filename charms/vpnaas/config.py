@@ -6,9 +6,9 @@ target) works on the values below, each already checked by ``validation``. A bad
 later by OSM's ``config`` primitive raises ``MissingOption`` (the unit waits, it is not an error).
 """
 import ipaddress
-from typing import Any, Dict, List, NamedTuple, Optional
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional
 
-from vpnaas import refpoints, validation
+from vpnaas import instance, refpoints, validation
 from vpnaas.facts import Facts
 from vpnaas.validation import Interface, Network
 
@@ -64,17 +64,33 @@ def _metrics_port(value: Any) -> int:
 
 
 def parse_endpoint(config: Dict[str, Any], name: str, role: str, ssh_host: str) -> EndpointConfig:
+    """The endpoint's options; for instance k of a scaled VDU (``osm-instance``) its tunnel,
+    service and endpoint addresses are the configured ones shifted by k (instance.py)."""
+    k = instance.index(config)
     publish = config.get(name + "-endpoint-address") or ""
-    service = validation.service_address_list(config.get(name + "-service-addresses") or "",
-                                              name + "-service-addresses")
+    service = own_service_addresses(config, name, k)
+    host = validation.host(publish, name + "-endpoint-address") if publish.strip() else ""
     return EndpointConfig(
         listen_port=validation.port(config.get(name + "-listen-port"), name + "-listen-port"),
-        address=_tunnel_address(config, name, role),
+        address=instance.tunnel_address(_tunnel_address(config, name, role), k, name + "-tunnel-address"),
         service_addresses=service,
-        publish_host=validation.host(publish, name + "-endpoint-address") if publish.strip() else ssh_host,
+        # Without an endpoint address the management address is this instance's own already.
+        publish_host=instance.endpoint_host(host, k, name + "-endpoint-address") if host else ssh_host,
         allowance=validation.prefix_list(config.get(name + "-peer-prefixes") or "", name + "-peer-prefixes"),
         service_network=_service_network(config, name, service),
     )
+
+
+def own_service_addresses(config: Mapping[str, Any], name: str, k: Optional[int] = None) -> List[Interface]:
+    """``<ep>-service-addresses`` as this VDU instance has them (+ k, inside the service network)."""
+    key = name + "-service-addresses"
+    service = validation.service_address_list(config.get(key) or "", key)
+    k = instance.index(config) if k is None else k
+    if not k:
+        return service
+    text = (config.get(name + "-service-network") or "").strip() or refpoints.default_service_network(name)
+    network = validation.prefix(text, name + "-service-network") if text else None
+    return instance.service_addresses(service, k, network, key)
 
 
 def _service_network(config: Dict[str, Any], name: str, service: List[Interface]) -> Optional[Network]:

@@ -17,7 +17,8 @@ import ipaddress
 import json
 from typing import Any, Dict, Generic, Iterable, List, Mapping, NamedTuple, Optional, Tuple, TypeVar, Union
 
-from vpnaas import model, validation, vnfscript
+from vpnaas import config as charm_config
+from vpnaas import model, vnfscript
 from vpnaas import oai_validation as ov
 from vpnaas.validation import InvalidValue
 
@@ -217,7 +218,7 @@ def source(component: Component[V], config: Options) -> Tuple[str, str]:
 def own_address(config: Options, endpoint: str, title: str) -> ipaddress.IPv4Interface:
     """This VNF's service address on a reference point: the first of <ep>-service-addresses."""
     key = endpoint + "-service-addresses"
-    addrs = validation.service_address_list(config.get(key) or "", key)
+    addrs = charm_config.own_service_addresses(config, endpoint)   # this VDU instance's (instance.py)
     v4 = [a for a in addrs if isinstance(a, ipaddress.IPv4Interface)]
     if not v4:
         raise InvalidValue(
@@ -382,7 +383,7 @@ def render_unit(component: Component[V], devices: List[str]) -> str:
 
 # --------------------------------------------------------------------------- start gate
 def add_gate(step: vnfscript.Step, component: Component[V], devices: List[str], wanted: str,
-             prestart_limit: int) -> vnfscript.Step:
+             prestart_limit: int, wait: int = GATE_HANDSHAKE_WAIT) -> vnfscript.Step:
     """The component part of every reconcile (vnf/oai/gate.sh, see ``remote.tunnel_step``).
 
     Reports what is installed/configured/running. With ``wanted == "started"`` it starts the
@@ -399,7 +400,7 @@ def add_gate(step: vnfscript.Step, component: Component[V], devices: List[str], 
         component.service,
         component.binary,
         wanted or "none",
-        GATE_HANDSHAKE_WAIT,
+        wait,
         shipped_b64("oai/service.sh"),
         b64(tunnel_settings(devices, prestart_limit)),
         b64(render_unit(component, devices)),

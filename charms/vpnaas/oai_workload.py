@@ -54,7 +54,12 @@ class OaiWorkload(Workload):
     # ------------------------------------------------------------------ the charm's calls
     def step(self, plan: model.Plan, step: vnfscript.Step) -> None:
         devices = [d.name for d in plan.devices]
-        oai.add_gate(step, self.component, devices, self._stored.oai_wanted, self._prestart_limit())
+        # No handshake is "about to happen" on a device whose peers are all the operator's
+        # (add-peer): the other end learns this unit's key only after this action returns (a
+        # scaled instance being peered, deploy/scale.py). Waiting would only delay the action.
+        manual_only = bool(plan.devices) and all(p.source == model.MANUAL for d in plan.devices for p in d.peers)
+        oai.add_gate(step, self.component, devices, self._stored.oai_wanted, self._prestart_limit(),
+                     wait=0 if manual_only else oai.GATE_HANDSHAKE_WAIT)
 
     def teardown(self, step: vnfscript.Step) -> None:
         oai.add_teardown(step, self.component)

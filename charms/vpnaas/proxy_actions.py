@@ -131,7 +131,7 @@ class ProxyActions(Object):
             event.fail(refusal)
             return
         self.charm._stored.manual_peers = json.dumps(peers, sort_keys=True)
-        self._finish_tunnel_action(event, {"device": refpoints.device_name(endpoint)})
+        self._finish_tunnel_action(event, {"device": refpoints.device_name(endpoint)}, entry_of=endpoint)
 
     def _refuse_manual_peer(self, endpoint: str, peers: model.ManualPeers) -> Optional[str]:
         """Why the candidate peer must not be stored (None if it may): it obeys the same route
@@ -212,12 +212,20 @@ class ProxyActions(Object):
                 else "in place ({}): the peers follow the new key".format(rotation.why_in_place(plan.rotation[dev])))
         event.set_results(results)
 
-    def _finish_tunnel_action(self, event: ActionEvent, results: Dict[str, Any], **kwargs: Any) -> None:
+    def _finish_tunnel_action(self, event: ActionEvent, results: Dict[str, Any], entry_of: str = "",
+                              **kwargs: Any) -> None:
         outcome = self.charm.after_action(**kwargs)
         if outcome.obs is None:
             event.fail("stored; not applied on the VNF yet: {}".format(outcome.error or self.charm._stored.last_status))
             return
         results = dict(results)
+        if entry_of:
+            # The device's tunnel-status entry: what the other end's add-peer needs, without a
+            # second action (deploy scale peers a new instance with it).
+            entry = [t for t in outcome.obs.as_tunnels(outcome.plan)
+                     if t["endpoint"] == entry_of and not t["temporary"]]
+            if entry:
+                results["tunnel"] = json.dumps(entry[0], sort_keys=True)
         for dev, key in sorted(outcome.obs.public_keys.items()):
             results["public-key-" + dev] = key
         results["status"] = self.charm._stored.last_status

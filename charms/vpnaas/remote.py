@@ -122,7 +122,11 @@ class Observation(object):
             out.append({"device": dev.name, "endpoint": dev.endpoint, "up": self.up.get(dev.name, False),
                         "public-key": self.public_keys.get(dev.name, ""), "listen-port": dev.listen_port,
                         "address": str(dev.address), "peers": self.peers.get(dev.name, []),
-                        "temporary": dev not in plan.devices})
+                        "temporary": dev not in plan.devices,
+                        # What an operator's add-peer on the other end needs (deploy scale):
+                        # the host peers send to, and the addresses behind this end.
+                        "endpoint-address": dev.publish_host,
+                        "service-addresses": [str(a) for a in dev.service_addresses]})
         return out
 
 

@@ -78,15 +78,25 @@ def load_yaml_text(text):
 
 
 def day12(vnfd):
-    """The day1-2 entry of the VNF-level execution environment (id == vnfd id), or None."""
+    """The day1-2 entry of the VNF's execution environment, or None: the VNF-level one (id ==
+    vnfd id), else a VDU-level one (id == a vdu id; a VDU that scales has its EE there, one per
+    instance: docs/lifecycle.md)."""
     try:
         entries = vnfd["df"][0]["lcm-operations-configuration"]["operate-vnf-op-config"]["day1-2"]
     except (KeyError, IndexError, TypeError):
         return None
-    for entry in entries or []:
-        if isinstance(entry, dict) and entry.get("id") == vnfd.get("id"):
+    entries = [e for e in entries or [] if isinstance(e, dict)]
+    for entry in entries:
+        if entry.get("id") == vnfd.get("id"):
             return entry
-    return None
+    vdus = {v.get("id") for v in vnfd.get("vdu") or [] if isinstance(v, dict)}
+    return next((e for e in entries if e.get("id") in vdus), None)
+
+
+def vdu_level(vnfd):
+    """The VDU id whose day1-2 entry holds the VNF's execution environment, or None (VNF-level)."""
+    entry = day12(vnfd)
+    return entry["id"] if entry is not None and entry.get("id") != vnfd.get("id") else None
 
 
 def charm_of(vnfd):
@@ -118,8 +128,8 @@ def make_vnf_variant(src, name, spec):
     vnfd["description"] = "{} Variant {}: {}.".format(
         vnfd.get("description", ""), name, spec["description"]
     ).strip()
-    if entry is not None:
-        entry["id"] = new_id
+    if entry is not None and entry.get("id") == src.data["vnfd"]["id"]:
+        entry["id"] = new_id            # a VNF-level entry follows the vnfd id; a VDU-level one stays
     factor = spec.get("scale-compute")
     if factor:
         for vcd in vnfd.get("virtual-compute-desc", []):
@@ -155,8 +165,8 @@ def _drop_link(vnfd, link):
 # --- NS variants --------------------------------------------------------------------------------
 
 
-def make_ns_variant(src, name, spec, vnf_ids):
-    """vnf_ids: {(vnf name, vnf variant or None): vnfd id}."""
+def make_ns_variant(src, name, spec, vnf_ids, vnfd_bodies=None):
+    """vnf_ids: {(vnf name, vnf variant or None): vnfd id}; vnfd_bodies: {vnfd id: vnfd}."""
     data = copy.deepcopy(src.data)
     nsd = data["nsd"]["nsd"][0]
     nsd["id"] = nsd["name"] = spec["id"]
@@ -198,17 +208,21 @@ def make_ns_variant(src, name, spec, vnf_ids):
             if r["provider"]["vnf-profile-id"] not in gone_profiles
             and r["requirer"]["vnf-profile-id"] not in gone_profiles
         ]
-        rels += registry_relations(df, {v: k[0] for k, v in vnf_ids.items()}, {r["name"] for r in rels})
+        bodies = vnfd_bodies or {}
+        vdu_of = {p["id"]: vdu_level(bodies[p["vnfd-id"]]) for p in df["vnf-profile"] if p["vnfd-id"] in bodies}
+        rels += registry_relations(df, {v: k[0] for k, v in vnf_ids.items()}, {r["name"] for r in rels}, vdu_of)
     desc = Descriptor("nsd", data, "", src.source, variant=name)
     desc.file = "{}/{} (generated from {})".format(desc.package, desc.descriptor_name, src.source)
     return desc
 
 
-def registry_relations(df, component_of, named):
+def registry_relations(df, component_of, named, vdu_of=None):
     """One relation per reference point of the registry whose provider and requirer are both
     members of the NS (``component_of``: vnfd id -> component), in the registry's order; a
     reference point the NSD source relates itself (``named``) is left to it. Which side provides
-    is the registry's fact, so the NSD source does not repeat it."""
+    is the registry's fact, so the NSD source does not repeat it. ``vdu_of``: member -> the VDU
+    whose day1-2 entry holds its EE (VDU-level EEs)."""
+    vdu_of = vdu_of or {}
     members = {}
     for prof in df["vnf-profile"]:
         members.setdefault(component_of.get(prof["vnfd-id"]), []).append(prof["id"])
@@ -221,9 +235,18 @@ def registry_relations(df, component_of, named):
             raise DescriptorError(
                 "reference point {}: more than one member for {} or {} ({}, {}); relate them in the NSD "
                 "source".format(rp.name, rp.provider, rp.requirer, ends[0], ends[1]))
-        out.append({"name": rp.name, "provider": {"vnf-profile-id": ends[0][0], "endpoint": rp.name},
-                    "requirer": {"vnf-profile-id": ends[1][0], "endpoint": rp.name}})
+        out.append({"name": rp.name, "provider": _relation_end(ends[0][0], rp.name, vdu_of),
+                    "requirer": _relation_end(ends[1][0], rp.name, vdu_of)})
     return out
+
+
+def _relation_end(member, endpoint, vdu_of):
+    """A member's end of a relation; a member whose EE is VDU-level is named by its vdu-profile
+    too (IM of OSM 11+, ``relations-ee``): else LCM looks for a VNF-level EE it never deployed."""
+    end = {"vnf-profile-id": member, "endpoint": endpoint}
+    if vdu_of.get(member):
+        end["vdu-profile-id"] = vdu_of[member]
+    return end
 
 
 def _vnfd_order(vnfd_id):
@@ -244,10 +267,17 @@ def make_vnf_osm10(src, spec):
     vnfd["description"] = "{} For OSM 10 to 13 (no {}).".format(
         vnfd.get("description", ""), ", ".join(spec.get("vnfd-drop-df", []))).strip()
     if entry is not None:
+        # OSM 10's IM cannot name a VDU-level EE in an NS relation (vdu-profile-id came with
+        # OSM 11), and its LCM's scale-out is not known: the EE goes back to VNF level, and the
+        # VDU does not scale there (docs/lifecycle.md).
         entry["id"] = new_id
+        for prim in entry.get("initial-config-primitive", []):
+            prim["parameter"] = [p for p in prim.get("parameter", []) if p.get("value") != "<OSM>"]
     for df in vnfd.get("df", []):
-        for key in spec.get("vnfd-drop-df", []):
+        for key in spec.get("vnfd-drop-df", []) + ["scaling-aspect"]:
             df.pop(key, None)
+        for prof in df.get("vdu-profile", []):
+            prof.pop("max-number-of-instances", None)
     desc = Descriptor("vnfd", data, "", src.source, variant=((src.variant + "_") if src.variant else "") + "osm10")
     desc.file = "{}/{} (generated from {})".format(desc.package, desc.descriptor_name, src.source)
     return desc
@@ -340,7 +370,7 @@ def load_bundle():
     nss, variants = [], {}
     osm10 = spec.get("osm10")
     for key, nspec in spec["ns-variants"].items():
-        desc = make_ns_variant(ns_srcs[nspec["source"]], key, nspec, vnf_ids)
+        desc = make_ns_variant(ns_srcs[nspec["source"]], key, nspec, vnf_ids, {d.id: d.body for d in vnfs})
         nss.append(desc)
         variants[key] = _ns_variant_entry(desc, nspec["params"])
     if osm10:

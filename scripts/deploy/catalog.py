@@ -271,6 +271,17 @@ def tunnels(nsd):
     return out
 
 
+def vdu_members(nsd):
+    """{member: VDU id} of the relation ends that name a VDU-level execution environment
+    (``vdu-profile-id``, OSM 11+): OSM addresses their primitives by VDU and count index."""
+    out = {}
+    for rel in (nsd.get("ns-configuration") or {}).get("relation") or []:
+        for end in (rel.get("provider"), rel.get("requirer")):
+            if isinstance(end, dict) and end.get("vdu-profile-id"):
+                out[str(end["vnf-profile-id"])] = str(end["vdu-profile-id"])
+    return out
+
+
 # -- VNFD contents --------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""Command line: python -m deploy {deploy,onboard,prepare,undeploy,measure} [--ns VARIANT]."""
+"""Command line: python -m deploy {deploy,onboard,prepare,undeploy,scale,measure} [--ns VARIANT]."""
 
 import argparse
 import sys
@@ -10,6 +10,7 @@ from deploy.osm import OsmError
 from deploy.params import ParamsError
 from deploy.prereq import PrereqError
 from deploy.runner import CommandError, Runner
+from deploy.scale import ScaleError
 from deploy.wait import WaitError
 
 ERRORS = (
@@ -20,6 +21,7 @@ ERRORS = (
     ParamsError,
     PrereqError,
     CommandError,
+    ScaleError,
     WaitError,
 )
 
@@ -44,13 +46,20 @@ def parser():
     u.add_argument("--keep-packages", action="store_true")
     u.add_argument("--keep-vims", action="store_true")
     u.add_argument("--keep-vim-resources", action="store_true", help="keep flavors, images, network, rules")
+    sc = sub.add_parser("scale", help="scale the SPGW-U VDU out or in and peer it with its hubs (docs/deploy.md)")
+    sc.add_argument("--ns", required=True, help="the deployed variant (eps_wg, eps_wg_2x, ...)")
+    way = sc.add_mutually_exclusive_group(required=True)
+    way.add_argument("--scale-out", dest="direction", action="store_const", const="out")
+    way.add_argument("--scale-in", dest="direction", action="store_const", const="in")
+    way.add_argument("--peer-only", dest="direction", action="store_const", const="peer",
+                     help="peer every scaled instance with its hubs again (repair; no scaling)")
     m = sub.add_parser("measure", help="iperf3 + ping per interface with and without WireGuard")
     m.add_argument("--ns", required=True)
     return p
 
 
 def main(argv=None, environ=None, out=None, execute=None, clock=None, sleep=None):
-    from deploy import flows, measure
+    from deploy import flows, measure, scale
 
     args = parser().parse_args(argv)
     try:
@@ -73,6 +82,8 @@ def main(argv=None, environ=None, out=None, execute=None, clock=None, sleep=None
             flows.prepare(ctx, args.ns)
         elif args.command == "undeploy":
             flows.undeploy(ctx, args.ns, args.keep_packages, args.keep_vims, args.keep_vim_resources)
+        elif args.command == "scale":
+            scale.command(ctx, args.ns, args.direction)
         elif args.command == "measure":
             measure.measure(ctx, args.ns)
     except ERRORS + (flows.DeployError,) as exc:

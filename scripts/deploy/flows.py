@@ -5,7 +5,7 @@ import os
 import time
 
 from deploy import microstack, prereq, ue
-from deploy.catalog import tunnels
+from deploy.catalog import tunnels, vdu_members
 from deploy.microstack import Site, flavors_for, images_for
 from deploy.osm import Osm
 from deploy.params import render_variant, vim_accounts_in
@@ -78,17 +78,21 @@ def ns_tunnels_for(ctx, osm, variant, names):
     out = []
     if variant.kind == "ns":
         nsd = ctx.catalog.nsd(variant.descriptor_ids[0])
+        osm.vdu_members.update(vdu_members(nsd))
         return [(names[0], tunnels(nsd), variant.descriptor_ids[0])]
     for name, nst_id in zip(names, variant.descriptor_ids):
         record = osm.show_literal("nsi", name)
         if record is None:
             for subnet in ctx.catalog.nst_doc(nst_id).get("netslice-subnet") or []:
                 nsd_id = subnet["nsd-ref"]
+                osm.vdu_members.update(vdu_members(ctx.catalog.nsd(nsd_id)))
                 out.append(("{}.{}".format(name, subnet["id"]), tunnels(ctx.catalog.nsd(nsd_id)), nsd_id))
             continue
         for ns_id in osm.nsi_ns_ids(record):
             ns_record = osm.show_literal("ns", ns_id) or {}
             nsd_id = (ns_record.get("nsd") or {}).get("id") or ns_record.get("nsd-ref")
+            if nsd_id:
+                osm.vdu_members.update(vdu_members(ctx.catalog.nsd(nsd_id)))
             out.append((ns_id, tunnels(ctx.catalog.nsd(nsd_id)) if nsd_id else [], nsd_id))
     return out
 
@@ -411,3 +415,4 @@ def delete_site_resources(ctx, site, variant):
         if site.read("flavor", "show", name, "-f", "json", dry_present=True).ok:
             site.run("flavor", "delete", name)
         state.forget(scope, "flavors", name)
+

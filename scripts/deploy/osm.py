@@ -31,6 +31,8 @@ class Osm:
         self.cfg = cfg
         self.osm = osm_cmd
         self.state = state
+        #: {member: VDU id} of the members whose execution environment is VDU-level (catalog.vdu_members)
+        self.vdu_members = {}
 
     def read(self, *args, dry_present=False, timeout=None):
         return self.runner.read([self.osm] + list(args), dry_present=dry_present, timeout=timeout)
@@ -145,10 +147,15 @@ class Osm:
         return ids
 
     # -- day-2 actions -------------------------------------------------------------------------
-    def action(self, ns, member, primitive, params=None, timeout=None):
+    def action(self, ns, member, primitive, params=None, timeout=None, vdu_id=None, count_index=None):
         """Run a primitive with --wait and return its results (a dict), read back with ns-op-show.
-        These actions only look at the VNF, so they count as reads (a dry run prints them)."""
+        These actions only look at the VNF, so they count as reads (a dry run prints them).
+        A member whose execution environment is VDU-level (``vdu_members``: the SPGW-U, which
+        scales) is addressed by its VDU and count index (instance 0 unless told)."""
         argv = ["ns-action", ns, "--vnf_name", member, "--action_name", primitive]
+        vdu_id = vdu_id or self.vdu_members.get(member)
+        if vdu_id:
+            argv += ["--vdu_id", vdu_id, "--vdu_count_index", str(count_index or 0)]
         if params:
             argv += ["--params", json.dumps(params, sort_keys=True)]
         argv.append("--wait")

@@ -41,6 +41,7 @@ from testbed import (
     vca,
     vim,
 )
+from vpnaas import config as charm_config
 from vpnaas import refpoints
 
 OUT_DIR = os.path.join(BUILD_DIR, "demo")
@@ -104,9 +105,12 @@ def prepare_standin(spec, vnf):
         with open(os.path.join(base, "state", "{}.{}".format(component, marker)), "w") as f:
             f.write("testbed stand-in\n")
     addresses = []
+    # Instance k of a scaled VDU binds its own service addresses, as the charm derives them.
+    config = dict(spec.config, **{"osm-instance": "{{count_index: {}}}".format(getattr(spec, "count_index", 0))})
     for key, value in sorted(spec.config.items()):
         if key.endswith("-service-addresses") and value:
-            addresses += [a.split("/")[0] for a in str(value).split(",") if a.strip()]
+            endpoint = key[:-len("-service-addresses")]
+            addresses += [str(a.ip) for a in charm_config.own_service_addresses(config, endpoint)]
     run = os.path.join(base, "sbin", "oai-{}-run".format(component))
     with open(run, "w") as f:
         f.write("#!/bin/sh\nexec {} {} oai-{} {}\n".format(sys.executable, standin.__file__, component,

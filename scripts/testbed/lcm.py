@@ -17,6 +17,8 @@ end-to-end tests) the VNFs go one after another, in the descriptor's order.
 import concurrent.futures
 import time
 
+import yaml
+
 from vpnaas.charm_base import RECONCILE_SESSION
 
 
@@ -25,14 +27,54 @@ class InstantiationFailed(Exception):
 
 
 class VnfSpec(object):
-    def __init__(self, name, charm_dir, links, config, primitives=(), skip=(), env=None):
-        self.name = name              # member name = Juju application name
+    def __init__(self, name, charm_dir, links, config, primitives=(), skip=(), env=None, vdu=None, member=None,
+                 count_index=0, scaling=None):
+        self.name = name              # member name = Juju application name (instance k > 0: "<member>-z<k>")
         self.charm_dir = charm_dir
         self.links = links            # {link name: "address/prefix"}
-        self.config = config          # config primitive params; "<rw_mgmt_ip>" is substituted
+        self.config = config          # config primitive params; "<rw_mgmt_ip>" and "<OSM>" are substituted
         self.primitives = list(primitives)   # [(name, params)] after config, in seq order
         self.skip = set(skip)         # primitive names that cannot run here (need the internet)
         self.env = env or {}          # environment of login sessions on the emulated VM
+        self.vdu = vdu                # the VDU whose day1-2 entry holds the EE (None: VNF-level)
+        self.member = member or name  # the member-vnf-index
+        self.count_index = count_index
+        self.scaling = scaling        # ScalingAspect of the VNFD, or None
+
+
+class ScalingAspect(object):
+    """A VNFD df scaling-aspect that LCM can run: one VDU, ``delta`` instances per step, at most
+    ``maximum`` (vdu-profile max-number-of-instances; LCM's default 10)."""
+
+    def __init__(self, name, vdu, delta=1, maximum=10, config_actions=(), cloud_init=True):
+        self.name, self.vdu, self.delta, self.maximum = name, vdu, delta, maximum
+        #: LCM 19 deploys an EE for a new instance only when the VDU has cloud-init (ns.py scale())
+        self.cloud_init = cloud_init
+        #: [(trigger, primitive)] scaling-config-action: pre/post-scale-in/out on the VNF-level EE
+        self.config_actions = list(config_actions)
+
+
+def osm_params(spec, machine, ns_id="testbed-ns"):
+    """LCM 19's ``<OSM>`` (data_utils/vnfr.py get_osm_params): for a VDU-level EE its count_index
+    and vdu_id; mapped into a primitive as a YAML flow string (ns.py _map_primitive_params:
+    ``yaml.safe_dump(v, default_flow_style=True, width=256)``)."""
+    doc = {"ip_address": machine.mgmt_ip, "member_vnf_index": spec.member, "ns_id": ns_id,
+           "vim_account_id": "testbed", "vnf_id": "{}-vnfr".format(spec.member), "vnfd_id": spec.member,
+           "vnfd_ref": spec.member}
+    if spec.vdu:
+        doc.update(count_index=spec.count_index, vdu_id=spec.vdu)
+        doc["vdu"] = {"{}-{}".format(spec.vdu, spec.count_index): {
+            "count_index": spec.count_index, "vdu_id": spec.vdu,
+            "interfaces": {link: {"name": link, "ip_address": addr.split("/")[0]}
+                           for link, addr in sorted(spec.links.items())}}}
+    return yaml.safe_dump(doc, default_flow_style=True, width=256).strip()
+
+
+def fill_placeholders(spec, machine):
+    """The config primitive's params as LCM maps them: ``<rw_mgmt_ip>`` the instance's VM,
+    ``<OSM>`` its get_osm_params."""
+    builtin = {"<rw_mgmt_ip>": machine.mgmt_ip, "<OSM>": osm_params(spec, machine)}
+    return {k: builtin.get(v, v) if isinstance(v, str) else v for k, v in spec.config.items()}
 
 
 class Report(object):
@@ -44,6 +86,7 @@ class Report(object):
         self.last_config_at = None
         self.hooks_at_config = None
         self.sessions_at_config = None
+        self.error = None
 
     def step(self, text, progress=None):
         self.steps.append((round(time.monotonic() - self.t0, 2), text))
@@ -104,7 +147,7 @@ def configure(testbed, model, spec, machine, report, progress=None, verify_tries
     key = _action(model, unit, "get-ssh-public-key", {}).results["pubkey"]
     testbed.authorize(machine, key)
     report.step("RO: SSH key of {}'s charm injected".format(spec.name), progress)
-    config = {k: (machine.mgmt_ip if v == "<rw_mgmt_ip>" else v) for k, v in spec.config.items()}
+    config = fill_placeholders(spec, machine)
     report.last_config_at = time.monotonic()
     # OSM's config primitive and actions return when Juju has done them, not when every hook
     # they cause in other units has run (with a serial VCA that is the same thing).

@@ -20,12 +20,17 @@ the way OSM and Juju run it, and measured:
   agent-restart   the same with the SPGW-U's unit agent restarted in the middle of that hook
   heal            the SPGW-C's VM and execution environment re-created (new disk, new keys, new
                   host key), related and configured again; its peers follow
+  scale-out       a second SPGW-U instance: LCM's scale-out (new VM with fixed IPs + 1, new
+                  application, its day-1 with <OSM> count_index 1, no relation), then the deploy
+                  tool's peering (deploy/scale.py) with the SPGW-C and the eNB; converged when
+                  both new tunnels have handshaken, from the end of the new charm's day-1
+  scale-in        that instance removed: remove-peer on the hubs, then LCM's scale-in; nothing
+                  of it may stay on the hubs (peers, routes) or in the model
   terminate       every application removed: nothing of the tunnels may stay on any VNF and
                   nothing in relation data
 
 Writes ``build/lifecycle/report.json``: ``{"operations": [{"name", "seconds_to_converge",
-"packets_lost", "tunnels_up_after", "leftovers", ...}]}`` and prints a table. Scale-out and
-scale-in are not run here yet (see the README).
+"packets_lost", "tunnels_up_after", "leftovers", ...}]}`` and prints a table.
 """
 import json
 import os
@@ -35,11 +40,11 @@ import sys
 import time
 
 from bundle import BUILD_DIR, build_charms
-from testbed import cli, demo, lcm, probe, vim
+from testbed import cli, demo, lcm, lifecycle_scale, probe, vim
 
 OUT_DIR = os.path.join(BUILD_DIR, "lifecycle")
 OPERATIONS = ("rotate-keys-previous-peers", "upgrade-charm", "rotate-keys", "commit-failure", "agent-restart", "heal",
-              "terminate")
+              "scale-out", "scale-in", "terminate")
 #: The operations that need the previous revision's charms (built from a git worktree).
 NEEDS_PREVIOUS = ("rotate-keys-previous-peers", "upgrade-charm")
 CONVERGE_TIMEOUT = 60
@@ -281,7 +286,9 @@ def op_terminate(ctx):
 OPERATION_FUNCTIONS = {"rotate-keys-previous-peers": op_rotate_keys_previous_peers,
                        "upgrade-charm": op_upgrade_charm, "rotate-keys": op_rotate_keys,
                        "commit-failure": op_commit_failure, "agent-restart": op_agent_restart, "heal": op_heal,
-                       "terminate": op_terminate}
+                       # looked up when run: lifecycle_scale imports this module
+                       "scale-out": lambda ctx: lifecycle_scale.op_scale_out(ctx),
+                       "scale-in": lambda ctx: lifecycle_scale.op_scale_in(ctx), "terminate": op_terminate}
 
 
 # ---------------------------------------------------------------------- the previous revision

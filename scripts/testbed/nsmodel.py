@@ -19,6 +19,8 @@ NEEDS_INTERNET = ("oai-install", "oai-configure")
 #: What the emulated VMs let the charms log in as (the cloud images' "ubuntu" user does not exist
 #: on the testbed's machine, and its namespaces share the machine's users).
 TESTBED_LOGIN = "root"
+#: Placeholders LCM fills itself, per execution environment (lcm.fill_placeholders).
+LCM_BUILTIN = ("<rw_mgmt_ip>", "<OSM>")
 
 
 class NsModelError(Exception):
@@ -61,7 +63,7 @@ def _resolve_config(primitive, extra, member):
     out = {}
     for p in primitive.get("parameter") or []:
         value = p.get("value", p.get("default-value"))
-        if _placeholder(value) and value != "<rw_mgmt_ip>":
+        if _placeholder(value) and value not in LCM_BUILTIN:
             key = value[1:-1]
             if key not in extra:
                 raise NsModelError("member {}: placeholder {} is not in additionalParamsForVnf".format(member, value))
@@ -72,6 +74,21 @@ def _resolve_config(primitive, extra, member):
     if "ssh-username" in out:
         out["ssh-username"] = TESTBED_LOGIN
     return out
+
+
+def _scaling(vnfd):
+    """The VNFD's first scaling aspect as LCM runs it (one VDU by vdu-delta), or None."""
+    df = (vnfd.get("df") or [{}])[0]
+    for aspect in df.get("scaling-aspect") or []:
+        delta = aspect["aspect-delta-details"]["deltas"][0]["vdu-delta"][0]
+        profile = next((p for p in df.get("vdu-profile") or [] if p["id"] == delta["id"]), {})
+        actions = [(a["trigger"], a["vnf-config-primitive-name-ref"])
+                   for a in aspect.get("scaling-config-action") or []]
+        vdu = next((v for v in vnfd.get("vdu") or [] if v["id"] == delta["id"]), {})
+        return lcm.ScalingAspect(aspect["name"], delta["id"], int(delta["number-of-instances"]),
+                                 int(profile.get("max-number-of-instances", 10)), actions,
+                                 cloud_init=bool(vdu.get("cloud-init-file") or vdu.get("cloud-init")))
+    return None
 
 
 def _first_address(text):
@@ -131,7 +148,8 @@ def build_instance(bundle, nsd_id, plan, charms_dir, name, prefix=""):
             else:
                 later.append((prim["name"], {p["name"]: p.get("value") for p in prim.get("parameter") or []}))
         inst.vnfs.append(lcm.VnfSpec(prefix + member, os.path.join(charms_dir, charm_name), links, config, later,
-                                     skip=NEEDS_INTERNET))
+                                     skip=NEEDS_INTERNET, vdu=descriptors.vdu_level(vnfd.body),
+                                     member=prefix + member, scaling=_scaling(vnfd.body)))
     configs = {v.name: v.config for v in inst.vnfs}
     for rel in (ns.get("ns-configuration") or {}).get("relation") or []:
         prov, req = rel.get("provider"), rel.get("requirer")

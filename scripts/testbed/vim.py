@@ -281,7 +281,8 @@ class Testbed(object):
     def add_vnf(self, name, links=None, env=None):
         """links: {link name: "address/prefix"}; env: variables every login session on the VNF
         gets ("{state}" is replaced by the VNF's state directory). Returns the Vnf, sshd running."""
-        vnf = Vnf(self, name, len(self.vnfs) + 1, str(next(self._mgmt_hosts)))
+        # Never an index in use (a scale-in deletes the highest VM; veth names carry the index).
+        vnf = Vnf(self, name, max([v.index for v in self.vnfs.values()] + [0]) + 1, str(next(self._mgmt_hosts)))
         vnf.env = {k: v.replace("{state}", vnf.state_dir) for k, v in (env or {}).items()}
         vnf.link_plan = dict(links or {})
         self.vnfs[name] = vnf
@@ -305,6 +306,15 @@ class Testbed(object):
         self.vnfs[name] = vnf
         self._boot(vnf)
         return vnf
+
+    def delete_vnf(self, name):
+        """A VM deleted (scale-in): its processes, namespace and disk go."""
+        vnf = self.vnfs.pop(name)
+        kill_netns_processes(vnf.netns)
+        sh(["ip", "netns", "del", vnf.netns], check=False)
+        for n in range(len(vnf.link_plan) + 1):
+            self._infra(["link", "del", "v{}-{}".format(vnf.index, n)], check=False)
+        shutil.rmtree(vnf.state_dir, ignore_errors=True)
 
     def _boot(self, vnf):
         sh(["ip", "netns", "add", vnf.netns])

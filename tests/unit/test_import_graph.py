@@ -51,4 +51,4 @@ def test_the_model_imports_nothing_that_computes_with_it():
                 acc.add(d)
                 closure(d, acc)
         return acc
-    assert closure("model", set()) <= {"config", "refpoints", "registry", "validation", "facts"}
+    assert closure("model", set()) <= {"config", "instance", "refpoints", "registry", "validation", "facts"}

@@ -68,3 +68,15 @@ def request_body(client_class, kind, target, name, vim_account, config):
     if http.posted is None:
         raise RuntimeError("osmclient {}.create posted nothing".format(client_class.__name__))
     return http.posted, {k: sorted(v) for k, v in client.seen.items()}
+
+
+def scale_body(client_class, member, aspect, scale_out):
+    """The body osmclient's ``Ns.scale_vnf`` posts for `osm vnf-scale <ns> <member>
+    --scaling-group <aspect> --scale-out|--scale-in` (the NS looked up by name: a fixed id)."""
+    http, client = _Http(), _Client()
+    api = client_class(http=http, client=client)
+    api.get = lambda name: {"_id": fake_id("ns", name), "name": name}
+    api.scale_vnf("conformance", member, aspect, not scale_out, scale_out)
+    if http.posted is None:
+        raise RuntimeError("osmclient {}.scale_vnf posted nothing".format(client_class.__name__))
+    return http.posted

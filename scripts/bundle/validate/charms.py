@@ -55,7 +55,8 @@ def check_vnfd(desc, cache):
     entry = descriptors.day12(v)
     if entry is None:
         return [Problem(desc.file, descriptors.path_prefix("vnfd") + ["df", 0, "lcm-operations-configuration"],
-                        "no day1-2 entry with the vnfd id {!r}: the proxy charm would never be deployed".format(
+                        "no day1-2 entry with the vnfd id {!r} or a vdu id: the proxy charm would never be "
+                        "deployed".format(
                             v["id"]))]
     at = _day12_path(v, entry)
     ees = entry.get("execution-environment-list", [])

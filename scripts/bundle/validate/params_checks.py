@@ -12,8 +12,8 @@ from bundle.validate.problems import Problem, fmt_path
 # references in it; anything else that Jinja would parse is refused.
 JINJA_VAR_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 JINJA_ANY_RE = re.compile(r"\{\{|\{%|\{#")
-# LCM fills these itself.
-BUILTIN = {"rw_mgmt_ip"}
+# LCM fills these itself (<OSM>: LCM 11+, its count_index, vdu_id, ns_id ...; NBI skips it).
+BUILTIN = {"rw_mgmt_ip", "OSM"}
 SECRET_KEYS = {"lte_k", "lte_op", "ue_lte_k", "ue_lte_op", "subscriber_k", "subscriber_op", "ue_k", "ue_op",
                "db_password"}
 
