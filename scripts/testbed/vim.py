@@ -294,13 +294,7 @@ class Testbed(object):
         name, ports and addresses, and a new disk: nothing the charms put on it, a new SSH host
         key. Returns the new Vnf."""
         old = self.vnfs[name]
-        kill_netns_processes(old.netns)
-        # The VM's ports go first, synchronously: deleting a namespace frees its veths only when
-        # the kernel's namespace cleanup runs (a work queue, seconds later on a busy machine), and
-        # the new VM's ports take the same names ("File exists").
-        for n in range(len(old.link_plan) + 1):
-            self._infra(["link", "del", "v{}-{}".format(old.index, n)], check=False)
-        sh(["ip", "netns", "del", old.netns], check=False)
+        self._unplug(old)
         vnf = Vnf(self, name, old.index, old.mgmt_ip)
         vnf.env, vnf.link_plan = old.env, old.link_plan
         self.vnfs[name] = vnf
@@ -310,11 +304,18 @@ class Testbed(object):
     def delete_vnf(self, name):
         """A VM deleted (scale-in): its processes, namespace and disk go."""
         vnf = self.vnfs.pop(name)
+        self._unplug(vnf)
+        shutil.rmtree(vnf.state_dir, ignore_errors=True)
+
+    def _unplug(self, vnf):
+        """The VM's processes, ports and namespace go. The ports first, synchronously: deleting a
+        namespace frees its veths only when the kernel's namespace cleanup runs (a work queue,
+        seconds later on a busy machine), and a VM created next may take the same port names
+        ("File exists")."""
         kill_netns_processes(vnf.netns)
-        sh(["ip", "netns", "del", vnf.netns], check=False)
         for n in range(len(vnf.link_plan) + 1):
             self._infra(["link", "del", "v{}-{}".format(vnf.index, n)], check=False)
-        shutil.rmtree(vnf.state_dir, ignore_errors=True)
+        sh(["ip", "netns", "del", vnf.netns], check=False)
 
     def _boot(self, vnf):
         sh(["ip", "netns", "add", vnf.netns])
