@@ -1,11 +1,13 @@
 """The VNF-side route and service-address hooks (vnf/tunnels.sh), run for real in a private network
 and mount namespace: the charm changes only what it created, never a connected, static or
 operator route, never an address it did not add (IPv4 or IPv6, on lo or the service device)."""
+import ipaddress
 import subprocess
 
 import pytest
 
-from vpnaas import vnfscript
+from vpnaas import vnfscript, wgconfig
+from vpnaas.model import Device, Peer
 
 
 def run_in_fresh_netns(setup, calls, after="", data=None):
@@ -275,3 +277,49 @@ def test_a_device_key_is_kept_renewed_or_copied_but_never_from_a_file_wg_refuses
     assert state["wg-t"][1] == state["wr-t"][0], "the main device took its temporary device's key"
     assert state["wr-t"][1] not in (state["wr-t"][0], state["wg-t"][0]), "a fresh key"
     assert len(state["new-t"][1]) == 44 and report == "DONE\n", "nothing of a key is reported"
+
+
+
+def _public_key():
+    private = subprocess.run(["wg", "genkey"], stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
+    return subprocess.run(["wg", "pubkey"], input=private, stdout=subprocess.PIPE, universal_newlines=True,
+                          check=True).stdout.strip()
+
+
+def _device_body(peers):
+    dev = Device("t", 51999, ipaddress.ip_interface("10.250.9.1/30"), 1420, 25, [], "192.0.2.1", name="wg-t")
+    for key, endpoint, prefixes in peers:
+        dev.peers.append(Peer(key, endpoint, [ipaddress.ip_network(p) for p in prefixes], "t/0"))
+    return wgconfig.render_body(dev)
+
+
+def _applied(text):
+    return [line for line in text.splitlines() if line.startswith("APPLIED ")]
+
+
+@pytest.mark.parametrize("between, second", [
+    ("true", "APPLIED wg-t unchanged"),
+    ("wg set wg-t peer {second_key} allowed-ips 10.250.9.6/32,10.9.9.9/32", "APPLIED wg-t syncconf"),
+    ("wg set wg-t listen-port 51998", "APPLIED wg-t syncconf"),
+    ("wg set wg-t peer {first_key} endpoint 192.0.2.9:51820", "APPLIED wg-t syncconf"),
+    ("wg set wg-t peer {second_key} remove", "APPLIED wg-t syncconf"),
+])
+def test_a_device_whose_configuration_did_not_change_is_not_touched(between, second):
+    """`wg syncconf` replaces every peer's allowed IPs even when they are unchanged, and the
+    userspace implementations drop a packet to or from that peer in between: a device already as
+    wanted is left alone (`unchanged`); one that drifted (an allowed prefix, the port, a literal
+    endpoint, a peer changed behind the charm's back) is synced back. Real wireguard-go, the step
+    run twice in one fresh namespace."""
+    first_key, second_key = _public_key(), _public_key()
+    peers = [(first_key, "192.0.2.2:51820", ["10.250.9.2/32", "172.16.6.2/32"]), (second_key, "", ["10.250.9.6/32"])]
+    data = {"D1_BODY": vnfscript.b64(_device_body(peers)), "D1_ROUTES": vnfscript.b64("")}
+    calls = [("tunnels_prepare",), ("stage_routes", "wg-t", "D1"), ("ensure_device", "wg-t", "keep", "-", "0", "D1")]
+    after = ('{}; echo SECOND; bash "$f" "$@"; echo RUNNING; wg show wg-t dump | tail -n +2 | cut -f1,3,4 | sort'
+             .format(between.format(first_key=first_key, second_key=second_key)))
+    proc, report, routes, _ = run_in_fresh_netns("mount -t tmpfs tmpfs /run/wireguard", calls, after=after, data=data)
+    assert proc.returncode == 0, proc.stderr + report
+    assert _applied(report) == ["APPLIED wg-t up"]
+    rerun, _, running = routes.partition("SECOND\n")[2].partition("RUNNING\n")
+    assert _applied(rerun) == [second]
+    assert sorted(running.split()) == sorted([first_key, "192.0.2.2:51820", "10.250.9.2/32,172.16.6.2/32",
+                                              second_key, "(none)", "10.250.9.6/32"]), running

@@ -350,6 +350,47 @@ device_up() {
   fi
 }
 
+wg_canon_wanted() {  # a stripped wg configuration on stdin: the canonical lines device_unchanged compares
+  # One line per fact, sorted by the caller: "key", "port", and per peer its preshared key,
+  # keepalive, each allowed prefix, and its endpoint when that is an address literal (a name is
+  # resolved by wg itself, and a peer without one is reached where it last sent from).
+  awk -F' = ' '
+    /^\[Interface\]/ { s = "i"; next }
+    /^\[Peer\]/ { s = "p"; next }
+    s == "i" && $1 == "PrivateKey" { print "key " $2 }
+    s == "i" && $1 == "ListenPort" { print "port " $2 }
+    s == "p" && $1 == "PublicKey" { p = $2; peers[p] = 1; psk[p] = "none"; ka[p] = "off" }
+    s == "p" && $1 == "PresharedKey" { psk[p] = $2 }
+    s == "p" && $1 == "PersistentKeepalive" { ka[p] = ($2 == 0 ? "off" : $2) }
+    s == "p" && $1 == "Endpoint" && ($2 ~ /^[0-9.]+:[0-9]+$/ || $2 ~ /^\[[0-9a-fA-F:.]+\]:[0-9]+$/) { print "peer " p " endpoint " $2 }
+    s == "p" && $1 == "AllowedIPs" { n = split($2, a, /, */); for (i = 1; i <= n; i++) if (a[i] != "") print "peer " p " allowed " a[i] }
+    END { for (q in peers) { print "peer " q " psk " psk[q]; print "peer " q " keepalive " ka[q] } }'
+}
+
+wg_canon_running() {  # dev endpoint-peers: the device's running configuration as wg_canon_wanted's lines
+  # Endpoints only of the peers named (those with a literal endpoint in the wanted configuration).
+  wg show "$1" dump 2>/dev/null | awk -F'\t' -v keep="$2" '
+    BEGIN { n = split(keep, k, " "); for (i = 1; i <= n; i++) K[k[i]] = 1 }
+    NR == 1 { print "key " $1; print "port " $3; next }
+    { print "peer " $1 " psk " ($2 == "(none)" ? "none" : $2); print "peer " $1 " keepalive " $8
+      if ($1 in K) print "peer " $1 " endpoint " $3
+      n = split($4, a, ","); for (i = 1; i <= n; i++) if (a[i] != "(none)") print "peer " $1 " allowed " a[i] }'
+}
+
+device_unchanged() {  # dev stripped-configuration: true when the running device already is that
+  # `wg syncconf` replaces every peer's allowed IPs even when they are the same, and the
+  # userspace implementations remove and insert them one call at a time: a packet to or from
+  # that peer in between finds no peer and is dropped (measured: 8-11 packets of 44,000 at 1,000
+  # per second over 1,500 syncconfs of an unchanged configuration, wireguard-go). A step that
+  # reconciles one tunnel would so cost the VNF's other tunnels an occasional packet. The private
+  # key never leaves this function's pipes.
+  local wanted peers running
+  wanted=$(printf '%s\n' "$2" | wg_canon_wanted | LC_ALL=C sort) || return 1
+  peers=$(printf '%s\n' "$wanted" | awk '$3 == "endpoint" { printf "%s ", $2 }')
+  running=$(wg_canon_running "$1" "$peers" | LC_ALL=C sort) || return 1
+  [ -n "$running" ] && [ "$wanted" = "$running" ]
+}
+
 drain_device() {  # dev: wait (at most 1 s) until dev has sent what was routed into it
   # A key rotation moves a direction's routes off a device and, in the same step, changes that
   # device's key (phase 3) or deletes it (phase 5). A packet routed into the device just before
@@ -426,9 +467,14 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name: <name>_BODY
     if [ "$KEY_COPIED" = 1 ]; then drain_device "$dev"; fi
     # strip first: a failure inside <(...) would go unnoticed and syncconf would apply nothing
     stripped=$(wg-quick strip "$dev")
-    wg syncconf "$dev" <(printf '%s\n' "$stripped")
-    apply_routes "$dev"
-    out "APPLIED $dev syncconf"
+    if device_unchanged "$dev" "$stripped"; then
+      apply_routes "$dev"
+      out "APPLIED $dev unchanged"
+    else
+      wg syncconf "$dev" <(printf '%s\n' "$stripped")
+      apply_routes "$dev"
+      out "APPLIED $dev syncconf"
+    fi
   else
     install_file "$conf.vpnaas-tmp" "$conf"
     device_up "$dev"
