@@ -12,7 +12,7 @@ The report never contains the private key: only peer lines of ``wg show dump`` a
 """
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-from vpnaas import metrics, rotation, validation, vnfscript, wgconfig
+from vpnaas import dataplane, metrics, rotation, validation, vnfscript, wgconfig
 from vpnaas.facts import Facts
 from vpnaas.model import Plan
 
@@ -25,7 +25,8 @@ class RemoteError(Exception):
 
 def tunnel_step(plan: Plan, facts_digest: str = "", rotate: Iterable[str] = (), restart: bool = False,
                 component: Optional[Callable[[vnfscript.Step], None]] = None,
-                fresh_next: Iterable[str] = ()) -> vnfscript.Step:
+                fresh_next: Iterable[str] = (),
+                programs: Optional[Dict[str, dataplane.Program]] = None) -> vnfscript.Step:
     """The tunnel step for ``plan``; ``rotate`` names devices that get a new key pair in place,
     ``fresh_next`` main devices whose temporary device gets a new one (a make-before-break
     rotation starts: rotation.py).
@@ -45,10 +46,14 @@ def tunnel_step(plan: Plan, facts_digest: str = "", rotate: Iterable[str] = (), 
     ``component(step)`` may add a component's own files and calls (e.g. start its service once
     its tunnels have a handshake); they run after the tunnels are applied, before the report, in
     the same session, and may report ``COMPONENT <key> <value>`` lines. Helpers they can use:
-    out, fail, isolated, has_handshake <dev>..."""
+    out, fail, isolated, has_handshake <dev>...
+
+    ``programs`` are the userspace WireGuard programs the charm ships (dataplane.py): the VNF
+    checks the installed copy of each one a device needs and, when one is missing or differs,
+    reports ``NEED <name>`` and applies nothing (``Observation.needs``)."""
     step = vnfscript.Step(TUNNEL_FILES)
     step.call("facts_guard", facts_digest or "-", *plan.endpoint_names)
-    step.call("tunnels_prepare")
+    step.call("tunnels_prepare", *dataplane.prepare_args(plan, programs or {}))
     step.call("service_addresses", *plan.service_address_args())
     devices = plan.temp_devices + plan.devices
     staged = []
@@ -60,7 +65,8 @@ def tunnel_step(plan: Plan, facts_digest: str = "", rotate: Iterable[str] = (), 
     step.call("stage_routes", *staged)
     for i, dev in enumerate(devices, 1):
         mode, source = key_mode(plan, dev.name, rotate, fresh_next)
-        step.call("apply_device", dev.name, mode, source, "1" if restart else "0", "DEVICE{}".format(i))
+        step.call("apply_device", dev.name, mode, source, "1" if restart else "0", "DEVICE{}".format(i),
+                  dev.implementation)
     names = [dev.name for dev in devices]
     step.call("remove_stale_devices", *names)
     metrics.add_to_step(step, plan)
@@ -113,6 +119,10 @@ class Observation(object):
         self.hostname = ""
         self.component: Dict[str, str] = {}
         self.metrics = ""   # the exporter: "up <address>:<port>", "off", "failed: <why>" or "" (not reported)
+        #: device -> (implementation, version) it runs on now: kernel, wireguard-go, boringtun
+        self.dataplane: Dict[str, Tuple[str, str]] = {}
+        #: shipped programs the VNF lacks: it applied nothing (dataplane.py)
+        self.needs: List[str] = []
 
     def as_tunnels(self, plan: Plan) -> List[Dict[str, Any]]:
         """The tunnel-status document: one entry per planned device (a temporary one, while a key
@@ -151,6 +161,12 @@ def _observation(report: vnfscript.Report) -> Observation:
             parts = rest.split(" ")
             obs.implementation = parts[0]
             obs.implementation_detail = " ".join(parts[1:])
+        elif kind == "DATAPLANE":
+            dev, impl, version = (rest.split(" ") + ["", ""])[:3]
+            obs.dataplane[dev] = (validation.implementation(impl, "data plane of " + scrub(dev)[:20]),
+                                  scrub(version)[:40] or "unknown")
+        elif kind == "NEED":
+            obs.needs.append(scrub(rest)[:40])
         elif kind == "PUBKEY":
             dev, _, key = rest.partition(" ")
             try:

@@ -124,13 +124,19 @@ def wg_dump() -> Optional[Dict[str, List[List[str]]]]:
 
 def implementation(device: str, userspace: str) -> Tuple[str, str]:
     """(implementation, version) of a present device: the kernel module's, or the userspace
-    program the charm's step brought it up with."""
+    program the charm's step brought it up with. ``userspace`` is the charm's record, one
+    "device implementation version" line per device (or, written by a release before the
+    per-device choice, one "userspace <program> <version>" line for every device)."""
     uevent = read_text("/sys/class/net/{}/uevent".format(device), 4096)
     if "DEVTYPE=wireguard" in uevent.split("\n"):
         return "kernel", read_text("/sys/module/wireguard/version", 64).strip() or "unknown"
-    parts = userspace.split()
-    if len(parts) >= 2 and parts[0] == "userspace":
-        return os.path.basename(parts[1]), (parts[2] if len(parts) > 2 else "unknown")
+    lines = [line.split() for line in userspace.splitlines()]
+    for parts in lines:
+        if len(parts) == 3 and parts[0] == device and parts[1] != "kernel":
+            return parts[1], parts[2]
+    for parts in lines:
+        if len(parts) >= 2 and parts[0] == "userspace":
+            return os.path.basename(parts[1]), (parts[2] if len(parts) > 2 else "unknown")
     return "userspace", "unknown"
 
 
