@@ -205,12 +205,29 @@ def _observation(report: vnfscript.Report) -> Observation:
             obs.now = int(rest)
         elif kind == "PEER":
             dev, _, dump = rest.partition(" ")
-            obs.peers.setdefault(dev, []).append(_peer_from_dump(dump, obs.now))
+            impl = obs.dataplane.get(dev, ("", ""))[0]
+            obs.peers.setdefault(dev, []).append(_peer_from_dump(dump, obs.now, impl))
     obs.facts = Facts.from_lines(facts, digest)
     return obs
 
 
-def _peer_from_dump(dump: str, now: int) -> Dict[str, Any]:
+#: A "latest handshake" below this (2001-09-09) is no time since the epoch: see handshake_age.
+_EPOCH_FLOOR = 10 ** 9
+
+
+def handshake_age(handshake: int, now: int, implementation: str = "") -> Optional[int]:
+    """Seconds since the latest handshake (None: none yet). boringtun 0.7.1 answers the UAPI's
+    ``last_handshake_time_sec`` with the time *since* the handshake, where the kernel and
+    wireguard-go give the time of it (seconds since the epoch), so `wg show` prints a small
+    number for it; such a value is the age itself."""
+    if not handshake:
+        return None
+    if implementation == "boringtun" and 0 < handshake < _EPOCH_FLOOR:
+        return handshake
+    return max(0, now - handshake)
+
+
+def _peer_from_dump(dump: str, now: int, implementation: str = "") -> Dict[str, Any]:
     # public-key preshared-key endpoint allowed-ips latest-handshake rx tx keepalive
     fields = dump.split("\t")
     if len(fields) < 8:
@@ -220,7 +237,7 @@ def _peer_from_dump(dump: str, now: int) -> Dict[str, Any]:
         "public-key": fields[0],
         "endpoint": "" if fields[2] == "(none)" else fields[2],
         "allowed-ips": [] if fields[3] == "(none)" else fields[3].split(","),
-        "latest-handshake-age": (max(0, now - handshake) if handshake else None),
+        "latest-handshake-age": handshake_age(handshake, now, implementation),
         "rx-bytes": int(fields[5]),
         "tx-bytes": int(fields[6]),
     }

@@ -156,3 +156,17 @@ def test_the_report_gives_each_devices_data_plane_and_the_status_groups_them():
     assert status.dataplane_note(plan, obs) == ""
     with pytest.raises(remote.RemoteError):
         remote.parse_report("DATAPLANE wg-s6a userspace\nDONE\n")
+
+
+def test_boringtuns_handshake_time_is_read_as_the_age_it_is():
+    now = 1764000000
+    assert remote.handshake_age(0, now, "boringtun") is None
+    assert remote.handshake_age(3, now, "boringtun") == 3
+    assert remote.handshake_age(now - 7, now, "boringtun") == 7     # a fixed boringtun, should one come
+    assert remote.handshake_age(now - 7, now, "wireguard-go") == 7
+    assert remote.handshake_age(3, now, "wireguard-go") == now - 3   # the others' 1970 stays as it is
+    obs = remote.parse_report("\n".join([
+        "NOW {}".format(now), "DATAPLANE wg-s6a boringtun 0.7.1",
+        "PEER wg-s6a " + "\t".join(["k" * 43 + "=", "(none)", "(none)", "10.0.0.2/32", "4", "1", "2", "25"]),
+        "DONE"]))
+    assert obs.peers["wg-s6a"][0]["latest-handshake-age"] == 4

@@ -30,6 +30,7 @@ DATAPLANE_DROPIN=vpnaas-dataplane.conf
 declare -A USERSPACE=()    # implementation -> the program this step may start it with
 declare -A DP_VERSION=()   # implementation -> its version (asked once per step)
 TUNNELS_KERNEL=0           # 1: this VNF's kernel has the WireGuard module
+WG_TIMEOUT=10              # s: a userspace daemon's UAPI socket that does not answer by then is wedged
 
 # --------------------------------------------------------------------------- hooks run by wg-quick too
 # These two functions are also installed as scripts (PreUp/PostUp of every managed device), so
@@ -291,7 +292,6 @@ tunnels_prepare() {  # [name sha256 always|nokernel]...: the shipped programs a 
     out "IMPL none"
   fi
   install_hooks
-  if [ "${#USERSPACE[@]}" -gt 0 ]; then install_wrapper; fi
 }
 
 dataplane_version() {  # implementation: its version ("unknown" when it does not say)
@@ -362,7 +362,7 @@ dataplane_resolve() {  # choice (auto|kernel|wireguard-go|boringtun): sets DP_IM
 
 dataplane_current() {  # dev: the implementation the running device was brought up with ("" if none runs)
   local dev=$1 rec
-  wg show "$dev" >/dev/null 2>&1 || return 0
+  timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1 || return 0
   rec=$(cat "/etc/wireguard/$dev.impl" 2>/dev/null || true)
   if [ -n "$rec" ]; then printf '%s' "$rec"; return 0; fi
   # A device of a release before the choice: the kernel's, or wireguard-go (the only program then).
@@ -491,7 +491,10 @@ device_down() {
 
 device_up() {  # dev implementation program: (re)start the device on that implementation
   local -a quick=(wg-quick)
-  [ "$2" = kernel ] || quick=("$DATAPLANE_WRAPPER" "$3")
+  if [ "$2" != kernel ]; then
+    install_wrapper   # only where a device runs on a userspace program
+    quick=("$DATAPLANE_WRAPPER" "$3")
+  fi
   if [ "$init" = systemd ]; then
     dataplane_dropin "$@"
     systemctl enable "wg-quick@$1" >/dev/null 2>&1
@@ -563,18 +566,30 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementati
   chmod 600 "$conf.vpnaas-tmp"
   # A device runs on one implementation for its whole life: another choice re-creates it (a short
   # break on this device only); the same choice never does.
-  if [ "$restart" = 0 ] && wg show "$dev" >/dev/null 2>&1 \
+  # A userspace daemon that no longer answers (WG_TIMEOUT) counts as gone: it is started again.
+  if [ "$restart" = 0 ] && timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1 \
      && [ "$(iface_signature "$conf")" = "$(iface_signature "$conf.vpnaas-tmp")" ] \
      && [ "$(dataplane_current "$dev")" = "$DP_IMPL" ]; then
+    local how=syncconf
+    if [ "$DP_IMPL" = boringtun ]; then
+      # boringtun 0.7.1 answers the partial updates of `wg syncconf` and `wg set` with EPROTO and
+      # then never answers its UAPI socket again; a whole `wg setconf` it takes. So a changed
+      # configuration is set whole, and an unchanged one not at all: setconf replaces the peers,
+      # whose sessions then start over with a new handshake (docs/bench.md).
+      how=unchanged
+      cmp -s "$conf.vpnaas-tmp" "$conf" || how=setconf
+    fi
     install_file "$conf.vpnaas-tmp" "$conf"
     printf '%s\n' "$DP_IMPL" > "/etc/wireguard/$dev.impl.vpnaas-tmp"
     install_file "/etc/wireguard/$dev.impl.vpnaas-tmp" "/etc/wireguard/$dev.impl"
-    # strip first: a failure inside <(...) would go unnoticed and syncconf would apply nothing
-    stripped=$(wg-quick strip "$dev")
-    wg syncconf "$dev" <(printf '%s\n' "$stripped")
+    if [ "$how" != unchanged ]; then
+      # strip first: a failure inside <(...) would go unnoticed and syncconf would apply nothing
+      stripped=$(wg-quick strip "$dev")
+      wg "$how" "$dev" <(printf '%s\n' "$stripped")
+    fi
     apply_routes "$dev"
     dataplane_report "$dev" "$DP_IMPL"
-    out "APPLIED $dev syncconf"
+    out "APPLIED $dev $how"
   else
     install_file "$conf.vpnaas-tmp" "$conf"
     device_up "$dev" "$DP_IMPL" "$DP_PROGRAM"
@@ -619,7 +634,7 @@ report() {  # devices...: host, time and every peer of every device (never the p
   out "NOW $(date +%s)"
   local dev line
   for dev in "$@"; do
-    if wg show "$dev" >/dev/null 2>&1; then out "UP $dev"; else out "DOWN $dev"; continue; fi
+    if timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1; then out "UP $dev"; else out "DOWN $dev"; continue; fi
     # Peer lines only: the first line of the dump holds the private key.
     wg show "$dev" dump | tail -n +2 | while IFS= read -r line; do out "PEER $dev $line"; done
   done

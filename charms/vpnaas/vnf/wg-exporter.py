@@ -207,8 +207,11 @@ def collect(labels: List[Dict[str, Any]], dump: Optional[Dict[str, List[List[str
             labels_ = base + (("peer", by_key.get(f[1]) or "unknown:" + f[1][:8]),)
             handshake, rx, tx = _int(f[5]), _int(f[6]), _int(f[7])
             if handshake > 0:
+                # boringtun 0.7.1 gives the time since the handshake where the others give its
+                # time (seconds since the epoch): a value before 2001 is the age itself.
+                age = handshake if impl == "boringtun" and handshake < 10 ** 9 else max(0, int(now) - handshake)
                 out["vpnaas_wireguard_peer_handshake_age_seconds"].append(sample(
-                    "vpnaas_wireguard_peer_handshake_age_seconds", labels_, max(0, int(now) - handshake)))
+                    "vpnaas_wireguard_peer_handshake_age_seconds", labels_, age))
             out["vpnaas_wireguard_peer_receive_bytes_total"].append(
                 sample("vpnaas_wireguard_peer_receive_bytes_total", labels_, rx))
             out["vpnaas_wireguard_peer_transmit_bytes_total"].append(
