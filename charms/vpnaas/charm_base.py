@@ -306,7 +306,9 @@ class VpnaasCharm(CharmBase):
         address, a new gateway or address, a peer's endpoint name that resolves elsewhere): then
         the plan is made again with what it reported, and sent again in the same login. A plan
         that the VNF's facts make invalid (an operator's address on its management network) is
-        returned with its errors, nothing applied."""
+        returned with its errors, nothing applied. A VNF that lacks a shipped program a device
+        needs (``NEED``) gets it on a second channel of the same login, then the step again
+        (dataplane.py)."""
         installed: List[str] = []
         for _ in range(FACTS_ATTEMPTS + len(dataplane.PROGRAMS)):
             known = self._known_facts()

@@ -132,7 +132,9 @@ class Observation(object):
             out.append({"device": dev.name, "endpoint": dev.endpoint, "up": self.up.get(dev.name, False),
                         "public-key": self.public_keys.get(dev.name, ""), "listen-port": dev.listen_port,
                         "address": str(dev.address), "peers": self.peers.get(dev.name, []),
-                        "temporary": dev not in plan.devices})
+                        "temporary": dev not in plan.devices,
+                        # what the device runs on now ("" when it was not applied): dataplane.py
+                        "implementation": " ".join(self.dataplane.get(dev.name, ("", ""))).strip()})
         return out
 
 
