@@ -9,6 +9,7 @@ VENV36 := .venv36
 export PYTHONPATH := $(CURDIR)/scripts:$(CURDIR)/charms
 BASE ?= ubuntu@18.04
 NS ?= eps_wg
+IMPL ?=
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
@@ -41,19 +42,19 @@ $(VENV36)/.done: charms/requirements.txt
 deps: ## install the system packages the tests and the demo use (Debian/Ubuntu, as root)
 	bash scripts/install-deps.sh
 
-wireguard-go: venv ## build the newest wireguard-go into build/tools (falls back to the distribution's)
+wireguard-go: venv ## build the newest wireguard-go (static) into build/tools: the charms ship it (else the VNF's own is used)
 	bash scripts/build-wireguard-go.sh
 
 hookclient: ## build the emulated VCA's compiled hook-tool client into build/tools (Go; else the Python client is used)
 	bash scripts/build-hookclient.sh
 
-boringtun: ## build boringtun-cli (crates.io, cargo) into build/tools; the bench measures it beside wireguard-go
+boringtun: ## build boringtun-cli (crates.io; cargo-zigbuild for glibc 2.17, from PyPI) into build/tools: the charms ship it
 	bash scripts/build-boringtun.sh
 
-charms: venv ## build every charm for BASE (default ubuntu@18.04, Python 3.6) into build/charms
+charms: venv wireguard-go boringtun ## build every charm for BASE (default ubuntu@18.04, Python 3.6) into build/charms, with the userspace WireGuard programs
 	$(PY) -m bundle.build_charms --base $(BASE)
 
-charms-local: venv ## build every charm for this machine's Python into build/charms-local (tests, testbed)
+charms-local: venv wireguard-go boringtun ## build every charm for this machine's Python into build/charms-local (tests, testbed)
 	$(PY) -m bundle.build_charms --base local
 
 packages: charms ## build every VNF/NS/NST package into build/packages
@@ -83,10 +84,10 @@ oai-conformance: venv ## check the OAI charms against OAI's sources at the pinne
 pycompat: venv ## prove the charm runtime code runs on Python 3.6
 	$(VENV)/bin/vermin -q --no-tips --violations -t=3.6- $$(find charms -name '*.py')
 
-test: deps venv hookclient lint pycompat unit36 ## everything CI runs: lint, 3.6 checks, unit, charm, descriptor, package and end-to-end tests
+test: deps venv hookclient wireguard-go boringtun lint pycompat unit36 ## everything CI runs: lint, 3.6 checks, unit, charm, descriptor, package and end-to-end tests
 	$(PY) -m pytest -q -p no:cacheprovider --durations=10 $(PYTEST_ARGS) tests
 
-unit: venv hookclient ## every test that needs no root, on every core (pytest-xdist): the everyday loop (well under a minute)
+unit: venv hookclient wireguard-go boringtun ## every test that needs no root, on every core (pytest-xdist): the everyday loop (well under a minute)
 	@bash scripts/check-unit-deps.sh
 	$(PY) -m pytest -q -p no:cacheprovider -n auto --dist loadgroup $(PYTEST_ARGS) tests --ignore=tests/e2e
 
@@ -94,12 +95,13 @@ unit36: $(VENV36)/.done ## the pure core, the hostile-value corpus, the OAI step
 	$(VENV36)/bin/python -m pytest -q -p no:cacheprovider tests/unit/test_hostile_values.py \
 	  tests/unit/test_validation.py tests/unit/test_plan.py tests/unit/test_relation_data.py \
 	  tests/unit/test_vnfscript.py tests/unit/test_remote.py tests/unit/test_hookgate.py tests/unit/test_peer_trust.py \
-	  tests/unit/test_relation_cache.py tests/unit/test_rotation_protocol.py tests/unit/test_metrics.py tests/unit/test_instance.py tests/harness \
+	  tests/unit/test_relation_cache.py tests/unit/test_rotation_protocol.py tests/unit/test_metrics.py tests/unit/test_instance.py \
+	  tests/unit/test_dataplane.py tests/harness \
 	  tests/charms/test_oai_scripts.py tests/charms/test_oai_validation.py tests/charms/test_oai_ue.py \
 	  tests/charms/test_oai_charms.py
 
-demo: deps venv charms-local wireguard-go hookclient ## bring up NS=$(NS) (the WireGuard EPS; sa_wg: the 5G SA network) locally in network namespaces and measure it (root)
-	$(PY) -m testbed.demo --ns $(NS)
+demo: deps venv wireguard-go boringtun charms-local hookclient ## bring up NS=$(NS) locally in network namespaces and measure it; IMPL=signalling=boringtun etc.: the data plane per interface (root)
+	$(PY) -m testbed.demo --ns $(NS) $(if $(IMPL),--implementation "$(IMPL)")
 
 bench: deps venv charms-local wireguard-go hookclient boringtun ## repeated data-plane and convergence measurements (root)
 	$(PY) -m testbed.bench $(BENCH_ARGS)

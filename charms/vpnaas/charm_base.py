@@ -25,6 +25,7 @@ from ops.framework import StoredState
 from ops.model import BlockedStatus, MaintenanceStatus, StatusBase, WaitingStatus
 
 from vpnaas import (
+    dataplane,
     model,
     policy,
     relation_cache,
@@ -116,10 +117,17 @@ class VpnaasCharm(CharmBase):
     def build_plan(self, manual_peers: Optional[model.ManualPeers] = None) -> model.Plan:
         """The plan from config, relation data (without a relation being broken in this hook),
         the manual peers and what this very VNF reported about itself last time."""
-        return planning.build_plan(dict(self.config), self.endpoints, self.tunnels.snapshot(),
+        plan = planning.build_plan(dict(self.config), self.endpoints, self.tunnels.snapshot(),
                                    self._manual_peers() if manual_peers is None else manual_peers,
                                    facts=self._known_facts(), incumbents=json.loads(self._stored.claims),
                                    own_keys=set(json.loads(self._stored.public_keys).values()), own=self.own_rotation())
+        plan.errors += dataplane.plan_errors(plan, self.programs)
+        return plan
+
+    @property
+    def programs(self) -> Dict[str, dataplane.Program]:
+        """The userspace WireGuard programs this charm carries (dataplane.py)."""
+        return dataplane.shipped(dataplane.charm_folder(str(self.charm_dir)))
 
     def own_rotation(self) -> rotation.Own:
         """The devices whose key rotation this unit runs, and its devices' keys as last reported."""
@@ -298,11 +306,17 @@ class VpnaasCharm(CharmBase):
         address, a new gateway or address, a peer's endpoint name that resolves elsewhere): then
         the plan is made again with what it reported, and sent again in the same login. A plan
         that the VNF's facts make invalid (an operator's address on its management network) is
-        returned with its errors, nothing applied."""
-        for _ in range(FACTS_ATTEMPTS):
+        returned with its errors, nothing applied. A VNF that lacks a shipped program a device
+        needs (``NEED``) gets it on a second channel of the same login, then the step again
+        (dataplane.py)."""
+        installed: List[str] = []
+        for _ in range(FACTS_ATTEMPTS + len(dataplane.PROGRAMS)):
             known = self._known_facts()
             obs = self.run_vnf_step(session, target, self._tunnel_step(plan, known.digest if known else "", options))
             self._remember_facts(obs.facts)
+            if obs.needs and not obs.facts_changed:
+                self._install_programs(session, target, obs.needs, installed)
+                continue
             if not obs.facts_changed:
                 return plan, obs
             plan = self.build_plan()
@@ -311,8 +325,29 @@ class VpnaasCharm(CharmBase):
         raise ssh.SshError("the VNF reported other facts {} times in one session (its addresses are changing); "
                            "retrying at the next event".format(FACTS_ATTEMPTS), transient=True)
 
+    def _install_programs(self, session: ssh.Session, target: ssh.Target, names: List[str],
+                          installed: List[str]) -> None:
+        """Send the programs the VNF asked for (``NEED``; dataplane.py), each at most once per
+        session: a VNF that asks again for what it just received cannot keep it (a full disk)."""
+        programs = self.programs
+        wanted = dataplane.needed(programs, names)
+        if wanted is None:
+            raise remote.RemoteError("the VNF asked for a program this charm does not ship: {}".format(
+                remote.scrub(" ".join(names))[:80]))
+        for program in wanted:
+            if program.name in installed:
+                raise remote.RemoteError("the VNF still lacks {} after it was installed (is {} writable?)".format(
+                    program.name, dataplane.VNF_DIR))
+            logger.info("installing %s %s on %s", program.name, program.version, target.host)
+            try:
+                dataplane.upload(session, target.username, program)
+            except dataplane.DataplaneError as e:
+                raise remote.RemoteError(str(e)) from None
+            installed.append(program.name)
+
     def _tunnel_step(self, plan: model.Plan, digest: str, options: Dict[str, Any]) -> vnfscript.Step:
-        return remote.tunnel_step(plan, digest, component=lambda step: self.workload.step(plan, step), **options)
+        return remote.tunnel_step(plan, digest, component=lambda step: self.workload.step(plan, step),
+                                  programs=self.programs, **options)
 
     def run_vnf_step(self, session: ssh.Session, target: ssh.Target, step: vnfscript.Step) -> remote.Observation:
         """Run one VNF-side step in an open session and read its report."""

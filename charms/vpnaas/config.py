@@ -40,6 +40,7 @@ class EndpointConfig(NamedTuple):
     publish_host: str              # the underlay host the peer sends to
     allowance: List[Network]       # <ep>-peer-prefixes: what a related peer may announce
     service_network: Optional[Network]  # <ep>-service-network: the IP plan's network of this endpoint
+    implementation: str = "auto"   # <ep>-implementation: the data plane of its device (dataplane.py)
 
 
 def parse(config: Dict[str, Any]) -> CharmConfig:
@@ -78,6 +79,7 @@ def parse_endpoint(config: Dict[str, Any], name: str, role: str, ssh_host: str) 
         publish_host=instance.endpoint_host(host, k, name + "-endpoint-address") if host else ssh_host,
         allowance=validation.prefix_list(config.get(name + "-peer-prefixes") or "", name + "-peer-prefixes"),
         service_network=_service_network(config, name, service),
+        implementation=validation.implementation(config.get(name + "-implementation"), name + "-implementation"),
     )
 
 

@@ -89,7 +89,7 @@ class Device(object):
 
     def __init__(self, endpoint: str, listen_port: int, address: Interface, mtu: int, keepalive: int,
                  service_addresses: List[Interface], publish_host: str, allowance: Iterable[Network] = (),
-                 service_network: Optional[Network] = None, name: str = "") -> None:
+                 service_network: Optional[Network] = None, name: str = "", implementation: str = "auto") -> None:
         self.endpoint = endpoint
         self.name = name or refpoints.device_name(endpoint)  # a temporary device has its own
         self.listen_port = listen_port
@@ -100,6 +100,7 @@ class Device(object):
         self.publish_host = publish_host        # underlay host the peer should send to
         self.allowance = list(allowance)        # <ep>-peer-prefixes: what related peers may announce
         self.service_network = service_network  # <ep>-service-network: the default allowance
+        self.implementation = implementation    # <ep>-implementation: auto, kernel, wireguard-go, boringtun
         self.peers: List[Peer] = []
         self.waiting: List[str] = []  # why a peer is not there yet (shown in the status)
         self.problems: List[str] = []  # invalid or refused peer data
@@ -124,9 +125,13 @@ class Device(object):
         return sorted(set(out))
 
     def as_dict(self) -> Dict[str, Any]:
-        return {"name": self.name, "endpoint": self.endpoint, "listen-port": self.listen_port,
-                "address": str(self.address), "mtu": self.mtu, "keepalive": self.keepalive,
-                "peers": [p.as_dict() for p in self.peers], "routes": self.routes()}
+        out = {"name": self.name, "endpoint": self.endpoint, "listen-port": self.listen_port,
+               "address": str(self.address), "mtu": self.mtu, "keepalive": self.keepalive,
+               "peers": [p.as_dict() for p in self.peers], "routes": self.routes()}
+        if self.implementation != "auto":
+            # Only then: a plan of the default keeps the fingerprint of the release before.
+            out["implementation"] = self.implementation
+        return out
 
 
 class Plan(object):

@@ -58,7 +58,7 @@ def build_plan(config: Dict[str, Any], endpoints: List[TunnelEndpoint], relation
             continue
         used_ports[port] = ep.name
         dev = Device(ep.name, port, epc.address, cfg.mtu, cfg.keepalive, epc.service_addresses, epc.publish_host,
-                     epc.allowance, epc.service_network)
+                     epc.allowance, epc.service_network, implementation=epc.implementation)
         related[dev.name] = [unit for units in rels for unit in units]
         for units in rels:
             for unit in sorted(units):

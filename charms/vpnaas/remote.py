@@ -12,7 +12,7 @@ The report never contains the private key: only peer lines of ``wg show dump`` a
 """
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-from vpnaas import metrics, rotation, validation, vnfscript, wgconfig
+from vpnaas import dataplane, metrics, rotation, validation, vnfscript, wgconfig
 from vpnaas.facts import Facts
 from vpnaas.model import Plan
 
@@ -25,7 +25,8 @@ class RemoteError(Exception):
 
 def tunnel_step(plan: Plan, facts_digest: str = "", rotate: Iterable[str] = (), restart: bool = False,
                 component: Optional[Callable[[vnfscript.Step], None]] = None,
-                fresh_next: Iterable[str] = ()) -> vnfscript.Step:
+                fresh_next: Iterable[str] = (),
+                programs: Optional[Dict[str, dataplane.Program]] = None) -> vnfscript.Step:
     """The tunnel step for ``plan``; ``rotate`` names devices that get a new key pair in place,
     ``fresh_next`` main devices whose temporary device gets a new one (a make-before-break
     rotation starts: rotation.py).
@@ -45,10 +46,14 @@ def tunnel_step(plan: Plan, facts_digest: str = "", rotate: Iterable[str] = (), 
     ``component(step)`` may add a component's own files and calls (e.g. start its service once
     its tunnels have a handshake); they run after the tunnels are applied, before the report, in
     the same session, and may report ``COMPONENT <key> <value>`` lines. Helpers they can use:
-    out, fail, isolated, has_handshake <dev>..."""
+    out, fail, isolated, has_handshake <dev>...
+
+    ``programs`` are the userspace WireGuard programs the charm ships (dataplane.py): the VNF
+    checks the installed copy of each one a device needs and, when one is missing or differs,
+    reports ``NEED <name>`` and applies nothing (``Observation.needs``)."""
     step = vnfscript.Step(TUNNEL_FILES)
     step.call("facts_guard", facts_digest or "-", *plan.endpoint_names)
-    step.call("tunnels_prepare")
+    step.call("tunnels_prepare", *dataplane.prepare_args(plan, programs or {}))
     step.call("service_addresses", *plan.service_address_args())
     devices = plan.temp_devices + plan.devices
     staged = []
@@ -60,7 +65,8 @@ def tunnel_step(plan: Plan, facts_digest: str = "", rotate: Iterable[str] = (), 
     step.call("stage_routes", *staged)
     for i, dev in enumerate(devices, 1):
         mode, source = key_mode(plan, dev.name, rotate, fresh_next)
-        step.call("apply_device", dev.name, mode, source, "1" if restart else "0", "DEVICE{}".format(i))
+        step.call("apply_device", dev.name, mode, source, "1" if restart else "0", "DEVICE{}".format(i),
+                  dev.implementation)
     names = [dev.name for dev in devices]
     step.call("remove_stale_devices", *names)
     metrics.add_to_step(step, plan)
@@ -113,6 +119,10 @@ class Observation(object):
         self.hostname = ""
         self.component: Dict[str, str] = {}
         self.metrics = ""   # the exporter: "up <address>:<port>", "off", "failed: <why>" or "" (not reported)
+        #: device -> (implementation, version) it runs on now: kernel, wireguard-go, boringtun
+        self.dataplane: Dict[str, Tuple[str, str]] = {}
+        #: shipped programs the VNF lacks: it applied nothing (dataplane.py)
+        self.needs: List[str] = []
 
     def as_tunnels(self, plan: Plan) -> List[Dict[str, Any]]:
         """The tunnel-status document: one entry per planned device (a temporary one, while a key
@@ -126,7 +136,9 @@ class Observation(object):
                         # What an operator's add-peer on the other end needs (deploy scale):
                         # the host peers send to, and the addresses behind this end.
                         "endpoint-address": dev.publish_host,
-                        "service-addresses": [str(a) for a in dev.service_addresses]})
+                        "service-addresses": [str(a) for a in dev.service_addresses],
+                        # what the device runs on now ("" when it was not applied): dataplane.py
+                        "implementation": " ".join(self.dataplane.get(dev.name, ("", ""))).strip()})
         return out
 
 
@@ -155,6 +167,12 @@ def _observation(report: vnfscript.Report) -> Observation:
             parts = rest.split(" ")
             obs.implementation = parts[0]
             obs.implementation_detail = " ".join(parts[1:])
+        elif kind == "DATAPLANE":
+            dev, impl, version = (rest.split(" ") + ["", ""])[:3]
+            obs.dataplane[dev] = (validation.implementation(impl, "data plane of " + scrub(dev)[:20]),
+                                  scrub(version)[:40] or "unknown")
+        elif kind == "NEED":
+            obs.needs.append(scrub(rest)[:40])
         elif kind == "PUBKEY":
             dev, _, key = rest.partition(" ")
             try:
@@ -193,12 +211,29 @@ def _observation(report: vnfscript.Report) -> Observation:
             obs.now = int(rest)
         elif kind == "PEER":
             dev, _, dump = rest.partition(" ")
-            obs.peers.setdefault(dev, []).append(_peer_from_dump(dump, obs.now))
+            impl = obs.dataplane.get(dev, ("", ""))[0]
+            obs.peers.setdefault(dev, []).append(_peer_from_dump(dump, obs.now, impl))
     obs.facts = Facts.from_lines(facts, digest)
     return obs
 
 
-def _peer_from_dump(dump: str, now: int) -> Dict[str, Any]:
+#: A "latest handshake" below this (2001-09-09) is no time since the epoch: see handshake_age.
+_EPOCH_FLOOR = 10 ** 9
+
+
+def handshake_age(handshake: int, now: int, implementation: str = "") -> Optional[int]:
+    """Seconds since the latest handshake (None: none yet). boringtun 0.7.1 answers the UAPI's
+    ``last_handshake_time_sec`` with the time *since* the handshake, where the kernel and
+    wireguard-go give the time of it (seconds since the epoch), so `wg show` prints a small
+    number for it; such a value is the age itself."""
+    if not handshake:
+        return None
+    if implementation == "boringtun" and 0 < handshake < _EPOCH_FLOOR:
+        return handshake
+    return max(0, now - handshake)
+
+
+def _peer_from_dump(dump: str, now: int, implementation: str = "") -> Dict[str, Any]:
     # public-key preshared-key endpoint allowed-ips latest-handshake rx tx keepalive
     fields = dump.split("\t")
     if len(fields) < 8:
@@ -208,7 +243,7 @@ def _peer_from_dump(dump: str, now: int) -> Dict[str, Any]:
         "public-key": fields[0],
         "endpoint": "" if fields[2] == "(none)" else fields[2],
         "allowed-ips": [] if fields[3] == "(none)" else fields[3].split(","),
-        "latest-handshake-age": (max(0, now - handshake) if handshake else None),
+        "latest-handshake-age": handshake_age(handshake, now, implementation),
         "rx-bytes": int(fields[5]),
         "tx-bytes": int(fields[6]),
     }

@@ -191,7 +191,8 @@ def _temp_device(dev: Device, port: int, held: List[Peer]) -> Device:
     the held partners with their temporary keys and endpoints, their prefixes as on the main device."""
     ip = dev.address.ip
     temp = Device(dev.endpoint, port, ipaddress.ip_interface("{}/{}".format(ip, ip.max_prefixlen)), dev.mtu,
-                  dev.keepalive, dev.service_addresses, dev.publish_host, name=temp_name(dev.name))
+                  dev.keepalive, dev.service_addresses, dev.publish_host, name=temp_name(dev.name),
+                  implementation=dev.implementation)   # the same data plane as the device it stands in for
     for p in held:
         peer = Peer(p.rotation.next_key or p.public_key, p.rotation.next_endpoint, list(p.allowed_ips), p.source,
                     tunnel=p.tunnel)

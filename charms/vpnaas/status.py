@@ -1,5 +1,5 @@
 """The unit status of the tunnels, from the plan and what the VNF reported (ops' status types only)."""
-from typing import Dict
+from typing import Dict, List
 
 from ops.model import ActiveStatus, BlockedStatus, StatusBase, WaitingStatus
 
@@ -8,8 +8,8 @@ from vpnaas import model, remote, rotation
 
 def tunnel_status(plan: model.Plan, obs: remote.Observation) -> StatusBase:
     """The unit status the tunnels alone give: per device, up with its handshake age, waiting for a
-peer, or what is refused or failed (Blocked); then what the VNF runs (userspace WireGuard, no
-boot persistence)."""
+peer, or what is refused or failed (Blocked); then what the VNF runs (the userspace WireGuard
+programs per endpoint, no boot persistence)."""
     parts, waiting, blocked = [], False, []
     refused: Dict[str, list] = {}
     for dev_name, prefix, reason in obs.refused:
@@ -49,8 +49,9 @@ boot persistence)."""
     if not plan.devices:
         parts.append("ready, no tunnel related")
     notes = []
-    if obs.implementation == "userspace":
-        notes.append("userspace wireguard-go {}".format(obs.implementation_detail.split(" ")[-1]))
+    dataplane = dataplane_note(plan, obs)
+    if dataplane:
+        notes.append(dataplane)
     if obs.init != "systemd":
         notes.append("no boot persistence (no systemd)")
     if obs.metrics.startswith("failed"):
@@ -61,3 +62,17 @@ boot persistence)."""
     if waiting:
         return WaitingStatus(message)
     return ActiveStatus(message)
+
+
+def dataplane_note(plan: model.Plan, obs: remote.Observation) -> str:
+    """The data plane of the endpoints, grouped by implementation ("boringtun 0.7.1: s1c, s11;
+    wireguard-go v0.0.20250522: s6a"); nothing when every device runs on the kernel module, the
+    default that needs no mention."""
+    groups: Dict[str, List[str]] = {}
+    for dev in plan.devices:
+        impl = obs.dataplane.get(dev.name)
+        if impl is not None:
+            groups.setdefault("{} {}".format(*impl), []).append(dev.endpoint)
+    if all(key.startswith("kernel ") for key in groups):
+        return ""
+    return "data plane " + "; ".join("{}: {}".format(key, ", ".join(eps)) for key, eps in sorted(groups.items()))

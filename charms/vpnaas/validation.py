@@ -256,6 +256,20 @@ def unit_name(value: Any, what: str = "unit name") -> str:
     return value
 
 
+#: The data-plane choices of a tunnel endpoint (``<ep>-implementation``; vpnaas/dataplane.py).
+IMPLEMENTATIONS = ("auto", "kernel", "wireguard-go", "boringtun")
+
+
+def implementation(value: Any, what: str = "implementation") -> str:
+    """One of IMPLEMENTATIONS, exactly (lower case, no spaces around it: an option that is not
+    exactly a name is a mistake, not a spelling to guess); empty or unset is ``auto``."""
+    if value is None or value == "":
+        return "auto"
+    if not isinstance(value, str) or value not in IMPLEMENTATIONS:
+        raise InvalidValue("{}: {} is not one of {}".format(what, excerpt(value), ", ".join(IMPLEMENTATIONS)))
+    return value
+
+
 def ssh_hostname(value: Any) -> str:
     """OSM's "floating;fixed" form uses the part before ';'."""
     value = _text(value, "ssh-hostname")

@@ -10,16 +10,18 @@ The zip has sorted entries, fixed timestamps and modes, so the same sources give
 import argparse
 import ast
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
 import zipfile
 
+import glibc_check
 import yaml
 
 from bundle import BUILD_DIR, CHARMS_DIR, charmspec
-from vpnaas import registry
+from vpnaas import dataplane, registry
 
 SHARED_PACKAGE = "vpnaas"
 REQUIREMENTS = os.path.join(CHARMS_DIR, "requirements.txt")
@@ -41,6 +43,10 @@ python3 -S -m vpnaas.hookgate && exit 0
 exec ./src/charm.py
 """
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+#: Where `make wireguard-go` and `make boringtun` put the userspace WireGuard programs.
+TOOLS_DIR = os.path.join(BUILD_DIR, "tools")
+#: The newest glibc of the VNFs' Ubuntu 18.04: a shipped program must run there.
+VNF_GLIBC = "2.27"
 EXCLUDE = {"__pycache__", ".unit-state.db"}
 
 
@@ -185,11 +191,63 @@ def build_charm(name, base, deps):
     _copy_tree(os.path.join(CHARMS_DIR, name, "src"), os.path.join(out, "src"))
     os.chmod(os.path.join(out, "src", "charm.py"), 0o755)
     copy_shared_package(name, os.path.join(out, "lib", SHARED_PACKAGE))
+    ship_programs(os.path.join(out, dataplane.CHARM_FOLDER), base)
     _copy_tree(deps, os.path.join(out, "venv"))
     os.remove(os.path.join(out, "venv", ".complete"))
     charm_file = out + ".charm"
     pack(out, charm_file)
     return charm_file
+
+
+def shipped_programs(tools_dir=TOOLS_DIR):
+    """{implementation: (path, sha256, version)} of the userspace WireGuard programs built into
+    ``tools_dir``. One that is not there is left out: the charm then ships without it and an
+    endpoint set to it is Blocked ("not shipped"; vpnaas/dataplane.py), so a machine without Rust
+    still builds working charms. For the VNFs' base every program must run on glibc 2.27: one
+    that needs a newer symbol fails the build (a host build instead of `make boringtun`'s)."""
+    out = {}
+    for impl, filename in sorted(dataplane.PROGRAMS.items()):
+        path = os.path.join(tools_dir, filename)
+        if not os.access(path, os.X_OK):
+            continue
+        with open(path, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        try:
+            first = subprocess.run([path, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   universal_newlines=True, timeout=10).stdout.split("\n")[0].split()
+        except (OSError, subprocess.SubprocessError):
+            first = []
+        out[impl] = (path, digest, first[1] if len(first) > 1 else "unknown")
+    return out
+
+
+def check_programs(programs, base):
+    """Refuse a program the base's VNFs cannot load (glibc symbol versions)."""
+    if base == "local":
+        return
+    for impl, (path, _digest, _version) in sorted(programs.items()):
+        newest = glibc_check.newest(path)
+        limit = tuple(int(x) for x in VNF_GLIBC.split("."))
+        if newest is not None and newest > limit:
+            raise BuildError("{} needs GLIBC_{}, above Ubuntu 18.04's {}: build it with make {} (cargo-zigbuild, "
+                             "glibc 2.17) or remove it to ship without".format(
+                                 os.path.relpath(path), ".".join(map(str, newest)), VNF_GLIBC,
+                                 "boringtun" if impl == "boringtun" else "wireguard-go"))
+
+
+def ship_programs(target, base, programs=None):
+    """Copy the programs and write their manifest into the charm's dataplane/ folder."""
+    programs = shipped_programs() if programs is None else programs
+    check_programs(programs, base)
+    os.makedirs(target)
+    manifest_doc = {"programs": {}}
+    for impl, (path, digest, version) in sorted(programs.items()):
+        shutil.copyfile(path, os.path.join(target, dataplane.PROGRAMS[impl]))
+        os.chmod(os.path.join(target, dataplane.PROGRAMS[impl]), 0o755)
+        manifest_doc["programs"][impl] = {"sha256": digest, "version": version}
+    with open(os.path.join(target, dataplane.MANIFEST), "w") as f:
+        json.dump(manifest_doc, f, indent=1, sort_keys=True)
+        f.write("\n")
 
 
 def pack(directory, charm_file):
@@ -220,6 +278,13 @@ def build_all(base="ubuntu@18.04", names=None):
         raise BuildError("unknown base {!r}; choose one of {}".format(base, ", ".join(BASES)))
     names = names or charmspec.charm_names()
     deps = dependency_tree(base)
+    programs = shipped_programs()
+    check_programs(programs, base)
+    missing = sorted(set(dataplane.PROGRAMS) - set(programs))
+    listed = ", ".join("{} {}".format(k, v[2]) for k, v in sorted(programs.items())) or "no program"
+    absent = "; NOT shipped: {} (make {}; an endpoint set to it is Blocked)".format(
+        ", ".join(missing), " ".join(missing)) if missing else ""
+    print("  shipping {}{}".format(listed, absent), flush=True)
     built = {}
     for i, name in enumerate(names, 1):
         print("  [{}/{}] {} ({})".format(i, len(names), name, base), flush=True)

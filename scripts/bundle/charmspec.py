@@ -97,6 +97,12 @@ def tunnel_options(endpoint, role):
             "type": "string", "default": "",
             "description": "The {} service network of the NS's IP plan (CIDR): both ends' service addresses lie "
                            "in it. {}".format(endpoint, service_help)},
+        endpoint + "-implementation": {
+            "type": "string", "default": "auto",
+            "description": "Data plane of wg-{}: auto (the kernel module where the VNF has it, else wireguard-go), "
+                           "kernel, wireguard-go or boringtun (both shipped in the charm and installed on the VNF "
+                           "only when a device uses them). Changing it re-creates wg-{} (a break of about a "
+                           "second on {}; the other tunnels are not touched).".format(endpoint, endpoint, endpoint)},
         endpoint + "-peer-prefixes": {
             "type": "string", "default": "",
             "description": "Comma-separated prefixes (CIDR) inside which the related peer on {} may announce its "

@@ -4,7 +4,10 @@ Parts (``--only``):
   dataplane   two VNFs with the generic charm; the charms' tunnel beside a bare wireguard-go
               pair, a bare boringtun pair, OpenVPN (AES-256-GCM, CHACHA20-POLY1305) and the
               plain link, interleaved rounds (dataplane.py, tunnels.py)
-  interfaces  the EPS's five interfaces: charms' tunnel vs bare wireguard-go pair vs plain link
+  interfaces  the EPS's five interfaces: charms' tunnel vs bare wireguard-go pair vs plain link;
+              then the charms' tunnel again on every other implementation (``<rp>-implementation``
+              set on both ends, the device re-created): added RTT and throughput per
+              implementation per interface
   control     instantiations of the real EPS NS: convergence, hook runs, SSH sessions
   synthetic   hub-and-spoke topologies of 2, 8 and 32 tunnels: how convergence grows
 followed by a profile of a hook (hookprofile.py). Writes bench.json, summary.json and
@@ -41,7 +44,7 @@ SIZES = (2, 8, 32)
 PARTS = ("dataplane", "interfaces", "control", "synthetic")
 PAIR_PATHS = ("plain", "wg-bare", "charm", "boringtun", "ovpn-aes", "ovpn-chacha")
 SETTINGS = ("rounds", "seconds", "pings", "if_rounds", "if_seconds", "if_pings", "max_other_load", "retries",
-            "parallel", "big", "big_runs", "implementation")
+            "parallel", "big", "big_runs", "implementation", "charm_implementations")
 #: A file in the work directory naming this tool: only such a directory is ever removed.
 WORK_MARKER = ".vpnaas-bench-work"
 
@@ -127,9 +130,10 @@ def run_pair(runner, settings, want, progress):
         tb.teardown()
 
 
-def measure_interfaces(runner, settings, progress):
-    """``then`` of an EPS run: per interface, (a) plain, (b) bare wireguard-go, (c) charms' tunnel."""
-    def then(tb, inst):
+def measure_interfaces(runner, settings, progress, implementations=()):
+    """``then`` of an EPS run: per interface, (a) plain, (b) bare wireguard-go, (c) charms' tunnel;
+    then (c) on each of ``implementations`` in turn (the charms' option, both ends)."""
+    def then(tb, inst, model):
         out = {}
         for i, rp in enumerate(inst.refpoints):
             a, b = tb.vnfs[rp.provider], tb.vnfs[rp.requirer]
@@ -152,9 +156,39 @@ def measure_interfaces(runner, settings, progress):
             finally:
                 bare.down()
             res["mtu"] = mtu
+            res["implementations"] = {dataplane.device_implementation(a, device): _impl_figures(res)}
             out[rp.name] = res
+        for impl in implementations:
+            for rp in inst.refpoints:
+                out[rp.name]["implementations"][impl] = measure_charm_on(tb, model, rp, impl, settings, progress)
         return out
     return then
+
+
+def _impl_figures(res):
+    s = res["summary"]
+    return {"added_rtt_ms": s.get("charm_added_rtt_ms"), "charm_tcp1_bps": s.get("charm_tcp1_bps"),
+            "charm_over_plain_tcp1": s.get("charm_over_plain_tcp1"), "rounds": len(res["rounds"])}
+
+
+def measure_charm_on(tb, model, rp, impl, settings, progress):
+    """The charms' tunnel of ``rp`` with ``<rp>-implementation`` = ``impl`` on both ends, beside
+    the plain link, in interleaved rounds: its added RTT and throughput."""
+    a, b = tb.vnfs[rp.provider], tb.vnfs[rp.requirer]
+    device = "wg-" + rp.name
+    for member in (rp.provider, rp.requirer):
+        model.set_config(member, {rp.name + "-implementation": impl})
+    got = {dataplane.device_implementation(v, device) for v in (a, b)}
+    if got != {impl}:
+        raise BenchError("{}: asked for {}, the devices run on {}".format(rp.name, impl, ", ".join(sorted(got))))
+    dataplane.wait_reachable(a, rp.service[rp.provider], rp.service[rp.requirer])
+    ua, ub = rp.underlay[rp.provider] or a.mgmt_ip, rp.underlay[rp.requirer] or b.mgmt_ip
+    paths = [dataplane.Path("plain", "plain", a, b, ua, ub, ("tcp1", "ping")),
+             dataplane.Path("charm", "charms' tunnel on " + impl, a, b, rp.service[rp.provider],
+                            rp.service[rp.requirer], ("tcp1", "ping"))]
+    progress("interface {} on {}".format(rp.name, impl))
+    res = dataplane.measure_paths(paths, settings, dataplane.testbed_namespaces(tb), progress=progress)
+    return _impl_figures(res)
 
 
 class _one(object):
@@ -193,7 +227,7 @@ def run(args, progress, work, result):
             if i == runs - 1 and "interfaces" in args.parts:
                 if_settings = dataplane.Settings(args.if_rounds, args.if_seconds, args.if_pings,
                                                  max_other=args.max_other_load, retries=args.retries)
-                then = measure_interfaces(runner, if_settings, progress)
+                then = measure_interfaces(runner, if_settings, progress, args.charm_implementations)
             rec = convergence.run_eps_once(runner, then)
             if then:
                 result["interfaces"] = {"per_interface": rec.pop("then"), "seconds": args.if_seconds}
@@ -299,7 +333,11 @@ def parse_args(argv):
     p.add_argument("--parallel", type=cli.positive_int, default=4,
                    help="units whose hooks the emulated VCA runs at the same time (default 4; Juju: unbounded)")
     p.add_argument("--implementation", choices=("wireguard-go", "boringtun"), default="wireguard-go",
-                   help="userspace WireGuard the charms' tunnels (and the bare pairs (b)) use")
+                   help="userspace WireGuard of the bare pairs (b), and the VNFs' own wireguard-go (the charms' "
+                   "tunnels run on what their option says: --charm-implementations)")
+    p.add_argument("--charm-implementations", default="boringtun",
+                   help="interfaces part: implementations the charms' tunnels are measured on besides their default "
+                   "(comma-separated: wireguard-go, boringtun, kernel; empty: none)")
     p.add_argument("--hub-first", action="store_true", help="configure the hub before the spokes")
     p.add_argument("--no-profile", action="store_true", help="skip the hook profile")
     p.add_argument("--out", default=OUT_DIR, help="output directory (default build/bench)")
@@ -309,6 +347,9 @@ def parse_args(argv):
     for required in ("plain", "charm"):
         if required not in args.paths:
             args.paths.insert(0, required)
+    args.charm_implementations = (cli.parse_list(p, "--charm-implementations", args.charm_implementations,
+                                                 ("wireguard-go", "boringtun", "kernel"))
+                                  if args.charm_implementations else [])
     args.sizes = cli.parse_list(p, "--sizes", args.sizes, convert=cli.positive_int)
     if any(k > 250 for k in args.sizes):
         p.error("--sizes: at most 250 tunnels (one /24 link)")

@@ -168,6 +168,15 @@ def print_tables(result, stream=sys.stdout):
                          _cell(s.get("wg-bare_added_rtt_ms"))])
         w(benchstats.table(("interface", "(a) Mbit/s", "(b) Mbit/s", "(c) Mbit/s", "(c)/(b)", "(c)/(a)",
                             "(c) +RTT ms", "(b) +RTT ms"), rows) + "\n")
+        impl_rows = []
+        for name, v in ifr["per_interface"].items():
+            for impl, f in sorted((v.get("implementations") or {}).items()):
+                impl_rows.append([name, impl or "?", _cell(f.get("charm_tcp1_bps"), 1e6, 0),
+                                  _cell(f.get("charm_over_plain_tcp1")), _cell(f.get("added_rtt_ms"))])
+        if impl_rows:
+            w("\nEPS interfaces per implementation of the charms' tunnel (<rp>-implementation on both ends; "
+              "each beside the plain link in the same rounds), median (min-max)\n")
+            w(benchstats.table(("interface", "implementation", "Mbit/s", "/ plain", "+RTT ms"), impl_rows) + "\n")
         pooled = summary(result)["spread"]["charm_over_bare_tcp1_pooled"]
         w("  (c)/(b), TCP 1, every round of the pair and the interfaces together: {} n={}\n".format(
             _cell(pooled), pooled["n"]))

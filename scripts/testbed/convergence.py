@@ -208,7 +208,7 @@ def eps_instance(charms_dir):
 
 
 def run_eps_once(runner, then=None):
-    """One EPS instantiation; ``then(tb, inst)`` runs on the converged testbed before teardown."""
+    """One EPS instantiation; ``then(tb, inst, model)`` runs on the converged testbed before teardown."""
     inst = eps_instance(runner.charms_dir)
     tb = runner.testbed("tb-eps")
     model = None
@@ -221,7 +221,7 @@ def run_eps_once(runner, then=None):
         rec = instantiate_measured(tb, model, inst.links, inst.vnfs, inst.relations, checks, runner.progress)
         rec["tunnels"] = len(inst.refpoints)
         if then:
-            rec["then"] = then(tb, inst)
+            rec["then"] = then(tb, inst, model)
         return rec
     finally:
         if model:

@@ -289,3 +289,19 @@ def setup_differences(vnfs, charm_devices, bare_device):
         diff = {k: [c.get(k), b.get(k)] for k in sorted(set(c) | set(b)) if c.get(k) != b.get(k) and k != "threads"}
         out[vnf.name] = {"differences": diff, "charm": c}
     return out
+
+
+# --------------------------------------------------------------------------- the charms' choice
+
+
+def device_implementation(vnf, device):
+    """What the charm brought ``device`` up on (its record on the VNF: vnf/tunnels.sh), or ""."""
+    return vnf.exec(["cat", "/etc/wireguard/{}.impl".format(device)], check=False).stdout.strip()
+
+
+def wait_reachable(vnf, src, dst, deadline=60):
+    """Until ``dst`` answers a ping from ``src`` (a re-created device's first handshake)."""
+    end = time.monotonic() + deadline
+    while vnf.exec(["ping", "-n", "-q", "-c", "1", "-W", "1", "-I", src, dst], check=False).returncode != 0:
+        if time.monotonic() > end:
+            raise DataplaneError("{} does not answer from {} within {} s".format(dst, src, deadline))

@@ -28,6 +28,7 @@ from testbed import (
     benchstats,
     capture,
     cli,
+    implchoice,
     lcm,
     monitor,
     nsmodel,
@@ -212,13 +213,16 @@ def bring_up(tb, instances, out_dir, progress):
     return out
 
 
-def run(ns, seconds, pings, out_dir, progress, rounds=1, userspace=None, threshold=prometheus.DEMO_THRESHOLD):
+def run(ns, seconds, pings, out_dir, progress, rounds=1, impl_choice="", threshold=prometheus.DEMO_THRESHOLD):
     instances = load_instances(ns)
+    asked = implchoice.apply(instances, impl_choice)
     os.makedirs(out_dir, exist_ok=True)
-    tb = vim.Testbed(os.path.join(out_dir, "tb"), userspace_wireguard=userspace or vim.userspace_wireguard())
+    tb = vim.Testbed(os.path.join(out_dir, "tb"), userspace_wireguard=vim.userspace_wireguard())
     impl = _implementation(tb)
-    progress("NS {}: {} instance(s), WireGuard: {}".format(ns, len(instances), impl))
-    results = {"ns": ns, "wireguard": {"implementation": impl}, "instances": {}}
+    progress("NS {}: {} instance(s), WireGuard: {}; per interface (IMPL): {}".format(
+        ns, len(instances), impl, "; ".join("{}={}".format(k, v) for a in asked.values() for k, v in sorted(a.items()))
+        or "the charms' default (auto)"))
+    results = {"ns": ns, "wireguard": {"implementation": impl, "asked": asked}, "instances": {}}
     prom = None
     try:
         tb.create()
@@ -230,6 +234,8 @@ def run(ns, seconds, pings, out_dir, progress, rounds=1, userspace=None, thresho
         prom.start()
         for r in results["instances"].values():
             r["entries"] = _check_and_measure(tb, r, seconds, pings, out_dir, progress, rounds)
+            if r["inst"].tunnelled:
+                r["dataplane"] = implchoice.summary(tb, r["inst"], r["entries"])
         if len(instances) > 1:
             results["simultaneous"] = _simultaneous(tb, results, seconds, pings, progress)
         rep = _final_report(results)
@@ -342,6 +348,8 @@ def _final_report(results):
             ns=results["ns"] if len(results["instances"]) == 1 else name, descriptor_id=r["inst"].descriptor_id,
             wireguard=results["wireguard"], skipped_primitives=r["skipped"], ue=r.get("ue"),
             unit_status={u: list(s) for u, s in r["status"].items()}, standins=standin_note(r["inst"]))
+        if r.get("dataplane"):
+            per_instance[name]["dataplane"] = r["dataplane"]
     if len(per_instance) == 1:
         return next(iter(per_instance.values()))
     return {"schema": measure_parse.REPORT_SCHEMA_VERSION, "ns": results["ns"], "wireguard": results["wireguard"],
@@ -349,12 +357,13 @@ def _final_report(results):
 
 
 def _implementation(tb):
+    """What ``auto`` runs on here: the kernel module, else the wireguard-go the charms ship."""
     if tb.userspace_wireguard:
         name = tunnels.impl_of(tb.userspace_wireguard)
         version = tunnels.version_of(tb.userspace_wireguard)
-        return "{} {} ({})".format(name, version, "built by make" if "build" in tb.userspace_wireguard
-                                   else "distribution package")
-    return "kernel"
+        return "auto = {} {} ({})".format(name, version, "built by make, shipped in the charms"
+                                          if "build" in tb.userspace_wireguard else "distribution package")
+    return "auto = kernel"
 
 
 def main(argv=None):
@@ -365,9 +374,10 @@ def main(argv=None):
     parser.add_argument("--pings", type=cli.positive_int, default=200, help="pings per path and round (thesis: 1000)")
     parser.add_argument("--rounds", type=cli.positive_int, default=3,
                         help="interleaved rounds per reference point; the table shows median (min-max)")
-    parser.add_argument("--implementation", choices=("wireguard-go", "boringtun"), default="wireguard-go",
-                        help="userspace WireGuard of the VNFs where the kernel has no module (boringtun: `make "
-                        "boringtun`; lower added RTT, lower throughput)")
+    parser.add_argument("--implementation", default="", metavar="IMPL",
+                        help="the data plane per interface, set through the charms' <rp>-implementation option: "
+                        "boringtun, signalling=boringtun, s6a=boringtun,s1u=wireguard-go ... (testbed/implchoice.py;"
+                        " default: the charms' auto)")
     parser.add_argument("--stale-threshold", type=cli.positive_int, default=prometheus.DEMO_THRESHOLD,
                         help="the stale-handshake alert's threshold in the testbed's Prometheus, seconds (the rules "
                         "file's default: 180; docs/metrics.md)")
@@ -383,16 +393,15 @@ def main(argv=None):
     if removed:
         progress("removed namespaces left by an interrupted run: " + ", ".join(removed))
     try:
-        userspace = tunnels.boringtun_path() if args.implementation == "boringtun" else None
-        if args.implementation == "boringtun" and not userspace:
-            raise DemoError("no boringtun-cli: run `make boringtun`")
-        rep = run(args.ns, args.seconds, args.pings, args.out, progress, args.rounds, userspace,
+        if "boringtun" in args.implementation and "boringtun" not in build_charms.shipped_programs():
+            raise DemoError("IMPL names boringtun but build/tools/boringtun-cli is missing: run `make boringtun`")
+        rep = run(args.ns, args.seconds, args.pings, args.out, progress, args.rounds, args.implementation,
                   args.stale_threshold)
     except KeyboardInterrupt:
         print("interrupted; everything was torn down", file=sys.stderr)
         return 130
     except (nsmodel.NsModelError, lcm.InstantiationFailed, traffic.MeasureError, vim.VimError,
-            vca.VcaError, prometheus.PrometheusError, DemoError) as e:
+            vca.VcaError, prometheus.PrometheusError, DemoError, implchoice.ChoiceError) as e:
         print("demo failed: {}".format(e), file=sys.stderr)
         return 1
     reports = rep["slices"] if "slices" in rep else {args.ns: rep}
@@ -407,6 +416,11 @@ def main(argv=None):
             print(r["standins"])
         if r.get("ue"):
             print(ue_standin.describe(r["ue"]))
+        if r.get("dataplane"):
+            print("data plane per interface (added RTT: WireGuard minus plain link, median of {} round(s)):".format(
+                args.rounds))
+            for line in implchoice.lines(r["dataplane"]):
+                print("  " + line)
     if "simultaneous" in rep:
         print("\nslices under simultaneous load (WireGuard path, Mbit/s / ms):")
         for rp, per in rep["simultaneous"].items():

@@ -90,9 +90,18 @@ def _alert_state(prom, detector, device, peer):
     return None
 
 
+#: The process name of each userspace implementation as the charms install it (vpnaas/dataplane.py).
+DAEMONS = {"wireguard-go": "wireguard-go", "boringtun": "boringtun"}
+
+
 def _stop_daemon(tb, vnf, device):
-    """Stop the WireGuard data plane of ``device`` on ``vnf``: the userspace daemon, or the kernel device."""
-    if tb.userspace_wireguard:
+    """Stop the WireGuard data plane of ``device`` on ``vnf``: the userspace daemon the charm
+    brought it up with (its record on the VNF), or the kernel device."""
+    impl = vnf.exec(["cat", "/etc/wireguard/{}.impl".format(device)], check=False).stdout.strip()
+    if impl in DAEMONS:
+        comm = DAEMONS[impl]
+        return "killed {} ({})".format(comm, ", ".join(vnf.kill(comm)) or "none running")
+    if not impl and tb.userspace_wireguard:   # a device of a release before the record
         comm = os.path.basename(tunnels.boringtun_path() if "boringtun" in tb.userspace_wireguard
                                 else tb.userspace_wireguard)[:15]
         return "killed {} ({})".format(comm, ", ".join(vnf.kill(comm)) or "none running")

@@ -24,6 +24,8 @@ NETNS_PREFIX = "vpnaas-tb"
 #: One file per live testbed, naming the process that owns it: cleanup_stale leaves those alone.
 OWNERS_DIR = "/run/vpnaas-testbed"
 MGMT_CIDR = "198.18.0.0/24"   # RFC 2544 benchmarking range: never a real network
+#: Where the charms install the userspace WireGuard programs they ship (vpnaas/dataplane.py).
+DATAPLANE_DIR = "/usr/local/lib/vpnaas"
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -189,11 +191,16 @@ class Vnf(object):
     def address(self, link):
         return self.links[link][1]
 
+    def pids(self, comm):
+        """This VNF's processes named ``comm`` (only this VNF's: the namespaces share the machine's
+        process table)."""
+        pids = sh(["ip", "netns", "pids", self.netns], check=False).stdout.split()
+        return [p for p in pids if _comm(p) == comm]
+
     def kill(self, comm):
         """Kill this VNF's processes named ``comm`` -- only this VNF's: the namespaces share the
         machine's process table, so `pkill` inside a VNF would reach every testbed."""
-        pids = sh(["ip", "netns", "pids", self.netns], check=False).stdout.split()
-        killed = [p for p in pids if _comm(p) == comm]
+        killed = self.pids(comm)
         for pid in killed:
             try:
                 os.kill(int(pid), signal.SIGKILL)
@@ -353,6 +360,11 @@ class Testbed(object):
         d = vnf.state_dir
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(os.path.join(d, "etc-wireguard"), mode=0o700)
+        os.makedirs(os.path.join(d, "vpnaas-lib"), mode=0o755)
+        # The programs the charms ship land in DATAPLANE_DIR on their VNF: a private directory per
+        # VNF, as on a VM (the namespaces share this machine's file system), so that one VNF's
+        # teardown never takes another's programs. The mount point itself stays, empty.
+        os.makedirs(DATAPLANE_DIR, mode=0o755, exist_ok=True)
         self.sshd_host_key(vnf)
         open(os.path.join(d, "authorized_keys"), "a").close()
         config = [
@@ -368,7 +380,7 @@ class Testbed(object):
         if self.userspace_wireguard:
             env["WG_QUICK_USERSPACE_IMPLEMENTATION"] = self.userspace_wireguard
             if os.path.basename(self.userspace_wireguard).startswith("boringtun"):
-                env["WG_SUDO"] = "1"   # boringtun as root keeps its privileges, else it fails
+                env["WG_SUDO"] = "true"   # boringtun as root keeps its privileges (clap takes true/false only)
         if env:
             config.append("SetEnv " + " ".join("{}={}".format(k, v) for k, v in sorted(env.items())))
         with open(os.path.join(d, "sshd_config"), "w") as f:
@@ -376,10 +388,11 @@ class Testbed(object):
         os.makedirs("/run/sshd", exist_ok=True)
         os.makedirs("/run/wireguard", exist_ok=True)
         inner = ('hostname "$1" && mount -t tmpfs -o mode=0700 tmpfs /run/wireguard && '
-                 'mount --bind "$2" /etc/wireguard && exec sleep infinity')
+                 'mount --bind "$2" /etc/wireguard && mount --bind "$3" "$4" && exec sleep infinity')
         vnf.anchor = subprocess.Popen(
             ["ip", "netns", "exec", vnf.netns, "unshare", "--mount", "--uts", "--propagation", "private", "--",
-             "sh", "-c", inner, "sh", vnf.name, os.path.join(d, "etc-wireguard")],
+             "sh", "-c", inner, "sh", vnf.name, os.path.join(d, "etc-wireguard"), os.path.join(d, "vpnaas-lib"),
+             DATAPLANE_DIR],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 10
         while _comm(vnf.anchor.pid) != "sleep":

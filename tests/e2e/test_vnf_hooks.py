@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from testbed import vim
 from vpnaas import vnfscript, wgconfig
 from vpnaas.model import Device, Peer
 
@@ -316,7 +317,10 @@ def test_a_device_whose_configuration_did_not_change_is_not_touched(between, sec
     calls = [("tunnels_prepare",), ("stage_routes", "wg-t", "D1"), ("ensure_device", "wg-t", "keep", "-", "0", "D1")]
     after = ('{}; echo SECOND; bash "$f" "$@"; echo RUNNING; wg show wg-t dump | tail -n +2 | cut -f1,3,4 | sort'
              .format(between.format(first_key=first_key, second_key=second_key)))
-    proc, report, routes, _ = run_in_fresh_netns("mount -t tmpfs tmpfs /run/wireguard", calls, after=after, data=data)
+    # The data plane's directory as on a testbed VNF: private (what the step installs stays here).
+    setup = ("mount -t tmpfs tmpfs /run/wireguard; mkdir -p {0}; mount -t tmpfs tmpfs {0}"
+             .format(vim.DATAPLANE_DIR))
+    proc, report, routes, _ = run_in_fresh_netns(setup, calls, after=after, data=data)
     assert proc.returncode == 0, proc.stderr + report
     assert _applied(report) == ["APPLIED wg-t up"]
     rerun, _, running = routes.partition("SECOND\n")[2].partition("RUNNING\n")

@@ -59,6 +59,7 @@ class Device(object):
         self.up = False
         self.starts = 0         # how often the device was (re)started, as by wg-quick up
         self.syncs = 0          # how often peers were applied to the running device
+        self.implementation = ""   # what it was brought up on: kernel, wireguard-go, boringtun
 
     def signature(self):
         return sorted((k, v) for k, v in self.interface.items() if k in ("Address", "MTU", "Table", "PreUp",
@@ -124,6 +125,9 @@ class FakeVnf(object):
         self.ipv6 = True
         self.dns = {}                      # endpoint name -> addresses it resolves to here
         self.init = "systemd"
+        self.kernel_wireguard = True       # the kernel has the WireGuard module (auto: kernel)
+        self.programs = {}                 # shipped program -> sha256 of the copy installed (dataplane.py)
+        self.installs = []                 # every program the charm sent, in order
         self.foreign_routes = {}           # prefix -> route line the charm did not create
         # Faults.
         self.fault = None                  # see FakeNetwork.connect, and "channel": sessions break after login
@@ -171,6 +175,8 @@ class FakeVnf(object):
         if self.hang:
             return None
         words = shlex.split(command)
+        if "vpnaas-install" in words:
+            return self.install(words[words.index("vpnaas-install") + 1:], stdin)
         if "vpnaas" not in words:
             rc_out_err = self.answers.get(command)
             if rc_out_err is None and command == "hostname":
@@ -182,6 +188,15 @@ class FakeVnf(object):
             if self.sudo_needs_password:
                 return 1, "", "sudo: a password is required\n"
         return self.run_step(words[words.index("vpnaas") + 1:], stdin.decode())
+
+    def install(self, args, data):
+        """dataplane.install_command: the program on stdin, kept only with the digest it was named by."""
+        name, want = args
+        if hashlib.sha256(data).hexdigest() != want:
+            return 3, "ERROR {} arrived with another sha256\n".format(name), ""
+        self.programs[name] = want
+        self.installs.append(name)
+        return 0, "INSTALLED {} {}\nDONE\n".format(name, want), ""
 
     # ------------------------------------------------------------------ the step
     def run_step(self, args, program):
@@ -222,8 +237,21 @@ class FakeVnf(object):
         out.append("DONE")
         return 0, "\n".join(out) + "\n", ""
 
-    def step_tunnels_prepare(self, out):
-        out += ["INIT " + self.init, "IMPL kernel"]
+    def step_tunnels_prepare(self, out, *shipped):
+        out += ["INIT " + self.init]
+        self.usable = {"wireguard-go"} if not self.kernel_wireguard else set()   # the VNF's own on PATH
+        missing = False
+        for name, digest, when in zip(shipped[0::3], shipped[1::3], shipped[2::3]):
+            if when == "nokernel" and self.kernel_wireguard:
+                continue
+            if self.programs.get(name) == digest:
+                self.usable.add(name)
+            else:
+                out.append("NEED " + name)
+                missing = True
+        if missing:
+            raise Stopped()
+        out.append("IMPL kernel" if self.kernel_wireguard else "IMPL userspace /usr/local/lib/vpnaas/wireguard-go v1")
 
     def step_service_addresses(self, out, *addresses):
         self.service_addresses = list(addresses)
@@ -236,8 +264,14 @@ class FakeVnf(object):
             if name not in planned:
                 self.routes_files[name] = ""
 
-    def step_apply_device(self, out, name, mode, source, restart, data):
+    def step_apply_device(self, out, name, mode, source, restart, data, implementation):
         body64 = self.data[data + "_BODY"]
+        impl = implementation
+        if impl == "auto":
+            impl = "kernel" if self.kernel_wireguard else "wireguard-go"
+        if (impl == "kernel" and not self.kernel_wireguard) or (impl != "kernel" and impl not in self.usable):
+            out.append("FAILED {} {} is not available on the VNF".format(name, impl))
+            return
         dev = self.devices.get(name)
         if dev is None:
             dev = self.devices[name] = Device(name)
@@ -260,16 +294,18 @@ class FakeVnf(object):
             dev.up = False
             out.append("FAILED {} {}".format(name, self.broken_devices[name]))
             return
-        if restart == "0" and dev.up and old_signature == dev.signature():
+        if restart == "0" and dev.up and old_signature == dev.signature() and dev.implementation == impl:
             dev.syncs += 1
             how = "syncconf"
         else:
             dev.up, how = True, "up"
             dev.starts += 1
+            dev.implementation = impl
             for peer in peers:   # a restarted device starts without sessions
                 self.handshakes.pop(peer["public-key"], None)
         dev.peers = peers
         self._apply_routes(out, name, self.routes_files.get(name, ""))
+        out.append("DATAPLANE {} {} {}".format(name, impl, "1.0" if impl == "kernel" else "v1"))
         out.append("APPLIED {} {}".format(name, how))
 
     def _apply_routes(self, out, name, text):

@@ -201,6 +201,7 @@ def test_tunnel_status_reports_every_device(ready, vnf):
     assert tunnel["peers"][0]["public-key"] == key and tunnel["peers"][0]["latest-handshake-age"] == 7
     assert tunnel["peers"][0]["allowed-ips"] == ["10.9.0.2/32", "172.16.0.2/32"]
     assert run.results["implementation"] == "kernel"
+    assert tunnel["implementation"] == "kernel 1.0"   # the device's own (vpn-implementation)
     assert run.results["status"] == "vpn: up, handshake 7s ago" == ready.status.message
 
 

@@ -135,3 +135,25 @@ def test_hostile_labels_pass_prometheus_own_parser(tmp_path):
     proc = subprocess.run(["promtool", "check", "metrics"], input=text, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT)
     assert proc.returncode == 0, proc.stdout.decode()
+
+
+def test_the_data_plane_is_per_device_from_the_charms_record():
+    """vnf/metrics.sh writes one "device implementation version" line per device the step applied;
+    the line of another device, or of a device on the kernel module, never labels this one."""
+    mod = exporter()
+    labels = metrics.labels_document(_plan())["devices"]
+    base = 'refpoint="s6a",device="wg-s6a"'
+    record = "wg-s11 wireguard-go v0.0.20250522\nwg-s6a boringtun 0.7.1\n"
+    assert mod.collect(labels, _dump(1000), record, {}, 1042)["vpnaas_wireguard_dataplane_info"] == [
+        'vpnaas_wireguard_dataplane_info{%s,implementation="boringtun",version="0.7.1"} 1' % base]
+    other = mod.collect(labels, _dump(1000), "wg-s11 boringtun 0.7.1\n", {}, 1042)
+    assert other["vpnaas_wireguard_dataplane_info"] == [
+        'vpnaas_wireguard_dataplane_info{%s,implementation="userspace",version="unknown"} 1' % base]
+
+
+def test_boringtuns_handshake_time_is_its_age():
+    mod = exporter()
+    labels = metrics.labels_document(_plan())["devices"]
+    families = mod.collect(labels, _dump(3), "wg-s6a boringtun 0.7.1\n", {}, 1042)
+    assert families["vpnaas_wireguard_peer_handshake_age_seconds"] == [
+        'vpnaas_wireguard_peer_handshake_age_seconds{refpoint="s6a",device="wg-s6a",peer="hss/0"} 3']

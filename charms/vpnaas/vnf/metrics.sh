@@ -70,7 +70,8 @@ metrics_ensure() {  # port: serve the tunnels' metrics on <management address>:p
   chmod 700 /etc/wireguard
   data_item METRICS_LABELS | base64 -d > "$METRICS_LABELS.vpnaas-tmp"
   metrics_changed "$METRICS_LABELS.vpnaas-tmp" "$METRICS_LABELS" 600 || true
-  printf '%s\n' "${TUNNELS_IMPL:-}" > "$METRICS_IMPL.vpnaas-tmp"
+  # "device implementation version" per device this step applied (tunnels.sh dataplane_report)
+  sort -u "${TUNNELS_DATAPLANE_LOG:-/dev/null}" > "$METRICS_IMPL.vpnaas-tmp"
   metrics_changed "$METRICS_IMPL.vpnaas-tmp" "$METRICS_IMPL" 600 || true
   sort -u "${TUNNELS_REFUSED_LOG:-/dev/null}" > "$METRICS_REFUSED.vpnaas-tmp"
   metrics_changed "$METRICS_REFUSED.vpnaas-tmp" "$METRICS_REFUSED" 600 || true
@@ -111,7 +112,7 @@ metrics_ensure() {  # port: serve the tunnels' metrics on <management address>:p
 
 metrics_apply() {  # port: as metrics_ensure; a failure is reported (FAILED metrics ...), never stops the step
   isolated metrics metrics_ensure "$@"
-  rm -f "${TUNNELS_REFUSED_LOG:-}"
+  rm -f "${TUNNELS_REFUSED_LOG:-}" "${TUNNELS_DATAPLANE_LOG:-}"
 }
 
 metrics_remove() {  # the exporter and every file of it go

@@ -11,7 +11,9 @@
 #     wr-<ep> while a key rotation runs a temporary device beside it: rotation.py);
 #   - routes with protocol number VPNAAS_PROTO (iproute2 `proto`), never a connected, static or
 #     operator route: a wanted route whose prefix already has a foreign route is refused;
-#   - service addresses listed in OWNED_ADDRESSES, i.e. that this charm added itself.
+#   - service addresses listed in OWNED_ADDRESSES, i.e. that this charm added itself;
+#   - DATAPLANE_DIR (the userspace WireGuard programs it shipped, its wg-quick wrapper), the
+#     <dev>.impl records and the wg-quick@<dev> drop-ins that start a device on a userspace program.
 
 MARKER='# Managed by the VPNaaS charm; changes are overwritten on the next reconcile.'
 VPNAAS_PROTO=148
@@ -20,6 +22,15 @@ SERVICE_HOOK=/etc/wireguard/vpnaas-service-addresses.sh
 WANTED_ADDRESSES=/etc/wireguard/vpnaas-service-addresses
 OWNED_ADDRESSES=/etc/wireguard/vpnaas-service-addresses.owned
 SERVICE_DEVICE=vpnaas0
+# The data plane (vpnaas/dataplane.py): the programs the charm installs, and per device the
+# implementation it was brought up with (/etc/wireguard/<dev>.impl).
+DATAPLANE_DIR=/usr/local/lib/vpnaas
+DATAPLANE_WRAPPER=$DATAPLANE_DIR/wg-quick-userspace
+DATAPLANE_DROPIN=vpnaas-dataplane.conf
+declare -A USERSPACE=()    # implementation -> the program this step may start it with
+declare -A DP_VERSION=()   # implementation -> its version (asked once per step)
+TUNNELS_KERNEL=0           # 1: this VNF's kernel has the WireGuard module
+WG_TIMEOUT=10              # s: a userspace daemon's UAPI socket that does not answer by then is wedged
 
 # --------------------------------------------------------------------------- hooks run by wg-quick too
 # These two functions are also installed as scripts (PreUp/PostUp of every managed device), so
@@ -233,31 +244,171 @@ install_hook() {  # path function: a script that runs the function, written from
 
 # --------------------------------------------------------------------------- the step's parts
 
-tunnels_prepare() {
-  require_tools wg wg-quick ip base64
+tunnels_prepare() {  # [name sha256 always|nokernel]...: the shipped programs a device may need
+  require_tools wg wg-quick ip base64 sha256sum
   if [ -d /run/systemd/system ]; then init=systemd; else init=none; fi
   out "INIT $init"
   ip link del vpnaas-probe 2>/dev/null || true   # left over if an earlier run was killed here
-  # The routes the VNF refuses during this step ("dev prefix" lines), for the metrics (metrics.sh).
+  # The routes the VNF refuses during this step ("dev prefix" lines), and the data plane of each
+  # device ("dev implementation version"), for the metrics (metrics.sh).
   TUNNELS_REFUSED_LOG=$(mktemp)
-  # shellcheck disable=SC2064  # the file name is fixed now
-  trap "rm -f '$TUNNELS_REFUSED_LOG'" EXIT
+  TUNNELS_DATAPLANE_LOG=$(mktemp)
+  # shellcheck disable=SC2064  # the file names are fixed now
+  trap "rm -f '$TUNNELS_REFUSED_LOG' '$TUNNELS_DATAPLANE_LOG'" EXIT
   if ip link add vpnaas-probe type wireguard 2>/dev/null; then
     ip link del vpnaas-probe
-    TUNNELS_IMPL=kernel
-    out "IMPL kernel"
-  else
-    local ug ver
-    ug="${WG_QUICK_USERSPACE_IMPLEMENTATION:-$(command -v wireguard-go || true)}"
-    if [ -z "$ug" ] || [ ! -x "$ug" ]; then
-      fail "no-wireguard the kernel has no WireGuard module and wireguard-go is not installed"
+    TUNNELS_KERNEL=1
+  fi
+  # A wireguard-go the charm did not ship: the one named by WG_QUICK_USERSPACE_IMPLEMENTATION, else
+  # the VNF's own on PATH (what releases before the shipped programs used).
+  local ug=${WG_QUICK_USERSPACE_IMPLEMENTATION:-} name digest when path missing=0
+  case "$(basename "${ug:-none}")" in wireguard-go*) ;; *) ug=$(command -v wireguard-go || true) ;; esac
+  if [ -n "$ug" ] && [ -x "$ug" ]; then USERSPACE[wireguard-go]=$ug; fi
+  # The shipped programs: used only when the installed copy is the charm's byte for byte. One
+  # that is missing or differs is asked for (NEED) and nothing is applied: the charm sends it in
+  # the same login and runs this step again.
+  while [ $# -ge 3 ]; do
+    name=$1 digest=$2 when=$3
+    shift 3
+    if [ "$when" = nokernel ] && [ "$TUNNELS_KERNEL" = 1 ]; then continue; fi
+    path=$DATAPLANE_DIR/$name
+    if [ -x "$path" ] && [ "$(sha256sum < "$path" | cut -d' ' -f1)" = "$digest" ]; then
+      USERSPACE[$name]=$path
+    else
+      out "NEED $name"
+      missing=1
     fi
-    export WG_QUICK_USERSPACE_IMPLEMENTATION="$ug"
-    ver=$("$ug" --version 2>/dev/null | head -n 1 | awk '{print $2}') || true
-    TUNNELS_IMPL="userspace $ug ${ver:-unknown}"
+  done
+  if [ "$missing" = 1 ]; then
+    out DONE
+    exit 0
+  fi
+  if [ "$TUNNELS_KERNEL" = 1 ]; then
+    out "IMPL kernel"
+  elif [ -n "${USERSPACE[wireguard-go]:-}" ]; then
+    TUNNELS_IMPL="userspace ${USERSPACE[wireguard-go]} $(dataplane_version wireguard-go)"
     out "IMPL $TUNNELS_IMPL"
+  else
+    out "IMPL none"
   fi
   install_hooks
+}
+
+dataplane_version() {  # implementation: its version ("unknown" when it does not say)
+  local v=${DP_VERSION[$1]:-}
+  if [ -z "$v" ]; then
+    if [ "$1" = kernel ]; then
+      v=$(cat /sys/module/wireguard/version 2>/dev/null || true)
+    else
+      v=$("${USERSPACE[$1]}" --version 2>/dev/null | head -n 1 | awk '{print $2}' || true)
+    fi
+    case "$v" in ''|*[!0-9A-Za-z._+-]*) v=unknown ;; esac
+    DP_VERSION[$1]=$v
+  fi
+  printf '%s' "$v"
+}
+
+install_wrapper() {  # wg-quick on a userspace program, whether or not the kernel has WireGuard
+  # wg-quick makes a device with `ip link add <dev> type wireguard` and falls back to
+  # WG_QUICK_USERSPACE_IMPLEMENTATION only where that fails *and* no module is loaded: it cannot
+  # be told to use a userspace program on a kernel that has one. The wrapper runs wg-quick with a
+  # bash function `ip` (exported: a function wins over any PATH, and wg-quick puts its own
+  # directory first) that starts the program instead for exactly that call. WG_SUDO=true keeps
+  # boringtun's privileges as root (else it drops them and cannot configure the device; its
+  # command line parser takes true/false only, not 1).
+  local real
+  real=$(command -v ip)
+  mkdir -p "$DATAPLANE_DIR"
+  chmod 755 "$DATAPLANE_DIR"
+  {
+    printf '#!/bin/bash\n%s\nVPNAAS_IP=%q\n' "$MARKER" "$real"
+    cat <<'WRAPPER'
+# usage: wg-quick-userspace <program> up|down <device>
+set -e
+VPNAAS_USERSPACE=$1
+shift
+export VPNAAS_IP VPNAAS_USERSPACE WG_QUICK_USERSPACE_IMPLEMENTATION="$VPNAAS_USERSPACE" WG_SUDO=true
+export WG_LOG_FILE="/run/wireguard/vpnaas-${!#}.log"
+ip() {
+  if [ "$#" = 5 ] && [ "$1 $2 $4 $5" = "link add type wireguard" ]; then
+    "$VPNAAS_USERSPACE" "$3"
+    return
+  fi
+  "$VPNAAS_IP" "$@"
+}
+export -f ip
+exec wg-quick "$@"
+WRAPPER
+  } > "$DATAPLANE_WRAPPER.vpnaas-tmp"
+  chmod 755 "$DATAPLANE_WRAPPER.vpnaas-tmp"
+  install_file "$DATAPLANE_WRAPPER.vpnaas-tmp" "$DATAPLANE_WRAPPER"
+}
+
+dataplane_resolve() {  # choice (auto|kernel|wireguard-go|boringtun): sets DP_IMPL and DP_PROGRAM, or fails
+  DP_IMPL=$1
+  DP_PROGRAM=
+  if [ "$DP_IMPL" = auto ]; then
+    if [ "$TUNNELS_KERNEL" = 1 ]; then DP_IMPL=kernel; else DP_IMPL=wireguard-go; fi
+  fi
+  case "$DP_IMPL" in
+    kernel)
+      [ "$TUNNELS_KERNEL" = 1 ] || fail "kernel: this VNF's kernel has no WireGuard module (choose auto, wireguard-go or boringtun)" ;;
+    wireguard-go|boringtun)
+      DP_PROGRAM=${USERSPACE[$DP_IMPL]:-}
+      [ -n "$DP_PROGRAM" ] || fail "$DP_IMPL is not installed on the VNF and the charm does not ship it" ;;
+    *) fail "unknown implementation $DP_IMPL" ;;
+  esac
+}
+
+dataplane_current() {  # dev: the implementation the running device was brought up with ("" if none runs)
+  local dev=$1 rec
+  timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1 || return 0
+  rec=$(cat "/etc/wireguard/$dev.impl" 2>/dev/null || true)
+  if [ -n "$rec" ]; then printf '%s' "$rec"; return 0; fi
+  # A device of a release before the choice: the kernel's, or wireguard-go (the only program then).
+  if grep -qx DEVTYPE=wireguard "/sys/class/net/$dev/uevent" 2>/dev/null; then printf kernel; else printf wireguard-go; fi
+}
+
+dataplane_dropin() {  # dev implementation program: systemd starts wg-quick@dev on that program
+  local dir="/etc/systemd/system/wg-quick@$1.service.d"
+  local f="$dir/$DATAPLANE_DROPIN"
+  if [ "$2" = kernel ]; then
+    if [ -e "$f" ]; then
+      rm -f "$f"
+      rmdir "$dir" 2>/dev/null || true
+      systemctl daemon-reload
+    fi
+    return 0
+  fi
+  mkdir -p "$dir"
+  {
+    printf '%s\n[Service]\nExecStart=\nExecStart=%s %s up %%i\n' "$MARKER" "$DATAPLANE_WRAPPER" "$3"
+    printf 'ExecStop=\nExecStop=%s %s down %%i\n' "$DATAPLANE_WRAPPER" "$3"
+  } > "$f.vpnaas-tmp"
+  chmod 644 "$f.vpnaas-tmp"
+  if ! cmp -s "$f.vpnaas-tmp" "$f"; then
+    mv -f "$f.vpnaas-tmp" "$f"
+    systemctl daemon-reload
+  else
+    rm -f "$f.vpnaas-tmp"
+  fi
+}
+
+dataplane_report() {  # dev implementation: the DATAPLANE line, and the same for the metrics
+  local v
+  v=$(dataplane_version "$2")
+  out "DATAPLANE $1 $2 $v"
+  [ -z "${TUNNELS_DATAPLANE_LOG:-}" ] || printf '%s %s %s\n' "$1" "$2" "$v" >> "$TUNNELS_DATAPLANE_LOG"
+}
+
+dataplane_forget() {  # dev: its record and drop-in go with it
+  local dir="/etc/systemd/system/wg-quick@$1.service.d"
+  rm -f "/etc/wireguard/$1.impl"
+  if [ -e "$dir/$DATAPLANE_DROPIN" ]; then
+    rm -f "$dir/$DATAPLANE_DROPIN"
+    rmdir "$dir" 2>/dev/null || true
+    systemctl daemon-reload >/dev/null 2>&1 || true
+  fi
 }
 
 install_hooks() {
@@ -338,16 +489,29 @@ device_down() {
   ip link del "$1" >/dev/null 2>&1 || true
 }
 
-device_up() {
+device_up() {  # dev implementation program: (re)start the device on that implementation
+  local -a quick=(wg-quick)
+  if [ "$2" != kernel ]; then
+    install_wrapper   # only where a device runs on a userspace program
+    quick=("$DATAPLANE_WRAPPER" "$3")
+  fi
   if [ "$init" = systemd ]; then
+    dataplane_dropin "$@"
     systemctl enable "wg-quick@$1" >/dev/null 2>&1
+    # Stopped with what it runs on now (its old drop-in may be gone), so that a device moving
+    # between implementations never runs twice.
+    systemctl stop "wg-quick@$1" >/dev/null 2>&1 || true
+    wg-quick down "$1" >/dev/null 2>&1 || true
+    ip link del "$1" >/dev/null 2>&1 || true
     systemctl restart "wg-quick@$1"
   else
     wg-quick down "$1" >/dev/null 2>&1 || true
     ip link del "$1" >/dev/null 2>&1 || true
     local msg
-    if ! msg=$(wg-quick up "$1" 2>&1); then fail "wg-quick up $1 failed: $(printf '%s' "$msg" | tail -n 1)"; fi
+    if ! msg=$("${quick[@]}" up "$1" 2>&1); then fail "wg-quick up $1 failed: $(printf '%s' "$msg" | tail -n 1)"; fi
   fi
+  printf '%s\n' "$2" > "/etc/wireguard/$1.impl.vpnaas-tmp"
+  install_file "/etc/wireguard/$1.impl.vpnaas-tmp" "/etc/wireguard/$1.impl"
 }
 
 wg_canon_wanted() {  # a stripped wg configuration on stdin: the canonical lines device_unchanged compares
@@ -369,7 +533,7 @@ wg_canon_wanted() {  # a stripped wg configuration on stdin: the canonical lines
 
 wg_canon_running() {  # dev endpoint-peers: the device's running configuration as wg_canon_wanted's lines
   # Endpoints only of the peers named (those with a literal endpoint in the wanted configuration).
-  wg show "$1" dump 2>/dev/null | awk -F'\t' -v keep="$2" '
+  timeout "$WG_TIMEOUT" wg show "$1" dump 2>/dev/null | awk -F'\t' -v keep="$2" '
     BEGIN { n = split(keep, k, " "); for (i = 1; i <= n; i++) K[k[i]] = 1 }
     NR == 1 { print "key " $1; print "port " $3; next }
     { print "peer " $1 " psk " ($2 == "(none)" ? "none" : $2); print "peer " $1 " keepalive " $8
@@ -399,10 +563,10 @@ drain_device() {  # dev: wait (at most 1 s) until dev has sent what was routed i
   # it. So wait until the device's transmitted bytes stop growing for one poll interval. A packet
   # waiting for a handshake is never sent by this device anyway: the wait is bounded.
   local before after _
-  before=$(wg show "$1" transfer 2>/dev/null | awk '{s += $3} END {print s + 0}') || return 0
+  before=$(timeout "$WG_TIMEOUT" wg show "$1" transfer 2>/dev/null | awk '{s += $3} END {print s + 0}') || return 0
   for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
     sleep 0.05
-    after=$(wg show "$1" transfer 2>/dev/null | awk '{s += $3} END {print s + 0}') || return 0
+    after=$(timeout "$WG_TIMEOUT" wg show "$1" transfer 2>/dev/null | awk '{s += $3} END {print s + 0}') || return 0
     [ "$after" != "$before" ] || return 0
     before=$after
   done
@@ -449,9 +613,10 @@ device_key() {  # dev mode(keep|fresh|copy) source-dev: the device's private key
   fi
 }
 
-ensure_device() {  # dev key-mode key-source restart(0|1) data-name: <name>_BODY (base64) in the data section
+ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementation: <name>_BODY (base64) in the data section
   local dev=$1 restart=$4 body
   local key="/etc/wireguard/$dev.key" conf="/etc/wireguard/$dev.conf" priv stripped
+  dataplane_resolve "${6:-auto}"
   body=$(data_item "$5_BODY")
   KEY_COPIED=0
   device_key "$dev" "$2" "$3"
@@ -459,27 +624,42 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name: <name>_BODY
   priv=$(cat "$key")
   { printf '[Interface]\nPrivateKey = %s\n' "$priv"; printf '%s' "$body" | base64 -d; } > "$conf.vpnaas-tmp"
   chmod 600 "$conf.vpnaas-tmp"
-  if [ "$restart" = 0 ] && wg show "$dev" >/dev/null 2>&1 \
-     && [ "$(iface_signature "$conf")" = "$(iface_signature "$conf.vpnaas-tmp")" ]; then
+  # A device runs on one implementation for its whole life: another choice re-creates it (a short
+  # break on this device only); the same choice never does.
+  # A userspace daemon that no longer answers (WG_TIMEOUT) counts as gone: it is started again.
+  if [ "$restart" = 0 ] && timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1 \
+     && [ "$(iface_signature "$conf")" = "$(iface_signature "$conf.vpnaas-tmp")" ] \
+     && [ "$(dataplane_current "$dev")" = "$DP_IMPL" ]; then
+    local how=syncconf
+    if [ "$DP_IMPL" = boringtun ]; then
+      # boringtun 0.7.1 answers the partial updates of `wg syncconf` and `wg set` with EPROTO and
+      # then never answers its UAPI socket again; a whole `wg setconf` it takes. So a changed
+      # configuration is set whole, and an unchanged one not at all: setconf replaces the peers,
+      # whose sessions then start over with a new handshake (docs/bench.md).
+      how=unchanged
+      cmp -s "$conf.vpnaas-tmp" "$conf" || how=setconf
+    fi
     install_file "$conf.vpnaas-tmp" "$conf"
+    printf '%s\n' "$DP_IMPL" > "/etc/wireguard/$dev.impl.vpnaas-tmp"
+    install_file "/etc/wireguard/$dev.impl.vpnaas-tmp" "/etc/wireguard/$dev.impl"
     # The routes this device lost in this step (stage_routes, the temporary device applied first)
     # carry nothing new into it; what they already carried leaves before the new key expires its session.
     if [ "$KEY_COPIED" = 1 ]; then drain_device "$dev"; fi
     # strip first: a failure inside <(...) would go unnoticed and syncconf would apply nothing
     stripped=$(wg-quick strip "$dev")
-    if device_unchanged "$dev" "$stripped"; then
-      apply_routes "$dev"
-      out "APPLIED $dev unchanged"
-    else
-      wg syncconf "$dev" <(printf '%s\n' "$stripped")
-      apply_routes "$dev"
-      out "APPLIED $dev syncconf"
+    if [ "$how" = syncconf ] && device_unchanged "$dev" "$stripped"; then how=unchanged; fi
+    if [ "$how" != unchanged ]; then
+      wg "$how" "$dev" <(printf '%s\n' "$stripped")
     fi
+    apply_routes "$dev"
+    dataplane_report "$dev" "$DP_IMPL"
+    out "APPLIED $dev $how"
   else
     install_file "$conf.vpnaas-tmp" "$conf"
-    device_up "$dev"
+    device_up "$dev" "$DP_IMPL" "$DP_PROGRAM"
     # PostUp already ran the hook; once more to report what it refused.
     apply_routes "$dev"
+    dataplane_report "$dev" "$DP_IMPL"
     out "APPLIED $dev up"
   fi
 }
@@ -500,6 +680,7 @@ remove_stale_devices() {  # wanted devices as arguments; only files carrying our
     # A temporary device whose routes just went back to its main device may still hold packets.
     case "$dev" in wr-*) drain_device "$dev" ;; esac
     device_down "$dev"
+    dataplane_forget "$dev"
     rm -f "$f" "/etc/wireguard/$dev.key" "/etc/wireguard/$dev.routes"
     out "REMOVED $dev"
   done
@@ -519,7 +700,7 @@ report() {  # devices...: host, time and every peer of every device (never the p
   out "NOW $(date +%s)"
   local dev line
   for dev in "$@"; do
-    if wg show "$dev" >/dev/null 2>&1; then out "UP $dev"; else out "DOWN $dev"; continue; fi
+    if timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1; then out "UP $dev"; else out "DOWN $dev"; continue; fi
     # Peer lines only: the first line of the dump holds the private key.
     wg show "$dev" dump | tail -n +2 | while IFS= read -r line; do out "PEER $dev $line"; done
   done
@@ -540,6 +721,10 @@ teardown() {  # the charm is being removed: everything it put on the VNF for its
     if [ -z "$a" ]; then ip link del "$SERVICE_DEVICE"; else out "NOTE $SERVICE_DEVICE kept: it holds addresses the charm did not add"; fi
   fi
   rm -f "$ROUTES_HOOK" "$SERVICE_HOOK" "$WANTED_ADDRESSES" "$OWNED_ADDRESSES"
+  # The shipped programs and the wrapper: every device that ran on them is down now. Named one by
+  # one: nothing else in the directory is the charm's to remove (and it may be a mount point).
+  rm -f "$DATAPLANE_DIR/wireguard-go" "$DATAPLANE_DIR/boringtun" "$DATAPLANE_WRAPPER"
+  rmdir "$DATAPLANE_DIR" 2>/dev/null || true
   metrics_remove
   out "TORNDOWN"
 }

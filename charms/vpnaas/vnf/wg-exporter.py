@@ -124,13 +124,19 @@ def wg_dump() -> Optional[Dict[str, List[List[str]]]]:
 
 def implementation(device: str, userspace: str) -> Tuple[str, str]:
     """(implementation, version) of a present device: the kernel module's, or the userspace
-    program the charm's step brought it up with."""
+    program the charm's step brought it up with. ``userspace`` is the charm's record, one
+    "device implementation version" line per device (or, written by a release before the
+    per-device choice, one "userspace <program> <version>" line for every device)."""
     uevent = read_text("/sys/class/net/{}/uevent".format(device), 4096)
     if "DEVTYPE=wireguard" in uevent.split("\n"):
         return "kernel", read_text("/sys/module/wireguard/version", 64).strip() or "unknown"
-    parts = userspace.split()
-    if len(parts) >= 2 and parts[0] == "userspace":
-        return os.path.basename(parts[1]), (parts[2] if len(parts) > 2 else "unknown")
+    lines = [line.split() for line in userspace.splitlines()]
+    for parts in lines:
+        if len(parts) == 3 and parts[0] == device and parts[1] != "kernel":
+            return parts[1], parts[2]
+    for parts in lines:
+        if len(parts) >= 2 and parts[0] == "userspace":
+            return os.path.basename(parts[1]), (parts[2] if len(parts) > 2 else "unknown")
     return "userspace", "unknown"
 
 
@@ -201,8 +207,11 @@ def collect(labels: List[Dict[str, Any]], dump: Optional[Dict[str, List[List[str
             labels_ = base + (("peer", by_key.get(f[1]) or "unknown:" + f[1][:8]),)
             handshake, rx, tx = _int(f[5]), _int(f[6]), _int(f[7])
             if handshake > 0:
+                # boringtun 0.7.1 gives the time since the handshake where the others give its
+                # time (seconds since the epoch): a value before 2001 is the age itself.
+                age = handshake if impl == "boringtun" and handshake < 10 ** 9 else max(0, int(now) - handshake)
                 out["vpnaas_wireguard_peer_handshake_age_seconds"].append(sample(
-                    "vpnaas_wireguard_peer_handshake_age_seconds", labels_, max(0, int(now) - handshake)))
+                    "vpnaas_wireguard_peer_handshake_age_seconds", labels_, age))
             out["vpnaas_wireguard_peer_receive_bytes_total"].append(
                 sample("vpnaas_wireguard_peer_receive_bytes_total", labels_, rx))
             out["vpnaas_wireguard_peer_transmit_bytes_total"].append(
