@@ -315,7 +315,9 @@ def test_a_device_whose_configuration_did_not_change_is_not_touched(between, sec
     peers = [(first_key, "192.0.2.2:51820", ["10.250.9.2/32", "172.16.6.2/32"]), (second_key, "", ["10.250.9.6/32"])]
     data = {"D1_BODY": vnfscript.b64(_device_body(peers)), "D1_ROUTES": vnfscript.b64("")}
     calls = [("tunnels_prepare",), ("stage_routes", "wg-t", "D1"), ("ensure_device", "wg-t", "keep", "-", "0", "D1")]
-    after = ('{}; echo SECOND; bash "$f" "$@"; echo RUNNING; wg show wg-t dump | tail -n +2 | cut -f1,3,4 | sort'
+    # Deleting the device ends its wireguard-go, which would otherwise outlive the namespace.
+    after = ('{}; echo SECOND; bash "$f" "$@"; echo RUNNING; wg show wg-t dump | tail -n +2 | cut -f1,3,4 | sort; '
+             'ip link del wg-t'
              .format(between.format(first_key=first_key, second_key=second_key)))
     # The data plane's directory as on a testbed VNF: private (what the step installs stays here).
     setup = ("mount -t tmpfs tmpfs /run/wireguard; mkdir -p {0}; mount -t tmpfs tmpfs {0}"
