@@ -43,8 +43,8 @@ OUT_DIR = os.path.join(BUILD_DIR, "bench")
 SIZES = (2, 8, 32)
 PARTS = ("dataplane", "interfaces", "control", "synthetic")
 PAIR_PATHS = ("plain", "wg-bare", "charm", "boringtun", "ovpn-aes", "ovpn-chacha")
-SETTINGS = ("rounds", "seconds", "pings", "if_rounds", "if_seconds", "if_pings", "max_other_load", "retries",
-            "parallel", "big", "big_runs", "implementation", "charm_implementations")
+SETTINGS = ("rounds", "seconds", "pings", "if_rounds", "if_seconds", "if_pings", "impl_rounds", "max_other_load",
+            "retries", "parallel", "big", "big_runs", "implementation", "charm_implementations")
 #: A file in the work directory naming this tool: only such a directory is ever removed.
 WORK_MARKER = ".vpnaas-bench-work"
 
@@ -130,9 +130,10 @@ def run_pair(runner, settings, want, progress):
         tb.teardown()
 
 
-def measure_interfaces(runner, settings, progress, implementations=()):
+def measure_interfaces(runner, settings, progress, implementations=(), impl_settings=None):
     """``then`` of an EPS run: per interface, (a) plain, (b) bare wireguard-go, (c) charms' tunnel;
-    then (c) on each of ``implementations`` in turn (the charms' option, both ends)."""
+    then (c) on each of ``implementations`` in turn (the charms' option, both ends; in
+    ``impl_settings``' rounds, else ``settings``')."""
     def then(tb, inst, model):
         out = {}
         for i, rp in enumerate(inst.refpoints):
@@ -160,7 +161,8 @@ def measure_interfaces(runner, settings, progress, implementations=()):
             out[rp.name] = res
         for impl in implementations:
             for rp in inst.refpoints:
-                out[rp.name]["implementations"][impl] = measure_charm_on(tb, model, rp, impl, settings, progress)
+                out[rp.name]["implementations"][impl] = measure_charm_on(tb, model, rp, impl,
+                                                                         impl_settings or settings, progress)
         return out
     return then
 
@@ -227,7 +229,9 @@ def run(args, progress, work, result):
             if i == runs - 1 and "interfaces" in args.parts:
                 if_settings = dataplane.Settings(args.if_rounds, args.if_seconds, args.if_pings,
                                                  max_other=args.max_other_load, retries=args.retries)
-                then = measure_interfaces(runner, if_settings, progress, args.charm_implementations)
+                impl_settings = dataplane.Settings(args.impl_rounds, args.if_seconds, args.if_pings,
+                                                   max_other=args.max_other_load, retries=args.retries)
+                then = measure_interfaces(runner, if_settings, progress, args.charm_implementations, impl_settings)
             rec = convergence.run_eps_once(runner, then)
             if then:
                 result["interfaces"] = {"per_interface": rec.pop("then"), "seconds": args.if_seconds}
@@ -321,6 +325,10 @@ def parse_args(argv):
                    help="seconds per iperf3 run per EPS interface (default 1)")
     p.add_argument("--if-pings", type=cli.positive_int, default=30,
                    help="echoes per direction per EPS interface and round (default 30)")
+    # The other implementations are a comparison with the plain link only (two paths, not three):
+    # four rounds each keep the whole bench inside its 15 minutes.
+    p.add_argument("--impl-rounds", type=cli.positive_int, default=4,
+                   help="interleaved rounds per EPS interface on each of --charm-implementations (default 4)")
     p.add_argument("--max-other-load", type=cli.non_negative_float, default=0.5,
                    help="cores other work may use during a sample before it is measured again (default 0.5)")
     p.add_argument("--retries", type=int, default=1, choices=range(0, 10), metavar="N",

@@ -8,7 +8,8 @@ Layout for a testbed with id ``tb``:
   netns ``<tb>-<vnf>``  eth0 on the management network, eth1... on the links, and sshd in a
                         private mount and UTS namespace with its own /etc/wireguard and
                         /run/wireguard (userspace WireGuard keeps its UAPI sockets there), so two
-                        VNFs can both have a device ``wg-s6a``.
+                        VNFs can both have a device ``wg-s6a``; its sessions' HOME is the VNF's
+                        own (vnf_home), not this machine's.
 Nothing is created in the host's own network namespace. ``teardown`` removes everything, and
 ``cleanup_stale`` removes what an interrupted earlier run left.
 """
@@ -367,6 +368,7 @@ class Testbed(object):
         os.makedirs(DATAPLANE_DIR, mode=0o755, exist_ok=True)
         self.sshd_host_key(vnf)
         open(os.path.join(d, "authorized_keys"), "a").close()
+        home = self.vnf_home(vnf)
         config = [
             "Port 22", "ListenAddress " + vnf.mgmt_ip,
             "HostKey " + os.path.join(d, "ssh_host_ed25519_key"),
@@ -376,7 +378,8 @@ class Testbed(object):
             "KbdInteractiveAuthentication no", "UsePAM no", "PrintMotd no", "UseDNS no",
             "MaxStartups 50", "LogLevel INFO",
         ]
-        env = dict(vnf.env)
+        # HOME: the login's own home on the VNF, not this machine's (see vnf_home).
+        env = dict(vnf.env, HOME=home)
         if self.userspace_wireguard:
             env["WG_QUICK_USERSPACE_IMPLEMENTATION"] = self.userspace_wireguard
             if os.path.basename(self.userspace_wireguard).startswith("boringtun"):
@@ -400,6 +403,22 @@ class Testbed(object):
                 raise VimError("the namespace anchor of {} did not start".format(vnf.name))
             time.sleep(0.02)
         self.start_sshd(vnf)
+
+    @staticmethod
+    def vnf_home(vnf):
+        """The home of the VNF's login user, as a cloud image has it.
+
+        bash started by sshd reads ~/.bashrc even for a command (its remote-shell rule), and the
+        namespaces share this machine's /root: every session the charms open would run this
+        machine's .bashrc (here pyenv's init, about 100 ms of CPU and forty processes per
+        session, more than the tunnel step itself on a quiet VNF). An Ubuntu image's .bashrc
+        returns at once for a shell that is not interactive; the VNF's home has that line only."""
+        home = os.path.join(vnf.state_dir, "home")
+        os.makedirs(home, mode=0o700, exist_ok=True)
+        with open(os.path.join(home, ".bashrc"), "w") as f:
+            f.write("# the VNF's login shell: nothing for a shell that is not interactive (as Ubuntu's)\n"
+                    "case $- in *i*) ;; *) return ;; esac\n")
+        return home
 
     @staticmethod
     def sshd_host_key(vnf):

@@ -158,6 +158,19 @@ def test_ssh_reads_all_output_even_when_the_exit_status_comes_first(pair, model)
                 assert rc == 0 and out.endswith("99999\n100000\nEND\n") and out.count("\n") == 100001
 
 
+def test_a_session_runs_in_the_vnfs_own_home_not_this_machines(pair, model):
+    """bash started by sshd reads ~/.bashrc even for a command: with this machine's home, every
+    session of the charms paid its .bashrc (pyenv's init here, ~100 ms and dozens of processes)."""
+    a, _b, _ = pair
+    keystore = ssh.KeyStore(os.path.join(model.unit_state("a/0")["dir"], "vpnaas"))
+    with netns_of(model):
+        with ssh.Session(ssh.Target(a.mgmt_ip, "root", connect_timeout=5), keystore) as session:
+            rc, out, _err = session.run('printf "%s\\n" "$HOME"; cat ~/.bashrc', timeout=10)
+    home, bashrc = out.split("\n", 1)
+    assert rc == 0 and home == vim.Testbed.vnf_home(a)
+    assert home != os.path.expanduser("~root") and "case $- in *i*) ;; *) return ;; esac" in bashrc
+
+
 def test_a_closed_session_leaves_no_transport_thread_behind(pair, model):
     """paramiko's close() does not wait for its transport thread; a hook that exits while that
     thread still runs can abort in the interpreter's finalization ("double free or corruption")."""
