@@ -8,8 +8,7 @@ Layout for a testbed with id ``tb``:
   netns ``<tb>-<vnf>``  eth0 on the management network, eth1... on the links, and sshd in a
                         private mount and UTS namespace with its own /etc/wireguard and
                         /run/wireguard (userspace WireGuard keeps its UAPI sockets there), so two
-                        VNFs can both have a device ``wg-s6a``; its sessions' HOME is the VNF's
-                        own (vnf_home), not this machine's.
+                        VNFs can both have a device ``wg-s6a``; its sshd: vnf_login.
 Nothing is created in the host's own network namespace. ``teardown`` removes everything, and
 ``cleanup_stale`` removes what an interrupted earlier run left.
 """
@@ -20,6 +19,8 @@ import shutil
 import signal
 import subprocess
 import time
+
+from testbed import vnf_login
 
 NETNS_PREFIX = "vpnaas-tb"
 #: One file per live testbed, naming the process that owns it: cleanup_stale leaves those alone.
@@ -366,28 +367,16 @@ class Testbed(object):
         # VNF, as on a VM (the namespaces share this machine's file system), so that one VNF's
         # teardown never takes another's programs. The mount point itself stays, empty.
         os.makedirs(DATAPLANE_DIR, mode=0o755, exist_ok=True)
-        self.sshd_host_key(vnf)
+        vnf_login.new_host_key(vnf.state_dir)
         open(os.path.join(d, "authorized_keys"), "a").close()
-        home = self.vnf_home(vnf)
-        config = [
-            "Port 22", "ListenAddress " + vnf.mgmt_ip,
-            "HostKey " + os.path.join(d, "ssh_host_ed25519_key"),
-            "PidFile " + os.path.join(d, "sshd.pid"),
-            "AuthorizedKeysFile " + os.path.join(d, "authorized_keys"),
-            "StrictModes no", "PermitRootLogin prohibit-password", "PasswordAuthentication no",
-            "KbdInteractiveAuthentication no", "UsePAM no", "PrintMotd no", "UseDNS no",
-            "MaxStartups 50", "LogLevel INFO",
-        ]
-        # HOME: the login's own home on the VNF, not this machine's (see vnf_home).
-        env = dict(vnf.env, HOME=home)
+        env = dict(vnf.env)
         if self.userspace_wireguard:
             env["WG_QUICK_USERSPACE_IMPLEMENTATION"] = self.userspace_wireguard
             if os.path.basename(self.userspace_wireguard).startswith("boringtun"):
                 env["WG_SUDO"] = "true"   # boringtun as root keeps its privileges (clap takes true/false only)
-        if env:
-            config.append("SetEnv " + " ".join("{}={}".format(k, v) for k, v in sorted(env.items())))
+        config = vnf_login.sshd_config(d, vnf.mgmt_ip, env)
         with open(os.path.join(d, "sshd_config"), "w") as f:
-            f.write("\n".join(config) + "\n")
+            f.write(config)
         os.makedirs("/run/sshd", exist_ok=True)
         os.makedirs("/run/wireguard", exist_ok=True)
         inner = ('hostname "$1" && mount -t tmpfs -o mode=0700 tmpfs /run/wireguard && '
@@ -403,31 +392,6 @@ class Testbed(object):
                 raise VimError("the namespace anchor of {} did not start".format(vnf.name))
             time.sleep(0.02)
         self.start_sshd(vnf)
-
-    @staticmethod
-    def vnf_home(vnf):
-        """The home of the VNF's login user, as a cloud image has it.
-
-        bash started by sshd reads ~/.bashrc even for a command (its remote-shell rule), and the
-        namespaces share this machine's /root: every session the charms open would run this
-        machine's .bashrc (here pyenv's init, about 100 ms of CPU and forty processes per
-        session, more than the tunnel step itself on a quiet VNF). An Ubuntu image's .bashrc
-        returns at once for a shell that is not interactive; the VNF's home has that line only."""
-        home = os.path.join(vnf.state_dir, "home")
-        os.makedirs(home, mode=0o700, exist_ok=True)
-        with open(os.path.join(home, ".bashrc"), "w") as f:
-            f.write("# the VNF's login shell: nothing for a shell that is not interactive (as Ubuntu's)\n"
-                    "case $- in *i*) ;; *) return ;; esac\n")
-        return home
-
-    @staticmethod
-    def sshd_host_key(vnf):
-        """A new host key, as a rebuilt VM would have (takes effect at the next sshd start)."""
-        key = os.path.join(vnf.state_dir, "ssh_host_ed25519_key")
-        for path in (key, key + ".pub"):
-            if os.path.exists(path):
-                os.remove(path)
-        sh(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key])
 
     def start_sshd(self, vnf):
         d = vnf.state_dir

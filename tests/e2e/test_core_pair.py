@@ -11,7 +11,7 @@ import time
 import e2e_pairs as pairs
 import pytest
 
-from testbed import capture, lcm, vca, vim
+from testbed import capture, lcm, vca, vim, vnf_login
 from vpnaas import ssh
 
 
@@ -167,7 +167,7 @@ def test_a_session_runs_in_the_vnfs_own_home_not_this_machines(pair, model):
         with ssh.Session(ssh.Target(a.mgmt_ip, "root", connect_timeout=5), keystore) as session:
             rc, out, _err = session.run('printf "%s\\n" "$HOME"; cat ~/.bashrc', timeout=10)
     home, bashrc = out.split("\n", 1)
-    assert rc == 0 and home == vim.Testbed.vnf_home(a)
+    assert rc == 0 and home == vnf_login.home(a.state_dir)
     assert home != os.path.expanduser("~root") and "case $- in *i*) ;; *) return ;; esac" in bashrc
 
 
@@ -247,7 +247,7 @@ def test_changed_host_key_is_refused_until_reset(pair, model, testbed):
     key = os.path.join(a.state_dir, "ssh_host_ed25519_key")
     os.remove(key)
     os.remove(key + ".pub")
-    testbed.sshd_host_key(a)
+    vnf_login.new_host_key(a.state_dir)
     testbed.restart_sshd(a)
     model.run_hook("a/0", "update-status")
     status, message = model.status("a/0")
