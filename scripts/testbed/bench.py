@@ -130,10 +130,10 @@ def run_pair(runner, settings, want, progress):
         tb.teardown()
 
 
-def measure_interfaces(runner, settings, progress, implementations=(), impl_settings=None):
-    """``then`` of an EPS run: per interface, (a) plain, (b) bare wireguard-go, (c) charms' tunnel;
-    then (c) on each of ``implementations`` in turn (the charms' option, both ends; in
-    ``impl_settings``' rounds, else ``settings``')."""
+def measure_interfaces(runner, settings, progress, implementations, impl_settings):
+    """``then`` of an EPS run: per interface, (a) plain, (b) bare wireguard-go, (c) charms' tunnel
+    in ``settings``; then (c) on each of ``implementations`` in turn (the charms' option, both
+    ends) in ``impl_settings``."""
     def then(tb, inst, model):
         out = {}
         for i, rp in enumerate(inst.refpoints):
@@ -161,8 +161,8 @@ def measure_interfaces(runner, settings, progress, implementations=(), impl_sett
             out[rp.name] = res
         for impl in implementations:
             for rp in inst.refpoints:
-                out[rp.name]["implementations"][impl] = measure_charm_on(tb, model, rp, impl,
-                                                                         impl_settings or settings, progress)
+                out[rp.name]["implementations"][impl] = measure_charm_on(tb, model, rp, impl, impl_settings,
+                                                                         progress)
         return out
     return then
 

@@ -244,7 +244,7 @@ def test_repair_after_killed_wireguard_and_restarted_sshd(pair, model, testbed):
 
 def test_changed_host_key_is_refused_until_reset(pair, model, testbed):
     a, _b, _ = pair
-    key = os.path.join(a.state_dir, "ssh_host_ed25519_key")
+    key = os.path.join(a.state_dir, vnf_login.HOST_KEY)
     os.remove(key)
     os.remove(key + ".pub")
     vnf_login.new_host_key(a.state_dir)
