@@ -22,6 +22,8 @@ from vpnaas.model import MANUAL, Plan
 DEFAULT_PORT = 9586
 METRIC_PATH = "/metrics"
 EXPORTER = "wg-exporter.py"
+#: What the exporter serves: read and rendered by this program, installed beside the exporter.
+COLLECTOR = "wg-collect.py"
 LABELS_SCHEMA = 1
 
 
@@ -57,5 +59,6 @@ def add_to_step(step: vnfscript.Step, plan: Plan) -> None:
     port = plan.config.metrics_port if plan.config is not None else DEFAULT_PORT
     if port:
         step.data("METRICS_EXPORTER", vnfscript.b64(vnfscript.load(EXPORTER)))
+        step.data("METRICS_COLLECT", vnfscript.b64(vnfscript.load(COLLECTOR)))
         step.data("METRICS_LABELS", vnfscript.b64(json.dumps(labels_document(plan), sort_keys=True)))
     step.call("metrics_apply", port)

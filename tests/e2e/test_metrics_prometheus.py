@@ -59,11 +59,41 @@ def test_the_exporter_serves_the_text_format_on_the_management_address_only(pair
     private = a.exec(["cat", "/etc/wireguard/wg-vpn.key"]).stdout.strip()
     assert private and private not in text
     listening = a.exec(["ss", "-Hltn", "( sport = :{} )".format(PORT)]).stdout.split()
-    assert "{}:{}".format(a.mgmt_ip, PORT) in listening and "0.0.0.0:{}".format(PORT) not in listening
+    # On the management address and bound to the management device (eth0 in the testbed's VNFs).
+    assert "{}%eth0:{}".format(a.mgmt_ip, PORT) in listening and "0.0.0.0:{}".format(PORT) not in listening
     # Idempotent: a reconcile that changes nothing leaves the exporter running as it was.
     pid = exporter_pid(a)
     model.update_status(["a/0"])
     assert exporter_pid(a) == pid and "METRICS" not in str(model.status("a/0"))
+
+
+CONNECT = ("import socket, sys\n"
+           "try:\n"
+           "    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)\n"
+           "    s.sendall(b'GET /metrics HTTP/1.0\\r\\n\\r\\n'); print(s.recv(12).decode())\n"
+           "except OSError as e:\n"
+           "    print(type(e).__name__)\n")
+
+
+def test_an_underlay_neighbour_routing_the_management_address_over_its_link_gets_no_answer(pair, testbed):
+    """Linux accepts a packet for any local address on any interface: b routes a's management
+    address over the underlay link they share. The exporter (bound to a's management device)
+    resets it; a listener on the same address without the binding answers b on the same path."""
+    a, b = pair
+    b.exec(["ip", "route", "replace", a.mgmt_ip + "/32", "via", pairs.A_ADDR.split("/")[0]])
+    control = a.popen(["python3", "-m", "http.server", "--bind", a.mgmt_ip, "9587"],
+                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1)
+        via_underlay = b.exec(["python3", "-c", CONNECT, a.mgmt_ip, "9587"]).stdout.strip()
+        assert via_underlay.startswith("HTTP/1.0 "), via_underlay   # the path exists: the control answers
+        refused = b.exec(["python3", "-c", CONNECT, a.mgmt_ip, str(PORT)]).stdout.strip()
+        assert refused == "ConnectionRefusedError", refused
+        assert "vpnaas_wireguard_up 1" in scrape(testbed, a)   # the management network still is
+    finally:
+        control.kill()
+        control.wait()
+        b.exec(["ip", "route", "del", a.mgmt_ip + "/32"], check=False)
 
 
 def test_hostile_label_values_round_trip_through_a_real_prometheus(pair, testbed):

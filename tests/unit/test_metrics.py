@@ -14,7 +14,7 @@ import pytest
 from vpnaas import metrics, validation
 from vpnaas.model import MANUAL, Device, Peer, Plan
 
-EXPORTER = os.path.join(os.path.dirname(metrics.__file__), "vnf", "wg-exporter.py")
+COLLECTOR = os.path.join(os.path.dirname(metrics.__file__), "vnf", "wg-collect.py")
 KEY_A = "A" * 43 + "="
 KEY_B = "B" * 43 + "="
 HOSTILE = ['evil"/0', "a\\b/1", "x\n# TYPE fake gauge\nfake 1", "}{", "\u00e9t\u00e9/0", "app/01", "App/0",
@@ -22,7 +22,7 @@ HOSTILE = ['evil"/0', "a\\b/1", "x\n# TYPE fake gauge\nfake 1", "}{", "\u00e9t\u
 
 
 def exporter():
-    spec = importlib.util.spec_from_file_location("wg_exporter", EXPORTER)
+    spec = importlib.util.spec_from_file_location("wg_collect", COLLECTOR)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
