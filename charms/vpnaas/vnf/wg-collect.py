@@ -21,14 +21,33 @@ WG_TIMEOUT = 5
 MAX_LABELS_BYTES = 4 * 1024 * 1024
 Labels = Tuple[Tuple[str, object], ...]
 
+#: A session is usable until REJECT_AFTER_TIME (180 s, WireGuard's protocol) after its handshake;
+#: with the charms' persistent keepalive a live peer's latest handshake is at most about 150 s old.
+SESSION_SECONDS = 180
+#: sysfs statistics of a device: (file, family).
+DEVICE_STATS = (("rx_dropped", "vpnaas_wireguard_device_receive_dropped_total"),
+                ("tx_dropped", "vpnaas_wireguard_device_transmit_dropped_total"),
+                ("rx_errors", "vpnaas_wireguard_device_receive_errors_total"),
+                ("tx_errors", "vpnaas_wireguard_device_transmit_errors_total"))
+MAX_LABEL = 1024
+
 FAMILIES = (
     ("vpnaas_wireguard_up", "gauge", "1 when `wg show all dump` answered on this VNF."),
     ("vpnaas_wireguard_device_up", "gauge", "1 when the WireGuard device the charm configured exists."),
     ("vpnaas_wireguard_dataplane_info", "gauge", "The data-plane implementation of the device (value 1)."),
+    ("vpnaas_wireguard_device_mtu_bytes", "gauge", "The device's MTU (sysfs)."),
+    ("vpnaas_wireguard_device_receive_dropped_total", "counter", "Packets the device dropped on receive (sysfs)."),
+    ("vpnaas_wireguard_device_transmit_dropped_total", "counter", "Packets the device dropped on transmit (sysfs)."),
+    ("vpnaas_wireguard_device_receive_errors_total", "counter", "Receive errors of the device (sysfs)."),
+    ("vpnaas_wireguard_device_transmit_errors_total", "counter", "Transmit errors of the device (sysfs)."),
     ("vpnaas_wireguard_peers", "gauge", "Peers on the device now."),
     ("vpnaas_wireguard_peer_configured", "gauge", "1 for every peer the charm configured on the device."),
-    ("vpnaas_wireguard_peer_handshake_age_seconds", "gauge",
-     "Seconds since the latest handshake with the peer (absent before the first one)."),
+    ("vpnaas_wireguard_peer_session_up", "gauge",
+     "1 when the peer's device is up and its latest handshake is at most 180 s old (REJECT_AFTER_TIME), "
+     "else 0; for every configured peer."),
+    ("vpnaas_wireguard_peer_info", "gauge", "The peer's underlay endpoint and allowed IPs as WireGuard has them (1)."),
+    ("vpnaas_wireguard_peer_last_handshake_timestamp_seconds", "gauge",
+     "Unix time of the latest handshake with the peer (absent before the first one)."),
     ("vpnaas_wireguard_peer_receive_bytes_total", "counter", "Bytes received from the peer."),
     ("vpnaas_wireguard_peer_transmit_bytes_total", "counter", "Bytes sent to the peer."),
     ("vpnaas_wireguard_peer_refused_prefixes", "gauge",
@@ -54,14 +73,21 @@ def read_text(path: str, limit: int = MAX_LABELS_BYTES) -> str:
         return ""
 
 
-def load_labels(path: str = LABELS) -> List[Dict[str, Any]]:
-    """The charm's view: [{device, refpoint, peers: [{public-key, peer, allowed-ips}], refused}]."""
+def load_labels(path: str = LABELS) -> Tuple[Labels, List[Dict[str, Any]]]:
+    """The charm's view: (OSM's labels of this VNF, [{device, refpoint, plane, peers:
+    [{public-key, peer, allowed-ips}], refused}])."""
     try:
         doc = json.loads(read_text(path) or "{}")
     except ValueError:
-        return []
-    devices = doc.get("devices") if isinstance(doc, dict) else None
-    return [d for d in devices if isinstance(d, dict) and isinstance(d.get("device"), str)] \
+        return (), []
+    if not isinstance(doc, dict):
+        return (), []
+    osm = doc.get("osm")
+    names = ("ns_id", "vnf_member_index", "vdu_id")
+    own: Labels = tuple((k, str(osm[k])) for k in names if isinstance(osm.get(k), str)) \
+        if isinstance(osm, dict) else ()
+    devices = doc.get("devices")
+    return own, [d for d in devices if isinstance(d, dict) and isinstance(d.get("device"), str)] \
         if isinstance(devices, list) else []
 
 
@@ -141,46 +167,73 @@ def vnf_refusals(path: str = REFUSED) -> Dict[str, List[str]]:
 
 
 def collect(labels: List[Dict[str, Any]], dump: Optional[Dict[str, List[List[str]]]], userspace: str,
-            vnf_refused: Dict[str, List[str]], now: float) -> Dict[str, List[str]]:
-    """{family: [sample lines]} for the devices the charm manages."""
+            vnf_refused: Dict[str, List[str]], now: float, own: Labels = (),
+            sysfs: str = "/sys/class/net") -> Dict[str, List[str]]:
+    """{family: [sample lines]} for the devices the charm manages. ``own``: labels every
+    sample carries (OSM's ns_id, vnf_member_index, vdu_id)."""
     out: Dict[str, List[str]] = {name: [] for name, _, _ in FAMILIES}
-    out["vpnaas_wireguard_up"].append(sample("vpnaas_wireguard_up", (), 0 if dump is None else 1))
+
+    def add(family: str, labels_: Labels, value: object) -> None:
+        out[family].append(sample(family, labels_ + own, value))
+
+    add("vpnaas_wireguard_up", (), 0 if dump is None else 1)
     for dev in labels:
         name = dev["device"]
         base = (("refpoint", dev.get("refpoint", "")), ("device", name))
+        planed = base + (("plane", dev.get("plane") or ""),)
         present = dump is not None and name in dump
-        out["vpnaas_wireguard_device_up"].append(sample("vpnaas_wireguard_device_up", base, 1 if present else 0))
+        add("vpnaas_wireguard_device_up", planed, 1 if present else 0)
         by_key = _peer_labels(dev)
         refused = _refused_counts(dev, vnf_refused)
-        for peer in sorted(by_key.values()):
-            labels_ = base + (("peer", peer),)
-            out["vpnaas_wireguard_peer_configured"].append(sample("vpnaas_wireguard_peer_configured", labels_, 1))
-            out["vpnaas_wireguard_peer_refused_prefixes"].append(
-                sample("vpnaas_wireguard_peer_refused_prefixes", labels_, refused.pop(peer, 0)))
+        fresh = set()
+        for f in (dump or {}).get(name, []) if present else []:
+            handshake = _handshake_time(_int(f[5]), name, userspace, now)
+            if handshake and now - handshake <= SESSION_SECONDS:
+                fresh.add(f[1])
+        for key, peer in sorted(by_key.items(), key=lambda kv: kv[1]):
+            add("vpnaas_wireguard_peer_configured", planed + (("peer", peer),), 1)
+            add("vpnaas_wireguard_peer_session_up", planed + (("peer", peer),), 1 if key in fresh else 0)
+            add("vpnaas_wireguard_peer_refused_prefixes", base + (("peer", peer),), refused.pop(peer, 0))
         for peer, count in sorted(refused.items()):   # units refused whole: not configured, still counted
-            out["vpnaas_wireguard_peer_refused_prefixes"].append(
-                sample("vpnaas_wireguard_peer_refused_prefixes", base + (("peer", peer),), count))
+            add("vpnaas_wireguard_peer_refused_prefixes", base + (("peer", peer),), count)
         if dump is None or not present:
             continue
-        impl, version = implementation(name, userspace)
-        out["vpnaas_wireguard_dataplane_info"].append(sample(
-            "vpnaas_wireguard_dataplane_info", base + (("implementation", impl), ("version", version)), 1))
+        _device(add, base, name, userspace, sysfs)
         peers = dump[name]
-        out["vpnaas_wireguard_peers"].append(sample("vpnaas_wireguard_peers", base, len(peers)))
+        add("vpnaas_wireguard_peers", base, len(peers))
         for f in sorted(peers, key=lambda f: by_key.get(f[1], f[1])):
             labels_ = base + (("peer", by_key.get(f[1]) or "unknown:" + f[1][:8]),)
-            handshake, rx, tx = _int(f[5]), _int(f[6]), _int(f[7])
-            if handshake > 0:
-                # boringtun 0.7.1 gives the time since the handshake where the others give its
-                # time (seconds since the epoch): a value before 2001 is the age itself.
-                age = handshake if impl == "boringtun" and handshake < 10 ** 9 else max(0, int(now) - handshake)
-                out["vpnaas_wireguard_peer_handshake_age_seconds"].append(sample(
-                    "vpnaas_wireguard_peer_handshake_age_seconds", labels_, age))
-            out["vpnaas_wireguard_peer_receive_bytes_total"].append(
-                sample("vpnaas_wireguard_peer_receive_bytes_total", labels_, rx))
-            out["vpnaas_wireguard_peer_transmit_bytes_total"].append(
-                sample("vpnaas_wireguard_peer_transmit_bytes_total", labels_, tx))
+            add("vpnaas_wireguard_peer_info", labels_ + (("endpoint", f[3][:MAX_LABEL]),
+                                                         ("allowed_ips", f[4][:MAX_LABEL])), 1)
+            handshake = _handshake_time(_int(f[5]), name, userspace, now)
+            if handshake:
+                add("vpnaas_wireguard_peer_last_handshake_timestamp_seconds", labels_, handshake)
+            add("vpnaas_wireguard_peer_receive_bytes_total", labels_, _int(f[6]))
+            add("vpnaas_wireguard_peer_transmit_bytes_total", labels_, _int(f[7]))
     return out
+
+
+def _handshake_time(value: int, name: str, userspace: str, now: float) -> int:
+    """The latest handshake as Unix time, 0 for none. boringtun 0.7.1 gives the time since the
+    handshake where the others give its time (seconds since the epoch): a value before 2001 from
+    a boringtun device is that age, converted here."""
+    if value <= 0:
+        return 0
+    if value < 10 ** 9 and implementation(name, userspace)[0] == "boringtun":
+        return max(0, int(now) - value)
+    return value
+
+
+def _device(add: Any, base: Labels, name: str, userspace: str, sysfs: str) -> None:
+    impl, version = implementation(name, userspace)
+    add("vpnaas_wireguard_dataplane_info", base + (("implementation", impl), ("version", version)), 1)
+    mtu = read_text("{}/{}/mtu".format(sysfs, name), 64).strip()
+    if mtu.isdigit():
+        add("vpnaas_wireguard_device_mtu_bytes", base, int(mtu))
+    for stat, family in DEVICE_STATS:
+        value = read_text("{}/{}/statistics/{}".format(sysfs, name, stat), 64).strip()
+        if value.isdigit():
+            add(family, base, int(value))
 
 
 def _int(text: str) -> int:
@@ -193,9 +246,10 @@ def _int(text: str) -> int:
 def exposition(paths: Optional[Dict[str, str]] = None) -> bytes:
     """The whole text exposition, as bytes."""
     paths = paths or {}
-    families = collect(load_labels(paths.get("labels", LABELS)), wg_dump(),
-                       read_text(paths.get("implementation", IMPLEMENTATION), 4096).strip(),
-                       vnf_refusals(paths.get("refused", REFUSED)), time.time())
+    own, labels = load_labels(paths.get("labels", LABELS))
+    families = collect(labels, wg_dump(), read_text(paths.get("implementation", IMPLEMENTATION), 4096).strip(),
+                       vnf_refusals(paths.get("refused", REFUSED)), time.time(), own,
+                       paths.get("sysfs", "/sys/class/net"))
     lines = []
     for name, kind, text in FAMILIES:
         if families[name]:
