@@ -11,7 +11,7 @@ import e2e_pairs as pairs
 import pytest
 import yaml
 
-from testbed import prometheus, vim
+from testbed import dashboard, prometheus, vim
 
 PORT = 9586
 FETCH = ("import sys, urllib.request\n"
@@ -51,8 +51,13 @@ def test_the_exporter_serves_the_text_format_on_the_management_address_only(pair
     text = scrape(testbed, a)
     check = promtool("check", "metrics", text=text)
     assert check.returncode == 0, check.stdout
-    assert 'vpnaas_wireguard_peer_configured{refpoint="vpn",device="wg-vpn",peer="b/0"} 1' in text
-    assert 'vpnaas_wireguard_peer_handshake_age_seconds{refpoint="vpn",device="wg-vpn",peer="b/0"}' in text
+    # The generic endpoint "vpn" is no reference point of the registry: no plane.
+    assert 'vpnaas_wireguard_peer_configured{refpoint="vpn",device="wg-vpn",plane="",peer="b/0"} 1' in text
+    assert 'vpnaas_wireguard_peer_session_up{refpoint="vpn",device="wg-vpn",plane="",peer="b/0"} 1' in text
+    assert 'vpnaas_wireguard_peer_last_handshake_timestamp_seconds{refpoint="vpn",device="wg-vpn",peer="b/0"}' in text
+    assert 'vpnaas_wireguard_device_mtu_bytes{refpoint="vpn",device="wg-vpn"} 1420' in text
+    assert 'vpnaas_wireguard_device_receive_dropped_total{refpoint="vpn",device="wg-vpn"}' in text
+    assert 'vpnaas_wireguard_peer_info{refpoint="vpn",device="wg-vpn",peer="b/0",endpoint="192.168.8.129:' in text
     assert 'vpnaas_wireguard_peers{refpoint="vpn",device="wg-vpn"} 1' in text
     assert 'vpnaas_wireguard_peer_refused_prefixes{refpoint="vpn",device="wg-vpn",peer="b/0"} 0' in text
     assert 'vpnaas_wireguard_dataplane_info{refpoint="vpn",device="wg-vpn",implementation=' in text
@@ -115,15 +120,16 @@ def test_hostile_label_values_round_trip_through_a_real_prometheus(pair, testbed
     try:
         prom.start()
         deadline = time.monotonic() + 30
-        while not prom.query("vpnaas_wireguard_peer_handshake_age_seconds"):
+        while not prom.query("vpnaas_wireguard_peer_last_handshake_timestamp_seconds"):
             assert time.monotonic() < deadline, "not scraped"
             time.sleep(1)
         configured = {labels["peer"] for labels, _ in prom.query("vpnaas_wireguard_peer_configured")}
         assert configured == set(HOSTILE)
-        (age,) = prom.query("vpnaas_wireguard_peer_handshake_age_seconds")
+        (age,) = prom.query("vpnaas_wireguard_peer_last_handshake_timestamp_seconds")
         assert age[0]["peer"] == HOSTILE[1] and age[0]["refpoint"] == HOSTILE[0]
         assert {labels["refpoint"] for labels, _ in prom.query("vpnaas_wireguard_device_up")} == {HOSTILE[0]}
-        up = {"__name__": "vpnaas_wireguard_up", "instance": a.mgmt_ip + ":9586", "job": prometheus.JOB, "vnf": "a"}
+        up = {"__name__": "vpnaas_wireguard_up", "instance": a.mgmt_ip + ":9586", "job": "vpnaas_wg_a", "vnf": "a",
+              "exporter": "vpnaas-wireguard"}
         assert prom.query("vpnaas_wireguard_up") == [(up, 1.0)]
     finally:
         prom.stop()
@@ -132,10 +138,23 @@ def test_hostile_label_values_round_trip_through_a_real_prometheus(pair, testbed
 def test_the_rules_file_passes_promtool_as_shipped_and_as_the_testbed_lowers_it(tmp_path):
     assert promtool("check", "rules", prometheus.RULES_FILE).returncode == 0
     lowered = tmp_path / "rules.yml"
-    lowered.write_text(yaml.safe_dump(prometheus.rules(20, "5s")))
+    lowered.write_text(yaml.safe_dump(prometheus.rules(20, "5s", "1m")))
     check = promtool("check", "rules", str(lowered))
     assert check.returncode == 0, check.stdout
-    assert "vector(20)" in lowered.read_text() and "vector(180)" in open(prometheus.RULES_FILE).read()
+    text = lowered.read_text()
+    assert "vector(20)" in text and "vector(180)" in open(prometheus.RULES_FILE).read()
+    assert "[1m]" in text and "[2m]" not in text and "[2m]" in open(prometheus.RULES_FILE).read()
+
+
+def test_the_testbed_scrape_job_is_the_packages_template_as_lcm_fills_it(tmp_path):
+    job = prometheus.scrape_job("spgw-u", "198.18.0.9:9586", "2s")
+    assert job["job_name"] == "vpnaas_wg_spgwu" and job["metrics_path"] == "/metrics"
+    assert job["static_configs"] == [{"targets": ["198.18.0.9:9586"],
+                                      "labels": {"exporter": "vpnaas-wireguard", "vnf": "spgw-u"}}]
+    config = tmp_path / "prometheus.yml"
+    config.write_text(yaml.safe_dump({"scrape_configs": [job]}))
+    check = promtool("check", "config", str(config))
+    assert check.returncode == 0, check.stdout
 
 
 def test_the_stale_handshake_alert_fires_for_a_stopped_peer_and_clears_after_the_repair(pair, testbed, model):
@@ -147,6 +166,9 @@ def test_the_stale_handshake_alert_fires_for_a_stopped_peer_and_clears_after_the
         prom.start()
         time.sleep(10)   # healthy tunnels, handshakes older than the lowered threshold: nothing fires
         assert not [x for x in prom.alerts("WireGuardHandshakeStale") if x["state"] == "firing"]
+        # Every query of the Grafana dashboard returns data, for each reference point.
+        panels = dashboard.check(prom)
+        assert panels["refpoints"] == ["vpn", "vpn-peer"] and panels["queries"] >= 15 and panels["empty"] == [], panels
         assert b.kill("wireguard-go")
         fired = _wait(lambda: _state(prom, "a", "wg-vpn", "b/0") == "firing", 150)
         assert fired, "WireGuardHandshakeStale did not fire on a for b/0"
