@@ -29,7 +29,8 @@ def test_the_reference_point_row_covers_what_an_operator_asks():
     repeated = [(row, p) for row, p in dashboard.panels(doc) if row and row.get("repeat") == "refpoint"]
     exprs = " ".join(t["expr"] for _row, p in repeated for t in p["targets"])
     for metric in ("vpnaas_wireguard_peer_last_handshake_timestamp_seconds",
-                   "vpnaas_wireguard_peer_receive_bytes_total", "vpnaas_wireguard_peer_transmit_bytes_total", "vpnaas_wireguard_device_up",
+                   "vpnaas_wireguard_peer_receive_bytes_total", "vpnaas_wireguard_peer_transmit_bytes_total",
+                   "vpnaas_wireguard_device_up",
                    "vpnaas_wireguard_device_receive_dropped_total", "vpnaas_wireguard_peer_refused_prefixes",
                    "vpnaas_wireguard_dataplane_info"):
         assert metric in exprs, metric
