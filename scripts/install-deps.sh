@@ -7,6 +7,7 @@ pkgs=(python3 python3-venv make git openssh-server openssh-client wireguard-tool
 pkgs+=(libconfig9)        # make oai-conformance parses OAI's libconfig files with libconfig itself
 pkgs+=(openvpn openssl)   # the bench's peer VPN and its throwaway PKI
 pkgs+=(prometheus)        # the testbed's Prometheus server and promtool (docs/metrics.md); not started as a service
+pkgs+=(prometheus-alertmanager)  # amtool and Alertmanager: make unit checks the inhibit rules in it; not started
 missing=()
 for p in "${pkgs[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
 if [ "${#missing[@]}" -gt 0 ]; then

@@ -242,14 +242,16 @@ def interface_entry(
     return entry
 
 
-def build_report(entries, seconds_to_all_tunnels_up=None, **meta):
-    """The report written to build/<dir>/report.json: one entry per reference point (all five,
-    in REFERENCE_POINTS order; a reference point the NS does not have gets an entry of nulls)."""
-    unknown = sorted(set(entries) - set(REFERENCE_POINTS))
+def build_report(entries, seconds_to_all_tunnels_up=None, refpoints=None, **meta):
+    """The report written to build/<dir>/report.json: one entry per reference point, in
+    REFERENCE_POINTS order: those of ``refpoints`` (the NS's own; one not measured gets an entry
+    of nulls), or, without it, every reference point of the registry."""
+    unknown = sorted((set(entries) | set(refpoints or ())) - set(REFERENCE_POINTS))
     if unknown:
         raise ValueError("unknown reference points: {}".format(", ".join(unknown)))
+    listed = [rp for rp in REFERENCE_POINTS if refpoints is None or rp in refpoints]
     report = {"schema": REPORT_SCHEMA_VERSION}
     report.update(meta)
     report["seconds_to_all_tunnels_up"] = seconds_to_all_tunnels_up
-    report["reference_points"] = {rp: entries.get(rp) or interface_entry() for rp in REFERENCE_POINTS}
+    report["reference_points"] = {rp: entries.get(rp) or interface_entry() for rp in listed}
     return report

@@ -6,7 +6,7 @@ target) works on the values below, each already checked by ``validation``. A bad
 later by OSM's ``config`` primitive raises ``MissingOption`` (the unit waits, it is not an error).
 """
 import ipaddress
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 from vpnaas import instance, refpoints, validation
 from vpnaas.facts import Facts
@@ -27,6 +27,7 @@ class CharmConfig(NamedTuple):
     mtu: int
     keepalive: int
     metrics_port: int = 9586     # the WireGuard metrics exporter on the management address; 0: none
+    osm_labels: Tuple[Tuple[str, str], ...] = ()   # OSM's ns_id, vnf_member_index, vdu_id (osm-instance)
 
     def __repr__(self) -> str:   # the password must never reach a log through a repr
         return "CharmConfig(ssh_host={!r}, ssh_username={!r}, ...)".format(self.ssh_host, self.ssh_username)
@@ -54,6 +55,7 @@ def parse(config: Dict[str, Any]) -> CharmConfig:
         mtu=validation.integer(config.get("tunnel-mtu"), "tunnel-mtu", 1280, 9000),
         keepalive=validation.integer(config.get("persistent-keepalive"), "persistent-keepalive", 0, 65535),
         metrics_port=_metrics_port(config.get("metrics-port", 9586)),
+        osm_labels=instance.osm_labels(config),
     )
 
 

@@ -19,7 +19,8 @@ address that would leave its range is refused (the unit is Blocked, nothing appl
 is accepted, only ``count_index`` is read, and it must be a plain integer in range.
 """
 import ipaddress
-from typing import Any, List, Mapping, Optional
+import re
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import yaml
 
@@ -31,15 +32,17 @@ OPTION = "osm-instance"
 MAX_INDEX = 63
 #: OSM's <OSM> of a VDU with a few interfaces is well under 2 kB; refuse anything absurd.
 MAX_TEXT = 16384
+#: An OSM identifier as a metric label may carry it: NBI's ids (uuids, member indexes, VDU ids).
+OSM_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 #: The range a scaled tunnel block stays in: the /24 around the configured block.
 TUNNEL_POOL_PREFIX = 24
 
 
-def index(config: Mapping[str, Any]) -> int:
-    """The count index of this unit's VDU instance (0 when the option is empty)."""
+def _mapping(config: Mapping[str, Any]) -> Optional[Dict[Any, Any]]:
+    """OSM's <OSM> mapping from ``osm-instance`` (None when the option is empty)."""
     text = config.get(OPTION)
     if text is None or (isinstance(text, str) and not text.strip()):
-        return 0
+        return None
     if not isinstance(text, str):
         raise InvalidValue("{}: expected OSM's <OSM> mapping as text".format(OPTION))
     if len(text) > MAX_TEXT:
@@ -51,6 +54,14 @@ def index(config: Mapping[str, Any]) -> int:
             OPTION, validation.excerpt(text))) from None
     if not isinstance(doc, dict):
         raise InvalidValue("{}: {} is not a mapping".format(OPTION, validation.excerpt(text)))
+    return doc
+
+
+def index(config: Mapping[str, Any]) -> int:
+    """The count index of this unit's VDU instance (0 when the option is empty)."""
+    doc = _mapping(config)
+    if doc is None:
+        return 0
     if "count_index" not in doc:
         return 0     # a VNF-level execution environment's <OSM>: one instance
     value = doc["count_index"]
@@ -59,6 +70,25 @@ def index(config: Mapping[str, Any]) -> int:
     if not 0 <= value <= MAX_INDEX:
         raise InvalidValue("{}: count_index {} is outside 0-{}".format(OPTION, value, MAX_INDEX))
     return value
+
+
+def osm_labels(config: Mapping[str, Any]) -> Tuple[Tuple[str, str], ...]:
+    """What OSM names this VNF instance by, as the labels its alarms select on (LCM 19, ns.py
+    _gather_vnfr_alarm_alerts: ``ns_id``, ``vnf_member_index``, ``vdu_id``), from <OSM>'s
+    ``ns_id``, ``member_vnf_index`` and ``vdu_id`` (a VNF-level execution environment's <OSM> has
+    no ``vdu_id``: that of its one VDU in ``vdu``). Empty when a value is missing or not an
+    identifier (``OSM_ID``): the metrics then carry no OSM labels; nothing else
+    depends on them."""
+    doc = _mapping(config) or {}
+    vdu = doc.get("vdu_id")
+    vdus = doc.get("vdu")
+    if vdu is None and isinstance(vdus, dict) and len(vdus) == 1:
+        only = next(iter(vdus.values()))
+        vdu = only.get("vdu_id") if isinstance(only, dict) else None
+    out = (("ns_id", doc.get("ns_id")), ("vnf_member_index", doc.get("member_vnf_index")), ("vdu_id", vdu))
+    if all(isinstance(v, str) and OSM_ID.fullmatch(v) for _, v in out):
+        return tuple((k, str(v)) for k, v in out)
+    return ()
 
 
 def tunnel_address(address: Interface, k: int, what: str) -> Interface:

@@ -14,7 +14,7 @@ import hashlib
 import json
 from typing import Any, Dict, List
 
-from vpnaas import validation, vnfscript
+from vpnaas import refpoints, validation, vnfscript
 from vpnaas.model import MANUAL, Plan
 
 #: The exporter's port: 9586 is the WireGuard exporter's entry in Prometheus' list of default
@@ -22,6 +22,8 @@ from vpnaas.model import MANUAL, Plan
 DEFAULT_PORT = 9586
 METRIC_PATH = "/metrics"
 EXPORTER = "wg-exporter.py"
+#: What the exporter serves: read and rendered by this program, installed beside the exporter.
+COLLECTOR = "wg-collect.py"
 LABELS_SCHEMA = 1
 
 
@@ -37,19 +39,23 @@ def peer_label(source: str, public_key: str = "") -> str:
 
 
 def labels_document(plan: Plan) -> Dict[str, Any]:
-    """{"schema", "devices": [{device, refpoint, peers: [{public-key, peer, allowed-ips}],
-    refused: [{peer, prefix}]}]} for the exporter."""
+    """{"schema", "osm": {ns_id, vnf_member_index, vdu_id} (empty when OSM did not say),
+    "devices": [{device, refpoint, plane, peers: [{public-key, peer, allowed-ips}],
+    refused: [{peer, prefix}]}]} for the exporter. ``plane`` is the registry's (user, control; ""
+    for a generic endpoint): a user-plane tunnel down is a critical alert."""
     devices: List[Dict[str, Any]] = []
     for dev in plan.devices:
         devices.append({
             "device": dev.name,
             "refpoint": dev.endpoint,
+            "plane": refpoints.plane(dev.endpoint),
             "peers": [{"public-key": p.public_key, "peer": peer_label(p.source, p.public_key),
                        "allowed-ips": [str(n) for n in p.allowed_ips]} for p in dev.peers],
             "refused": [{"peer": peer_label(source), "prefix": prefix}
                         for source, prefix in sorted(set(dev.refused_prefixes))],
         })
-    return {"schema": LABELS_SCHEMA, "devices": devices}
+    osm = dict(plan.config.osm_labels) if plan.config is not None else {}
+    return {"schema": LABELS_SCHEMA, "osm": osm, "devices": devices}
 
 
 def add_to_step(step: vnfscript.Step, plan: Plan) -> None:
@@ -57,5 +63,6 @@ def add_to_step(step: vnfscript.Step, plan: Plan) -> None:
     port = plan.config.metrics_port if plan.config is not None else DEFAULT_PORT
     if port:
         step.data("METRICS_EXPORTER", vnfscript.b64(vnfscript.load(EXPORTER)))
+        step.data("METRICS_COLLECT", vnfscript.b64(vnfscript.load(COLLECTOR)))
         step.data("METRICS_LABELS", vnfscript.b64(json.dumps(labels_document(plan), sort_keys=True)))
     step.call("metrics_apply", port)

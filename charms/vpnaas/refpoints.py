@@ -37,6 +37,15 @@ def address_label(endpoint: str) -> str:
     return LABELS.get(endpoint, "")
 
 
+#: The plane of each reference point (registry ``plane``): ``user`` or ``control``.
+PLANES: Dict[str, str] = {rp.name: rp.plane for rp in registry.load().reference_points.values()}
+
+
+def plane(endpoint: str) -> str:
+    """``user`` or ``control`` for a reference point of the registry, "" for a generic endpoint."""
+    return PLANES.get(endpoint, "")
+
+
 def carries(endpoint: str) -> str:
     """What runs over the reference point (the registry's ``carries``), "" for a generic endpoint."""
     entry = REFERENCE_POINTS.get(endpoint)

@@ -22,6 +22,9 @@ LABEL_MAX = 5
 class RegistryError(ValueError):
     pass
 
+#: The planes a reference point can belong to (registry ``plane``; default control).
+PLANES = ("control", "user")
+
 
 class ReferencePoint(NamedTuple):
     name: str
@@ -34,6 +37,9 @@ class ReferencePoint(NamedTuple):
     #: Each service address on this reference point gets an address label of its own (``label``):
     #: for network functions that bind by interface name (SIOCGIFADDR reads one address per name).
     labelled: bool = False
+    #: ``user`` for a user-plane reference point (subscribers' traffic: GTP-U), else ``control``:
+    #: a tunnel of the user plane that is down is a critical alert (monitoring/, docs/metrics.md).
+    plane: str = "control"
 
     @property
     def label(self) -> str:
@@ -144,8 +150,11 @@ def _reference_point(name: str, r: Dict[str, Any], components: Dict[str, Compone
     if labelled and len(name) > LABEL_MAX:
         raise RegistryError("reference point {}: a labelled name has at most {} characters (the address label "
                             "lo:vpnaas-<name> must fit 15 bytes)".format(name, LABEL_MAX))
+    plane = r.get("plane", "control")
+    if plane not in PLANES:
+        raise RegistryError("reference point {}: plane must be one of {}".format(name, ", ".join(PLANES)))
     return ReferencePoint(name, r["provider"], r["requirer"], port, str(tunnel), service, str(r.get("carries") or ""),
-                          labelled)
+                          labelled, plane)
 
 
 _CACHE: Dict[str, Registry] = {}

@@ -265,7 +265,7 @@ def make_vnf_osm10(src, spec):
     new_id = vnfd["id"] + spec["suffix"]
     vnfd["id"] = vnfd["product-name"] = new_id
     vnfd["description"] = "{} For OSM 10 to 13 (no {}).".format(
-        vnfd.get("description", ""), ", ".join(spec.get("vnfd-drop-df", []))).strip()
+        vnfd.get("description", ""), ", ".join(spec.get("vnfd-drop-df", []) + spec.get("vnfd-drop-vdu", []))).strip()
     if entry is not None:
         # OSM 10's IM cannot name a VDU-level EE in an NS relation (vdu-profile-id came with
         # OSM 11), and its LCM's scale-out is not known: the EE goes back to VNF level, and the
@@ -276,6 +276,9 @@ def make_vnf_osm10(src, spec):
     for df in vnfd.get("df", []):
         for key in spec.get("vnfd-drop-df", []) + ["scaling-aspect"]:
             df.pop(key, None)
+    for vdu in vnfd.get("vdu", []):
+        for key in spec.get("vnfd-drop-vdu", []):
+            vdu.pop(key, None)
         for prof in df.get("vdu-profile", []):
             prof.pop("max-number-of-instances", None)
     desc = Descriptor("vnfd", data, "", src.source, variant=((src.variant + "_") if src.variant else "") + "osm10")

@@ -239,7 +239,8 @@ def run(ns, seconds, pings, out_dir, progress, rounds=1, impl_choice="", thresho
         if len(instances) > 1:
             results["simultaneous"] = _simultaneous(tb, results, seconds, pings, progress)
         rep = _final_report(results)
-        rep["prometheus"] = _monitoring(tb, prom, results, progress)
+        rep["prometheus"] = monitor.report(prom, [r for r in results["instances"].values() if r["inst"].tunnelled],
+                                            progress)
         return rep
     finally:
         if prom is not None:
@@ -248,21 +249,6 @@ def run(ns, seconds, pings, out_dir, progress, rounds=1, impl_choice="", thresho
         tb.teardown()
         left = [ns for ns in vim.list_testbed_netns() if ns.startswith(tb.id + "-")]
         progress("teardown: {}".format("nothing left behind" if not left else "LEFT: " + ", ".join(left)))
-
-
-def _monitoring(tb, prom, results, progress):
-    """What Prometheus saw: targets, series, a health line per interface, and the stale-peer
-    alert firing and clearing (the first tunnelled instance)."""
-    up, series = monitor.wait_scraped(prom, len(prom.targets), progress)
-    table = monitor.health(prom)
-    out = {"targets_up": up, "targets": len(prom.targets), "handshake_age_series": series,
-           "rules_file": prometheus.RULES_FILE, "threshold_seconds": prom.threshold, "alert_for": prom.for_,
-           "health": {rp: {k: sorted(v) if isinstance(v, set) else v for k, v in h.items()} for rp, h in table.items()},
-           "health_lines": monitor.health_lines(table), "alert_fired_on_stopped_peer": False}
-    tunnelled = [r for r in results["instances"].values() if r["inst"].tunnelled]
-    if tunnelled:
-        out.update(monitor.stale_peer(tb, prom, tunnelled[0]["inst"], tunnelled[0]["model"], progress, prom.threshold))
-    return out
 
 
 def _check_and_measure(tb, r, seconds, pings, out_dir, progress, rounds=1):
@@ -346,6 +332,7 @@ def _final_report(results):
         per_instance[name] = measure_parse.build_report(
             r["entries"], seconds_to_all_tunnels_up=(round(r["timing"]["seconds"], 2) if r["timing"] else None),
             ns=results["ns"] if len(results["instances"]) == 1 else name, descriptor_id=r["inst"].descriptor_id,
+            refpoints=[rp.name for rp in r["inst"].refpoints],
             wireguard=results["wireguard"], skipped_primitives=r["skipped"], ue=r.get("ue"),
             unit_status={u: list(s) for u, s in r["status"].items()}, standins=standin_note(r["inst"]))
         if r.get("dataplane"):

@@ -6,6 +6,9 @@ import measure_parse
 
 from testbed import thesis
 
+#: The alert the demo stops a peer for (testbed/monitor.py ALERT).
+ALERT_NAME = "WireGuardHandshakeStale"
+
 
 def _mbit(bps):
     return "-" if bps is None else "{:,.0f}".format(bps / 1e6)
@@ -72,22 +75,69 @@ def write(report, out_dir):
         json.dump(report, f, indent=1, sort_keys=True)
     os.replace(path + ".tmp", path)
     pngs = []
+    monitoring = report.get("prometheus") or {}
     for name, single in (report["slices"].items() if "slices" in report else [("", report)]):
         pngs.append(os.path.join(out_dir, "report{}.png".format("-" + name if name else "")))
-        plot(single, pngs[-1])
+        plot(single, pngs[-1], monitoring)
     return path, pngs
 
 
-def plot(report, png):
-    """Throughput and RTT per reference point, with and without WireGuard, thesis values as marks."""
+def plot(report, png, monitoring=None):
+    """Throughput and RTT per reference point, with and without WireGuard, thesis values as marks;
+    below them, when the demo's Prometheus recorded it, every peer's handshake age and the stale
+    alert's pending and firing spans over the run (``monitoring``: report.json "prometheus")."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rps = [rp for rp in measure_parse.REFERENCE_POINTS
-           if report["reference_points"][rp].get("plain_throughput_bps") is not None
-           or report["reference_points"][rp].get("wg_throughput_bps") is not None]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    timeline = (monitoring or {}).get("timeline")
+    if timeline and timeline.get("ages"):
+        fig = plt.figure(figsize=(11, 7.6))
+        grid = fig.add_gridspec(2, 2, height_ratios=(1, 0.9))
+        ax1, ax2 = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
+        _timeline(fig.add_subplot(grid[1, :]), timeline, monitoring)
+    else:
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    _bars(report, fig, ax1, ax2)
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+
+
+def _timeline(ax, timeline, monitoring):
+    """Handshake age per peer (lines), the stale alert's spans (bands), the kill and the repair."""
+    from matplotlib.patches import Patch
+
+    for key, points in sorted(timeline["ages"].items()):
+        ax.plot([p[0] for p in points], [p[1] for p in points], linewidth=1, label=key)
+    colors = {"pending": "#f6e05e", "firing": "#e53e3e"}
+    for key, points in sorted(timeline.get("alerts", {}).items()):
+        state = key.rsplit(" ", 1)[-1]
+        for t, _v in points:
+            ax.axvspan(t - timeline["step"] / 2, t + timeline["step"] / 2, color=colors.get(state, "#a0aec0"),
+                       alpha=0.35, linewidth=0)
+    handles, _labels = ax.get_legend_handles_labels()
+    handles += [Patch(color=color, alpha=0.35, label="{} {}".format(ALERT_NAME, state))
+                for state, color in colors.items()]
+    stopped = monitoring.get("stopped") or {}
+    for what, at in (("stopped " + stopped.get("unit", ""), stopped.get("at")),
+                     ("update-status", stopped.get("repaired_at"))):
+        if at:
+            ax.axvline(at - timeline["start"], color="#2d3748", linestyle="--", linewidth=1)
+            ax.annotate(what, (at - timeline["start"], ax.get_ylim()[1]), fontsize=7, rotation=90, va="top",
+                        ha="right")
+    ax.axhline(monitoring.get("threshold_seconds") or 180, color="#c53030", linewidth=0.8, linestyle=":")
+    ax.set_xlabel("seconds since Prometheus started")
+    ax.set_ylabel("handshake age, s")
+    ax.set_title("handshake age per peer (Prometheus) and {} (threshold {} s, for {})".format(
+        ALERT_NAME, monitoring.get("threshold_seconds"), monitoring.get("alert_for")), fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(handles=handles, fontsize=6, ncol=4, loc="upper left")
+
+
+def _bars(report, fig, ax1, ax2):
+    rps = [rp for rp in measure_parse.REFERENCE_POINTS if rp in report["reference_points"]
+           and (report["reference_points"][rp].get("plain_throughput_bps") is not None
+                or report["reference_points"][rp].get("wg_throughput_bps") is not None)]
     x = list(range(len(rps)))
     w = 0.38
     for ax, key, unit, scale in ((ax1, "throughput_bps", "Gbit/s", 1e9), (ax2, "rtt_avg_ms", "ms", 1.0)):
@@ -111,6 +161,4 @@ def plot(report, png):
     fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=3, frameon=False)
     impl = report.get("wireguard", {}).get("implementation", "")
     fig.suptitle("VPNaaS testbed, NS {} ({})".format(report.get("ns", "?"), impl), fontsize=10)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.savefig(png, dpi=110)
-    plt.close(fig)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))

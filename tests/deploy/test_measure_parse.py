@@ -142,3 +142,17 @@ def test_report_has_every_reference_point_and_required_keys():
             assert key in e, (rp, key)
     with pytest.raises(ValueError):
         mp.build_report({"s99": entry})
+
+
+def test_a_report_lists_only_the_reference_points_of_the_ns_it_ran():
+    """The demo passes its NS's reference points: a 5G NS lists N2, N3, N4, N11 and db (in the
+    registry's order), one not measured with nulls, never the EPS's; an unknown one is refused."""
+    entry = mp.interface_entry(handshake=True)
+    report = mp.build_report({"n3": entry}, refpoints=["db", "n2", "n3", "n4", "n11"])
+    assert list(report["reference_points"]) == ["n2", "n3", "n4", "n11", "db"]
+    assert report["reference_points"]["n3"]["handshake"] is True
+    assert report["reference_points"]["n2"]["handshake"] is None
+    eps = mp.build_report({}, refpoints=["s6a", "s11", "s1c", "sxab", "s1u"])
+    assert list(eps["reference_points"]) == ["s6a", "s11", "s1c", "sxab", "s1u"]
+    with pytest.raises(ValueError):
+        mp.build_report({}, refpoints=["s6a", "x9"])

@@ -61,7 +61,7 @@ def test_config_parameter_must_be_a_charm_option(bundle):
     assert_problem(
         problems,
         HSS,
-        D12 + ".initial-config-primitive[0].parameter[11].name",
+        D12 + ".initial-config-primitive[0].parameter[12].name",
         "'ssh-pasword' is not a config option of charm hss",
     )
 

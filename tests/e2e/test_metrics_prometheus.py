@@ -11,7 +11,7 @@ import e2e_pairs as pairs
 import pytest
 import yaml
 
-from testbed import prometheus, vim
+from testbed import dashboard, prometheus, vim
 
 PORT = 9586
 FETCH = ("import sys, urllib.request\n"
@@ -51,19 +51,54 @@ def test_the_exporter_serves_the_text_format_on_the_management_address_only(pair
     text = scrape(testbed, a)
     check = promtool("check", "metrics", text=text)
     assert check.returncode == 0, check.stdout
-    assert 'vpnaas_wireguard_peer_configured{refpoint="vpn",device="wg-vpn",peer="b/0"} 1' in text
-    assert 'vpnaas_wireguard_peer_handshake_age_seconds{refpoint="vpn",device="wg-vpn",peer="b/0"}' in text
+    # The generic endpoint "vpn" is no reference point of the registry: no plane.
+    assert 'vpnaas_wireguard_peer_configured{refpoint="vpn",device="wg-vpn",plane="",peer="b/0"} 1' in text
+    assert 'vpnaas_wireguard_peer_session_up{refpoint="vpn",device="wg-vpn",plane="",peer="b/0"} 1' in text
+    assert 'vpnaas_wireguard_peer_last_handshake_timestamp_seconds{refpoint="vpn",device="wg-vpn",peer="b/0"}' in text
+    assert 'vpnaas_wireguard_device_mtu_bytes{refpoint="vpn",device="wg-vpn"} 1420' in text
+    assert 'vpnaas_wireguard_device_receive_dropped_total{refpoint="vpn",device="wg-vpn"}' in text
+    assert 'vpnaas_wireguard_peer_info{refpoint="vpn",device="wg-vpn",peer="b/0",endpoint="192.168.8.129:' in text
     assert 'vpnaas_wireguard_peers{refpoint="vpn",device="wg-vpn"} 1' in text
     assert 'vpnaas_wireguard_peer_refused_prefixes{refpoint="vpn",device="wg-vpn",peer="b/0"} 0' in text
     assert 'vpnaas_wireguard_dataplane_info{refpoint="vpn",device="wg-vpn",implementation=' in text
     private = a.exec(["cat", "/etc/wireguard/wg-vpn.key"]).stdout.strip()
     assert private and private not in text
     listening = a.exec(["ss", "-Hltn", "( sport = :{} )".format(PORT)]).stdout.split()
-    assert "{}:{}".format(a.mgmt_ip, PORT) in listening and "0.0.0.0:{}".format(PORT) not in listening
+    # On the management address and bound to the management device (eth0 in the testbed's VNFs).
+    assert "{}%eth0:{}".format(a.mgmt_ip, PORT) in listening and "0.0.0.0:{}".format(PORT) not in listening
     # Idempotent: a reconcile that changes nothing leaves the exporter running as it was.
     pid = exporter_pid(a)
     model.update_status(["a/0"])
     assert exporter_pid(a) == pid and "METRICS" not in str(model.status("a/0"))
+
+
+CONNECT = ("import socket, sys\n"
+           "try:\n"
+           "    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)\n"
+           "    s.sendall(b'GET /metrics HTTP/1.0\\r\\n\\r\\n'); print(s.recv(12).decode())\n"
+           "except OSError as e:\n"
+           "    print(type(e).__name__)\n")
+
+
+def test_an_underlay_neighbour_routing_the_management_address_over_its_link_gets_no_answer(pair, testbed):
+    """Linux accepts a packet for any local address on any interface: b routes a's management
+    address over the underlay link they share. The exporter (bound to a's management device)
+    resets it; a listener on the same address without the binding answers b on the same path."""
+    a, b = pair
+    b.exec(["ip", "route", "replace", a.mgmt_ip + "/32", "via", pairs.A_ADDR.split("/")[0]])
+    control = a.popen(["python3", "-m", "http.server", "--bind", a.mgmt_ip, "9587"],
+                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1)
+        via_underlay = b.exec(["python3", "-c", CONNECT, a.mgmt_ip, "9587"]).stdout.strip()
+        assert via_underlay.startswith("HTTP/1.0 "), via_underlay   # the path exists: the control answers
+        refused = b.exec(["python3", "-c", CONNECT, a.mgmt_ip, str(PORT)]).stdout.strip()
+        assert refused == "ConnectionRefusedError", refused
+        assert "vpnaas_wireguard_up 1" in scrape(testbed, a)   # the management network still is
+    finally:
+        control.kill()
+        control.wait()
+        b.exec(["ip", "route", "del", a.mgmt_ip + "/32"], check=False)
 
 
 def test_hostile_label_values_round_trip_through_a_real_prometheus(pair, testbed):
@@ -85,15 +120,16 @@ def test_hostile_label_values_round_trip_through_a_real_prometheus(pair, testbed
     try:
         prom.start()
         deadline = time.monotonic() + 30
-        while not prom.query("vpnaas_wireguard_peer_handshake_age_seconds"):
+        while not prom.query("vpnaas_wireguard_peer_last_handshake_timestamp_seconds"):
             assert time.monotonic() < deadline, "not scraped"
             time.sleep(1)
         configured = {labels["peer"] for labels, _ in prom.query("vpnaas_wireguard_peer_configured")}
         assert configured == set(HOSTILE)
-        (age,) = prom.query("vpnaas_wireguard_peer_handshake_age_seconds")
+        (age,) = prom.query("vpnaas_wireguard_peer_last_handshake_timestamp_seconds")
         assert age[0]["peer"] == HOSTILE[1] and age[0]["refpoint"] == HOSTILE[0]
         assert {labels["refpoint"] for labels, _ in prom.query("vpnaas_wireguard_device_up")} == {HOSTILE[0]}
-        up = {"__name__": "vpnaas_wireguard_up", "instance": a.mgmt_ip + ":9586", "job": prometheus.JOB, "vnf": "a"}
+        up = {"__name__": "vpnaas_wireguard_up", "instance": a.mgmt_ip + ":9586", "job": "vpnaas_wg_a", "vnf": "a",
+              "exporter": "vpnaas-wireguard"}
         assert prom.query("vpnaas_wireguard_up") == [(up, 1.0)]
     finally:
         prom.stop()
@@ -102,10 +138,23 @@ def test_hostile_label_values_round_trip_through_a_real_prometheus(pair, testbed
 def test_the_rules_file_passes_promtool_as_shipped_and_as_the_testbed_lowers_it(tmp_path):
     assert promtool("check", "rules", prometheus.RULES_FILE).returncode == 0
     lowered = tmp_path / "rules.yml"
-    lowered.write_text(yaml.safe_dump(prometheus.rules(20, "5s")))
+    lowered.write_text(yaml.safe_dump(prometheus.rules(20, "5s", "1m")))
     check = promtool("check", "rules", str(lowered))
     assert check.returncode == 0, check.stdout
-    assert "vector(20)" in lowered.read_text() and "vector(180)" in open(prometheus.RULES_FILE).read()
+    text = lowered.read_text()
+    assert "vector(20)" in text and "vector(180)" in open(prometheus.RULES_FILE).read()
+    assert "[1m]" in text and "[2m]" not in text and "[2m]" in open(prometheus.RULES_FILE).read()
+
+
+def test_the_testbed_scrape_job_is_the_packages_template_as_lcm_fills_it(tmp_path):
+    job = prometheus.scrape_job("spgw-u", "198.18.0.9:9586", "2s")
+    assert job["job_name"] == "vpnaas_wg_spgwu" and job["metrics_path"] == "/metrics"
+    assert job["static_configs"] == [{"targets": ["198.18.0.9:9586"],
+                                      "labels": {"exporter": "vpnaas-wireguard", "vnf": "spgw-u"}}]
+    config = tmp_path / "prometheus.yml"
+    config.write_text(yaml.safe_dump({"scrape_configs": [job]}))
+    check = promtool("check", "config", str(config))
+    assert check.returncode == 0, check.stdout
 
 
 def test_the_stale_handshake_alert_fires_for_a_stopped_peer_and_clears_after_the_repair(pair, testbed, model):
@@ -117,6 +166,9 @@ def test_the_stale_handshake_alert_fires_for_a_stopped_peer_and_clears_after_the
         prom.start()
         time.sleep(10)   # healthy tunnels, handshakes older than the lowered threshold: nothing fires
         assert not [x for x in prom.alerts("WireGuardHandshakeStale") if x["state"] == "firing"]
+        # Every query of the Grafana dashboard returns data, for each reference point.
+        panels = dashboard.check(prom)
+        assert panels["refpoints"] == ["vpn", "vpn-peer"] and panels["queries"] >= 15 and panels["empty"] == [], panels
         assert b.kill("wireguard-go")
         fired = _wait(lambda: _state(prom, "a", "wg-vpn", "b/0") == "firing", 150)
         assert fired, "WireGuardHandshakeStale did not fire on a for b/0"

@@ -112,6 +112,7 @@ def _probe_vnfd():
         "seq": 1, "name": "config", "execution-environment-ref": "proxy-ee",
         "parameter": [{"name": "ssh-hostname", "value": "<rw_mgmt_ip>"},
                       {"name": "ssh-username", "value": "ubuntu"},
+                      {"name": "osm-instance", "value": "<OSM>"},   # OSM's identity for the metrics
                       {"name": "x1-service-addresses", "value": "<x1_service_addresses>"}]}]
     return vnfd
 

@@ -14,7 +14,7 @@ import pytest
 from vpnaas import metrics, validation
 from vpnaas.model import MANUAL, Device, Peer, Plan
 
-EXPORTER = os.path.join(os.path.dirname(metrics.__file__), "vnf", "wg-exporter.py")
+COLLECTOR = os.path.join(os.path.dirname(metrics.__file__), "vnf", "wg-collect.py")
 KEY_A = "A" * 43 + "="
 KEY_B = "B" * 43 + "="
 HOSTILE = ['evil"/0', "a\\b/1", "x\n# TYPE fake gauge\nfake 1", "}{", "\u00e9t\u00e9/0", "app/01", "App/0",
@@ -22,7 +22,7 @@ HOSTILE = ['evil"/0', "a\\b/1", "x\n# TYPE fake gauge\nfake 1", "}{", "\u00e9t\u
 
 
 def exporter():
-    spec = importlib.util.spec_from_file_location("wg_exporter", EXPORTER)
+    spec = importlib.util.spec_from_file_location("wg_collect", COLLECTOR)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -75,14 +75,19 @@ def _dump(handshake):
                         "1000", "2000", "25"]]}
 
 
-def test_the_exporter_renders_ages_counters_and_refusals_per_peer():
+def test_the_exporter_renders_handshake_times_counters_and_refusals_per_peer(tmp_path):
     mod = exporter()
     labels = metrics.labels_document(_plan())["devices"]
+    sysfs = tmp_path / "wg-s6a"
+    (sysfs / "statistics").mkdir(parents=True)
+    (sysfs / "mtu").write_text("1420\n")
+    for stat, value in (("rx_dropped", 3), ("tx_dropped", 4), ("rx_errors", 5), ("tx_errors", 6)):
+        (sysfs / "statistics" / stat).write_text("{}\n".format(value))
     families = mod.collect(labels, _dump(1000), "userspace /usr/bin/wireguard-go 0.0.20250522",
-                           {"wg-s6a": ["10.250.1.2/32"]}, 1042.7)
+                           {"wg-s6a": ["10.250.1.2/32"]}, 1042.7, sysfs=str(tmp_path))
     base = 'refpoint="s6a",device="wg-s6a"'
-    assert families["vpnaas_wireguard_peer_handshake_age_seconds"] == [
-        'vpnaas_wireguard_peer_handshake_age_seconds{%s,peer="hss/0"} 42' % base]
+    assert families["vpnaas_wireguard_peer_last_handshake_timestamp_seconds"] == [
+        'vpnaas_wireguard_peer_last_handshake_timestamp_seconds{%s,peer="hss/0"} 1000' % base]
     assert families["vpnaas_wireguard_peer_receive_bytes_total"] == [
         'vpnaas_wireguard_peer_receive_bytes_total{%s,peer="hss/0"} 1000' % base]
     assert families["vpnaas_wireguard_peers"] == ['vpnaas_wireguard_peers{%s} 1' % base]
@@ -90,13 +95,61 @@ def test_the_exporter_renders_ages_counters_and_refusals_per_peer():
         families["vpnaas_wireguard_peer_refused_prefixes"]   # the policy's and the VNF's refusal
     assert families["vpnaas_wireguard_dataplane_info"] == [
         'vpnaas_wireguard_dataplane_info{%s,implementation="wireguard-go",version="0.0.20250522"} 1' % base]
+    assert families["vpnaas_wireguard_peer_info"] == [
+        'vpnaas_wireguard_peer_info{%s,peer="hss/0",endpoint="192.168.8.129:51821",allowed_ips="10.250.1.2/32"} 1'
+        % base]
+    assert families["vpnaas_wireguard_device_mtu_bytes"] == ['vpnaas_wireguard_device_mtu_bytes{%s} 1420' % base]
+    assert families["vpnaas_wireguard_device_receive_dropped_total"] == [
+        'vpnaas_wireguard_device_receive_dropped_total{%s} 3' % base]
+    assert families["vpnaas_wireguard_device_transmit_errors_total"] == [
+        'vpnaas_wireguard_device_transmit_errors_total{%s} 6' % base]
+    planed = base + ',plane="control"'
+    assert families["vpnaas_wireguard_device_up"] == ['vpnaas_wireguard_device_up{%s} 1' % planed]
     assert len(families["vpnaas_wireguard_peer_configured"]) == 2
-    # Before the first handshake: no age at all (the alert treats a configured peer without one as stale).
-    assert not mod.collect(labels, _dump(0), "", {}, 5)["vpnaas_wireguard_peer_handshake_age_seconds"]
-    # The device gone (its daemon stopped): down, and its peers still configured.
+    # A session is usable for 180 s after its handshake; the peer without one (evil) is down.
+    assert families["vpnaas_wireguard_peer_session_up"] == [
+        'vpnaas_wireguard_peer_session_up{%s,peer="hss/0"} 1' % planed,
+        'vpnaas_wireguard_peer_session_up{%s,peer="%s"} 0' % (planed, metrics.peer_label('evil"/0'))]
+    stale = mod.collect(labels, _dump(1000), "", {}, 1181, sysfs=str(tmp_path))
+    assert 'vpnaas_wireguard_peer_session_up{%s,peer="hss/0"} 0' % planed in stale["vpnaas_wireguard_peer_session_up"]
+    # Before the first handshake: no timestamp at all (the alert treats a configured peer without one as stale).
+    assert not mod.collect(labels, _dump(0), "", {}, 5)["vpnaas_wireguard_peer_last_handshake_timestamp_seconds"]
+    # The device gone (its daemon stopped): down, and its peers still configured, their sessions down.
     down = mod.collect(labels, {}, "", {}, 5)
-    assert down["vpnaas_wireguard_device_up"] == ['vpnaas_wireguard_device_up{%s} 0' % base]
+    assert down["vpnaas_wireguard_device_up"] == ['vpnaas_wireguard_device_up{%s} 0' % planed]
     assert len(down["vpnaas_wireguard_peer_configured"]) == 2 and not down["vpnaas_wireguard_peers"]
+    assert all(line.endswith(" 0") for line in down["vpnaas_wireguard_peer_session_up"])
+
+
+def test_a_user_plane_device_and_osms_labels_reach_every_sample():
+    """The plane comes from the registry (s1u: user); OSM's ns_id, vnf_member_index and vdu_id
+    (the charm's osm-instance, OSM's <OSM>) label every sample, so OSM's alarms can select them."""
+    mod = exporter()
+    plan = _plan()
+    plan.devices[0].endpoint = "s1u"
+    doc = metrics.labels_document(plan)
+    assert doc["devices"][0]["plane"] == "user" and doc["osm"] == {}
+    own = (("ns_id", "0b1c"), ("vnf_member_index", "hss"), ("vdu_id", "hss"))
+    families = mod.collect(doc["devices"], _dump(1000), "", {}, 1010, own)
+    lines = [line for family in families.values() for line in family]
+    wrong = [line for line in lines if not line.rsplit("} ", 1)[0].endswith(
+        'ns_id="0b1c",vnf_member_index="hss",vdu_id="hss"')]
+    assert lines and not wrong, wrong
+    assert 'plane="user"' in families["vpnaas_wireguard_device_up"][0]
+
+
+@pytest.mark.parametrize("osm, labels", [
+    ("{member_vnf_index: hss, ns_id: 0b1c-4d, vdu: {hss-0: {count_index: 0, vdu_id: hss}}, vnf_id: x}",
+     (("ns_id", "0b1c-4d"), ("vnf_member_index", "hss"), ("vdu_id", "hss"))),
+    ("{count_index: 1, member_vnf_index: '3', ns_id: n, vdu_id: spgwu, vdu: {a: {vdu_id: a}, b: {vdu_id: b}}}",
+     (("ns_id", "n"), ("vnf_member_index", "3"), ("vdu_id", "spgwu"))),
+    ("{member_vnf_index: hss, ns_id: n, vdu: {a: {vdu_id: a}, b: {vdu_id: b}}}", ()),   # which VDU: unknown
+    ("{member_vnf_index: 'h\"ss', ns_id: n, vdu_id: x}", ()),   # not an identifier
+    ("", ()),
+])
+def test_osms_identity_comes_from_osm_instance(osm, labels):
+    from vpnaas import instance
+    assert instance.osm_labels({"osm-instance": osm}) == labels
 
 
 def test_label_values_are_escaped_per_the_text_format():
@@ -151,9 +204,9 @@ def test_the_data_plane_is_per_device_from_the_charms_record():
         'vpnaas_wireguard_dataplane_info{%s,implementation="userspace",version="unknown"} 1' % base]
 
 
-def test_boringtuns_handshake_time_is_its_age():
+def test_boringtuns_handshake_age_becomes_a_timestamp():
     mod = exporter()
     labels = metrics.labels_document(_plan())["devices"]
     families = mod.collect(labels, _dump(3), "wg-s6a boringtun 0.7.1\n", {}, 1042)
-    assert families["vpnaas_wireguard_peer_handshake_age_seconds"] == [
-        'vpnaas_wireguard_peer_handshake_age_seconds{refpoint="s6a",device="wg-s6a",peer="hss/0"} 3']
+    assert families["vpnaas_wireguard_peer_last_handshake_timestamp_seconds"] == [
+        'vpnaas_wireguard_peer_last_handshake_timestamp_seconds{refpoint="s6a",device="wg-s6a",peer="hss/0"} 1039']

@@ -51,7 +51,8 @@ def test_tunnel_step_is_valid_bash_and_carries_values_only_as_arguments(wg_key):
     assert code.rstrip().endswith("out DONE\nexit 0")
     # The configuration travels in the data section, whatever its size: the command line does not grow.
     section = dict(line.split("=", 1) for line in base64.b64decode("".join(data.split())).decode().splitlines())
-    assert sorted(section) == ["DEVICE1_BODY", "DEVICE1_ROUTES", "METRICS_EXPORTER", "METRICS_LABELS"]
+    assert sorted(section) == ["DEVICE1_BODY", "DEVICE1_ROUTES", "METRICS_COLLECT", "METRICS_EXPORTER",
+                               "METRICS_LABELS"]
     assert "Endpoint = 192.168.8.129:51821" in base64.b64decode(section["DEVICE1_BODY"]).decode()
 
 

@@ -6,6 +6,7 @@
 # restarts nothing. What it owns, and the only things it changes or removes: the files below.
 
 METRICS_EXPORTER=/etc/wireguard/vpnaas-metrics-exporter.py
+METRICS_COLLECT=/etc/wireguard/vpnaas-metrics-collect.py
 METRICS_LABELS=/etc/wireguard/vpnaas-metrics.json
 METRICS_REFUSED=/etc/wireguard/vpnaas-metrics.refused
 METRICS_IMPL=/etc/wireguard/vpnaas-metrics.impl
@@ -13,6 +14,7 @@ METRICS_SERVICE=vpnaas-wg-exporter
 METRICS_UNIT=/etc/systemd/system/vpnaas-wg-exporter.service
 METRICS_RUN=/run/wireguard
 METRICS_PIDFILE=$METRICS_RUN/vpnaas-metrics-exporter.pid
+METRICS_LOG=$METRICS_RUN/vpnaas-metrics-exporter.log
 
 metrics_address() {  # the address this VNF's sshd answered the charm on: its management address
   local addr
@@ -21,6 +23,16 @@ metrics_address() {  # the address this VNF's sshd answered the charm on: its ma
     ''|*[!0-9a-fA-F:.]*) return 0 ;;   # unknown, or not an address: no listener at all
   esac
   printf '%s' "$addr"
+}
+
+metrics_interface() {  # addr: the device that holds the address (the exporter answers only there)
+  local dev
+  dev=$(ip -o addr show to "$1" 2>/dev/null | awk 'NR == 1 {print $2}')
+  dev=${dev%%@*}
+  case "$dev" in
+    ''|*[!A-Za-z0-9_.-]*) return 0 ;;
+  esac
+  [ "${#dev}" -le 15 ] && printf '%s' "$dev"
 }
 
 metrics_changed() {  # tmp target mode: install tmp as target; exit status 0 when the content changed
@@ -57,15 +69,17 @@ metrics_listening() {  # addr port: something listens there (bounded wait)
 }
 
 metrics_ensure() {  # port: serve the tunnels' metrics on <management address>:port ("0": no exporter)
-  local port=$1 addr changed=0 pid
+  local port=$1 addr dev changed=0 pid
   if [ "$port" = 0 ]; then
     metrics_remove
     out "METRICS off"
     return 0
   fi
-  require_tools python3 ss
+  require_tools python3 ss ip
   addr=$(metrics_address)
   [ -n "$addr" ] || fail "the management address is unknown (no SSH_CONNECTION): no exporter started"
+  dev=$(metrics_interface "$addr")
+  [ -n "$dev" ] || fail "no interface holds the management address $addr: no exporter started"
   mkdir -p /etc/wireguard "$METRICS_RUN"
   chmod 700 /etc/wireguard
   data_item METRICS_LABELS | base64 -d > "$METRICS_LABELS.vpnaas-tmp"
@@ -77,13 +91,17 @@ metrics_ensure() {  # port: serve the tunnels' metrics on <management address>:p
   metrics_changed "$METRICS_REFUSED.vpnaas-tmp" "$METRICS_REFUSED" 600 || true
   data_item METRICS_EXPORTER | base64 -d > "$METRICS_EXPORTER.vpnaas-tmp"
   if metrics_changed "$METRICS_EXPORTER.vpnaas-tmp" "$METRICS_EXPORTER" 700; then changed=1; fi
+  data_item METRICS_COLLECT | base64 -d > "$METRICS_COLLECT.vpnaas-tmp"
+  if metrics_changed "$METRICS_COLLECT.vpnaas-tmp" "$METRICS_COLLECT" 600; then changed=1; fi
   if [ "${init:-none}" = systemd ]; then
     {
       printf '%s\n' "$MARKER" '[Unit]' 'Description=VPNaaS WireGuard metrics exporter (Prometheus text format)'
       printf '%s\n' 'After=network-online.target' 'Wants=network-online.target' '[Service]'
-      printf 'ExecStart=/usr/bin/python3 %s --listen %s --port %s\n' "$METRICS_EXPORTER" "$addr" "$port"
+      printf 'ExecStart=/usr/bin/python3 %s --listen %s --port %s --interface %s\n' "$METRICS_EXPORTER" "$addr" \
+        "$port" "$dev"
+      # Its log is the journal (rate-limited by journald); TasksMax bounds its threads.
       printf '%s\n' 'Restart=always' 'RestartSec=5' 'NoNewPrivileges=yes' 'ProtectSystem=strict' \
-        'ProtectHome=yes' 'PrivateTmp=yes' '[Install]' 'WantedBy=multi-user.target'
+        'ProtectHome=yes' 'PrivateTmp=yes' 'TasksMax=64' '[Install]' 'WantedBy=multi-user.target'
     } > "$METRICS_UNIT.vpnaas-tmp"
     if metrics_changed "$METRICS_UNIT.vpnaas-tmp" "$METRICS_UNIT" 644; then
       changed=1
@@ -95,19 +113,23 @@ metrics_ensure() {  # port: serve the tunnels' metrics on <management address>:p
     fi
   else
     pid=$(metrics_pid)
-    if [ -n "$pid" ] && ! tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF -- "--listen $addr --port $port "; then
+    if [ -n "$pid" ] && ! tr '\0' ' ' < "/proc/$pid/cmdline" \
+        | grep -qF -- "--listen $addr --port $port --interface $dev "; then
       changed=1
     fi
     if [ "$changed" = 1 ] || [ -z "$pid" ]; then
       metrics_stop_daemon
-      # No init system: a daemon in its own session with a pid file (not restarted at boot).
-      setsid python3 "$METRICS_EXPORTER" --listen "$addr" --port "$port" \
-        >> "$METRICS_RUN/vpnaas-metrics-exporter.log" 2>&1 < /dev/null &
+      # No init system: a daemon in its own session with a pid file (not restarted at boot). Its
+      # log is bounded: the exporter rotates it (--log); standard error, where only a crash of
+      # the interpreter could write, is truncated at every start.
+      setsid python3 "$METRICS_EXPORTER" --listen "$addr" --port "$port" --interface "$dev" --log "$METRICS_LOG" \
+        > /dev/null 2> "$METRICS_LOG.stderr" < /dev/null &
       printf '%s\n' "$!" > "$METRICS_PIDFILE"
     fi
   fi
-  metrics_listening "$addr" "$port" || fail "the exporter does not listen on $addr:$port"
-  out "METRICS up $addr:$port"
+  metrics_listening "$addr" "$port" || fail "the exporter does not listen on $addr:$port ($(tail -n 1 \
+    "$METRICS_LOG" 2>/dev/null | tr -cd '[:print:]' | cut -c1-200))"
+  out "METRICS up $addr:$port $dev"
 }
 
 metrics_apply() {  # port: as metrics_ensure; a failure is reported (FAILED metrics ...), never stops the step
@@ -122,6 +144,6 @@ metrics_remove() {  # the exporter and every file of it go
     systemctl daemon-reload >/dev/null 2>&1 || true
   fi
   metrics_stop_daemon
-  rm -f "$METRICS_EXPORTER" "$METRICS_LABELS" "$METRICS_REFUSED" "$METRICS_IMPL" \
-    "$METRICS_RUN/vpnaas-metrics-exporter.log"
+  rm -f "$METRICS_EXPORTER" "$METRICS_COLLECT" "$METRICS_LABELS" "$METRICS_REFUSED" "$METRICS_IMPL" \
+    "$METRICS_LOG" "$METRICS_LOG.1" "$METRICS_LOG.stderr"
 }

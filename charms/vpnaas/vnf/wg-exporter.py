@@ -1,286 +1,304 @@
 #!/usr/bin/env python3
 # Managed by the VPNaaS charm; changes are overwritten on the next reconcile.
-"""vpnaas-wg-exporter: this VNF's WireGuard tunnels in the Prometheus text format (0.0.4).
+"""vpnaas-wg-exporter: this VNF's WireGuard tunnels for Prometheus, on its management interface only.
 
 Installed as /etc/wireguard/vpnaas-metrics-exporter.py and kept running by the VPNaaS charm
 (``vnf/metrics.sh``): a systemd service where the VNF has systemd, else a daemon the charm
-starts. It answers ``GET /metrics`` on the VNF's management address (the address the charm's
-SSH session reached, never every interface) with, per WireGuard device the charm manages and per
-peer, labelled with the reference point (``refpoint``), the device and the peer's unit (``peer``):
+starts. It answers ``GET /metrics`` with what ``wg-collect.py`` (installed beside it as
+vpnaas-metrics-collect.py) reads and renders: per WireGuard device the charm manages and per peer,
+labelled with the reference point, the device and the peer's unit (docs/metrics.md).
 
-  vpnaas_wireguard_up                                  1 when `wg show all dump` answered
-  vpnaas_wireguard_device_up{refpoint,device}           1 when the configured device exists
-  vpnaas_wireguard_dataplane_info{..,implementation,version}  1: kernel or the userspace program
-  vpnaas_wireguard_peers{refpoint,device}               peers on the device now
-  vpnaas_wireguard_peer_configured{refpoint,device,peer}      1 for every peer the charm applied
-  vpnaas_wireguard_peer_handshake_age_seconds{..,peer}  seconds since the latest handshake
-                                                        (absent until there was one)
-  vpnaas_wireguard_peer_receive_bytes_total{..,peer}    rx bytes, counter
-  vpnaas_wireguard_peer_transmit_bytes_total{..,peer}   tx bytes, counter
-  vpnaas_wireguard_peer_refused_prefixes{..,peer}       prefixes of that peer refused (the charm's
-                                                        route policy and routes the VNF refused)
+Serving, with every resource bounded (a scrape must never wait for another client):
 
-The values are read at scrape time (`wg show all dump`, sysfs), so an age is never older than
-the scrape. What the charm knows and the VNF does not (which unit a public key belongs to, the
-reference point, what was refused) comes from the labels file the charm writes at every
-reconcile (/etc/wireguard/vpnaas-metrics.json). Nothing secret is ever read into a sample: the
-interface lines of the dump (private key) and the peers' preshared keys are skipped by field
-position. Every label value is escaped per the text format, whatever the labels file holds
-(the charm validates unit names with its strict grammar before they get there; this program
-does not rely on it).
+* Only on the management interface: the socket is bound to the management address AND to the
+  management device (SO_BINDTODEVICE), so a packet for that address arriving on any other
+  interface (an underlay neighbour routing the management address over its link: Linux accepts a
+  local address on every interface) finds no listener and is reset.
+* One thread per connection, at most ``--max-connections``; a connection must deliver its whole
+  request header within REQUEST_SECONDS (a total, not per receive: a sender trickling a byte
+  every few seconds is cut at the deadline) and at most MAX_HEADER_BYTES; the answer must be
+  taken within RESPONSE_SECONDS. A new connection over the limit evicts the oldest one still
+  sending its request (an idle or slow-loris client), so 20 idle connections cost a scrape
+  nothing; only when every slot is answering a request is the newcomer refused.
+* Concurrent scrapes share one collection (single flight): a request is answered with a
+  collection that started after it arrived, so values are never older than the scrape.
+* Nothing per request is logged. Clients' faults are counted in
+  ``vpnaas_wireguard_exporter_connections_closed_total{reason}``; the exporter's own faults go to
+  a bounded log: ``--log FILE`` (rotated at LOG_BYTES, one old file kept; used where the VNF has
+  no systemd) or standard error (the journal, which bounds itself), at most LOG_BURST records
+  per minute.
 
-Why a program of the charm's own instead of a packaged exporter: the VNFs (Ubuntu 18.04 cloud
-images) have python3 but no Prometheus client library, and no packaged exporter knows the
-charm's labels (reference point, peer unit, refused prefixes); node-exporter's textfile
-collector would need the same conversion plus a timer keeping the file fresh, so the ages would
-be as old as the timer's period. Serving is Python's own http.server; the only hand-written
-part is the text format's rendering (its escaping rules are three replacements, and the tests
-parse the output with Prometheus' own parser: `promtool check metrics` and a real server's
-scrape). ``--once`` prints one exposition, e.g. for node-exporter's textfile collector.
-Python 3.6 compatible (the VNFs' interpreter); standard library only.
+Why a server of its own and not the Prometheus client library: prometheus_client 0.17.1 (the
+last release for the VNFs' Python 3.6) serves with wsgiref's ThreadingWSGIServer, one daemon
+thread per connection with no limit and no timeout, so an idle connection holds a thread forever
+and many of them exhaust the VNF: the defect this program exists to avoid. Its device binding,
+limits and eviction would be ours either way. Only its text renderer would remain, which for
+these gauges and counters is the three escapes of wg-collect.py, checked by Prometheus' own
+parser (promtool and a real server's scrape, tests/e2e/test_metrics_prometheus.py); shipping it
+would add a second upload to every VNF and pin a library that gets no more fixes for Python 3.6.
+Python 3.6 compatible; standard library only. ``--once`` prints one exposition and exits.
 """
 import argparse
-import json
+import importlib.util
+import logging
+import logging.handlers
 import os
 import socket
-import subprocess
 import sys
+import threading
 import time
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any, Dict, List, Optional, Tuple
 
-LABELS = "/etc/wireguard/vpnaas-metrics.json"
-REFUSED = "/etc/wireguard/vpnaas-metrics.refused"
-IMPLEMENTATION = "/etc/wireguard/vpnaas-metrics.impl"
+COLLECT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vpnaas-metrics-collect.py")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-WG_TIMEOUT = 5
-MAX_LABELS_BYTES = 4 * 1024 * 1024
-Labels = Tuple[Tuple[str, object], ...]
+MAX_CONNECTIONS = 32
+REQUEST_SECONDS = 5.0
+RESPONSE_SECONDS = 10.0
+MAX_HEADER_BYTES = 8192
+LOG_BYTES = 256 * 1024
+LOG_BURST = 10
+#: SO_BINDTODEVICE: socket.SO_BINDTODEVICE only from Python 3.10 on; the value is Linux's.
+SO_BINDTODEVICE = getattr(socket, "SO_BINDTODEVICE", 25)
+REASONS = ("timeout", "header_too_large", "bad_request", "evicted", "overload", "reset")
+STATUS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
+          431: "Request Header Fields Too Large", 503: "Service Unavailable"}
 
-FAMILIES = (
-    ("vpnaas_wireguard_up", "gauge", "1 when `wg show all dump` answered on this VNF."),
-    ("vpnaas_wireguard_device_up", "gauge", "1 when the WireGuard device the charm configured exists."),
-    ("vpnaas_wireguard_dataplane_info", "gauge", "The data-plane implementation of the device (value 1)."),
-    ("vpnaas_wireguard_peers", "gauge", "Peers on the device now."),
-    ("vpnaas_wireguard_peer_configured", "gauge", "1 for every peer the charm configured on the device."),
-    ("vpnaas_wireguard_peer_handshake_age_seconds", "gauge",
-     "Seconds since the latest handshake with the peer (absent before the first one)."),
-    ("vpnaas_wireguard_peer_receive_bytes_total", "counter", "Bytes received from the peer."),
-    ("vpnaas_wireguard_peer_transmit_bytes_total", "counter", "Bytes sent to the peer."),
-    ("vpnaas_wireguard_peer_refused_prefixes", "gauge",
-     "Prefixes of the peer that were refused (the charm's route policy, or a route the VNF refused)."),
-)
+log = logging.getLogger("vpnaas-wg-exporter")
 
 
-def escape(value: object) -> str:
-    """A label value in the text format: backslash, double quote and line feed escaped."""
-    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+def load_collector(path: str = COLLECT) -> Any:
+    """wg-collect.py, from beside this program (its name on the VNF) or from the charm's tree."""
+    if not os.path.exists(path):
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wg-collect.py")
+    spec = importlib.util.spec_from_file_location("vpnaas_wg_collect", path)
+    if spec is None or spec.loader is None:
+        raise ImportError("cannot load " + path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def sample(name: str, labels: Labels, value: object) -> str:
-    inner = ",".join('{}="{}"'.format(k, escape(v)) for k, v in labels)
-    return "{}{{{}}} {}".format(name, inner, value) if inner else "{} {}".format(name, value)
+class RateLimit(logging.Filter):
+    """At most ``burst`` records per ``period`` seconds; the rest are dropped and counted."""
+
+    def __init__(self, burst: int = LOG_BURST, period: float = 60.0) -> None:
+        super().__init__()
+        self.burst, self.period = burst, period
+        self.window, self.count, self.dropped = 0.0, 0, 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = time.monotonic()
+        if now - self.window >= self.period:
+            if self.dropped:
+                record.msg = "({} log records dropped) {}".format(self.dropped, record.msg)
+            self.window, self.count, self.dropped = now, 0, 0
+        self.count += 1
+        if self.count > self.burst:
+            self.dropped += 1
+            return False
+        return True
 
 
-def read_text(path: str, limit: int = MAX_LABELS_BYTES) -> str:
-    try:
-        with open(path, "rb") as f:
-            return f.read(limit).decode("utf-8", "replace")
-    except OSError:
-        return ""
+def setup_logging(path: Optional[str]) -> None:
+    handler: logging.Handler
+    if path:
+        handler = logging.handlers.RotatingFileHandler(path, maxBytes=LOG_BYTES, backupCount=1)
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    handler.addFilter(RateLimit())
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
 
 
-def load_labels(path: str = LABELS) -> List[Dict[str, Any]]:
-    """The charm's view: [{device, refpoint, peers: [{public-key, peer, allowed-ips}], refused}]."""
-    try:
-        doc = json.loads(read_text(path) or "{}")
-    except ValueError:
-        return []
-    devices = doc.get("devices") if isinstance(doc, dict) else None
-    return [d for d in devices if isinstance(d, dict) and isinstance(d.get("device"), str)] \
-        if isinstance(devices, list) else []
+class SingleFlight(object):
+    """One collection at a time; a request takes the first collection that started after it."""
+
+    def __init__(self, collect: Any) -> None:
+        self.collect = collect
+        self.lock = threading.Lock()
+        self.started = float("-inf")
+        self.body = b""
+
+    def get(self, asked: float) -> bytes:
+        with self.lock:
+            if self.started < asked:
+                started = time.monotonic()
+                self.body = self.collect()
+                self.started = started
+            return self.body
 
 
-def wg_dump() -> Optional[Dict[str, List[List[str]]]]:
-    """{device: [peer fields]} from `wg show all dump`, or None when wg did not answer."""
-    try:
-        proc = subprocess.run(["wg", "show", "all", "dump"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                              timeout=WG_TIMEOUT)
-    except (OSError, subprocess.SubprocessError):
+class Exporter(object):
+    def __init__(self, collect: Any, max_connections: int = MAX_CONNECTIONS,
+                 request_seconds: float = REQUEST_SECONDS, response_seconds: float = RESPONSE_SECONDS,
+                 max_header: int = MAX_HEADER_BYTES) -> None:
+        self.flight = SingleFlight(collect)
+        self.max_connections, self.max_header = max_connections, max_header
+        self.request_seconds, self.response_seconds = request_seconds, response_seconds
+        self.lock = threading.Lock()
+        self.conns: Dict[socket.socket, List[Any]] = {}    # socket: [accepted at, still reading]
+        self.closed = {r: 0 for r in REASONS}
+        self.sock: Optional[socket.socket] = None
+
+    def listen(self, address: str, port: int, interface: Optional[str]) -> None:
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if interface:
+            sock.setsockopt(socket.SOL_SOCKET, SO_BINDTODEVICE, interface.encode() + b"\0")
+        sock.bind((address, port))
+        sock.listen(64)
+        self.sock = sock
+
+    def serve_forever(self) -> None:
+        assert self.sock is not None
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError as e:   # EMFILE and the like: wait instead of spinning
+                log.warning("accept failed: %s", e)
+                time.sleep(0.5)
+                continue
+            if self.admit(conn):
+                threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
+
+    def admit(self, conn: socket.socket) -> bool:
+        with self.lock:
+            if len(self.conns) >= self.max_connections:
+                reading = [(v[0], c) for c, v in self.conns.items() if v[1]]
+                if not reading:
+                    self.closed["overload"] += 1
+                    conn.close()
+                    return False
+                victim = min(reading, key=lambda x: x[0])[1]
+                self.conns[victim][1] = False   # its thread closes it and counts it as evicted
+                self.conns[victim].append("evicted")
+                try:
+                    victim.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            self.conns[conn] = [time.monotonic(), True]
+        return True
+
+    def handle(self, conn: socket.socket) -> None:
+        reason = None
+        try:
+            reason = self._serve(conn)
+        except socket.timeout:
+            reason = "timeout"
+        except OSError:
+            reason = "reset"
+        except Exception:   # noqa: BLE001 - a fault of ours: logged (bounded), the server goes on
+            log.exception("unexpected error while answering a request")
+        finally:
+            with self.lock:
+                state = self.conns.pop(conn, None)
+                if state is not None and len(state) > 2:
+                    reason = state[2]
+                if reason:
+                    self.closed[reason] += 1
+            conn.close()
+
+    def _read_request(self, conn: socket.socket) -> Tuple[Optional[bytes], Optional[str]]:
+        """(request line, None), or (None, the reason to close) once the header is complete."""
+        deadline = self.conns[conn][0] + self.request_seconds
+        data = b""
+        while b"\r\n\r\n" not in data and b"\n\n" not in data:
+            if len(data) > self.max_header:
+                return None, "header_too_large"
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None, "timeout"
+            conn.settimeout(left)
+            chunk = conn.recv(4096)
+            if not chunk:
+                return None, "reset"
+            data += chunk
+        end = min(i for i in (data.find(b"\r\n\r\n"), data.find(b"\n\n")) if i >= 0)
+        if end > self.max_header:
+            return None, "header_too_large"
+        return data.split(b"\n", 1)[0].rstrip(b"\r"), None
+
+    def _serve(self, conn: socket.socket) -> Optional[str]:
+        line, reason = self._read_request(conn)
+        with self.lock:
+            state = self.conns.get(conn)
+            if state is None or len(state) > 2:
+                return "evicted"
+            state[1] = False   # answering now: no longer evictable
+        if line is None:
+            if reason == "header_too_large":
+                self._send(conn, 431, b"request header too large\n")
+            return reason
+        parts = line.split(b" ")
+        if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
+            self._send(conn, 400, b"bad request\n")
+            return "bad_request"
+        method, path = parts[0], parts[1].split(b"?", 1)[0]
+        if method not in (b"GET", b"HEAD"):
+            self._send(conn, 405, b"only GET\n", [("Allow", "GET, HEAD")])
+            return None
+        if path not in (b"/metrics", b"/"):
+            self._send(conn, 404, b"not found: try /metrics\n")
+            return None
+        body = self.flight.get(self.conns[conn][0]) + self.own_metrics()
+        self._send(conn, 200, body, [("Content-Type", CONTENT_TYPE)], head=method == b"HEAD")
         return None
-    if proc.returncode != 0:
-        return None
-    out: Dict[str, List[List[str]]] = {}
-    for line in proc.stdout.decode("utf-8", "replace").splitlines():
-        f = line.split("\t")
-        # A peer line has 9 fields: device, public key, preshared key, endpoint, allowed IPs,
-        # latest handshake, rx, tx, keepalive. A device line (5 fields) holds the private key.
-        if len(f) == 9:
-            out.setdefault(f[0], []).append(f)
-        elif len(f) == 5:
-            out.setdefault(f[0], [])
-    return out
 
+    def _send(self, conn: socket.socket, status: int, body: bytes,
+              headers: Optional[List[Tuple[str, str]]] = None, head: bool = False) -> None:
+        lines = ["HTTP/1.1 {} {}".format(status, STATUS[status]), "Server: vpnaas-wg-exporter",
+                 "Content-Length: {}".format(len(body)), "Connection: close"]
+        lines += ["{}: {}".format(k, v) for k, v in headers or [("Content-Type", "text/plain; charset=utf-8")]]
+        data = ("\r\n".join(lines) + "\r\n\r\n").encode("ascii") + (b"" if head else body)
+        deadline = time.monotonic() + self.response_seconds
+        view = memoryview(data)
+        while view:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout("response not taken in time")
+            conn.settimeout(left)
+            sent = conn.send(view[:65536])
+            view = view[sent:]
 
-def implementation(device: str, userspace: str) -> Tuple[str, str]:
-    """(implementation, version) of a present device: the kernel module's, or the userspace
-    program the charm's step brought it up with. ``userspace`` is the charm's record, one
-    "device implementation version" line per device (or, written by a release before the
-    per-device choice, one "userspace <program> <version>" line for every device)."""
-    uevent = read_text("/sys/class/net/{}/uevent".format(device), 4096)
-    if "DEVTYPE=wireguard" in uevent.split("\n"):
-        return "kernel", read_text("/sys/module/wireguard/version", 64).strip() or "unknown"
-    lines = [line.split() for line in userspace.splitlines()]
-    for parts in lines:
-        if len(parts) == 3 and parts[0] == device and parts[1] != "kernel":
-            return parts[1], parts[2]
-    for parts in lines:
-        if len(parts) >= 2 and parts[0] == "userspace":
-            return os.path.basename(parts[1]), (parts[2] if len(parts) > 2 else "unknown")
-    return "userspace", "unknown"
-
-
-def _peer_labels(dev: Dict[str, Any]) -> Dict[str, str]:
-    """{public key: peer label}, one label per key: a label that repeats (never from the charm)
-    gets the key's start appended, so no two series of a scrape are the same."""
-    out: Dict[str, str] = {}
-    for p in dev.get("peers") or []:
-        if isinstance(p, dict) and isinstance(p.get("public-key"), str):
-            label = str(p.get("peer"))
-            if label in out.values():
-                label = "{}#{}".format(label, p["public-key"][:8])
-            out.setdefault(p["public-key"], label)
-    return out
-
-
-def _refused_counts(dev: Dict[str, Any], vnf_refused: Dict[str, List[str]]) -> Dict[str, int]:
-    """{peer label: refused prefix count}: the charm's refusals and the routes the VNF refused
-    (attributed to the peer whose allowed IPs hold the prefix)."""
-    counts: Dict[str, int] = {}
-    for item in dev.get("refused") or []:
-        if isinstance(item, dict) and isinstance(item.get("peer"), str):
-            counts[item["peer"]] = counts.get(item["peer"], 0) + 1
-    for prefix in vnf_refused.get(dev["device"], []):
-        for peer in dev.get("peers") or []:
-            if isinstance(peer, dict) and prefix in (peer.get("allowed-ips") or []):
-                counts[str(peer.get("peer"))] = counts.get(str(peer.get("peer")), 0) + 1
-    return counts
-
-
-def vnf_refusals(path: str = REFUSED) -> Dict[str, List[str]]:
-    out: Dict[str, List[str]] = {}
-    for line in read_text(path).splitlines():
-        words = line.split()
-        if len(words) == 2:
-            out.setdefault(words[0], []).append(words[1])
-    return out
-
-
-def collect(labels: List[Dict[str, Any]], dump: Optional[Dict[str, List[List[str]]]], userspace: str,
-            vnf_refused: Dict[str, List[str]], now: float) -> Dict[str, List[str]]:
-    """{family: [sample lines]} for the devices the charm manages."""
-    out: Dict[str, List[str]] = {name: [] for name, _, _ in FAMILIES}
-    out["vpnaas_wireguard_up"].append(sample("vpnaas_wireguard_up", (), 0 if dump is None else 1))
-    for dev in labels:
-        name = dev["device"]
-        base = (("refpoint", dev.get("refpoint", "")), ("device", name))
-        present = dump is not None and name in dump
-        out["vpnaas_wireguard_device_up"].append(sample("vpnaas_wireguard_device_up", base, 1 if present else 0))
-        by_key = _peer_labels(dev)
-        refused = _refused_counts(dev, vnf_refused)
-        for peer in sorted(by_key.values()):
-            labels_ = base + (("peer", peer),)
-            out["vpnaas_wireguard_peer_configured"].append(sample("vpnaas_wireguard_peer_configured", labels_, 1))
-            out["vpnaas_wireguard_peer_refused_prefixes"].append(
-                sample("vpnaas_wireguard_peer_refused_prefixes", labels_, refused.pop(peer, 0)))
-        for peer, count in sorted(refused.items()):   # units refused whole: not configured, still counted
-            out["vpnaas_wireguard_peer_refused_prefixes"].append(
-                sample("vpnaas_wireguard_peer_refused_prefixes", base + (("peer", peer),), count))
-        if dump is None or not present:
-            continue
-        impl, version = implementation(name, userspace)
-        out["vpnaas_wireguard_dataplane_info"].append(sample(
-            "vpnaas_wireguard_dataplane_info", base + (("implementation", impl), ("version", version)), 1))
-        peers = dump[name]
-        out["vpnaas_wireguard_peers"].append(sample("vpnaas_wireguard_peers", base, len(peers)))
-        for f in sorted(peers, key=lambda f: by_key.get(f[1], f[1])):
-            labels_ = base + (("peer", by_key.get(f[1]) or "unknown:" + f[1][:8]),)
-            handshake, rx, tx = _int(f[5]), _int(f[6]), _int(f[7])
-            if handshake > 0:
-                # boringtun 0.7.1 gives the time since the handshake where the others give its
-                # time (seconds since the epoch): a value before 2001 is the age itself.
-                age = handshake if impl == "boringtun" and handshake < 10 ** 9 else max(0, int(now) - handshake)
-                out["vpnaas_wireguard_peer_handshake_age_seconds"].append(sample(
-                    "vpnaas_wireguard_peer_handshake_age_seconds", labels_, age))
-            out["vpnaas_wireguard_peer_receive_bytes_total"].append(
-                sample("vpnaas_wireguard_peer_receive_bytes_total", labels_, rx))
-            out["vpnaas_wireguard_peer_transmit_bytes_total"].append(
-                sample("vpnaas_wireguard_peer_transmit_bytes_total", labels_, tx))
-    return out
-
-
-def _int(text: str) -> int:
-    try:
-        return max(0, int(text))
-    except ValueError:
-        return 0
-
-
-def exposition(paths: Optional[Dict[str, str]] = None) -> bytes:
-    """The whole text exposition, as bytes."""
-    paths = paths or {}
-    families = collect(load_labels(paths.get("labels", LABELS)), wg_dump(),
-                       read_text(paths.get("implementation", IMPLEMENTATION), 4096).strip(),
-                       vnf_refusals(paths.get("refused", REFUSED)), time.time())
-    lines = []
-    for name, kind, text in FAMILIES:
-        if families[name]:
-            lines += ["# HELP {} {}".format(name, text), "# TYPE {} {}".format(name, kind)] + families[name]
-    return ("\n".join(lines) + "\n").encode("utf-8", "replace")
-
-
-class Handler(BaseHTTPRequestHandler):
-    timeout = 10
-    server_version = "vpnaas-wg-exporter"
-    sys_version = ""
-
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        if self.path.split("?")[0] not in ("/metrics", "/"):
-            self.send_error(404)
-            return
-        body = exposition()
-        self.send_response(200)
-        self.send_header("Content-Type", CONTENT_TYPE)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:   # one line per scrape would only fill a log
-        pass
-
-
-class Server(HTTPServer):
-    allow_reuse_address = True
-
-
-class Server6(Server):
-    address_family = socket.AF_INET6
+    def own_metrics(self) -> bytes:
+        with self.lock:
+            closed = dict(self.closed)
+            open_now = len(self.conns)
+        name = "vpnaas_wireguard_exporter_connections_closed_total"
+        lines = ["# HELP {} Connections the exporter closed without an answer, by reason.".format(name),
+                 "# TYPE {} counter".format(name)]
+        lines += ['{}{{reason="{}"}} {}'.format(name, r, closed[r]) for r in REASONS]
+        gauge = "vpnaas_wireguard_exporter_connections"
+        lines += ["# HELP {} Connections open now (this scrape's included).".format(gauge),
+                  "# TYPE {} gauge".format(gauge), "{} {}".format(gauge, open_now)]
+        return ("\n".join(lines) + "\n").encode("ascii")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description="WireGuard metrics of the VPNaaS charm's tunnels")
     parser.add_argument("--listen", help="address to listen on (the VNF's management address)")
     parser.add_argument("--port", type=int, default=9586)
+    parser.add_argument("--interface", help="the management interface: only packets arriving on it are answered")
+    parser.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS)
+    parser.add_argument("--log", help="log file, rotated at {} KiB (default: standard error)".format(LOG_BYTES // 1024))
     parser.add_argument("--once", action="store_true", help="print one exposition and exit")
     args = parser.parse_args(argv)
+    collector = load_collector()
     if args.once:
-        sys.stdout.buffer.write(exposition())
+        sys.stdout.buffer.write(collector.exposition())
         return 0
     if not args.listen:
         parser.error("--listen is required")
-    cls = Server6 if ":" in args.listen else Server
-    server = cls((args.listen, args.port), Handler)
-    server.serve_forever()
+    setup_logging(args.log)
+    threading.stack_size(512 * 1024)
+    exporter = Exporter(collector.exposition, max(1, args.max_connections))
+    exporter.listen(args.listen, args.port, args.interface)
+    log.info("serving on %s:%s%s", args.listen, args.port, " (device {})".format(args.interface)
+             if args.interface else "")
+    exporter.serve_forever()
     return 0
 
 

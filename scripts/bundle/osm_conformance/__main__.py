@@ -10,6 +10,8 @@ OSM_SRC layout (prepare it with scripts/bundle/osm_conformance/prepare-osm-src.s
     OSM_SRC/SOL006      ETSI NFV-SOL006 at the branch the IM's Makefile clones (v2.6.1)
     OSM_SRC/osm-common  osm/common       (DbMemory, FsLocal)
     OSM_SRC/osmclient   osm/osmclient    (how --config becomes the instantiate body)
+    OSM_SRC/LCM         osm/LCM (osm_lcm/), optional: the metrics path (metrics_path.py); without
+                        it that part is reported NOT RUN and the exit status is 2
     OSM_SRC/COMMITS     optional, written by prepare-osm-src.sh; printed in the report
 
 For each IM (newest, osm10) a virtualenv with the pyang/pyangbind the IM needs is made under
@@ -27,7 +29,7 @@ import subprocess
 import sys
 
 from bundle import BUILD_DIR, ROOT, params
-from bundle.osm_conformance import bindings, report
+from bundle.osm_conformance import bindings, metrics_path, report
 
 LAYOUT = ["NBI", "IM", "IM-osm10", "SOL006", "osm-common", "osmclient"]
 # name -> (IM folder in OSM_SRC, pins: pyang, pyangbind; from the IM's and NBI's requirements)
@@ -142,7 +144,32 @@ def main(argv=None):
         text, ok = report.render(name, results["results"], commits, results["notes"])
         print(text)
         failed = failed or not ok
-    return 1 if failed else 0
+    metrics = run_metrics_path(osm_src, args.packages)
+    if metrics is None:
+        print("== metrics path: NOT RUN (OSM_SRC has no LCM; prepare-osm-src.sh takes it as its 8th argument)")
+        return 1 if failed else 2
+    return 1 if failed or not metrics else 0
+
+
+def run_metrics_path(osm_src, packages_dir, work_dir=WORK_DIR):
+    """LCM's own code over the packages' scrape job and VDU alarm (metrics_path.py, in a venv with
+    the Jinja2 LCM pins); None without OSM_SRC/LCM, else whether every check passed."""
+    if not os.path.isdir(os.path.join(osm_src, "LCM", "osm_lcm")):
+        return None
+    venv = os.path.join(work_dir, "venv-lcm")
+    if not os.path.isfile(os.path.join(venv, ".done")):
+        subprocess.run([sys.executable, "-m", "venv", "--clear", venv], check=True)
+        subprocess.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "-q", "jinja2==3.1.6",
+                        "pyyaml"], check=True)
+        open(os.path.join(venv, ".done"), "w").close()
+    out = os.path.join(work_dir, "result-metrics.json")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "metrics_path.py")
+    subprocess.run([os.path.join(venv, "bin", "python"), script, "--osm-src", osm_src, "--packages",
+                    os.path.abspath(packages_dir), "--out", out], check=True)
+    with open(out) as f:
+        text, ok = metrics_path.render(json.load(f)["results"])
+    print(text)
+    return ok
 
 
 if __name__ == "__main__":

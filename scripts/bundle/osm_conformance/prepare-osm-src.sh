@@ -2,7 +2,7 @@
 # Prepare the OSM_SRC layout `make osm-conformance` reads, from git checkouts or bare mirrors.
 #
 #   prepare-osm-src.sh OSM_SRC NBI_GIT[@REF[:SUBDIR]] IM_GIT@REF IM_OSM10_GIT@REF \
-#                      SOL006_GIT@REF OSM_COMMON_GIT@REF OSMCLIENT_GIT@REF
+#                      SOL006_GIT@REF OSM_COMMON_GIT@REF OSMCLIENT_GIT@REF [LCM_GIT@REF[:SUBDIR]]
 #
 # Each argument is a git directory (a clone or a bare mirror), optionally followed by @<commit or
 # branch> (default HEAD) and, for repositories that keep the component in a sub-folder,
@@ -11,10 +11,10 @@
 # and the commit of each goes to OSM_SRC/COMMITS, which the conformance report prints.
 # Example (the mirrors the project was checked against, see docs/bundle.md):
 #   prepare-osm-src.sh ~/osm-src osm-capk.git@64e403c8:NBI IM.git@ef549b00 IM.git@b8c59539 \
-#       NFV-SOL006.git@v2.6.1 osm-common.git@master osmclient.git@master
+#       NFV-SOL006.git@v2.6.1 osm-common.git@master osmclient.git@master osm-capk.git@64e403c8:LCM
 set -euo pipefail
 
-if [ "$#" -ne 7 ]; then
+if [ "$#" -ne 7 ] && [ "$#" -ne 8 ]; then
     sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
@@ -22,7 +22,9 @@ dest=$1
 shift
 mkdir -p "$dest"
 : > "$dest/COMMITS"
-for name in NBI IM IM-osm10 SOL006 osm-common osmclient; do
+names=(NBI IM IM-osm10 SOL006 osm-common osmclient)
+if [ "$#" -eq 7 ]; then names+=(LCM); fi   # optional 8th (7 after the shift): the metrics path
+for name in "${names[@]}"; do
     spec=$1
     shift
     sub=""
