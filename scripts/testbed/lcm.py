@@ -28,7 +28,7 @@ class InstantiationFailed(Exception):
 
 class VnfSpec(object):
     def __init__(self, name, charm_dir, links, config, primitives=(), skip=(), env=None, vdu=None, member=None,
-                 count_index=0, scaling=None):
+                 count_index=0, scaling=None, vnfd=None):
         self.name = name              # member name = Juju application name (instance k > 0: "<member>-z<k>")
         self.charm_dir = charm_dir
         self.links = links            # {link name: "address/prefix"}
@@ -40,6 +40,7 @@ class VnfSpec(object):
         self.member = member or name  # the member-vnf-index
         self.count_index = count_index
         self.scaling = scaling        # ScalingAspect of the VNFD, or None
+        self.vnfd = vnfd              # the VNFD (its body): what heal and upgrade read, as LCM does
 
 
 class ScalingAspect(object):
