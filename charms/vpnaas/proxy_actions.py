@@ -40,13 +40,44 @@ class ProxyActions(Object):
             charm.framework.observe(getattr(charm.on, name.replace("-", "_") + "_action"), handler)
 
     def _on_generate_ssh_key(self, event: ActionEvent) -> None:
+        """OSM's first step for an execution environment whose VM it has just created: at
+        instantiation and scale-out (a new unit: nothing pinned yet) and at heal (LCM 19's
+        heal_N2VC keeps the unit and re-creates the VM behind ``ssh-hostname``). On a unit that
+        has pinned its VNF this is the one signal of a heal that comes through Juju, never from
+        the network: the VNF's next successful login may present a new host key (docs/security.md)."""
         try:
             created = self.charm.keystore.generate_key()
         except ssh.SshError as e:
             event.fail(str(e))
             return
-        event.set_results({"generated": "true" if created else "false (a key already exists)"})
+        results: Dict[str, Any] = {"generated": "true" if created else "false (a key already exists)"}
+        host = self._expect_reprovisioned_vnf()
+        if host:
+            results["host-key"] = ("{} is being re-provisioned: its next successful login pins the host key it "
+                                   "presents".format(host))
+        event.set_results(results)
         self.charm.after_action()
+
+    def _expect_reprovisioned_vnf(self) -> str:
+        """The VNF at ``ssh-hostname`` (pinned) is being re-provisioned: a fresh disk, a new host
+        key, no keys or tunnels. Nothing the old VM reported or held is the new one's: its facts
+        are learnt again, the whole plan is applied at the next login (whichever event brings
+        it), and no key rotation of the old disk goes on. Returns the host ("" if none pinned)."""
+        config = self.charm.config
+        try:
+            port = validation.port(config.get("ssh-port", 22), "ssh-port")
+            host = validation.ssh_hostname((config.get("ssh-hostname") or "").strip())
+        except validation.InvalidValue:
+            return ""
+        if not host or not self.charm.keystore.expect_new_host_key(host, port):
+            return ""
+        self.charm._stored.facts = "{}"
+        self.charm._set_applied("")
+        self.charm._stored.session_config = ""
+        self.charm.set_rotating([])
+        logger.warning("generate-ssh-key on a unit whose VNF %s is pinned: OSM re-provisions it; its next "
+                       "successful login pins the host key it presents", host)
+        return host
 
     def _on_get_ssh_public_key(self, event: ActionEvent) -> None:
         try:
@@ -104,8 +135,9 @@ class ProxyActions(Object):
     def _on_reset_ssh_host_key(self, event: ActionEvent) -> None:
         plan = self.charm.build_plan()
         forgotten = bool(plan.ssh_host) and self.charm.keystore.forget_host(plan.ssh_host, plan.ssh_port)
-        # Whatever the old VNF reported about itself is not the new one's.
+        # Whatever the old VNF reported about itself is not the new one's, nor what it held.
         self.charm._stored.facts = "{}"
+        self.charm._set_applied("")
         event.set_results({"forgotten": "true" if forgotten else "false (no pinned key)"})
         self.charm.after_action()
 

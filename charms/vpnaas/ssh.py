@@ -4,7 +4,13 @@ Why not charms.osm's SSHProxy: it passes the password on the command line (sshpa
 checks host keys. Here the host key is trusted on first use and pinned afterwards (a changed key
 is refused with a message that says what to do), every connection and command has a deadline,
 and each call is one session: the caller decides how many round trips a reconcile costs (one).
+
+A VNF that OSM re-provisions at the same address (heal) has a new host key. The charm accepts it
+only after an instruction that comes through Juju, never from the network: ``expect_new_host_key``
+(OSM's generate-ssh-key on a unit that already pinned its VNF: docs/security.md) lets the next
+login that succeeds pin whatever key the VNF presents, once.
 """
+import base64
 import hashlib
 import logging
 import os
@@ -12,10 +18,11 @@ import socket
 import threading
 import time
 import warnings
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 from vpnaas import unitstate
 
+logger = logging.getLogger(__name__)
 # paramiko logs every protocol step at DEBUG; in a charm that would flood juju-log.
 logging.getLogger("paramiko").setLevel(logging.WARNING)
 # cryptography warns about Python 3.6 on every import: on OSM's proxy machine (Python 3.6) that is
@@ -31,6 +38,8 @@ def _paramiko() -> Any:
 
 KEY_FILE = "id_vpnaas"
 KNOWN_HOSTS = "known_hosts"
+#: The pinned hosts whose next successful login may present a new host key (one entry a line).
+REPROVISIONED = "known_hosts.reprovisioned"
 CLOSE_JOIN_TIMEOUT = 5.0   # s; the transport thread notices the close within its 0.1 s read timeout
 
 
@@ -145,7 +154,40 @@ class KeyStore(object):
                       if len(f) >= 3 and name in f[0].split(","))
         return hashlib.sha256("\n".join(keys).encode()).hexdigest() if keys else ""
 
+    def expect_new_host_key(self, host: str, port: int) -> bool:
+        """The VNF pinned for ``host`` is being re-provisioned (its disk and host key replaced):
+        the next login that succeeds pins the key it presents. Only callers acting on an
+        instruction that came through Juju may call this (an action, never relation data or
+        anything the VNF says). False, and nothing recorded, when no key is pinned for it."""
+        if not self.pinned(host, port):
+            return False
+        entries = set(self._expected()) | {_host_entry(host, port)}
+        os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        unitstate.write_atomic(os.path.join(self.directory, REPROVISIONED),
+                               "".join(e + "\n" for e in sorted(entries)).encode(), 0o600)
+        return True
+
+    def expects_new_host_key(self, host: str, port: int) -> bool:
+        return _host_entry(host, port) in self._expected()
+
+    def _expected(self) -> List[str]:
+        try:
+            with open(os.path.join(self.directory, REPROVISIONED)) as f:
+                return [line.strip() for line in f if line.strip()]
+        except OSError:
+            return []
+
+    def clear_new_host_key(self, host: str, port: int) -> None:
+        """The re-provisioned VNF's key is pinned (or the operator unpinned it): expect no other."""
+        left = [e for e in self._expected() if e != _host_entry(host, port)]
+        path = os.path.join(self.directory, REPROVISIONED)
+        if left:
+            unitstate.write_atomic(path, "".join(e + "\n" for e in left).encode(), 0o600)
+        elif os.path.exists(path):
+            os.remove(path)
+
     def forget_host(self, host: str, port: int) -> bool:
+        self.clear_new_host_key(host, port)
         if not os.path.exists(self.known_hosts_path):
             return False
         keys = _paramiko().HostKeys(self.known_hosts_path)
@@ -178,6 +220,12 @@ def _host_entry(host: str, port: int) -> str:
     return host if port == 22 else "[{}]:{}".format(host, port)
 
 
+def fingerprint(key: Any) -> str:
+    """OpenSSH's SHA256 fingerprint of a paramiko key (``ssh-keygen -l``'s form)."""
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+
+
 def _reason(error: BaseException) -> str:
     return (str(error) or type(error).__name__)[:160]
 
@@ -202,10 +250,19 @@ class Session(object):
         t = self.target
         client = paramiko.SSHClient()
         known = self.keystore.known_hosts_path
-        first_contact = True
+        entry = _host_entry(t.host, t.port)
+        keys = client.get_host_keys()
         if os.path.exists(known):
-            client.load_host_keys(known)
-            first_contact = _host_entry(t.host, t.port) not in client.get_host_keys()
+            # Loaded as plain entries, not as the client's file: paramiko would save an added key
+            # into that file before the login succeeded, and merge the file back into what it saves.
+            keys.load(known)
+        reprovisioned = self.keystore.expects_new_host_key(t.host, t.port)
+        replaced = []
+        if reprovisioned:
+            while entry in keys:
+                replaced += list(keys[entry].values())
+                del keys[entry]
+        first_contact = entry not in keys
         # Trust on first use: accept and pin the key the first time, refuse any other key later.
         client.set_missing_host_key_policy(paramiko.AutoAddPolicy() if first_contact else paramiko.RejectPolicy())
         pkey = self.keystore.private_key() if (self.keystore.has_key() and not t.password) else None
@@ -219,6 +276,9 @@ class Session(object):
                                  "run the reset-ssh-host-key action".format(t.host)) from None
         except paramiko.AuthenticationException:
             _close(client)
+            if reprovisioned:
+                raise SshError("the VNF at {} is being re-provisioned: waiting for OSM to inject this charm's SSH "
+                               "key (get-ssh-public-key)".format(t.host), transient=True) from None
             raise SshError("SSH login as {} on {} refused (check ssh-username/ssh-password, or that OSM "
                            "injected the key from get-ssh-public-key)".format(t.username, t.host)) from None
         except paramiko.SSHException as e:
@@ -238,6 +298,14 @@ class Session(object):
         if first_contact:
             os.makedirs(self.keystore.directory, mode=0o700, exist_ok=True)
             self.keystore.pin(client)
+        if reprovisioned:
+            new = keys[entry].values() if entry in keys else []
+            old_prints = sorted({fingerprint(k) for k in replaced})
+            new_prints = sorted({fingerprint(k) for k in new})
+            if old_prints != new_prints:
+                logger.warning("host key of %s replaced after OSM re-provisioned the VNF: %s -> %s", t.host,
+                               ", ".join(old_prints) or "none", ", ".join(new_prints))
+            self.keystore.clear_new_host_key(t.host, t.port)
         self.client = client
 
     def run(self, command: str, stdin: bytes = b"", timeout: int = 120,

@@ -28,7 +28,7 @@ class InstantiationFailed(Exception):
 
 class VnfSpec(object):
     def __init__(self, name, charm_dir, links, config, primitives=(), skip=(), env=None, vdu=None, member=None,
-                 count_index=0, scaling=None):
+                 count_index=0, scaling=None, vnfd=None):
         self.name = name              # member name = Juju application name (instance k > 0: "<member>-z<k>")
         self.charm_dir = charm_dir
         self.links = links            # {link name: "address/prefix"}
@@ -40,6 +40,7 @@ class VnfSpec(object):
         self.member = member or name  # the member-vnf-index
         self.count_index = count_index
         self.scaling = scaling        # ScalingAspect of the VNFD, or None
+        self.vnfd = vnfd              # the VNFD (its body): what heal and upgrade read, as LCM does
 
 
 class ScalingAspect(object):
@@ -174,30 +175,6 @@ def remaining_primitives(model, spec, machine, report, progress=None, before_pri
             continue
         _action(model, model.units(spec.name)[0], name, params)
         report.step("{} on {}".format(name, spec.name), progress)
-
-
-def heal(testbed, model, spec, relations, progress=None, before_primitives=None):
-    """What OSM's heal does to one VNF: its execution environment destroyed (its relations
-    depart and break on the peers, its charm runs stop and remove), the VM re-created from its
-    image (same ports and addresses, a new disk and host key), a new execution environment
-    deployed and related as at instantiation, and its whole day-1 run again. Returns a Report
-    whose ``config_done_at`` is when the new charm's day-1 ended."""
-    report = Report()
-    model.remove_application(spec.name)
-    report.step("VCA: execution environment of {} destroyed".format(spec.name), progress)
-    machine = testbed.rebuild_vnf(spec.name)
-    report.step("VIM: VM of {} re-created (new disk, new host key)".format(spec.name), progress)
-    model.deploy(spec.name, spec.charm_dir, wait=False)
-    for provider, requirer in relations:
-        if spec.name in (provider.split(":")[0], requirer.split(":")[0]):
-            model.relate(provider, requirer, wait=False)
-            report.step("VCA: relation {} -> {} added".format(provider, requirer), progress)
-    model.settle()
-    configure(testbed, model, spec, machine, report, progress)
-    remaining_primitives(model, spec, machine, report, progress, before_primitives)
-    report.config_done_at = time.monotonic()
-    model.settle()
-    return report
 
 
 def _serially(task, vnfs):

@@ -10,16 +10,23 @@ the way OSM and Juju run it, and measured:
                   rotated in place and they follow it as before
   upgrade-charm   every charm replaced by this checkout's build from the previous revision's
                   (``--upgrade-from``, default: charms/ as it was before its last change),
-                  as ``juju upgrade-charm`` does: upgrade-charm then config-changed; no WireGuard
-                  device may be re-created (interface index unchanged)
+                  through ``osm ns-update --updatetype CHANGE_VNFPKG`` as LCM 19 runs it
+                  (lcm_upgrade.py) and ``juju upgrade-charm`` where LCM 19 upgrades nothing (the
+                  SPGW-U): upgrade-charm then config-changed; no WireGuard device may be
+                  re-created (interface index unchanged)
   rotate-keys     the MME's rotate-keys action on all its devices, make-before-break: its peers
                   follow through temporary devices; nothing may be lost
   commit-failure  the eNB rotates its keys while the SPGW-U's next relation-changed commit does
                   not reach the controller: Juju drops its publication and runs it again; it
                   must be published without update-status
   agent-restart   the same with the SPGW-U's unit agent restarted in the middle of that hook
-  heal            the SPGW-C's VM and execution environment re-created (new disk, new keys, new
-                  host key), related and configured again; its peers follow
+  heal            ``osm ns-heal --run-day1`` of the SPGW-C as LCM 19 runs it (lifecycle_heal.py):
+                  the VM re-created (new disk, new host key), the same unit kept, its SSH key
+                  injected again, day-1 run again (it fails mapping config with the bundle's
+                  descriptors); then the operator's documented step where no day-1 reached the
+                  charm; its peers follow on relation-changed, without update-status
+  heal-without-day1
+                  the same for the SPGW-U (a VDU-level execution environment) without day-1
   scale-out       a second SPGW-U instance: LCM's scale-out (new VM with fixed IPs + 1, new
                   application, its day-1 with <OSM> count_index 1, no relation), then the deploy
                   tool's peering (deploy/scale.py) with the SPGW-C and the eNB; converged when
@@ -39,153 +46,68 @@ import subprocess
 import sys
 import time
 
-from bundle import BUILD_DIR, build_charms
-from testbed import cli, demo, lcm, lifecycle_scale, probe, vim
+from bundle import BUILD_DIR, build_charms, descriptors
+from testbed import cli, demo, lcm, lcm_upgrade, lifecycle_heal, lifecycle_scale, vim
+from testbed.lifecycle_base import (  # noqa: F401 - the helpers' home; kept importable from here
+    CONVERGE_TIMEOUT,
+    Context,
+    LifecycleError,
+    device_key,
+    interface_indexes,
+    leftovers,
+    start_probes,
+    stop_probes,
+    strict_rp_filter,
+    temporary_devices,
+    tunnel_ok,
+    wait_converged,
+)
+from testbed.lifecycle_base import record as _record
 
 OUT_DIR = os.path.join(BUILD_DIR, "lifecycle")
 OPERATIONS = ("rotate-keys-previous-peers", "upgrade-charm", "rotate-keys", "commit-failure", "agent-restart", "heal",
-              "scale-out", "scale-in", "terminate")
+              "heal-without-day1", "scale-out", "scale-in", "terminate")
 #: The operations that need the previous revision's charms (built from a git worktree).
 NEEDS_PREVIOUS = ("rotate-keys-previous-peers", "upgrade-charm")
-CONVERGE_TIMEOUT = 60
 REPO_DIR = vim.REPO_DIR
 
 
-class LifecycleError(Exception):
-    pass
-
-
-# ---------------------------------------------------------------------- tunnels and what is left
-def device_key(vnf, device):
-    return vnf.wg_show(device, "public-key").strip()
-
-
-def tunnel_ok(tb, rp):
-    """Both ends have the device, each with exactly the other end's current key as its peer,
-    and a completed handshake."""
-    ends = (tb.vnfs[rp.provider], tb.vnfs[rp.requirer])
-    device = "wg-" + rp.name
-    keys = [device_key(v, device) for v in ends]
-    if not all(keys):
-        return False
-    for vnf, other in ((ends[0], keys[1]), (ends[1], keys[0])):
-        lines = vnf.wg_show(device, "latest-handshakes").split()
-        peers = dict(zip(lines[0::2], lines[1::2]))
-        if list(peers) != [other] or peers[other] == "0":
-            return False
-    return True
-
-
-def wait_converged(tb, rps, since=None, timeout=CONVERGE_TIMEOUT, extra=None):
-    """Seconds from ``since`` (a time.monotonic(); default now) until every tunnel of ``rps`` is
-    up with the current keys (and ``extra()`` holds), or None after ``timeout``."""
-    since = time.monotonic() if since is None else since
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if all(tunnel_ok(tb, rp) for rp in rps) and (extra is None or extra()):
-            return time.monotonic() - since
-        time.sleep(0.05)
-    return None
-
-
-def temporary_devices(tb, apps):
-    """The temporary devices (``wr-*``) a key rotation left on the VNFs of ``apps``."""
-    return ["{} {}".format(app, d) for app in apps
-            for d in tb.vnfs[app].exec(["wg", "show", "interfaces"]).stdout.split() if d.startswith("wr-")]
-
-
-def strict_rp_filter(tb):
-    """Strict reverse-path filtering on every VNF, the strictest setting a VNF may have (Ubuntu's
-    default is loose): a rotation must lose nothing even then (tunnels.sh, vpnaas_rp_loose)."""
-    for vnf in tb.vnfs.values():
-        vnf.exec(["sysctl", "-q", "-w", "net.ipv4.conf.all.rp_filter=1", "net.ipv4.conf.default.rp_filter=1"])
-
-
-def interface_indexes(tb, inst):
-    """{(vnf, device): ifindex} of every tunnel device (a re-created device gets a new index)."""
-    out = {}
-    for rp in inst.refpoints:
-        for app in (rp.provider, rp.requirer):
-            line = tb.vnfs[app].exec(["ip", "-o", "link", "show", "dev", "wg-" + rp.name], check=False).stdout
-            out[(app, "wg-" + rp.name)] = line.split(":", 1)[0].strip()
-    return out
-
-
-def leftovers(tb, model, apps):
-    """What the charms left on the VNFs of ``apps`` and in the model: each entry one finding."""
-    found = []
-    for app in apps:
-        vnf = tb.vnfs[app]
-        found += ["{}: device {}".format(app, d) for d in vnf.exec(["wg", "show", "interfaces"]).stdout.split()]
-        found += ["{}: route {}".format(app, r) for r in
-                  vnf.exec(["ip", "-o", "route", "show", "proto", "148"]).stdout.splitlines()]
-        if vnf.exec(["ip", "link", "show", "dev", "vpnaas0"], check=False).returncode == 0:
-            found.append("{}: service device vpnaas0".format(app))
-        found += ["{}: address {}".format(app, line.split()[3]) for line in
-                  vnf.exec(["ip", "-o", "addr", "show", "label", "lo:vpnaas"]).stdout.splitlines()]
-        files = vnf.exec(["sh", "-c", "ls -A /etc/wireguard"]).stdout.split()
-        found += ["{}: file /etc/wireguard/{}".format(app, f) for f in files]
-    with model._lock:
-        state = model._state
-        found += ["relation {} still holds data".format(rid) for rid, rel in state["relations"].items()
-                  if any(rel["data"].values())]
-        found += ["unit {} still deployed".format(u) for u in state["units"]]
-    return found
-
-
-# ---------------------------------------------------------------------- probes
-def start_probes(tb, rps):
-    return [probe.Probe(tb.vnfs[rp.provider], rp.service[rp.provider], rp.service[rp.requirer], rp.name).start()
-            for rp in rps]
-
-
-def stop_probes(probes, settle=1.0):
-    """Let the probes run ``settle`` seconds more (the converged state), then count."""
-    time.sleep(settle)
-    return [p.stop() for p in probes]
-
-
-# ---------------------------------------------------------------------- the operations
-class Context(object):
-    """The testbed EPS under test."""
-
-    def __init__(self, tb, results, out_dir, progress, previous_charms=None):
-        self.tb, self.out_dir, self.progress = tb, out_dir, progress
-        self.inst, self.model, self.lcm = results["inst"], results["model"], results["lcm"]
-        self.previous_charms = previous_charms
-
-    def refpoints(self, *apps):
-        return [rp for rp in self.inst.refpoints if not apps or rp.provider in apps or rp.requirer in apps]
-
-    def spec(self, app):
-        return next(s for s in self.inst.vnfs if s.name == app)
-
-
-def _record(name, started, converged, results, tb, rps, **more):
-    rec = {"name": name, "seconds_to_converge": round(converged, 3) if converged is not None else None,
-           "packets_lost": sum(r["lost"] for r in results), "packets_sent": sum(r["sent"] for r in results),
-           "tunnels_up_after": sum(1 for rp in rps if tunnel_ok(tb, rp)), "tunnels": len(rps),
-           "probes": results, "leftovers": more.pop("leftovers", []),
-           "seconds_total": round(time.monotonic() - started, 3)}
-    rec.update(more)
-    return rec
-
-
 def op_upgrade_charm(ctx):
+    """``osm ns-update <ns> --updatetype CHANGE_VNFPKG`` of every VNF as LCM 19 runs it
+    (lcm_upgrade): a new package revision carrying this checkout's build of its charm. Where LCM 19
+    upgrades nothing (the SPGW-U: its VDU-level entry makes update() fail with a TypeError), the
+    charm is replaced as N2VC would have replaced it, ``juju upgrade-charm`` on the VCA (the
+    operator's path: docs/lifecycle.md), so that every unit runs this build afterwards;
+    ``upgraded_by`` names the path each VNF took, ``lcm19`` LCM's outcome."""
     rps = ctx.refpoints()
     before = interface_indexes(ctx.tb, ctx.inst)
     probes = start_probes(ctx.tb, rps)
     started = time.monotonic()
     current = build_charms.output_dir("local")
+    lcm19, upgraded_by = {}, {}
     for spec in ctx.inst.vnfs:
-        spec.charm_dir = os.path.join(current, os.path.basename(spec.charm_dir))
-        ctx.model.upgrade_charm(spec.name, spec.charm_dir)     # a later heal deploys this revision too
-        ctx.progress("upgrade-charm: {} now runs this checkout's charm".format(spec.name))
+        new_dir = os.path.join(current, os.path.basename(spec.charm_dir))
+        charm = descriptors.charm_of(spec.vnfd)
+        report = lcm_upgrade.change_vnfpkg(ctx.model, spec.member, {spec.count_index: spec.name},
+                                           lcm_upgrade.Package(spec.vnfd, 1, {charm: spec.charm_dir}),
+                                           lcm_upgrade.Package(spec.vnfd, 2, {charm: new_dir}), ctx.progress)
+        lcm19[spec.name] = report.detail if report.state == "FAILED" else report.state
+        if report.state == "COMPLETED" and (spec.name, new_dir) in report.upgraded:
+            upgraded_by[spec.name] = "osm ns-update (LCM 19)"
+        elif report.state == "COMPLETED" and lcm_upgrade.artifact_hash(spec.charm_dir) == lcm_upgrade.artifact_hash(
+                new_dir):
+            upgraded_by[spec.name] = "nothing to upgrade (LCM 19: the charm is this revision already)"
+        else:
+            ctx.model.upgrade_charm(spec.name, new_dir)
+            upgraded_by[spec.name] = "juju upgrade-charm (LCM 19 upgraded nothing: {})".format(lcm19[spec.name])
+        spec.charm_dir = new_dir        # a later heal or scale-out runs this revision too
+        ctx.progress("upgrade-charm: {} now runs this checkout's charm ({})".format(spec.name, upgraded_by[spec.name]))
     converged = wait_converged(ctx.tb, rps, since=started)
     results = stop_probes(probes)
     after = interface_indexes(ctx.tb, ctx.inst)
     recreated = sorted("{} {}".format(*k) for k in before if before[k] != after.get(k))
-    return _record("upgrade-charm", started, converged, results, ctx.tb, rps, devices_recreated=recreated)
+    return _record("upgrade-charm", started, converged, results, ctx.tb, rps, devices_recreated=recreated,
+                   lcm19=lcm19, upgraded_by=upgraded_by)
 
 
 def _rotate(ctx, name, app, fault=None, published=None):
@@ -257,22 +179,6 @@ def op_agent_restart(ctx):
                    lambda c: peer_keys_published(c, "spgwu", "enb", "s1u"))
 
 
-def op_heal(ctx, app="spgwc"):
-    rps = ctx.refpoints(app)
-    others = [rp for rp in ctx.refpoints() if rp not in rps]
-    probes = start_probes(ctx.tb, others + rps)
-    started = time.monotonic()
-    report = lcm.heal(ctx.tb, ctx.model, ctx.spec(app), ctx.inst.relations, ctx.progress,
-                      before_primitives=demo.prepare_standin)
-    # Measured from the end of the new charm's day-1: what is left is the peers following it.
-    converged = wait_converged(ctx.tb, rps, since=report.config_done_at)
-    results = stop_probes(probes)
-    unaffected = [r for r in results if r["label"] not in {rp.name for rp in rps}]
-    return _record("heal", started, converged, results, ctx.tb, ctx.refpoints(),
-                   packets_lost_on_other_tunnels=sum(r["lost"] for r in unaffected),
-                   note="the healed VNF's own tunnels are down while its VM is re-created")
-
-
 def op_terminate(ctx):
     apps = [s.name for s in ctx.inst.vnfs]
     started = time.monotonic()
@@ -285,10 +191,10 @@ def op_terminate(ctx):
 
 OPERATION_FUNCTIONS = {"rotate-keys-previous-peers": op_rotate_keys_previous_peers,
                        "upgrade-charm": op_upgrade_charm, "rotate-keys": op_rotate_keys,
-                       "commit-failure": op_commit_failure, "agent-restart": op_agent_restart, "heal": op_heal,
-                       # looked up when run: lifecycle_scale imports this module
-                       "scale-out": lambda ctx: lifecycle_scale.op_scale_out(ctx),
-                       "scale-in": lambda ctx: lifecycle_scale.op_scale_in(ctx), "terminate": op_terminate}
+                       "commit-failure": op_commit_failure, "agent-restart": op_agent_restart,
+                       "heal": lifecycle_heal.op_heal, "heal-without-day1": lifecycle_heal.op_heal_without_day1,
+                       "scale-out": lifecycle_scale.op_scale_out, "scale-in": lifecycle_scale.op_scale_in,
+                       "terminate": op_terminate}
 
 
 # ---------------------------------------------------------------------- the previous revision

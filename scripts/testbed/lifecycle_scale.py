@@ -10,7 +10,7 @@ import time
 from bundle import build_charms
 from deploy import scale
 from testbed import demo, lcm_scale, probe
-from testbed import lifecycle as lc
+from testbed import lifecycle_base as lc
 from vpnaas import config as charm_config
 
 SCALED = "spgwu"
@@ -114,7 +114,7 @@ def op_scale_out(ctx):
     results = lc.stop_probes(probes, settle=0) + lc.stop_probes(fresh, settle=0)
     up = sum(1 for rp in rps if pair_up(ctx.tb, rp.provider, rp.requirer, "wg-" + rp.name)) + sum(
         1 for hub, ep, app, _o, _h in new if pair_up(ctx.tb, app, hub, "wg-" + ep))
-    rec = lc._record("scale-out", started, converged, results, ctx.tb, rps, instance=k,
+    rec = lc.record("scale-out", started, converged, results, ctx.tb, rps, instance=k,
                   new_tunnels=["wg-{} {}<->{}".format(ep, app, hub) for hub, ep, app, _o, _h in new],
                   seconds_day1_to_each_new_tunnel_up=per_tunnel,
                   new_tunnel_packets_received=sum(r["received"] for r in results[len(rps):]),
@@ -154,7 +154,7 @@ def op_scale_in(ctx):
     converged = lc.wait_converged(ctx.tb, [], since=started, extra=lambda: not left())
     results = lc.stop_probes(probes)
     up = sum(1 for rp in rps if pair_up(ctx.tb, rp.provider, rp.requirer, "wg-" + rp.name))
-    rec = lc._record("scale-in", started, converged, results, ctx.tb, rps, instance=k, leftovers=left(),
+    rec = lc.record("scale-in", started, converged, results, ctx.tb, rps, instance=k, leftovers=left(),
                   removed=sorted(gone))
     rec.update(tunnels_up_after=up)
     return rec

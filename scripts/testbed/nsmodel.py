@@ -149,7 +149,7 @@ def build_instance(bundle, nsd_id, plan, charms_dir, name, prefix=""):
                 later.append((prim["name"], {p["name"]: p.get("value") for p in prim.get("parameter") or []}))
         inst.vnfs.append(lcm.VnfSpec(prefix + member, os.path.join(charms_dir, charm_name), links, config, later,
                                      skip=NEEDS_INTERNET, vdu=descriptors.vdu_level(vnfd.body),
-                                     member=prefix + member, scaling=_scaling(vnfd.body)))
+                                     member=prefix + member, scaling=_scaling(vnfd.body), vnfd=vnfd.body))
     configs = {v.name: v.config for v in inst.vnfs}
     for rel in (ns.get("ns-configuration") or {}).get("relation") or []:
         prov, req = rel.get("provider"), rel.get("requirer")

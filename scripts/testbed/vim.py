@@ -13,6 +13,7 @@ Nothing is created in the host's own network namespace. ``teardown`` removes eve
 ``cleanup_stale`` removes what an interrupted earlier run left.
 """
 import ipaddress
+import json
 import os
 import secrets
 import shutil
@@ -149,6 +150,7 @@ class Vnf(object):
         self.anchor = None
         self.env = {}
         self.link_plan = {}   # link name -> "address/prefix", as created (a rebuild keeps it)
+        self.macs = {}        # port number -> MAC address: a port keeps its MAC through a rebuild
 
     @property
     def ns_pid(self):
@@ -305,7 +307,9 @@ class Testbed(object):
         old = self.vnfs[name]
         self._unplug(old)
         vnf = Vnf(self, name, old.index, old.mgmt_ip)
-        vnf.env, vnf.link_plan = old.env, old.link_plan
+        # The same ports, addresses and MACs (as OpenStack ports keep theirs): whoever talks to the
+        # VM -- the proxy machine, its peers -- need not learn a new neighbour.
+        vnf.env, vnf.link_plan, vnf.macs = old.env, old.link_plan, old.macs
         self.vnfs[name] = vnf
         self._boot(vnf)
         return vnf
@@ -352,7 +356,11 @@ class Testbed(object):
 
     def _plug(self, vnf, bridge, ifname, address, n):
         outer = "v{}-{}".format(vnf.index, n)
-        self._infra(["link", "add", outer, "type", "veth", "peer", "name", ifname, "netns", vnf.netns])
+        mac = ["address", vnf.macs[n]] if n in vnf.macs else []
+        self._infra(["link", "add", outer, "type", "veth", "peer", "name", ifname] + mac + ["netns", vnf.netns])
+        if n not in vnf.macs:
+            vnf.macs[n] = json.loads(sh(["ip", "-j", "-n", vnf.netns, "link", "show", "dev", ifname]).stdout)[0][
+                "address"]
         self._infra(["link", "set", outer, "master", bridge, "up"])
         sh(["ip", "-n", vnf.netns, "addr", "add", address, "dev", ifname])
         sh(["ip", "-n", vnf.netns, "link", "set", ifname, "up"])

@@ -156,9 +156,13 @@ class FakeVnf(object):
         self.authorized_keys.add(openssh_public_key.split()[1])
 
     def rebuild(self):
-        """The VNF was rebuilt: new host key, nothing of the charm's left."""
+        """The VNF was rebuilt from its image (OSM's heal): a new host key and a new disk, so
+        nothing of the charm's is left -- not even its SSH key, until OSM injects it again."""
         self.host_key = paramiko.ECDSAKey.generate()
+        self.retired_keys += [d.private_key for d in self.devices.values()]
         self.devices, self.routes, self.service_addresses = {}, {}, []
+        self.routes_files, self.programs, self.handshakes = {}, {}, {}
+        self.authorized_keys = set()
 
     def login(self, username, password, pkey):
         if password is not None:

@@ -175,6 +175,7 @@ def test_run_without_ssh_hostname(proxy):
 def test_reset_ssh_host_key_after_a_rebuild(ready, vnf):
     assert ready.act("reset-ssh-host-key").results == {"forgotten": "true"}   # re-pinned right away
     vnf.rebuild()
+    vnf.authorize(ready.charm.keystore.public_key())
     ready.harness.charm.on.update_status.emit()
     assert ready.status.name == "blocked"
     assert ready.status.message == ("host key of 10.0.0.5 changed since it was pinned; if the VNF was rebuilt, "

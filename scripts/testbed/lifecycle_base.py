@@ -1,0 +1,132 @@
+"""What every `make lifecycle` operation shares: whether the tunnels are up with the current keys,
+what an operation left behind, the probes, the testbed under test and one operation's record.
+
+Kept apart from ``lifecycle`` (which runs the operations in order) so that the modules holding
+operations (``lifecycle_heal``, ``lifecycle_scale``) import this one and ``lifecycle`` imports
+them: no module imports back the one that imports it.
+"""
+import time
+
+from testbed import probe
+
+CONVERGE_TIMEOUT = 60
+
+
+class LifecycleError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------- tunnels and what is left
+def device_key(vnf, device):
+    return vnf.wg_show(device, "public-key").strip()
+
+
+def tunnel_ok(tb, rp):
+    """Both ends have the device, each with exactly the other end's current key as its peer,
+    and a completed handshake."""
+    ends = (tb.vnfs[rp.provider], tb.vnfs[rp.requirer])
+    device = "wg-" + rp.name
+    keys = [device_key(v, device) for v in ends]
+    if not all(keys):
+        return False
+    for vnf, other in ((ends[0], keys[1]), (ends[1], keys[0])):
+        lines = vnf.wg_show(device, "latest-handshakes").split()
+        peers = dict(zip(lines[0::2], lines[1::2]))
+        if list(peers) != [other] or peers[other] == "0":
+            return False
+    return True
+
+
+def wait_converged(tb, rps, since=None, timeout=CONVERGE_TIMEOUT, extra=None):
+    """Seconds from ``since`` (a time.monotonic(); default now) until every tunnel of ``rps`` is
+    up with the current keys (and ``extra()`` holds), or None after ``timeout``."""
+    since = time.monotonic() if since is None else since
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(tunnel_ok(tb, rp) for rp in rps) and (extra is None or extra()):
+            return time.monotonic() - since
+        time.sleep(0.05)
+    return None
+
+
+def temporary_devices(tb, apps):
+    """The temporary devices (``wr-*``) a key rotation left on the VNFs of ``apps``."""
+    return ["{} {}".format(app, d) for app in apps
+            for d in tb.vnfs[app].exec(["wg", "show", "interfaces"]).stdout.split() if d.startswith("wr-")]
+
+
+def strict_rp_filter(tb):
+    """Strict reverse-path filtering on every VNF, the strictest setting a VNF may have (Ubuntu's
+    default is loose): a rotation must lose nothing even then (tunnels.sh, vpnaas_rp_loose)."""
+    for vnf in tb.vnfs.values():
+        vnf.exec(["sysctl", "-q", "-w", "net.ipv4.conf.all.rp_filter=1", "net.ipv4.conf.default.rp_filter=1"])
+
+
+def interface_indexes(tb, inst):
+    """{(vnf, device): ifindex} of every tunnel device (a re-created device gets a new index)."""
+    out = {}
+    for rp in inst.refpoints:
+        for app in (rp.provider, rp.requirer):
+            line = tb.vnfs[app].exec(["ip", "-o", "link", "show", "dev", "wg-" + rp.name], check=False).stdout
+            out[(app, "wg-" + rp.name)] = line.split(":", 1)[0].strip()
+    return out
+
+
+def leftovers(tb, model, apps):
+    """What the charms left on the VNFs of ``apps`` and in the model: each entry one finding."""
+    found = []
+    for app in apps:
+        vnf = tb.vnfs[app]
+        found += ["{}: device {}".format(app, d) for d in vnf.exec(["wg", "show", "interfaces"]).stdout.split()]
+        found += ["{}: route {}".format(app, r) for r in
+                  vnf.exec(["ip", "-o", "route", "show", "proto", "148"]).stdout.splitlines()]
+        if vnf.exec(["ip", "link", "show", "dev", "vpnaas0"], check=False).returncode == 0:
+            found.append("{}: service device vpnaas0".format(app))
+        found += ["{}: address {}".format(app, line.split()[3]) for line in
+                  vnf.exec(["ip", "-o", "addr", "show", "label", "lo:vpnaas"]).stdout.splitlines()]
+        files = vnf.exec(["sh", "-c", "ls -A /etc/wireguard"]).stdout.split()
+        found += ["{}: file /etc/wireguard/{}".format(app, f) for f in files]
+    with model._lock:
+        state = model._state
+        found += ["relation {} still holds data".format(rid) for rid, rel in state["relations"].items()
+                  if any(rel["data"].values())]
+        found += ["unit {} still deployed".format(u) for u in state["units"]]
+    return found
+
+
+# ---------------------------------------------------------------------- probes
+def start_probes(tb, rps):
+    return [probe.Probe(tb.vnfs[rp.provider], rp.service[rp.provider], rp.service[rp.requirer], rp.name).start()
+            for rp in rps]
+
+
+def stop_probes(probes, settle=1.0):
+    """Let the probes run ``settle`` seconds more (the converged state), then count."""
+    time.sleep(settle)
+    return [p.stop() for p in probes]
+
+
+# ---------------------------------------------------------------------- the operations
+class Context(object):
+    """The testbed EPS under test."""
+
+    def __init__(self, tb, results, out_dir, progress, previous_charms=None):
+        self.tb, self.out_dir, self.progress = tb, out_dir, progress
+        self.inst, self.model, self.lcm = results["inst"], results["model"], results["lcm"]
+        self.previous_charms = previous_charms
+
+    def refpoints(self, *apps):
+        return [rp for rp in self.inst.refpoints if not apps or rp.provider in apps or rp.requirer in apps]
+
+    def spec(self, app):
+        return next(s for s in self.inst.vnfs if s.name == app)
+
+
+def record(name, started, converged, results, tb, rps, **more):
+    rec = {"name": name, "seconds_to_converge": round(converged, 3) if converged is not None else None,
+           "packets_lost": sum(r["lost"] for r in results), "packets_sent": sum(r["sent"] for r in results),
+           "tunnels_up_after": sum(1 for rp in rps if tunnel_ok(tb, rp)), "tunnels": len(rps),
+           "probes": results, "leftovers": more.pop("leftovers", []),
+           "seconds_total": round(time.monotonic() - started, 3)}
+    rec.update(more)
+    return rec
