@@ -98,7 +98,7 @@ unit36: $(VENV36)/.done ## the pure core, the hostile-value corpus, the OAI step
 	  tests/unit/test_relation_cache.py tests/unit/test_rotation_protocol.py tests/unit/test_metrics.py tests/unit/test_instance.py \
 	  tests/unit/test_dataplane.py tests/harness \
 	  tests/charms/test_oai_scripts.py tests/charms/test_oai_validation.py tests/charms/test_oai_ue.py \
-	  tests/charms/test_oai_charms.py
+	  tests/charms/test_oai_charms.py tests/charms/test_cn5g_limits.py
 
 demo: deps venv wireguard-go boringtun charms-local hookclient ## bring up NS=$(NS) locally in network namespaces and measure it; IMPL=signalling=boringtun etc.: the data plane per interface (root)
 	$(PY) -m testbed.demo --ns $(NS) $(if $(IMPL),--implementation "$(IMPL)")
