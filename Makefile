@@ -79,7 +79,7 @@ shellcheck: ## shellcheck (Debian's package) over the VNF-side scripts and the p
 
 OAI_SRC ?=
 oai-conformance: venv ## check the OAI charms against OAI's sources at the pinned refs (OAI_SRC=<dir>, see scripts/oai_conformance)
-	$(PY) -m oai_conformance $(if $(OAI_SRC),--src "$(OAI_SRC)")
+	$(PY) -m oai_conformance $(if $(OAI_SRC),--src "$(OAI_SRC)") $(if $(YAML_CPP),--yaml-cpp "$(YAML_CPP)")
 
 pycompat: venv ## prove the charm runtime code runs on Python 3.6
 	$(VENV)/bin/vermin -q --no-tips --violations -t=3.6- $$(find charms -name '*.py')
