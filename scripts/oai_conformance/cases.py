@@ -17,8 +17,8 @@ VARIANTS = ("sa", "sa_wg", "sa_slices")
 #: Placeholder values for the params files' variables: valid for the grammar, no real secret.
 ENV = {"MGMT_NETWORK": "mgmt", "NR_K": "0123456789abcdef0123456789abcdef", "NR_OP": "fedcba9876543210fedcba9876543210",
        "MYSQL_PASSWORD": "conformance.Db-Pass-0123"}
-#: The longest DNN the grammar accepts: 1,024 characters of 63-character labels (oai_cn5g.dnn).
-LONGEST_DNN = ".".join(["a" * 63] * 15 + ["b" * 62, "c"])
+#: The longest DNN the grammar accepts: 62 characters (oai_cn5g.MAX_DNN), two labels.
+LONGEST_DNN = "a" * 30 + "." + "b" * 31
 MAX_COMMON = {"mcc": "999", "mnc": "999", "tac": 65533, "sst": 255, "sd": "ffffff", "dnn": LONGEST_DNN,
               "ue-ip-pool": "10.0.0.0/8"}
 MAX = {

@@ -19,7 +19,7 @@ MYSQL_BOOTSTRAP = 74000
 #: Linux include/uapi/linux/binfmts.h MAX_ARG_STRLEN (32 pages): sshd hands the SSH command line
 #: to the login shell as one argument.
 MAX_ARG_STRLEN = 32 * 4096
-LONGEST_DNN = "a" * 63 + ("." + "b" * 62 + "c") * 15
+LONGEST_DNN = "a" * 30 + "." + "b" * 31
 #: The longest source the grammar accepts (oai_validation.repository, git_ref).
 LONGEST_SOURCE = {"oai-repository": "https://" + "r" * 296 + ".git", "oai-ref": "v" * 128}
 MAXIMA = {
@@ -125,6 +125,19 @@ def test_the_amf_identifiers_fit_their_bits(option, value, good):
     with pytest.raises(InvalidValue, match="{}: {} is more than".format(option, value)):
         COMPONENTS["amf"].config_values(config_for("amf", **{option: value}), None)
     assert COMPONENTS["amf"].config_values(config_for("amf", **{option: good.upper()}), None)
+
+
+def test_a_dnn_has_at_most_62_characters():
+    """TS 23.003 9.1/9A: 63 octets encoded (a length octet per label); the nrUE of v2.1.0 writes
+    its DNN's length in one octet too."""
+    for name, option in (("smf", "dnn"), ("upf", "dnn")):
+        assert COMPONENTS[name].config_values(config_for(name, **{option: LONGEST_DNN}), None).session.dnn == \
+            LONGEST_DNN
+        with pytest.raises(InvalidValue, match="at most 62"):
+            COMPONENTS[name].config_values(config_for(name, **{option: LONGEST_DNN + "b"}), None)
+    with pytest.raises(InvalidValue, match="ue-dnn"):
+        oai_nrue.values(config_for("gnb", **{"ue-imsi": "208951234500001", "ue-k": NR_K, "ue-op": NR_OP,
+                                             "ue-dnn": "x" * 63}))
 
 
 def test_the_5qi_stops_where_the_smfs_reader_does():

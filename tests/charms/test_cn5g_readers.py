@@ -3,7 +3,6 @@ and MySQL's init-file reader (scripts/oai_conformance/nfbuild.py, nfreader.py, e
 cases.py, mysqlinit.py), on small trees and stand-in readers made here: no OAI or MySQL code."""
 import json
 import os
-import shutil
 import subprocess
 
 import pytest
@@ -51,7 +50,6 @@ def test_the_defining_file_prefers_the_exact_class_file_and_finds_c_definitions(
     assert not any("/bpf/" in p for paths in b.index.values() for p in paths)
 
 
-@pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
 def test_the_builder_links_by_adding_what_is_undefined(tree, tmp_path):
     driver = tmp_path / "driver.cpp"
     write(driver, '#include "Snssai.h"\nextern "C" int bump(void);\n'
@@ -97,7 +95,6 @@ def test_each_value_the_upf_lost_is_named():
                      "DNNs it serves (a DNN missing from upf_info is dropped)", "upf_info DNNs"]
 
 
-@pytest.mark.skipif(os.geteuid() != 0 and shutil.which("unshare") is None, reason="needs unshare")
 def test_a_reader_runs_in_its_own_namespace_with_the_labelled_addresses(tmp_path, capsys):
     """check_case with a stand-in reader that prints the addresses its namespace has and a view."""
     comp = COMPONENTS["upf"]
@@ -129,7 +126,7 @@ def test_the_cases_cover_every_5g_params_file_and_the_largest_values():
         for name, config in configs.items():
             COMPONENTS[name].config_values(config, None)     # the grammar accepts every case
     biggest = cases.maximal("mysql")
-    assert biggest["number-of-users"] == 10000 and len(cases.maximal("smf")["dnn"]) == 1024
+    assert biggest["number-of-users"] == 10000 and len(cases.maximal("smf")["dnn"]) == 62
 
 
 def test_mysql_reader_without_mysqls_source_is_not_checked(tmp_path, capsys):
