@@ -36,7 +36,7 @@ NFS = ("amf", "smf", "upf")
 STAND_INS = {
     ("upf", "4474743200d7e728fcfae46084aec2b4a16eec4f", "component/oai-upf"): (
         "the UPF at the pinned commit 93cab8f2 itself, as a copy: turletti/5g_slicing holds OAI's "
-        "federation repository (develop of 2024-03..05: its docs, CI and compose files match "
+        "federation repository (develop of 2024-03..05: its docs, CI and compose files match most closely "
         "oai-cn5g-fed f8c5f2bc..1fc40b93) with every submodule's files at the commit that "
         "repository records, which for the UPF is 93cab8f2 (v2.0.0 and v2.0.1 alike); its "
         "src/common-src is the copy of the common-src commit that UPF records"),
