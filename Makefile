@@ -79,7 +79,7 @@ shellcheck: ## shellcheck (Debian's package) over the VNF-side scripts and the p
 
 OAI_SRC ?=
 oai-conformance: venv ## check the OAI charms against OAI's sources at the pinned refs (OAI_SRC=<dir>, see scripts/oai_conformance)
-	$(PY) -m oai_conformance $(if $(OAI_SRC),--src "$(OAI_SRC)")
+	$(PY) -m oai_conformance $(if $(OAI_SRC),--src "$(OAI_SRC)") $(if $(YAML_CPP),--yaml-cpp "$(YAML_CPP)")
 
 pycompat: venv ## prove the charm runtime code runs on Python 3.6
 	$(VENV)/bin/vermin -q --no-tips --violations -t=3.6- $$(find charms -name '*.py')
@@ -98,7 +98,7 @@ unit36: $(VENV36)/.done ## the pure core, the hostile-value corpus, the OAI step
 	  tests/unit/test_relation_cache.py tests/unit/test_rotation_protocol.py tests/unit/test_metrics.py tests/unit/test_exporter_server.py tests/unit/test_instance.py \
 	  tests/unit/test_dataplane.py tests/harness \
 	  tests/charms/test_oai_scripts.py tests/charms/test_oai_validation.py tests/charms/test_oai_ue.py \
-	  tests/charms/test_oai_charms.py
+	  tests/charms/test_oai_charms.py tests/charms/test_cn5g_limits.py
 
 demo: deps venv wireguard-go boringtun charms-local hookclient ## bring up NS=$(NS) locally in network namespaces and measure it; IMPL=signalling=boringtun etc.: the data plane per interface (root)
 	$(PY) -m testbed.demo --ns $(NS) $(if $(IMPL),--implementation "$(IMPL)")

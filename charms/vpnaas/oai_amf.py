@@ -52,8 +52,8 @@ class Amf(oai_cn5g.Cn5gComponent[AmfValues]):
             db_user=ov.db_name(config.get("db-user"), "db-user"),
             db_password=ov.secret_password(config.get("db-password"), "db-password"),
             region=ov.hex_digits(config.get("amf-region-id"), "amf-region-id", 2),
-            set_id=ov.hex_digits(config.get("amf-set-id"), "amf-set-id", 3),
-            pointer=ov.hex_digits(config.get("amf-pointer"), "amf-pointer", 2),
+            set_id=ov.hex_bits(config.get("amf-set-id"), "amf-set-id", 3, 10),
+            pointer=ov.hex_bits(config.get("amf-pointer"), "amf-pointer", 2, 6),
         )
 
     def own_addresses(self, values: AmfValues) -> Dict[str, str]:

@@ -110,9 +110,18 @@ def slice_values(config: oai.Options) -> Slice:
                  sd=ov.hex_digits(sd, "sd", 6) if sd else "")
 
 
+#: A DNN has the APN Network Identifier's format: at most 63 octets once encoded as length-prefixed
+#: labels (3GPP TS 23.003 §9.1, §9A), so at most 62 characters of text. The nrUE of
+#: openairinterface5g v2.1.0 also puts the length in one octet (nr_nas_msg_sim.c).
+MAX_DNN = 62
+
+
 def dnn(value: Any, what: str = "dnn") -> str:
-    """A data network name: DNS-like labels, lower case."""
+    """A data network name: DNS-like labels, lower case, at most MAX_DNN characters."""
     text = validation.word(value or "", what)
+    if len(text) > MAX_DNN:
+        raise ov.InvalidValue("{}: {} is {} characters long; a DNN has at most {} (63 octets encoded, 3GPP TS "
+                              "23.003 9.1)".format(what, validation.excerpt(text), len(text), MAX_DNN))
     if not re.fullmatch(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*", text):
         raise ov.InvalidValue("{}: {} is not a data network name such as oai".format(
             what, validation.excerpt(text)))

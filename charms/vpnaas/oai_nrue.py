@@ -39,6 +39,7 @@ class NrUeValues(NamedTuple):
 def values(config: oai.Options) -> NrUeValues:
     """Validated UE values (raises InvalidValue); the UE is off while ue-imsi is empty."""
     common = oai.common_values(config)
+    ov.nrue_mnc(common.mnc)
     imsi = (config.get("ue-imsi") or "").strip()
     if not imsi:
         raise ov.InvalidValue("ue-imsi: not set; the UE needs an IMSI MySQL provisions (imsi-first ...)")

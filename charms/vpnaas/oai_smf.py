@@ -56,7 +56,8 @@ class Smf(oai_cn5g.Cn5gComponent[SmfValues]):
             dns1=ov.ipv4(config.get("dns-primary"), "dns-primary"),
             dns2=ov.ipv4(config.get("dns-secondary"), "dns-secondary"),
             ue_mtu=ov.integer(config.get("ue-mtu", 1376), "ue-mtu", 1280, 1500),
-            five_qi=ov.integer(config.get("qos-5qi", 9), "qos-5qi", 1, 255),
+            # 1-254: the SMF's reader refuses 255 (qos_profile_config_value, smf_config_types.cpp).
+            five_qi=ov.integer(config.get("qos-5qi", 9), "qos-5qi", 1, 254),
             ambr_ul=oai_cn5g.ambr(config.get("session-ambr-ul"), "session-ambr-ul"),
             ambr_dl=oai_cn5g.ambr(config.get("session-ambr-dl"), "session-ambr-dl"),
         )

@@ -2,7 +2,8 @@
 
 The simple-switch datapath (``enable_bpf_datapath: no``). It binds N3 (GTP-U, UDP 2152) to its
 n3 service address and N4 (PFCP, UDP 8805) to its n4 address, associates with the SMF at the
-SMF's n4 address (``smfs``: with ``register_nf: no`` it learns the SMF from here), and sends the
+SMF's n4 address (``smfs``, a list of maps with ``host``: with ``register_nf: no`` it learns the
+SMF from here and initiates the PFCP association itself), and sends the
 UEs' traffic out of N6: ``n6-interface``, or the interface of the default route when that is
 empty. The UE pool leaves N6 masqueraded by the charm's own rule (``oai-service setup``, as the
 SPGW-U's SGi), so the UPF's own SNAT is off. Its SBI, unused without an NRF, sits on its n4
@@ -68,7 +69,10 @@ class Upf(oai_cn5g.Cn5gComponent[UpfValues]):
         doc["upf"] = {
             "support_features": {"enable_bpf_datapath": NO, "enable_snat": NO},
             "remote_n6_gw": "localhost",  # OAI's own value: the simple switch uses no N6 gateway
-            "smfs": [v.smf_ip],
+            # Each entry a map with ``host``: the UPF reads ``smfs[i]["host"]`` (upf_config_yaml.cpp);
+            # a bare address makes yaml-cpp throw there, the UPF loses smfs and upf_info and never
+            # associates (docs/cn5g.md).
+            "smfs": [{"host": v.smf_ip}],
             "upf_info": oai_cn5g.served(v.slice, v.session, "Upf"),
         }
         doc["dnns"] = oai_cn5g.dnns(v.session)

@@ -142,6 +142,16 @@ def hex_digits(value: Any, what: str, count: int) -> str:
     return value.lower()
 
 
+def hex_bits(value: Any, what: str, count: int, bits: int) -> str:
+    """``count`` hex digits (``hex_digits``) of a field of ``bits`` bits: an AMF set id is 10 bits
+    (000-3ff), an AMF pointer 6 (00-3f) (3GPP TS 23.003 §2.10.1; OAI's AMF refuses more)."""
+    text = hex_digits(value, what, count)
+    if int(text, 16) >= 1 << bits:
+        raise InvalidValue("{}: {} is more than {} bits (at most {:0{}x})".format(what, text, bits, (1 << bits) - 1,
+                                                                                  count))
+    return text
+
+
 def db_name(value: Any, what: str) -> str:
     """A MySQL user or database name: a letter, then letters, digits or _, at most 32."""
     value = _text(value, what)
@@ -149,3 +159,17 @@ def db_name(value: Any, what: str) -> str:
         raise InvalidValue("{}: {} is not a plain name (a letter, then letters, digits or _)".format(
             what, excerpt(value)))
     return value
+
+
+def nrue_mnc(mnc: str) -> str:
+    """The MNC the nrUE of openairinterface5g v2.1.0 can use: 2 digits only.
+
+    Its SIM parameters (openair3/UICC/usim_interface.c, ``UICC_PARAMS_DESC``) lack a comma after
+    ``"nmc_size"``, so C joins the name with its help text and no configuration can set the MNC
+    length: it stays 2, and with a 3-digit MNC the UE would build its SUCI and serving network
+    name (openair3/NAS/NR_UE/nr_nas_msg_sim.c) with the wrong PLMN and never register."""
+    if len(mnc) != 2:
+        raise InvalidValue("mnc: {} has 3 digits, which the nrUE (openairinterface5g v2.1.0) cannot use: its SIM's "
+                           "MNC length (nmc_size) cannot be configured and stays 2; use a 2-digit MNC for ue-attach"
+                           .format(excerpt(mnc)))
+    return mnc

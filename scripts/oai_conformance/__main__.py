@@ -36,7 +36,7 @@ import time
 
 import yaml
 
-from oai_conformance import checks, cn5g, libconfig
+from oai_conformance import checks, cn5g, libconfig, mysqlinit, nfreader
 from oai_conformance.source import SourceError, Tree
 from oai_conformance.submodules import check_submodules, submodule_tree  # noqa: F401  (the checks' API)
 from vpnaas import oai_ue, registry, vnfscript
@@ -247,14 +247,19 @@ def check_component(report, name, comp, src_root, renderer):
     return tree.commit
 
 
-def check_cn5g_files(report, src_root):
-    """The AMF's, SMF's and UPF's generated files, whether or not their trees are here (cn5g.py)."""
+def check_cn5g_files(report, src_root, work, yaml_cpp=None):
+    """The AMF's, SMF's and UPF's generated files: their keys (cn5g.py), then the NFs' own readers
+    run over every case (nfreader.py)."""
     trees = {n: Tree(os.path.join(src_root, n), c.ref) for n, c in COMPONENTS
              if n in ("smf", "mysql") and os.path.exists(os.path.join(src_root, n))}
     for name, comp in COMPONENTS:
         if name in ("amf", "smf", "upf"):
             print("{} generated configuration".format(name))
             cn5g.check_nf_files(report, name, comp, component_config(name), trees.get("smf"), trees.get("mysql"))
+    print("CN5G configuration readers (the NFs' own code, executed)")
+    nfreader.check_readers(report, dict(COMPONENTS), src_root, work, load_renderer(), yaml_cpp)
+    print("MySQL's init-file reader (MySQL's own code, executed)")
+    mysqlinit.check(report, dict(COMPONENTS)["mysql"], trees.get("mysql"), src_root, work)
 
 
 def check_ue(report, comp, tree, renderer):
@@ -300,6 +305,9 @@ def main(argv=None):
     parser.add_argument("--src", default="", help="OAI_SRC: one repository per component (see layout.py)")
     parser.add_argument("--clone-to", default="build/oai-src", help="where to clone when --src is not given")
     parser.add_argument("--only", action="append", default=[], help="execute only this component (repeatable)")
+    parser.add_argument("--work", default="build/oai-conformance", help="where the CN5G readers are built")
+    parser.add_argument("--yaml-cpp", default=None, help="install prefix of the yaml-cpp the CN5G readers link "
+                                                         "(default: the system's libyaml-cpp-dev)")
     args = parser.parse_args(argv)
     src = args.src
     if not src:
@@ -324,7 +332,7 @@ def main(argv=None):
     try:
         for name, comp in present:
             commits[name] = check_component(report, name, comp, src, renderer)
-        check_cn5g_files(report, src)
+        check_cn5g_files(report, src, os.path.abspath(args.work), args.yaml_cpp)
     except SourceError as e:
         print("not run: {}".format(e))
         return 2

@@ -3,11 +3,11 @@
 * The generated CN5G files (AMF, SMF, UPF): every key the charm writes must be one OAI reads. For
   the SMF its own tree at the pinned commit answers: the keys its parser reads
   (``src/smf_app/smf_config_types.cpp``) or its own sample file (``etc/config.yaml``, whose
-  sections the shared parser reads). For the AMF and the UPF no tree at the pinned commits is here,
-  so their files are checked against OAI's own configuration of that release only: the example
-  ``docker-compose/conf/mini_nonrf_config.yaml`` and ``docs/CONFIGURATION.md`` of the federation
-  repository at the release commit (MySQL's pinned source). That is what OAI runs those NFs with,
-  not their parsers; the report says so.
+  sections the shared parser reads). For the AMF and the UPF, the examples of the federation
+  repository at the release commit (MySQL's pinned source: ``mini_nonrf_config.yaml`` and
+  ``basic_nrf_config.yaml``, the one that writes the UPF's ``smfs``) and its
+  ``docs/CONFIGURATION.md``. Key names only: the NFs' own readers are executed over the same
+  files by nfreader.py, which is what shows that a key's value has the shape the reader wants.
 * MySQL: OAI's ``users`` table taken from the release's dump by the charm's own program
   (vnf/oai/mysql-init.py) has the columns the charm writes and the AMF reads, and none of the
   dump's rows reaches the init file.
@@ -24,6 +24,8 @@ import yaml
 from vpnaas import oai_cn5g, oai_mysql, oai_nrue, vnfscript
 
 FED_EXAMPLE = "docker-compose/conf/mini_nonrf_config.yaml"
+#: The release's example with an NRF: the one that writes the UPF's ``smfs`` (a list of {host}).
+FED_EXAMPLES = (FED_EXAMPLE, "docker-compose/conf/basic_nrf_config.yaml")
 FED_DOC = "docs/CONFIGURATION.md"
 SMF_PARSER = "src/smf_app/smf_config_types.cpp"
 SMF_SAMPLE = "etc/config.yaml"
@@ -59,7 +61,7 @@ def parser_keys(text):
 
 def check_document(report, name, doc, sample_paths, parser, doc_text, source):
     """Each key path of the charm's document: in OAI's sample, read by the parser, or named in the
-    configuration documentation (the last for keys no example writes, such as the UPF's smfs)."""
+    configuration documentation (the last for keys no example writes)."""
     for path in sorted(key_paths(doc)):
         shown = ".".join(path)
         if path in sample_paths:
@@ -82,7 +84,8 @@ def check_nf_files(report, name, comp, config, smf_tree, fed_tree):
     for rp in comp.interfaces:
         if oai_cn5g.iface(rp) not in text:
             report.line("MISMATCH", "{}: no interface_name names its {} label".format(name, rp))
-    fed_example = yaml.safe_load(fed_tree.read(FED_EXAMPLE) or "{}") if fed_tree else None
+    fed_examples = [yaml.safe_load(fed_tree.read(e) or "{}") for e in FED_EXAMPLES] if fed_tree else None
+    fed_example = fed_examples[0] if fed_examples else None
     if name == "smf" and smf_tree is not None:
         sample = yaml.safe_load(smf_tree.read(SMF_SAMPLE) or "{}")
         check_document(report, name, doc, known_paths(sample, fed_example), parser_keys(smf_tree.read(SMF_PARSER)),
@@ -92,9 +95,9 @@ def check_nf_files(report, name, comp, config, smf_tree, fed_tree):
         report.line("UNCHECKED", "{}: configuration keys not checked: no federation repository (MySQL's "
                                  "source) in OAI_SRC".format(name))
         return
-    source = "OAI's v2.0.0 configuration ({}, {} at {}), not the {}'s parser (no {} tree at its pin here)".format(
-        FED_EXAMPLE, FED_DOC, fed_tree.commit[:12], comp.title, comp.title)
-    check_document(report, name, doc, known_paths(fed_example), None, fed_tree.read(FED_DOC), source)
+    source = "OAI's v2.0.0 configuration ({}, {} at {}; the {}'s own reader runs below)".format(
+        ", ".join(FED_EXAMPLES), FED_DOC, fed_tree.commit[:12], comp.title)
+    check_document(report, name, doc, known_paths(*fed_examples), None, fed_tree.read(FED_DOC), source)
 
 
 def load_mysql_init():

@@ -64,7 +64,8 @@ def test_the_smf_and_upf_serve_the_same_session():
     _c, _v, _e, upf = rendered("upf")
     assert smf["dnns"] == upf["dnns"] == [{"dnn": "oai", "pdu_session_type": "IPV4", "ipv4_subnet": "12.1.1.0/24"}]
     assert smf["smf"]["upfs"][0]["host"] == upf["nfs"]["upf"]["host"] == "172.16.20.134"
-    assert upf["upf"]["smfs"] == ["172.16.20.133"] and smf["nfs"]["smf"]["n4"]["interface_name"] == "vpnaas0:n4"
+    assert upf["upf"]["smfs"] == [{"host": "172.16.20.133"}]
+    assert smf["nfs"]["smf"]["n4"]["interface_name"] == "vpnaas0:n4"
     assert smf["smf"]["ue_mtu"] == 1376 and smf["smf"]["support_features"] == {
         "use_local_subscription_info": True, "use_local_pcc_rules": True}
     assert upf["upf"]["support_features"] == {"enable_bpf_datapath": False, "enable_snat": False}

@@ -194,7 +194,7 @@ def test_components_without_a_tree_are_reported_not_checked_never_passed(tmp_pat
     import os
 
     monkeypatch.setattr(conformance, "check_component", lambda report, n, c, src, r: "0" * 40)
-    monkeypatch.setattr(conformance, "check_cn5g_files", lambda report, src: None)
+    monkeypatch.setattr(conformance, "check_cn5g_files", lambda report, src, work, yaml_cpp: None)
     monkeypatch.setattr(conformance, "run_executed", lambda src, only: (0, "stubbed"))
     os.makedirs(str(tmp_path / "smf"))
     assert conformance.main(["--src", str(tmp_path)]) == conformance.PARTIAL

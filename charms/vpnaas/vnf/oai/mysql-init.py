@@ -8,7 +8,8 @@ password, so it is never an argument): ``schema`` (OAI's database dump in the fe
 the database and the ``users`` table only if missing (the table's definition is OAI's, taken from
 the dump; none of the dump's rows), the account created if missing and its password set, its
 grant, and the subscribers inserted or, when present, given the configured K and OPc while their
-SQN stays what the AMF made it. The file is written whole (mode 0600) and only when it changed:
+SQN stays what the AMF made it (in statements of at most ``STATEMENT_BUDGET`` bytes: MySQL's
+limit on an init-file statement). The file is written whole (mode 0600) and only when it changed:
 ``CHANGED <path>`` then tells the caller. Also imported by the conformance check, which runs
 ``users_table`` over OAI's dump.
 """
@@ -36,12 +37,33 @@ def users_table(dump: str, database: str) -> str:
     return "CREATE TABLE IF NOT EXISTS `{}`.`users` ({}){};".format(database, body, match.group(2).rstrip())
 
 
-def subscribers(spec: Dict[str, Any]) -> str:
+#: MySQL 8.0 reads each init-file statement into a buffer of MAX_BOOTSTRAP_QUERY_SIZE (74,000) bytes
+#: and aborts the start on a longer one (sql/sql_bootstrap.{h,cc}: a line's bytes, its newline
+#: included, plus one must stay below it). Each statement here stays within this budget, well
+#: below that limit.
+STATEMENT_BUDGET = 60000
+
+
+def subscribers(spec: Dict[str, Any]) -> List[str]:
+    """The subscribers as INSERT statements of at most STATEMENT_BUDGET bytes each (as many rows
+    as fit): one statement of 10,000 rows would be 1.3 MB, which MySQL refuses in an init file."""
     first, width = int(spec["imsi_first"]), len(spec["imsi_first"])
-    rows = ["('{}', 0x{}, {}, 0x{}, 0x{})".format(str(first + i).zfill(width), spec["k"], int(spec["sqn"]),
-                                                   "0" * 32, spec["opc"]) for i in range(int(spec["count"]))]
-    return ("INSERT INTO `{}`.`users` (`imsi`, `key`, `sqn`, `rand`, `OPc`) VALUES {} AS new "
-            "ON DUPLICATE KEY UPDATE `key` = new.`key`, `OPc` = new.`OPc`;").format(spec["database"], ", ".join(rows))
+    head = "INSERT INTO `{}`.`users` (`imsi`, `key`, `sqn`, `rand`, `OPc`) VALUES ".format(spec["database"])
+    tail = " AS new ON DUPLICATE KEY UPDATE `key` = new.`key`, `OPc` = new.`OPc`;"
+    out: List[str] = []
+    rows: List[str] = []
+    size = len(head) + len(tail)
+    for i in range(int(spec["count"])):
+        row = "('{}', 0x{}, {}, 0x{}, 0x{})".format(str(first + i).zfill(width), spec["k"], int(spec["sqn"]),
+                                                     "0" * 32, spec["opc"])
+        if rows and size + 2 + len(row) > STATEMENT_BUDGET:
+            out.append(head + ", ".join(rows) + tail)
+            rows, size = [], len(head) + len(tail)
+        size += len(row) + (2 if rows else 0)
+        rows.append(row)
+    if rows:
+        out.append(head + ", ".join(rows) + tail)
+    return out
 
 
 def statements(spec: Dict[str, Any], dump: str) -> List[str]:
@@ -52,8 +74,7 @@ def statements(spec: Dict[str, Any], dump: str) -> List[str]:
         "CREATE USER IF NOT EXISTS {} IDENTIFIED BY '{}';".format(account, spec["password"]),
         "ALTER USER {} IDENTIFIED BY '{}';".format(account, spec["password"]),
         "GRANT SELECT, UPDATE ON `{}`.`users` TO {};".format(db, account),
-        subscribers(spec),
-    ]
+    ] + subscribers(spec)
 
 
 def write(path: str, text: str) -> bool:
