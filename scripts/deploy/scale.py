@@ -4,7 +4,7 @@ OSM's LCM (19) gives a new VDU instance its own VM and execution environment and
 but resolves the NS relations' ends to the count-index-0 records: the new application is never
 related, so its hubs (the SPGW-C on SXab, the eNB on S1-U) never hear of it; on scale-in they
 get no relation event either. What the tunnels need is done here, with the charms' own day-2
-primitives on the instances OSM names by ``vdu_count_index``:
+primitives on the instances OSM names by count index (``osm ns-action --vdu_count k``):
 
 scale-out  ``vnf-scale --scale-out``; wait until the new instance k answers ``tunnel-status``
            (its day-1 ran); on k, ``add-peer`` each hub (its key, endpoint, tunnel and service
@@ -257,7 +257,7 @@ class OsmVnfm:
                      timeout=self.timeout + 60)
 
     def action(self, member, primitive, params, count_index=None):
-        """On the scaled member, the VDU instance (``--vdu_id --vdu_count_index``: its EE is
+        """On the scaled member, the VDU instance (``--vdu_id --vdu_count``: its EE is
         VDU-level, one per instance); on a hub, its VNF-level EE."""
         if member == self.member:
             return self.osm.action(self.ns, member, primitive, params or None, vdu_id=self.vdu,
@@ -289,7 +289,7 @@ def command(ctx, variant_name, direction, component="spgwu"):
     scaler = Scaler(vnfm, spec, progress=runner.say, timeout=cfg.seconds("TUNNEL_TIMEOUT"))
     if runner.dry_run:
         runner.say("DRY RUN: {}: osm vnf-scale {} {} --scaling-group {}{}, then tunnel-status/add-peer/remove-peer "
-                   "on the instance (--vdu_id {} --vdu_count_index k) and on {}".format(
+                   "on the instance (--vdu_id {} --vdu_count k) and on {}".format(
                        direction, ns, component, spec.aspect,
                        {"out": " --scale-out", "in": " --scale-in"}.get(direction, " (not run: peer only)"),
                        vdu, ", ".join(sorted(set(spec.hubs.values())))))

@@ -170,7 +170,7 @@ def test_the_osm_cli_is_asked_for_the_vdu_instance():
     with pytest.raises(OsmError, match="stop here"):
         vnfm.action("spgwu", "tunnel-status", {}, count_index=1)
     assert osm.argv[-1][:9] == ["ns-action", "ns1", "--vnf_name", "spgwu", "--action_name", "tunnel-status",
-                                "--vdu_id", "spgwu", "--vdu_count_index"] and osm.argv[-1][9] == "1"
+                                "--vdu_id", "spgwu", "--vdu_count"] and osm.argv[-1][9] == "1"
     with pytest.raises(OsmError, match="stop here"):
         vnfm.action("spgwc", "tunnel-status", {})
     assert "--vdu_id" not in osm.argv[-1]
