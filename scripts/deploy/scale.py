@@ -252,8 +252,9 @@ class OsmVnfm:
         raise ScaleError("NS {} has no member {}".format(self.ns, member))
 
     def scale(self, member, aspect, out):
+        # osmclient's --timeout is a click INT: "5400.0" (a float setting as text) is refused.
         self.osm.run("vnf-scale", self.ns, member, "--scaling-group", aspect,
-                     "--scale-out" if out else "--scale-in", "--wait", "--timeout", str(self.timeout),
+                     "--scale-out" if out else "--scale-in", "--wait", "--timeout", str(int(self.timeout)),
                      timeout=self.timeout + 60)
 
     def action(self, member, primitive, params, count_index=None):
