@@ -130,7 +130,9 @@ def test_undeploy_removes_only_what_deploy_created(fake_root, tools):
     assert ["openstack", "network", "delete", "test"] not in deleted
     assert ["openstack", "router", "delete", "test-router"] in deleted
     assert ["osm", "ns-delete", "vpnaas-eps_wg", "--wait"] == deleted[0]
-    assert len([c for c in deleted if c[1:4] == ["security", "group", "rule"]]) == 5   # as many as it created
+    # as many as it created: SSH, WireGuard, rotation, ICMP, iperf3, and the metrics exporter from
+    # the management subnet and from OSM's address
+    assert len([c for c in deleted if c[1:4] == ["security", "group", "rule"]]) == 7
     state = json.load(open(os.path.join(fake_root, "build/deploy/state.json")))
     assert not any(state["created"].get("site1", {}).values())
 
@@ -191,3 +193,13 @@ def test_a_failing_ue_fails_the_deploy_after_the_summary(fake_root, tools):
     assert "UE: FAILED" in out and "s1u   up" in out
     status = json.load(open(os.path.join(fake_root, "build/deploy/eps_wg/status.json")))
     assert "the UE is not attached" in status["ue"]["vpnaas-eps_wg"]["error"]
+
+
+def test_a_metrics_rule_open_to_everybody_is_reported_and_not_duplicated(fake_root, tools):
+    fake = FakeClouds(fake_root)
+    fake.rules[1].append({"ID": "r0", "IP Protocol": "tcp", "Port Range": "9586:9586", "IP Range": "0.0.0.0/0",
+                          "Ethertype": "IPv4"})
+    code, out, err = run(fake_root, fake, "prepare", "--ns", "eps_wg", PATH=tools)
+    assert code == 0, err
+    assert "the metrics exporter is reachable on the data networks too" in out
+    assert [r for r in fake.rules[1] if r["Port Range"] == "9586:9586"] == fake.rules[1][:1]
