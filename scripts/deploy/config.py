@@ -18,6 +18,11 @@ DEFAULTS = {
     # Empty: the openstack client of the project's virtualenv, else the one on PATH.
     # MicroStack users may set microstack.openstack.
     "OPENSTACK_CLI": "",
+    # `deploy upgrade`: the juju client of OSM's VCA (for charms OSM cannot upgrade itself), its
+    # controller (empty: the client's current one), and "juju" to upgrade every VNF through it.
+    "JUJU_CLI": "juju",
+    "JUJU_CONTROLLER": "",
+    "UPGRADE_VIA": "",
     # VIM accounts (names as OSM knows them) and how they reach OpenStack.
     "VIM_ACCOUNT": "microstack",
     "VIM_ACCOUNT_SITE2": "microstack-site2",
@@ -62,6 +67,7 @@ DEFAULTS = {
     "TUNNEL_TIMEOUT": "900",
     "ACTION_TIMEOUT": "900",
     "DELETE_TIMEOUT": "1800",
+    "UPGRADE_TIMEOUT": "1800",  # one ns-update or juju refresh (NBI refuses ns-update timeouts under 300 s)
     "POLL_INTERVAL": "30",
     # Measurements (thesis defaults: 600 s iperf3 with 60 s reports, 1000 pings at 0.2 s).
     "MEASURE_SECONDS": "600",

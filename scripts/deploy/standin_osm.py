@@ -290,7 +290,10 @@ class OsmStandIn:
         """LCM 19 ``update()`` with CHANGE_VNFPKG (ns.py): the charm is found through the VNF-level
         day1-2 entry only, and a changed software-version is refused for a VNF with a charm."""
         ns = self.find(pos[0])
-        data = (yaml.safe_load(opts.get("--config") or "") or {}).get("changeVnfPackageData") or {}
+        items = (yaml.safe_load(opts.get("--config") or "") or {}).get("changeVnfPackageData")
+        if not isinstance(items, list) or not items:       # osmclient's Ns.update reads item [0]
+            return 1, "failed to update ns: changeVnfPackageData must be a list (osmclient sol005/ns.py update())"
+        data = items[0]
         member = next((m for m, v in ns.vnfr.items() if v == data.get("vnfInstanceId")), None)
         if opts.get("--updatetype") != "CHANGE_VNFPKG" or member is None:
             return 1, "ns-update: unknown VNF instance {!r}".format(data.get("vnfInstanceId"))
