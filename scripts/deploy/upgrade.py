@@ -125,6 +125,8 @@ def upgrade_ns(ctx, osm, juju, ns, nsd_id, via_juju, progress):
                 "vnfInstanceId": vnfr.get("_id") or "<VNF instance id of {}>".format(member),
                 "vnfdId": vnfr.get("vnfd-id") or "<NBI id of VNFD {}>".format(vnfd_id)}]}
             timeout = int(cfg.seconds("UPGRADE_TIMEOUT"))
+            if timeout < 300:     # NBI _check_update_ns_operation
+                raise UpgradeError("UPGRADE_TIMEOUT={}: NBI refuses an ns-update timeout under 300 s".format(timeout))
             result = osm.run("ns-update", ns, "--updatetype", "CHANGE_VNFPKG", "--config", flow_yaml(data),
                              "--timeout", str(timeout), "--wait", timeout=timeout + 60, check=False)
             if not result.ok:
