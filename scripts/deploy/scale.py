@@ -118,6 +118,7 @@ class Scaler:
         before = set(self.vnfm.instances(self.spec.member))
         # What the new instance is peered with, read before: after its day-1 every second counts.
         hubs = self.hub_devices()
+        base = self.base_entries(hubs)
         self.progress("scale-out: {} has instance(s) {}; osm vnf-scale --scale-out {}".format(
             self.spec.member, sorted(before), self.spec.aspect))
         self.vnfm.scale(self.spec.member, self.spec.aspect, True)
@@ -126,7 +127,7 @@ class Scaler:
             raise ScaleError("scale-out of {} made instance(s) {}, expected exactly one".format(self.spec.member, new))
         k = new[0]
         self.progress("scale-out: {} exists; peering it with its hubs".format(self._name(k)))
-        self.peer(k, hubs)
+        self.peer(k, hubs, base)
         return k
 
     def hub_devices(self):
@@ -139,7 +140,7 @@ class Scaler:
             out[endpoint] = (hub, dev)
         return out
 
-    def peer(self, k, hubs=None):
+    def peer(self, k, hubs=None, base=None):
         """Instance k holds each hub as a peer, each hub holds instance k, then their handshakes
         are checked. The first add-peer on k is retried until its charm answers (its day-1 ran).
         What instance k reports is checked first (deploy.scale_trust): its addresses must be
@@ -147,7 +148,7 @@ class Scaler:
         if k == 0:
             raise ScaleError("instance 0 is related by OSM; only scaled instances are peered here")
         hubs = hubs or self.hub_devices()
-        base = self.base_entries(hubs)
+        base = base or self.base_entries(hubs)
         keys = {}
         for i, (endpoint, (hub, dev)) in enumerate(sorted(hubs.items())):
             params = peer_params(dev, endpoint)
