@@ -114,3 +114,15 @@ def test_the_dry_run_shows_both_ways(bed):
     refresh = [line for line in lines if " refresh " in line]
     assert len(refresh) == 1 and "--path build/deploy/upgrade/oai-spgwu/spgwu.charm" in refresh[0]
     assert os.path.isfile(os.path.join(root, "build/deploy/upgrade/oai-spgwu/spgwu.charm"))
+
+
+def test_every_vnfd_keeps_the_software_version_a_charm_upgrade_needs(shipped_packages):
+    """LCM 19 refuses CHANGE_VNFPKG for a VNF with a charm whose VNFD's software-version changed
+    (ns.py update(): "Software version change is not supported ... has charm"): the bundle's VNFDs
+    keep one software-version, the one docs/deploy.md names, through charm upgrades."""
+    from deploy.catalog import Catalog
+
+    out, _catalog = shipped_packages
+    catalog = Catalog.load(os.path.dirname(out), os.path.join(out, "catalog.json"))
+    versions = {item["id"]: catalog.vnfd(item["id"]).get("software-version") for item in catalog.vnf}
+    assert versions and set(versions.values()) == {"1.0"}, versions
