@@ -5,7 +5,7 @@ composes; every action ends with the charm's reconcile (``after_action``).
 """
 import json
 import logging
-from typing import Any, Dict, Optional
+from typing import Any, Dict, FrozenSet, Optional, Tuple
 
 from ops.charm import ActionEvent
 from ops.framework import Object
@@ -157,7 +157,18 @@ class ProxyActions(Object):
             event.fail(str(e))
             return
         peers = self.charm._manual_peers()
-        peers[endpoint] = [p for p in peers.get(endpoint, []) if p["public-key"] != entry["public-key"]] + [entry]
+        held = [p for p in peers.get(endpoint, []) if p["public-key"] == entry["public-key"]]
+        if held and _identity(held[0]) != _identity(entry):
+            # A key belongs to one peer, the first that held it (as on relations): a second
+            # add-peer with it never takes over the first one's addresses or endpoint (deploy
+            # scale with an instance that reports another's key, or an operator's mistake).
+            event.fail("public-key: {} already has a manual peer with that key (allowed-ips {}{}): a key belongs "
+                       "to one peer; remove-peer it first to give it other addresses".format(
+                           refpoints.device_name(endpoint), ",".join(held[0]["allowed-ips"]),
+                           ", endpoint " + held[0]["endpoint"] if held[0].get("endpoint") else ""))
+            return
+        if not held:         # the same peer again is kept as it was stored
+            peers[endpoint] = peers.get(endpoint, []) + [entry]
         refusal = self._refuse_manual_peer(endpoint, peers)
         if refusal:
             event.fail(refusal)
@@ -182,6 +193,7 @@ class ProxyActions(Object):
             endpoint, _ = planning.validate_manual_peer(dict(event.params, **{"allowed-ips": "0.0.0.0/32"}),
                                                         self.charm.endpoints)
             key = validation.public_key(event.params.get("public-key", ""), "public-key")
+            named = validation.prefix_list(event.params.get("allowed-ips") or "", "allowed-ips")
         except validation.InvalidValue as e:
             event.fail(str(e))
             return
@@ -189,6 +201,13 @@ class ProxyActions(Object):
         kept = [p for p in peers.get(endpoint, []) if p["public-key"] != key]
         if len(kept) == len(peers.get(endpoint, [])):
             event.fail("no manual peer with that key on {}".format(refpoints.device_name(endpoint)))
+            return
+        held = [p for p in peers[endpoint] if p["public-key"] == key][0]
+        if named and _identity(held)[0] != frozenset(str(p) for p in named):
+            # The caller names whose peer it removes (deploy scale: instance k's addresses): a key
+            # another peer holds is not removed because somebody reported it.
+            event.fail("the manual peer with that key on {} has allowed-ips {}, not {}: not removed".format(
+                refpoints.device_name(endpoint), ",".join(held["allowed-ips"]), ",".join(str(p) for p in named)))
             return
         peers[endpoint] = kept
         self.charm._stored.manual_peers = json.dumps(peers, sort_keys=True)
@@ -262,3 +281,10 @@ class ProxyActions(Object):
             results["public-key-" + dev] = key
         results["status"] = self.charm._stored.last_status
         event.set_results(results)
+
+
+def _identity(entry: Dict[str, Any]) -> Tuple[FrozenSet[str], str]:
+    """What makes a stored manual peer the one it is besides its key: its allowed-ips (as
+    normalized prefixes) and its endpoint."""
+    return (frozenset(str(validation.prefix(p, "allowed-ips")) for p in entry.get("allowed-ips") or []),
+            entry.get("endpoint") or "")

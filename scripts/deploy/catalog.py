@@ -5,6 +5,7 @@ tunnels, flavors and images are read from the descriptors inside the built packa
 hard-coded here, so a changed descriptor cannot drift away from what the deploy does.
 """
 
+import copy
 import json
 import os
 import tarfile
@@ -163,11 +164,25 @@ class Catalog:
         return nst_of(self.descriptor(self.package_of("nst", nst_id)))
 
 
+#: (absolute path, mtime, size) -> descriptor: a package is a tar.gz of several MB (its charms),
+#: and the flows read the same VNFD many times (flavors, images, members, every variant).
+_DESCRIPTORS = {}
+
+
 def read_descriptor(path):
     """The descriptor of a tar.gz package (the one yaml/json directly in its top folder, which is
-    what NBI reads) or of a bare yaml file."""
+    what NBI reads) or of a bare yaml file. Read once per file version; each caller gets its own
+    copy."""
     if not os.path.exists(path):
         raise CatalogError("{} does not exist (make packages)".format(path))
+    st = os.stat(path)
+    key = (os.path.abspath(path), st.st_mtime_ns, st.st_size)
+    if key not in _DESCRIPTORS:
+        _DESCRIPTORS[key] = _read_descriptor(path)
+    return copy.deepcopy(_DESCRIPTORS[key])
+
+
+def _read_descriptor(path):
     if path.endswith((".yaml", ".yml", ".json")):
         with open(path) as f:
             return yaml.safe_load(f)

@@ -1,4 +1,4 @@
-"""Command line: python -m deploy {deploy,onboard,prepare,undeploy,scale,measure} [--ns VARIANT]."""
+"""Command line: python -m deploy {deploy,onboard,prepare,undeploy,scale,upgrade,measure} [--ns VARIANT]."""
 
 import argparse
 import sys
@@ -11,6 +11,7 @@ from deploy.params import ParamsError
 from deploy.prereq import PrereqError
 from deploy.runner import CommandError, Runner
 from deploy.scale import ScaleError
+from deploy.upgrade import UpgradeError
 from deploy.wait import WaitError
 
 ERRORS = (
@@ -22,6 +23,7 @@ ERRORS = (
     PrereqError,
     CommandError,
     ScaleError,
+    UpgradeError,
     WaitError,
 )
 
@@ -53,13 +55,16 @@ def parser():
     way.add_argument("--scale-in", dest="direction", action="store_const", const="in")
     way.add_argument("--peer-only", dest="direction", action="store_const", const="peer",
                      help="peer every scaled instance with its hubs again (repair; no scaling)")
+    up = sub.add_parser("upgrade", help="the charms of the packages onto the running NS: osm ns-update where OSM "
+                        "can, Juju for the rest (docs/deploy.md)")
+    up.add_argument("--ns", required=True, help="the deployed variant")
     m = sub.add_parser("measure", help="iperf3 + ping per interface with and without WireGuard")
     m.add_argument("--ns", required=True)
     return p
 
 
 def main(argv=None, environ=None, out=None, execute=None, clock=None, sleep=None):
-    from deploy import flows, measure, scale
+    from deploy import flows, measure, scale, upgrade
 
     args = parser().parse_args(argv)
     try:
@@ -84,6 +89,8 @@ def main(argv=None, environ=None, out=None, execute=None, clock=None, sleep=None
             flows.undeploy(ctx, args.ns, args.keep_packages, args.keep_vims, args.keep_vim_resources)
         elif args.command == "scale":
             scale.command(ctx, args.ns, args.direction)
+        elif args.command == "upgrade":
+            upgrade.command(ctx, args.ns)
         elif args.command == "measure":
             measure.measure(ctx, args.ns)
     except ERRORS + (flows.DeployError,) as exc:

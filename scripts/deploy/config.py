@@ -5,6 +5,7 @@ read as data, never sourced by a shell, so values are not expanded. The process 
 so that ``DRY_RUN=1 make deploy`` or ``VIM_ACCOUNT=x make deploy`` override the file.
 """
 
+import ipaddress
 import os
 import re
 
@@ -17,6 +18,11 @@ DEFAULTS = {
     # Empty: the openstack client of the project's virtualenv, else the one on PATH.
     # MicroStack users may set microstack.openstack.
     "OPENSTACK_CLI": "",
+    # `deploy upgrade`: the juju client of OSM's VCA (for charms OSM cannot upgrade itself), its
+    # controller (empty: the client's current one), and "juju" to upgrade every VNF through it.
+    "JUJU_CLI": "juju",
+    "JUJU_CONTROLLER": "",
+    "UPGRADE_VIA": "",
     # VIM accounts (names as OSM knows them) and how they reach OpenStack.
     "VIM_ACCOUNT": "microstack",
     "VIM_ACCOUNT_SITE2": "microstack-site2",
@@ -31,6 +37,9 @@ DEFAULTS = {
     "DNS_SERVER": "8.8.8.8",
     "EXTERNAL_NETWORK": "external",
     "SECURITY_GROUP": "default",
+    # Who may reach the VNFs' WireGuard metrics exporter (TCP 9586): comma-separated prefixes;
+    # empty: the management subnet and OSM_HOSTNAME (when it is an address); "none": nobody.
+    "METRICS_SCRAPE_FROM": "",
     "IMAGE": "",  # path or http(s) URL of the Ubuntu 18.04 cloud image; empty: IMAGE_URL
     # The official Ubuntu 18.04 cloud image and the release's checksum file it is verified against.
     "IMAGE_URL": "https://cloud-images.ubuntu.com/releases/bionic/release/ubuntu-18.04-server-cloudimg-amd64.img",
@@ -58,6 +67,7 @@ DEFAULTS = {
     "TUNNEL_TIMEOUT": "900",
     "ACTION_TIMEOUT": "900",
     "DELETE_TIMEOUT": "1800",
+    "UPGRADE_TIMEOUT": "1800",  # one ns-update or juju refresh (NBI refuses ns-update timeouts under 300 s)
     "POLL_INTERVAL": "30",
     # Measurements (thesis defaults: 600 s iperf3 with 60 s reports, 1000 pings at 0.2 s).
     "MEASURE_SECONDS": "600",
@@ -192,6 +202,36 @@ class Config:
     @property
     def mgmt_router(self):
         return self.get("MGMT_ROUTER") or self.get("MGMT_NETWORK") + "-router"
+
+    def metrics_sources(self):
+        """The prefixes the security group lets reach the metrics exporter: METRICS_SCRAPE_FROM,
+        else the management subnet and OSM's own address (OSM's Prometheus scrapes from there)."""
+        text = self.get("METRICS_SCRAPE_FROM").strip()
+        if text.lower() == "none":
+            return []
+        if text:
+            items = [x.strip() for x in text.split(",") if x.strip()]
+        else:
+            items = [self.get("MGMT_SUBNET_CIDR")]
+            host = self.get("OSM_HOSTNAME").strip()
+            host = host.rsplit(":", 1)[0] if host.count(":") == 1 else host.strip("[]")
+            try:
+                items.append(str(ipaddress.ip_network(host)))
+            except ValueError:
+                pass     # a DNS name: the management subnet only (set METRICS_SCRAPE_FROM)
+        out = []
+        for item in items:
+            try:
+                net = ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                raise ConfigError("METRICS_SCRAPE_FROM: {!r} is not a prefix".format(item)) from None
+            if net.prefixlen == 0:
+                raise ConfigError("METRICS_SCRAPE_FROM: {} would open the metrics exporter to every address "
+                                  "(on the data networks too); name the management network or OSM's "
+                                  "address".format(net))
+            if str(net) not in out:
+                out.append(str(net))
+        return out
 
     def images(self):
         """[(image name, path or URL)] that can be uploaded: the main Ubuntu 18.04 image first, then the

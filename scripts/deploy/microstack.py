@@ -3,6 +3,7 @@ management network and the security-group rules the VNFs need. Each resource is 
 (`show`/`list -f json`) and only created when missing."""
 
 import hashlib
+import ipaddress
 import json
 import os
 import re
@@ -12,6 +13,7 @@ import urllib.request
 from deploy.catalog import vdu_resources
 from deploy.prereq import openstack_for_site
 from vpnaas import refpoints
+from vpnaas.metrics import DEFAULT_PORT as METRICS_PORT
 from vpnaas.rotation import PORT_OFFSET as ROTATION_PORT_OFFSET
 
 
@@ -265,54 +267,84 @@ class Site:
 
     # security group -------------------------------------------------------------------------
     def wanted_rules(self):
+        """[(protocol, port range or None, remote prefix, why)] of the group every VNF port has.
+
+        The WireGuard metrics exporter (TCP 9586) is opened only from the management network and
+        OSM's own address (``METRICS_SCRAPE_FROM``), never from anywhere: the group covers every
+        port of a VM with port security, the data networks' too, and neither OSM (RO applies the
+        VIM account's groups, or a VDU's ``security-group-name``, to all ports of a VM) nor
+        MicroStack's defaults give the management port a group of its own. A data-network port
+        with port security cannot send a management-network source (Neutron's anti-spoofing);
+        a port without port security (S1-U, SGi, N3, N6) gets no group at all."""
         ports = [refpoints.GENERIC_PORT] + [p for p, _, _ in refpoints.REFERENCE_POINTS.values()]
         rotation = [p + ROTATION_PORT_OFFSET for p in ports]
-        return [
-            ("tcp", "22:22", "SSH: the proxy charms log in to the VNFs"),
-            ("udp", "{}:{}".format(min(ports), max(ports)), "WireGuard listen ports"),
-            ("udp", "{}:{}".format(min(rotation), max(rotation)), "WireGuard rotation ports (rotate-keys)"),
-            ("icmp", None, "ping (measurements, reachability)"),
-            ("tcp", "5201:5201", "iperf3 (measurements between sites)"),
+        anywhere = "0.0.0.0/0"
+        rules = [
+            ("tcp", "22:22", anywhere, "SSH: the proxy charms log in to the VNFs"),
+            ("udp", "{}:{}".format(min(ports), max(ports)), anywhere, "WireGuard listen ports"),
+            ("udp", "{}:{}".format(min(rotation), max(rotation)), anywhere, "WireGuard rotation ports (rotate-keys)"),
+            ("icmp", None, anywhere, "ping (measurements, reachability)"),
+            ("tcp", "5201:5201", anywhere, "iperf3 (measurements between sites)"),
         ]
+        port = METRICS_PORT
+        for prefix in self.cfg.metrics_sources():
+            rules.append(("tcp", "{}:{}".format(port, port), prefix,
+                          "WireGuard metrics exporter for OSM's Prometheus, from the management network only"))
+        return rules
 
     def ensure_security_rules(self):
         group = self.cfg.get("SECURITY_GROUP")
         rules = _json(self.read("security", "group", "rule", "list", group, "--ingress", "-f", "json"), [])
-        for proto, ports, why in self.wanted_rules():
-            if any(_rule_covers(rule, proto, ports) for rule in rules):
-                self.runner.say("    {} {} already allowed in {} ({})".format(proto, ports or "", group, why))
+        for proto, ports, remote, why in self.wanted_rules():
+            covering = [rule for rule in rules if _rule_covers(rule, proto, ports, remote)]
+            if covering:
+                self.runner.say("    {} {} from {} already allowed in {} ({})".format(
+                    proto, ports or "", remote, group, why))
+                if ports == "{0}:{0}".format(METRICS_PORT) and any(_remote(r) != _network(remote) for r in covering):
+                    self.runner.say("    warning: {} allows tcp {} from {}: the metrics exporter is reachable on "
+                                    "the data networks too; delete that rule to keep it on the management "
+                                    "network".format(group, METRICS_PORT, ", ".join(sorted({str(_remote(r))
+                                                                                        for r in covering}))))
                 continue
-            argv = [
-                "security",
-                "group",
-                "rule",
-                "create",
-                "--ingress",
-                "--ethertype",
-                "IPv4",
-                "--protocol",
-                proto,
-            ]
+            network = _network(remote)
+            argv = ["security", "group", "rule", "create", "--ingress", "--ethertype",
+                    "IPv{}".format(network.version), "--protocol", proto]
             if ports:
                 argv += ["--dst-port", ports]
-            argv += ["--remote-ip", "0.0.0.0/0", "--description", "vpnaas: " + why, "-f", "json", group]
+            argv += ["--remote-ip", str(network), "--description", "vpnaas: " + why, "-f", "json", group]
             result = self.run(*argv)
             created = _json(result, {})
             if created.get("id"):
                 self.state.record(self.scope, "security_rules", created["id"])
 
 
-def _rule_covers(rule, proto, ports):
-    """Whether an existing rule (a row of `security group rule list -f json`; column names differ
-    between client versions) already allows proto/ports from anywhere."""
+def _network(prefix):
+    return ipaddress.ip_network(str(prefix), strict=False)
+
+
+def _remote(rule):
+    """The remote prefix of a rule row (`security group rule list -f json`; column names differ
+    between client versions); None when the rule names a remote group instead."""
     norm = {k.lower().replace("_", " "): v for k, v in rule.items()}
-    if str(norm.get("ethertype", "IPv4")).lower() not in ("ipv4", ""):
+    if norm.get("remote security group"):
+        return None
+    ethertype = str(norm.get("ethertype") or "IPv4")
+    default = "::/0" if ethertype.lower() == "ipv6" else "0.0.0.0/0"
+    try:
+        return _network(norm.get("ip range") or norm.get("remote ip prefix") or default)
+    except ValueError:
+        return None
+
+
+def _rule_covers(rule, proto, ports, remote="0.0.0.0/0"):
+    """Whether an existing ingress rule already allows proto/ports from every address of ``remote``."""
+    norm = {k.lower().replace("_", " "): v for k, v in rule.items()}
+    want = _network(remote)
+    have_remote = _remote(rule)
+    if have_remote is None or have_remote.version != want.version or not want.subnet_of(have_remote):
         return False
     rule_proto = norm.get("ip protocol") or norm.get("protocol") or "any"
     if str(rule_proto).lower() not in (proto, "any", "none", ""):
-        return False
-    remote = norm.get("ip range") or norm.get("remote ip prefix") or "0.0.0.0/0"
-    if remote != "0.0.0.0/0" or norm.get("remote security group"):
         return False
     if ports is None:
         return True

@@ -155,7 +155,9 @@ class Osm:
         argv = ["ns-action", ns, "--vnf_name", member, "--action_name", primitive]
         vdu_id = vdu_id or self.vdu_members.get(member)
         if vdu_id:
-            argv += ["--vdu_id", vdu_id, "--vdu_count_index", str(count_index or 0)]
+            # osmclient's option is --vdu_count (v8 osm.py and the newest cli_commands/nslcm.py
+            # ns-action); it sends it as the NBI body field vdu_count_index.
+            argv += ["--vdu_id", vdu_id, "--vdu_count", str(count_index or 0)]
         if params:
             argv += ["--params", json.dumps(params, sort_keys=True)]
         argv.append("--wait")

@@ -82,6 +82,13 @@ def tls_problem(cfg, site, openstack_cmd):
     )
 
 
+def find_juju(cfg):
+    """The juju client of OSM's VCA (JUJU_CLI; `deploy upgrade` needs it only for the charms OSM
+    cannot upgrade itself). Its absence shows when it is run ("command not found")."""
+    name = cfg.get("JUJU_CLI") or "juju"
+    return shutil.which(name, path=cfg.get("PATH") or None) or name
+
+
 def find_osm(cfg):
     return shutil.which(cfg.get("OSM_CLI") or "osm", path=cfg.get("PATH") or None)
 

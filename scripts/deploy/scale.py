@@ -4,19 +4,24 @@ OSM's LCM (19) gives a new VDU instance its own VM and execution environment and
 but resolves the NS relations' ends to the count-index-0 records: the new application is never
 related, so its hubs (the SPGW-C on SXab, the eNB on S1-U) never hear of it; on scale-in they
 get no relation event either. What the tunnels need is done here, with the charms' own day-2
-primitives on the instances OSM names by ``vdu_count_index``:
+primitives on the instances OSM names by count index (``osm ns-action --vdu_count k``):
 
 scale-out  ``vnf-scale --scale-out``; wait until the new instance k answers ``tunnel-status``
            (its day-1 ran); on k, ``add-peer`` each hub (its key, endpoint, tunnel and service
            addresses from the hub's ``tunnel-status``), which creates k's device; on each hub,
            ``add-peer`` k (from k's ``tunnel-status``); then wait for the handshakes.
-scale-in   the highest instance (OSM removes the last one): ``remove-peer`` its keys on every
-           hub, then ``vnf-scale --scale-in``, then check that no hub holds them any more.
+scale-in   the highest instance (OSM removes the last one): ``remove-peer`` its peers on every
+           hub (the peers with its addresses), then ``vnf-scale --scale-in``, then check that no
+           hub holds them any more.
 peer       the scale-out peering again for every instance above 0 (a repair; changes nothing
            where it is done).
 
-Every step is idempotent (add-peer replaces a peer with the same key; a remove-peer of a key no
-hub holds is done already), so a run that stopped half-way is finished by running it again.
+Every step is idempotent (an add-peer the hub holds already changes nothing; a remove-peer of a
+peer no hub holds is done already), so a run that stopped half-way is finished by running it
+again. What an instance reports is not trusted (deploy.scale_trust): instance k's addresses are
+derived from instance 0's, a key belongs to the one peer that held it first, and a hub's peer of
+instance k is found by instance k's addresses, so an operation on one instance never changes
+another instance's peer.
 
 The code talks to a ``vnfm`` with three methods -- ``instances(member)`` (the count indexes of the
 scaled VDU), ``scale(member, aspect, out)`` (returns when OSM's operation ended) and
@@ -30,6 +35,7 @@ import json
 import time
 
 from deploy import prereq
+from deploy import scale_trust as trust
 from deploy.catalog import vdu_members
 from deploy.flows import instance_names
 from deploy.osm import Osm
@@ -112,6 +118,7 @@ class Scaler:
         before = set(self.vnfm.instances(self.spec.member))
         # What the new instance is peered with, read before: after its day-1 every second counts.
         hubs = self.hub_devices()
+        base = self.base_entries(hubs)
         self.progress("scale-out: {} has instance(s) {}; osm vnf-scale --scale-out {}".format(
             self.spec.member, sorted(before), self.spec.aspect))
         self.vnfm.scale(self.spec.member, self.spec.aspect, True)
@@ -120,7 +127,7 @@ class Scaler:
             raise ScaleError("scale-out of {} made instance(s) {}, expected exactly one".format(self.spec.member, new))
         k = new[0]
         self.progress("scale-out: {} exists; peering it with its hubs".format(self._name(k)))
-        self.peer(k, hubs)
+        self.peer(k, hubs, base)
         return k
 
     def hub_devices(self):
@@ -133,12 +140,15 @@ class Scaler:
             out[endpoint] = (hub, dev)
         return out
 
-    def peer(self, k, hubs=None):
+    def peer(self, k, hubs=None, base=None):
         """Instance k holds each hub as a peer, each hub holds instance k, then their handshakes
-        are checked. The first add-peer on k is retried until its charm answers (its day-1 ran)."""
+        are checked. The first add-peer on k is retried until its charm answers (its day-1 ran).
+        What instance k reports is checked first (deploy.scale_trust): its addresses must be
+        instance k's, derived from instance 0's, and its key nobody else's on the hub."""
         if k == 0:
             raise ScaleError("instance 0 is related by OSM; only scaled instances are peered here")
         hubs = hubs or self.hub_devices()
+        base = base or self.base_entries(hubs)
         keys = {}
         for i, (endpoint, (hub, dev)) in enumerate(sorted(hubs.items())):
             params = peer_params(dev, endpoint)
@@ -146,10 +156,37 @@ class Scaler:
             # The first is retried until the charm answers (its day-1 ran).
             results = self.until_answered(k, call) if i == 0 else call()
             own = self.own_entry(results, endpoint, k)
-            self.vnfm.action(hub, "add-peer", peer_params(own, endpoint))
+            expected = trust.expected_entry(base[endpoint], k, endpoint, self.spec.member)
+            try:
+                stale = trust.check_claim(own, expected, dev, endpoint, self._name(k), hub)
+            except trust.TrustError as e:
+                raise ScaleError(str(e)) from None
+            for peer in stale:    # instance k's own entry under a key it no longer has
+                self.progress("peer: {} holds {}'s addresses under an older key: replacing it".format(
+                    hub, self._name(k)))
+                self.remove_from_hub(hub, endpoint, peer["public-key"], trust.allowed_text(expected))
+            claimed = dict(expected, **{"public-key": own["public-key"]})
+            self.vnfm.action(hub, "add-peer", peer_params(claimed, endpoint))
             keys[endpoint] = (dev["public-key"], own["public-key"])
             self.progress("peer: wg-{} {} <-> {}".format(endpoint, self._name(k), hub))
         self.wait_handshakes(k, keys)
+
+    def base_entries(self, hubs):
+        """{endpoint: instance 0's tunnel-status entry}, each checked against what its hub holds
+        for instance 0 through the relation."""
+        status = self.status(self.spec.member, 0)
+        out = {}
+        for endpoint, (hub, dev) in hubs.items():
+            entry = device_entry(status, endpoint, self._name(0))
+            if entry is None:
+                raise ScaleError("{} has no wg-{}: instance 0 must be up to derive instance k's addresses".format(
+                    self._name(0), endpoint))
+            try:
+                trust.check_base(entry, dev, endpoint, self.spec.member, hub)
+            except trust.TrustError as e:
+                raise ScaleError(str(e)) from None
+            out[endpoint] = entry
+        return out
 
     def own_entry(self, results, endpoint, k):
         """Instance k's wg-<endpoint> entry: add-peer's ``tunnel`` result (this release), else
@@ -202,27 +239,35 @@ class Scaler:
 
     # -- scale-in ------------------------------------------------------------------------------
     def scale_in(self):
+        """Remove the highest instance's peers from its hubs, then the instance. The hub's peer of
+        instance k is found by instance k's own addresses (derived from instance 0's): what
+        instance k claims as its key now is not asked."""
         present = sorted(self.vnfm.instances(self.spec.member))
         if not present or present[-1] == 0:
             raise ScaleError("{} has no scaled instance to remove (instance 0 stays)".format(self.spec.member))
         k = present[-1]    # OSM removes the highest count index
-        status = self.status(self.spec.member, k)
-        for endpoint, hub in sorted(self.spec.hubs.items()):
-            own = device_entry(status, endpoint, self._name(k))
-            if own is None or not own.get("public-key"):
-                continue    # never peered: nothing of it on the hub
-            self.remove_from_hub(hub, endpoint, own["public-key"])
+        hubs = self.hub_devices()
+        base = self.base_entries(hubs)
+        for endpoint, (hub, dev) in sorted(hubs.items()):
+            expected = trust.expected_entry(base[endpoint], k, endpoint, self.spec.member)
+            mine = trust.peers_of_instance(dev, expected)
+            if not mine:
+                self.progress("scale-in: {} holds no peer of {} on wg-{} (removed before, or never peered)".format(
+                    hub, self._name(k), endpoint))
+            for peer in mine:
+                self.remove_from_hub(hub, endpoint, peer["public-key"], trust.allowed_text(expected))
         self.progress("scale-in: osm vnf-scale --scale-in {} (removes {})".format(self.spec.aspect, self._name(k)))
         self.vnfm.scale(self.spec.member, self.spec.aspect, False)
         if k in self.vnfm.instances(self.spec.member):
             raise ScaleError("{} is still there after the scale-in".format(self._name(k)))
         return k
 
-    def remove_from_hub(self, hub, endpoint, key):
-        """remove-peer of ``key`` on ``hub``; a hub that does not hold it any more (a run that
+    def remove_from_hub(self, hub, endpoint, key, allowed):
+        """remove-peer of the peer with ``key`` and exactly the allowed-ips ``allowed`` on ``hub``
+        (the charm removes nothing else); a hub that does not hold it any more (a run that
         stopped half-way) is done already. Then the hub's own report is checked."""
         try:
-            self.vnfm.action(hub, "remove-peer", {"device": endpoint, "public-key": key})
+            self.vnfm.action(hub, "remove-peer", {"device": endpoint, "public-key": key, "allowed-ips": allowed})
         except Exception as exc:  # noqa: BLE001 - OSM's or the emulation's failure, judged by its message
             if "no manual peer with that key" not in str(exc):
                 raise
@@ -252,12 +297,13 @@ class OsmVnfm:
         raise ScaleError("NS {} has no member {}".format(self.ns, member))
 
     def scale(self, member, aspect, out):
+        # osmclient's --timeout is a click INT: "5400.0" (a float setting as text) is refused.
         self.osm.run("vnf-scale", self.ns, member, "--scaling-group", aspect,
-                     "--scale-out" if out else "--scale-in", "--wait", "--timeout", str(self.timeout),
+                     "--scale-out" if out else "--scale-in", "--wait", "--timeout", str(int(self.timeout)),
                      timeout=self.timeout + 60)
 
     def action(self, member, primitive, params, count_index=None):
-        """On the scaled member, the VDU instance (``--vdu_id --vdu_count_index``: its EE is
+        """On the scaled member, the VDU instance (``--vdu_id --vdu_count``: its EE is
         VDU-level, one per instance); on a hub, its VNF-level EE."""
         if member == self.member:
             return self.osm.action(self.ns, member, primitive, params or None, vdu_id=self.vdu,
@@ -289,7 +335,7 @@ def command(ctx, variant_name, direction, component="spgwu"):
     scaler = Scaler(vnfm, spec, progress=runner.say, timeout=cfg.seconds("TUNNEL_TIMEOUT"))
     if runner.dry_run:
         runner.say("DRY RUN: {}: osm vnf-scale {} {} --scaling-group {}{}, then tunnel-status/add-peer/remove-peer "
-                   "on the instance (--vdu_id {} --vdu_count_index k) and on {}".format(
+                   "on the instance (--vdu_id {} --vdu_count k) and on {}".format(
                        direction, ns, component, spec.aspect,
                        {"out": " --scale-out", "in": " --scale-in"}.get(direction, " (not run: peer only)"),
                        vdu, ", ".join(sorted(set(spec.hubs.values())))))

@@ -1,7 +1,7 @@
 """OSM LCM emulation, scaling: what LCM 19's ``scale()`` does to a VDU with cloud-init and a
 VDU-level execution environment (docs/lifecycle.md, "Scale-out and scale-in"), and ``Vnfm``: the
 three operations ``deploy.scale`` drives (``osm vnf-scale --wait``, ``osm ns-action
---vdu_count_index``, the instances of the VDU), so that ``make lifecycle`` runs the deploy tool's
+--vdu_count``, the instances of the VDU), so that ``make lifecycle`` runs the deploy tool's
 own scaling code on this emulation.
 """
 import copy
@@ -105,7 +105,7 @@ def _capture(task, report):
 
 class Vnfm(object):
     """The emulated LCM behind ``deploy.scale``'s three operations (``instances``, ``scale``,
-    ``action``), as ``osm vnf-scale --wait`` and ``osm ns-action --vdu_count_index`` reach it."""
+    ``action``), as ``osm vnf-scale --wait`` and ``osm ns-action --vdu_count`` reach it."""
 
     def __init__(self, testbed, model, specs, relations, progress=None, before_primitives=None):
         self.testbed, self.model, self.relations = testbed, model, relations

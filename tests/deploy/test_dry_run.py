@@ -3,6 +3,7 @@
 import os
 import stat
 
+import pytest
 import yaml
 from deploy_helpers import SECRET_K, SECRET_OP, VNFS
 
@@ -364,3 +365,34 @@ def test_mme_view_command_runs_in_a_real_shell(tmp_path):
     out = subprocess.run(["/bin/sh", "-c", line], env={"PATH": "{}:/usr/bin:/bin".format(bindir)},
                          stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
     assert out.splitlines() == ["NAS attach of IMSI 208951234500001 accepted", "Attached UEs   |   1 |   1 |   0 |"]
+
+
+def metrics_rules(printed):
+    return [(a[a.index("--ethertype") + 1], a[a.index("--remote-ip") + 1])
+            for a in printed.runs("openstack", "security", "group", "rule", "create")
+            if a[a.index("--protocol") + 1] == "tcp" and a[a.index("--dst-port") + 1] == "9586:9586"]
+
+
+def test_the_metrics_exporter_is_opened_from_the_management_network_only(dry_run):
+    """TCP 9586 (OSM's Prometheus scrapes the exporter, docs/metrics.md) from the management
+    subnet and OSM's address, never from anywhere: the group covers the data-network ports too."""
+    code, printed, err = dry_run("prepare", "--ns", "eps_wg")
+    assert code == 0, err
+    assert metrics_rules(printed) == [("IPv4", "192.168.222.0/24"), ("IPv4", "10.0.0.5/32")]
+    others = [a for a in printed.runs("openstack", "security", "group", "rule", "create")
+              if "9586:9586" not in a]
+    assert len(others) == 5 and all(a[a.index("--remote-ip") + 1] == "0.0.0.0/0" for a in others)
+    code, printed, err = dry_run("prepare", "--ns", "eps_wg", METRICS_SCRAPE_FROM="10.20.20.1, fd00:1::/64")
+    assert code == 0, err
+    assert metrics_rules(printed) == [("IPv4", "10.20.20.1/32"), ("IPv6", "fd00:1::/64")]
+    code, printed, err = dry_run("prepare", "--ns", "eps_wg", METRICS_SCRAPE_FROM="none")
+    assert code == 0 and metrics_rules(printed) == []
+    code, printed, err = dry_run("prepare", "--ns", "eps_wg", OSM_HOSTNAME="osm.example.org:9999")
+    assert code == 0 and metrics_rules(printed) == [("IPv4", "192.168.222.0/24")]
+
+
+@pytest.mark.parametrize("value", ["0.0.0.0/0", "::/0", "10.0.0.0/8,not-a-prefix"])
+def test_a_metrics_source_that_is_not_a_narrow_prefix_is_refused(dry_run, value):
+    code, printed, err = dry_run("prepare", "--ns", "eps_wg", METRICS_SCRAPE_FROM=value)
+    assert code == 1 and "METRICS_SCRAPE_FROM" in err
+    assert printed.runs("openstack", "security", "group", "rule", "create") == []

@@ -1,206 +1,18 @@
-"""Real (not dry) runs against a fake `osm`/`openstack` that keeps state: idempotency, waiting,
-tunnel status, the report -- the subprocess boundary is the only thing replaced."""
+"""Real (not dry) runs against the stand-in `osm`/`openstack` that keeps state (deploy.standin):
+idempotency, waiting, tunnel status, the report -- the subprocess boundary is the only thing
+replaced."""
 
 import io
 import json
 import os
-import subprocess
 import sys
-import uuid
 
 import pytest
-import yaml
 from deploy_helpers import SECRET_K, SECRET_OP, UE_IMSI, UE_SERVER, base_env
 
 from deploy.cli import main
+from deploy.standin import StandInClouds as FakeClouds
 from vpnaas import refpoints
-
-
-class FakeClouds:
-    def __init__(self, root, handshake_age=5, ready_after=2):
-        self.root = root
-        self.calls = []
-        # (site, kind) -> {name: data}; MicroStack creates `external` at init on both sites
-        self.os = {(1, "network"): {"external": {}}, (2, "network"): {"external": {}}}
-        self.rules = {1: [], 2: []}
-        self.router_ifaces = set()
-        self.osm = {"vim": set(), "nfpkg": set(), "nspkg": set(), "nst": set(), "ns": {}, "nsi": {}}
-        self.ops = {}
-        self.polls = 0
-        self.ready_after = ready_after
-        self.handshake_age = handshake_age
-        self.ue_attaches = 0
-        self.ue_fails = False
-        with open(os.path.join(root, "build/packages/catalog.json")) as f:
-            cat = json.load(f)
-        self.by_path = {i["package"]: i["id"] for i in cat["vnf"] + cat["ns"]}
-        self.by_path.update({i["file"]: i["id"] for i in cat["nst"]})
-
-    def __call__(self, argv, env=None, timeout=None, **kw):
-        assert timeout and timeout > 0, "every command needs a bounded timeout"
-        argv = [os.path.basename(argv[0])] + list(argv[1:])
-        self.calls.append(argv)
-        site = 2 if env.get("OS_AUTH_URL") == "https://10.30.30.1:5000/v3/" else 1
-        rc, out = self.openstack(site, argv[1:]) if argv[0] == "openstack" else self.osm_cli(argv[1:])
-        return subprocess.CompletedProcess(argv, rc, out, "" if rc == 0 else "not found")
-
-    def openstack(self, site, a):
-        if a[:2] == ["token", "issue"]:
-            return 0, "{}"
-        if a[:3] == ["security", "group", "rule"]:
-            if a[3] == "list":
-                return 0, json.dumps(self.rules[site])
-            if a[3] == "delete":
-                self.rules[site] = [r for r in self.rules[site] if r["ID"] != a[4]]
-                return 0, ""
-            rid = str(uuid.uuid4())
-            proto = a[a.index("--protocol") + 1]
-            ports = a[a.index("--dst-port") + 1] if "--dst-port" in a else ""
-            self.rules[site].append(
-                {
-                    "ID": rid,
-                    "IP Protocol": proto,
-                    "Port Range": ports,
-                    "IP Range": "0.0.0.0/0",
-                    "Ethertype": "IPv4",
-                }
-            )
-            return 0, json.dumps({"id": rid})
-        if a[:2] == ["port", "list"]:
-            key = (site, a[a.index("--router") + 1], a[a.index("--fixed-ip") + 1].split("=")[1])
-            return 0, json.dumps([{"ID": "p"}] if key in self.router_ifaces else [])
-        kind, verb = a[0], a[1]
-        store = self.os.setdefault((site, kind), {})
-        if verb == "show":
-            return (0, json.dumps(store[a[2]])) if a[2] in store else (1, "")
-        if verb == "create":
-            data = {"name": a[-1]}
-            if kind == "flavor":
-                data.update(
-                    vcpus=int(a[a.index("--vcpus") + 1]),
-                    ram=int(a[a.index("--ram") + 1]),
-                    disk=int(a[a.index("--disk") + 1]),
-                )
-            store[a[-1]] = data
-            return 0, json.dumps(data)
-        if verb == "add":
-            self.router_ifaces.add((site, a[-2], a[-1]))
-            return 0, ""
-        if verb in ("set", "delete", "remove"):
-            return 0, ""
-        raise AssertionError(a)
-
-    def ns_record(self):
-        self.polls += 1
-        ready = self.polls >= self.ready_after
-        return {
-            "nsState": "READY" if ready else "BUILDING",
-            "operational-status": "running" if ready else "init",
-            "config-status": "configured" if ready else "init",
-            "configurationStatus": [
-                {"elementUnderConfiguration": m, "status": "READY" if ready else "INSTALLING"}
-                for m in ("hss", "mme", "spgwc", "spgwu", "enb")
-            ],
-            "constituent-vnfr-ref": [],
-        }
-
-    def osm_cli(self, a):
-        cmd = a[0]
-        if cmd == "vim-list":
-            return 0, ""
-        if cmd in ("vim-show", "nfpkg-show", "nspkg-show", "nst-show"):
-            return (0, "x") if a[1] in self.osm[cmd.split("-")[0]] else (1, "")
-        if cmd == "vim-create":
-            self.osm["vim"].add(a[a.index("--name") + 1])
-            return 0, ""
-        if cmd in ("nfpkg-create", "nspkg-create", "nst-create"):
-            self.osm[cmd.split("-")[0]].add(self.by_path[a[1]])
-            return 0, ""
-        if cmd in ("vim-update", "nfpkg-update", "nspkg-update", "nst-update"):
-            return 0, ""
-        if cmd in ("ns-show", "nsi-show"):
-            kind = cmd.split("-")[0]
-            if a[1] not in self.osm[kind]:
-                return 1, ""
-            return 0, yaml.safe_dump(self.ns_record()) if "--literal" in a else "table"
-        if cmd in ("ns-create", "nsi-create"):
-            self.osm[cmd.split("-")[0]][a[2]] = True
-            return 0, str(uuid.uuid4())
-        if cmd == "ns-action":
-            member = a[a.index("--vnf_name") + 1]
-            action = a[a.index("--action_name") + 1]
-            op = str(uuid.uuid4())
-            self.ops[op] = (member, action, json.loads(a[a.index("--params") + 1]) if "--params" in a else {})
-            return 0, op + "\n"
-        if cmd == "ns-op-show":
-            member, action, params = self.ops[a[1]]
-            if action == "tunnel-status":
-                eps = {
-                    "hss": ["s6a"],
-                    "mme": ["s6a", "s11", "s1c"],
-                    "spgwc": ["s11", "sxab"],
-                    "spgwu": ["sxab", "s1u"],
-                    "enb": ["s1c", "s1u"],
-                }[member]
-                tunnels = [
-                    {
-                        "device": "wg-" + e,
-                        "endpoint": e,
-                        "public-key": "k",
-                        "listen-port": 51821,
-                        "peers": [
-                            {
-                                "public-key": "p",
-                                "endpoint": "h:1",
-                                "allowed-ips": [],
-                                "latest-handshake-age": self.handshake_age,
-                                "rx-bytes": 1,
-                                "tx-bytes": 1,
-                            }
-                        ],
-                    }
-                    for e in eps
-                ]
-                detail = {"tunnels": json.dumps(tunnels)}
-            elif action == "ue-attach":
-                self.ue_attaches += 1
-                detail = {"result": "attached", "imsi": UE_IMSI, "ip": "12.1.1.2", "interface": "oaitun_ue1",
-                          "seconds": "7", "mme-view": "not read from the eNB VNF"}
-            elif action == "ue-iperf":
-                if self.ue_fails:
-                    return 0, yaml.safe_dump({"operationState": "FAILED", "detailed-status":
-                                              "ue-iperf failed: the UE is not attached"})
-                detail = {"ip": "12.1.1.2", "server": params["server"], "rtt-ms": "21.4", "sent-mbps": "9.8",
-                          "received-mbps": "9.6", "tunnels": "5 tunnels up"}
-            else:
-                command = params["command"]
-                if command.startswith("sh -c") and "mme-view" in command:
-                    detail = {"output": "Attached UEs   |          1      |              1              |"
-                              "             0               |\n[NAS] IMSI {} attach complete\n".format(UE_IMSI)}
-                elif command.startswith("iperf3") and "-c" in command:
-                    rate = 0.9e9 if command.split()[2].startswith("172.16.") else 20e9
-                    detail = {
-                        "output": json.dumps(
-                            {
-                                "end": {
-                                    "sum_sent": {"bits_per_second": rate, "retransmits": 3, "seconds": 600},
-                                    "sum_received": {"bits_per_second": rate * 0.99, "seconds": 600},
-                                }
-                            }
-                        )
-                    }
-                elif command.startswith("ping"):
-                    detail = {
-                        "output": "1000 packets transmitted, 1000 received, 0% packet loss, time 1ms\n"
-                        "rtt min/avg/max/mdev = 0.5/0.8/2.1/0.1 ms\n"
-                    }
-                else:
-                    detail = {"output": ""}
-            # LCM of some releases stores the results as their Python repr
-            return 0, yaml.safe_dump({"operationState": "COMPLETED", "detailed-status": str(detail)})
-        if cmd in ("ns-delete", "nsi-delete", "nfpkg-delete", "nspkg-delete", "nst-delete", "vim-delete"):
-            return 0, ""
-        raise AssertionError(a)
 
 
 class Clock:
@@ -318,7 +130,9 @@ def test_undeploy_removes_only_what_deploy_created(fake_root, tools):
     assert ["openstack", "network", "delete", "test"] not in deleted
     assert ["openstack", "router", "delete", "test-router"] in deleted
     assert ["osm", "ns-delete", "vpnaas-eps_wg", "--wait"] == deleted[0]
-    assert len([c for c in deleted if c[1:4] == ["security", "group", "rule"]]) == 5   # as many as it created
+    # as many as it created: SSH, WireGuard, rotation, ICMP, iperf3, and the metrics exporter from
+    # the management subnet and from OSM's address
+    assert len([c for c in deleted if c[1:4] == ["security", "group", "rule"]]) == 7
     state = json.load(open(os.path.join(fake_root, "build/deploy/state.json")))
     assert not any(state["created"].get("site1", {}).values())
 
@@ -379,3 +193,13 @@ def test_a_failing_ue_fails_the_deploy_after_the_summary(fake_root, tools):
     assert "UE: FAILED" in out and "s1u   up" in out
     status = json.load(open(os.path.join(fake_root, "build/deploy/eps_wg/status.json")))
     assert "the UE is not attached" in status["ue"]["vpnaas-eps_wg"]["error"]
+
+
+def test_a_metrics_rule_open_to_everybody_is_reported_and_not_duplicated(fake_root, tools):
+    fake = FakeClouds(fake_root)
+    fake.rules[1].append({"ID": "r0", "IP Protocol": "tcp", "Port Range": "9586:9586", "IP Range": "0.0.0.0/0",
+                          "Ethertype": "IPv4"})
+    code, out, err = run(fake_root, fake, "prepare", "--ns", "eps_wg", PATH=tools)
+    assert code == 0, err
+    assert "the metrics exporter is reachable on the data networks too" in out
+    assert [r for r in fake.rules[1] if r["Port Range"] == "9586:9586"] == fake.rules[1][:1]

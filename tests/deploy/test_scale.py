@@ -44,7 +44,14 @@ class FakeVnfm:
                 "temporary": False, "peers": self._peers(unit, endpoint)}
 
     def _peers(self, unit, endpoint):
-        return [{"public-key": p, "latest-handshake-age": 1} for p in self.peers.get((unit, endpoint), {})]
+        """The related peer (instance 0 and its hub hold each other) and the add-peer ones."""
+        related = []
+        if unit in ("spgwc/0", "enb/0"):
+            zero = self._entry("spgwu/0", endpoint)
+            related = [{"public-key": zero["public-key"], "latest-handshake-age": 1,
+                        "allowed-ips": ["10.250.4.1/32", "172.55.55.102/32"]}]
+        return related + [{"public-key": p, "latest-handshake-age": 1, "allowed-ips": v["allowed-ips"].split(",")}
+                          for p, v in self.peers.get((unit, endpoint), {}).items()]
 
     def action(self, member, primitive, params, count_index=None):
         unit = "{}/{}".format(member, count_index or 0)
@@ -59,7 +66,10 @@ class FakeVnfm:
             self.peers.setdefault((unit, params["device"]), {})[params["public-key"]] = params
             return {"tunnel": json.dumps(self._entry(unit, params["device"]))}
         if primitive == "remove-peer":
-            if self.peers.get((unit, params["device"]), {}).pop(params["public-key"], None) is None:
+            held = self.peers.get((unit, params["device"]), {})
+            if held.get(params["public-key"], {}).get("allowed-ips") != params["allowed-ips"]:
+                raise RuntimeError("action remove-peer failed: no manual peer with that key on wg-sxab")
+            if held.pop(params["public-key"], None) is None:
                 raise RuntimeError("action remove-peer failed: no manual peer with that key on wg-sxab")
             return {}
         raise AssertionError(primitive)
@@ -112,7 +122,8 @@ def test_scale_in_removes_the_highest_instance_from_the_hubs_first_and_is_repeat
     assert [c[0] for c in order] == ["scale", "scale", "remove-peer", "remove-peer", "scale"]
     assert all(len(v) == 1 for (unit, _ep), v in vnfm.peers.items() if unit in ("spgwc/0", "enb/0"))
     # a run that removed the peers and then stopped: the next run finds them gone and goes on
-    vnfm.action("spgwc", "remove-peer", {"device": "sxab", "public-key": list(vnfm.peers[("spgwc/0", "sxab")])[0]})
+    (key, params), = vnfm.peers[("spgwc/0", "sxab")].items()
+    vnfm.action("spgwc", "remove-peer", {"device": "sxab", "public-key": key, "allowed-ips": params["allowed-ips"]})
     lines = []
     assert scale.Scaler(vnfm, sc.spec, progress=lines.append, timeout=5).scale_in() == 1
     assert any("removed before" in line for line in lines)
@@ -170,7 +181,7 @@ def test_the_osm_cli_is_asked_for_the_vdu_instance():
     with pytest.raises(OsmError, match="stop here"):
         vnfm.action("spgwu", "tunnel-status", {}, count_index=1)
     assert osm.argv[-1][:9] == ["ns-action", "ns1", "--vnf_name", "spgwu", "--action_name", "tunnel-status",
-                                "--vdu_id", "spgwu", "--vdu_count_index"] and osm.argv[-1][9] == "1"
+                                "--vdu_id", "spgwu", "--vdu_count"] and osm.argv[-1][9] == "1"
     with pytest.raises(OsmError, match="stop here"):
         vnfm.action("spgwc", "tunnel-status", {})
     assert "--vdu_id" not in osm.argv[-1]

@@ -32,7 +32,7 @@ def test_an_incomplete_layout_names_what_is_missing(tmp_path):
     done = _conformance("--osm-src", str(tmp_path))
     assert done.returncode == 2
     assert "not run: no OSM sources" in done.stdout
-    assert "IM, IM-osm10, SOL006, osm-common, osmclient" in done.stdout
+    assert "IM, IM-osm10, SOL006, osm-common, osmclient, osmclient-newest, openstack-requirements" in done.stdout
 
 
 class StubNsi:
@@ -117,13 +117,14 @@ def test_prepare_osm_src_exports_the_layout_and_records_commits(tmp_path):
     subprocess.run(git + ["commit", "-qam", "two"], check=True)
     out = tmp_path / "osm-src"
     script = os.path.join(ROOT, "scripts", "bundle", "osm_conformance", "prepare-osm-src.sh")
-    specs = ["{}@{}:NBI".format(repo, first)] + [str(repo)] * 5
+    specs = ["{}@{}:NBI".format(repo, first)] + [str(repo)] * 7
     subprocess.run(["bash", script, str(out)] + specs, check=True, stdout=subprocess.PIPE)
     assert (out / "NBI" / "osm_nbi" / "x.py").read_text() == "first\n"  # the ref and the folder
-    for name in ("IM", "IM-osm10", "SOL006", "osm-common", "osmclient"):
+    for name in ("IM", "IM-osm10", "SOL006", "osm-common", "osmclient", "osmclient-newest", "openstack-requirements"):
         assert (out / name / "NBI" / "osm_nbi" / "x.py").read_text() == "second\n"
     commits = report.read_commits(str(out / "COMMITS"))
     assert commits[0].startswith("NBI {} ".format(first)) and commits[0].endswith("(folder NBI)")
-    assert [c.split()[0] for c in commits] == ["NBI", "IM", "IM-osm10", "SOL006", "osm-common", "osmclient"]
+    assert [c.split()[0] for c in commits] == ["NBI", "IM", "IM-osm10", "SOL006", "osm-common", "osmclient",
+                                               "osmclient-newest", "openstack-requirements"]
     done = subprocess.run(["bash", script, str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert done.returncode == 2 and "prepare-osm-src.sh OSM_SRC" in done.stderr

@@ -1,6 +1,7 @@
-"""`make osm-conformance OSM_SRC=<dir>`: the built packages and params files against OSM's own code.
+"""`make osm-conformance OSM_SRC=<dir>`: the built packages, params files and the deploy tool's
+command lines against OSM's, osmclient's and openstackclient's own code.
 
-    python -m bundle.osm_conformance --osm-src DIR [--packages build/packages]
+    python -m bundle.osm_conformance --osm-src DIR [--packages build/packages] [--part nbi|cli]
 
 OSM_SRC layout (prepare it with scripts/bundle/osm_conformance/prepare-osm-src.sh):
 
@@ -9,7 +10,9 @@ OSM_SRC layout (prepare it with scripts/bundle/osm_conformance/prepare-osm-src.s
     OSM_SRC/IM-osm10    osm/IM as of OSM 10 (before the provider/requirer relation rework)
     OSM_SRC/SOL006      ETSI NFV-SOL006 at the branch the IM's Makefile clones (v2.6.1)
     OSM_SRC/osm-common  osm/common       (DbMemory, FsLocal)
-    OSM_SRC/osmclient   osm/osmclient    (how --config becomes the instantiate body)
+    OSM_SRC/osmclient   osm/osmclient v8 (how --config becomes the instantiate body; its `osm` CLI)
+    OSM_SRC/osmclient-newest  the newest osm/osmclient at hand (its `osm` CLI)
+    OSM_SRC/openstack-requirements  openstack/requirements at ussuri-eol (upper-constraints.txt)
     OSM_SRC/LCM         osm/LCM (osm_lcm/), optional: the metrics path (metrics_path.py); without
                         it that part is reported NOT RUN and the exit status is 2
     OSM_SRC/COMMITS     optional, written by prepare-osm-src.sh; printed in the report
@@ -18,8 +21,14 @@ For each IM (newest, osm10) a virtualenv with the pyang/pyangbind the IM needs i
 build/osm-conformance/, the IM's bindings are built there (bundle.osm_conformance.bindings) and
 runner.py loads every package and every params file through NBI. Expected on OSM 10: every VNF
 package and every `-osm10` NSD/NST and its params load; the others are reported for information.
+
+Part `cli`: every command line `python -m deploy` prints or runs (bundle.osm_conformance.corpus)
+is parsed by both osmclient trees' click command trees and by python-openstackclient, newest and
+MicroStack Ussuri's (bundle.osm_conformance.cli_parse, in the clients' own virtualenvs:
+bundle.osm_conformance.clients). Expected: 0 rejected.
+
 Without OSM_SRC it prints `not run: no OSM sources` and exits 2. Exit 1 if any expected load
-fails.
+fails or any command line is rejected.
 """
 
 import argparse
@@ -29,9 +38,10 @@ import subprocess
 import sys
 
 from bundle import BUILD_DIR, ROOT, params
-from bundle.osm_conformance import bindings, metrics_path, report
+from bundle.osm_conformance import bindings, cli_report, clients, corpus, metrics_path, report
 
-LAYOUT = ["NBI", "IM", "IM-osm10", "SOL006", "osm-common", "osmclient"]
+LAYOUT = ["NBI", "IM", "IM-osm10", "SOL006", "osm-common", "osmclient", "osmclient-newest",
+          "openstack-requirements"]
 # name -> (IM folder in OSM_SRC, pins: pyang, pyangbind; from the IM's and NBI's requirements)
 FLAVOURS = {
     "newest": ("IM", ["pyang==2.7.1", "pyangbind==0.8.6"]),
@@ -118,11 +128,55 @@ def run_flavour(name, osm_src, job_path, work_dir=WORK_DIR):
         return json.load(f)
 
 
+def im_bindings(name, osm_src, venv, work_dir=WORK_DIR):
+    """The IM bindings of flavour ``name`` (built once; any venv with its pyang pins builds them)."""
+    im_dir, _pins = FLAVOURS[name]
+    return bindings.build(os.path.join(osm_src, im_dir), os.path.join(osm_src, "SOL006"), venv,
+                          os.path.join(work_dir, "im-" + name))
+
+
+def run_cli(osm_src, packages, commits, work_dir=WORK_DIR):
+    """Part `cli`: (text, ok) of the command-line check."""
+    print("osm-conformance: collecting the command lines of `python -m deploy` (dry runs and stand-in runs)",
+          flush=True)
+    collected = corpus.collect(packages)
+    corpus_path = os.path.join(work_dir, "corpus.json")
+    with open(corpus_path, "w") as f:
+        json.dump(collected, f)
+    parser = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cli_parse.py")
+    results = []
+    for folder, label, flavour, default_click in clients.OSMCLIENTS:
+        tree = os.path.join(osm_src, folder)
+        venv = clients.osmclient_venv(work_dir, label, tree, FLAVOURS[flavour][1], default_click)
+        _patch_pyangbind(venv)
+        im = im_bindings(flavour, osm_src, venv, work_dir)
+        out = os.path.join(work_dir, "cli-osmclient-{}.json".format(label))
+        args = ["osmclient", "--tree", tree, "--im", im, "--nbi", os.path.join(osm_src, "NBI")]
+        results.append((label, "osm", _parse(venv, parser, args, corpus_path, out)))
+    for label, version, pin, constraints in clients.OPENSTACKCLIENTS:
+        venv = clients.openstackclient_venv(work_dir, osm_src, label, version, pin, constraints)
+        out = os.path.join(work_dir, "cli-openstackclient-{}.json".format(label))
+        results.append((label, "openstack", _parse(venv, parser, ["openstackclient"], corpus_path, out)))
+    return cli_report.render(collected, results, commits)
+
+
+def _parse(venv, parser, args, corpus_path, out):
+    print("osm-conformance: parsing with {} ({})".format(" ".join(args[:1]), os.path.relpath(venv, ROOT)), flush=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OS_", "OSM_", "PYTHON"))}
+    subprocess.run([os.path.join(venv, "bin", "python"), parser] + args + ["--corpus", corpus_path, "--out", out],
+                   check=True, stdin=subprocess.DEVNULL, env=env)
+    with open(out) as f:
+        return json.load(f)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m bundle.osm_conformance")
     ap.add_argument("--osm-src", default=os.environ.get("OSM_SRC", ""))
     ap.add_argument("--packages", default=os.path.join(BUILD_DIR, "packages"))
     ap.add_argument("--flavour", choices=sorted(FLAVOURS), action="append")
+    ap.add_argument("--part", choices=["nbi", "cli", "metrics"], action="append",
+                    help="nbi: packages and params through NBI; cli: the deploy tool's command lines; "
+                         "metrics: the scrape job and VDU alarm through LCM's own code (default all three)")
     args = ap.parse_args(argv)
     if not args.osm_src:
         print(NOT_RUN + " (give OSM_SRC=<dir>; see docs/bundle.md)")
@@ -139,16 +193,25 @@ def main(argv=None):
         json.dump(job, f)
     commits = report.read_commits(os.path.join(osm_src, "COMMITS"))
     failed = False
-    for name in args.flavour or ["newest", "osm10"]:
+    parts = args.part or ["nbi", "cli", "metrics"]
+    for name in (args.flavour or ["newest", "osm10"]) if "nbi" in parts else []:
         results = run_flavour(name, osm_src, job_path)
         text, ok = report.render(name, results["results"], commits, results["notes"])
         print(text)
         failed = failed or not ok
-    metrics = run_metrics_path(osm_src, args.packages)
-    if metrics is None:
-        print("== metrics path: NOT RUN (OSM_SRC has no LCM; prepare-osm-src.sh takes it as its 8th argument)")
-        return 1 if failed else 2
-    return 1 if failed or not metrics else 0
+    if "cli" in parts:
+        text, ok = run_cli(osm_src, args.packages, commits)
+        print(text)
+        with open(os.path.join(WORK_DIR, "cli-report.txt"), "w") as f:
+            f.write(text + "\n")
+        failed = failed or not ok
+    if "metrics" in parts:
+        metrics = run_metrics_path(osm_src, args.packages)
+        if metrics is None:
+            print("== metrics path: NOT RUN (OSM_SRC has no LCM; prepare-osm-src.sh takes it as its last argument)")
+            return 1 if failed else 2
+        failed = failed or not metrics
+    return 1 if failed else 0
 
 
 def run_metrics_path(osm_src, packages_dir, work_dir=WORK_DIR):
