@@ -15,7 +15,7 @@ BENCH_ARGS ?=
 
 .PHONY: help venv deps charms charms-local packages validate test unit unit36 lint shellcheck typecheck pycompat \
         wireguard-go hookclient boringtun demo bench lifecycle deploy deploy-tools onboard undeploy measure-remote clean \
-        osm-conformance oai-conformance
+        osm-conformance oai-conformance lcm-conformance
 
 help: ## list the targets
 	@grep -hE '^[a-z][a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
@@ -127,6 +127,9 @@ measure-remote: venv ## measure every interface of a deployed NS with and withou
 
 osm-conformance: venv packages ## load every package and params file through OSM's own NBI/IM/osmclient (OSM_SRC=<dir>)
 	$(PY) -m bundle.osm_conformance --osm-src "$(OSM_SRC)"
+
+lcm-conformance: venv ## OSM's <OSM> as LCM's own code renders it, read by the charms' reader (LCM_SRC=<LCM folder>)
+	$(PY) scripts/bundle/lcm_osm_params.py "$(LCM_SRC)"
 
 clean: ## remove build outputs
 	rm -rf build
