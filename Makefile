@@ -99,6 +99,7 @@ unit36: $(VENV36)/.done ## the pure core, the hostile-value corpus, the OAI step
 	  tests/unit/test_osm_params.py tests/unit/test_grammar_cost.py \
 	  tests/unit/test_dataplane.py tests/harness \
 	  tests/charms/test_oai_scripts.py tests/charms/test_oai_validation.py tests/charms/test_oai_ue.py \
+	  tests/charms/test_hostile_options.py \
 	  tests/charms/test_oai_charms.py
 
 demo: deps venv wireguard-go boringtun charms-local hookclient ## bring up NS=$(NS) locally in network namespaces and measure it; IMPL=signalling=boringtun etc.: the data plane per interface (root)

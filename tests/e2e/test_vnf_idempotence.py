@@ -29,7 +29,8 @@ ip addr add 10.77.0.5/24 dev mgmt
 ip link set mgmt up
 sysctl -q -w net.ipv6.conf.all.disable_ipv6=0 net.ipv6.conf.lo.disable_ipv6=0
 export VPNAAS_SSH_CONNECTION="10.77.0.1 40000 10.77.0.5 22" OAI_INIT=direct
-export OAI_STATE_DIR=$root/state OAI_LOG_DIR=$root/log OAI_SBIN=$root/sbin OAI_RUN_DIR=$root/run OAI_UNIT_DIR=$root/units
+export OAI_STATE_DIR=$root/state OAI_LOG_DIR=$root/log OAI_SBIN=$root/sbin OAI_RUN_DIR=$root/run \
+  OAI_UNIT_DIR=$root/units
 mkdir -p "$OAI_STATE_DIR" "$OAI_RUN_DIR" "$OAI_UNIT_DIR"
 date > "$OAI_STATE_DIR/spgwu.configured"
 f=$(mktemp)
