@@ -5,7 +5,7 @@ Every entry point where a value from outside reaches our grammar (``ENTRY_POINTS
 the option parsers, the relation data codec, the add-peer parameters, the VNF's report and facts,
 OSM's <OSM>, the hook environment) meets every worst case of ``GENERATORS`` -- alias bombs, deep
 nesting, huge numbers, long lines, NULs, non-ASCII, runs of separators, quotes and escapes, report
-lines -- at the sizes that matter (the grammar's own limits and 1 MiB), and a few hundred random
+lines -- at the sizes that matter (the grammar's own limits and 1 MiB), and a hundred or so random
 strings of a fixed seed. For each call it records the outcome (refused with the grammar's own
 exception, accepted, or anything else), the time (without tracing) and the peak of memory
 allocated during the call (tracemalloc). The process limits its address space and every call's
@@ -37,6 +37,7 @@ MiB = 1 << 20
 #: just under the length limit of OSM's <OSM> (read whole below it), and 1 MiB.
 SIZES = (validation.MAX_VALUE_LEN, instance.MAX_TEXT, MiB)
 CALL_LIMIT = 20          # s: a call still running by then is reported as "timeout"
+RANDOM = 120             # random strings (tests/unit/test_osm_params.py fuzzes the <OSM> reader further)
 ADDRESS_SPACE = 2 << 30  # bytes: what this process may map at all
 KEY = "azyyD5rPNkvOsuPWj4SCDlqUDUSnTgq8EaHEHOOuukM="
 
@@ -269,7 +270,7 @@ def cases():
         for size in SIZES:
             out.append(("{} ({})".format(name, size), "text", lambda gen=gen, size=size: gen(size)))
     out.append(("issue 36 alias bomb (413 bytes)", "text", lambda: _alias_bomb(0)))
-    for i, text in enumerate(_random_texts(300)):
+    for i, text in enumerate(_random_texts(RANDOM)):
         out.append(("random {}".format(i), "text", lambda text=text: text))
     for name, make in sorted(OBJECTS.items()):
         out.append((name, "object", make))

@@ -20,6 +20,12 @@ MiB = 1 << 20
 sys.path.insert(0, HERE)
 import grammar_cost  # noqa: E402
 
+try:    # one pytest-xdist worker runs the whole check once (the subprocess is the expensive part)
+    import xdist  # noqa: F401
+    pytestmark = pytest.mark.xdist_group("grammar-cost")
+except ImportError:     # Python 3.6 (make unit36) runs without xdist
+    pass
+
 
 @pytest.fixture(scope="module")
 def results():
@@ -39,7 +45,7 @@ def test_every_entry_point_met_every_worst_case(results):
     assert sorted(results) == sorted(grammar_cost.ENTRY_POINTS)
     texts = len(grammar_cost.TEXT) * len(grammar_cost.SIZES)
     for entry, calls in results.items():
-        assert len(calls) >= texts + 300, entry
+        assert len(calls) >= texts + grammar_cost.RANDOM, entry
     assert max(grammar_cost.SIZES) == MiB
 
 
