@@ -82,14 +82,19 @@ class Scalar(NamedTuple):
 Node = Union[Scalar, Dict[str, Any], List[Any]]
 
 
-def index(config: Mapping[str, Any]) -> int:
-    """The count index of this unit's VDU instance (0 when the option is empty)."""
+def mapping(config: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """OSM's <OSM> mapping from ``osm-instance`` (``read``), None when the option is empty."""
     text = config.get(OPTION)
     if text is None or (isinstance(text, str) and not text.strip(" ")):
-        return 0
+        return None
     if not isinstance(text, str):
         raise InvalidValue("{}: expected OSM's <OSM> mapping as text, got {}".format(OPTION, type(text).__name__))
-    value = read(text).get("count_index")
+    return read(text)
+
+
+def index(config: Mapping[str, Any]) -> int:
+    """The count index of this unit's VDU instance (0 when the option is empty)."""
+    value = (mapping(config) or {}).get("count_index")
     if value is None:
         return 0     # a VNF-level execution environment's <OSM>: one instance
     if not isinstance(value, Scalar):
