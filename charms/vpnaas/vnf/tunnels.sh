@@ -192,6 +192,7 @@ vpnaas_service_addresses() {  # exactly the wanted service addresses that this c
     # First run of this layout: adopt only what an earlier version of this charm put up.
     { ip -o addr show dev "$SERVICE_DEVICE" scope global 2>/dev/null || true
       ip -o -4 addr show dev lo label lo:vpnaas 2>/dev/null || true; } | awk '{print $4}' > "$OWNED_ADDRESSES"
+    chmod 600 "$OWNED_ADDRESSES"   # whatever the step's umask (an OAI component's files set 022)
   fi
   while IFS=$'\t' read -r key a _sk _s; do want[$key]=$a; named[$key]=$_s; done < <(vpnaas_canon_lines < "$WANTED_ADDRESSES")
   while IFS=$'\t' read -r key a _sk _s; do own[$key]=$a; done < <(vpnaas_canon_lines < "$OWNED_ADDRESSES")
