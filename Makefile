@@ -96,8 +96,10 @@ unit36: $(VENV36)/.done ## the pure core, the hostile-value corpus, the OAI step
 	  tests/unit/test_validation.py tests/unit/test_plan.py tests/unit/test_relation_data.py \
 	  tests/unit/test_vnfscript.py tests/unit/test_remote.py tests/unit/test_hookgate.py tests/unit/test_peer_trust.py \
 	  tests/unit/test_relation_cache.py tests/unit/test_rotation_protocol.py tests/unit/test_metrics.py tests/unit/test_exporter_server.py tests/unit/test_instance.py \
+	  tests/unit/test_osm_params.py tests/unit/test_grammar_cost.py \
 	  tests/unit/test_dataplane.py tests/harness \
 	  tests/charms/test_oai_scripts.py tests/charms/test_oai_validation.py tests/charms/test_oai_ue.py \
+	  tests/charms/test_hostile_options.py \
 	  tests/charms/test_oai_charms.py tests/charms/test_cn5g_limits.py
 
 demo: deps venv wireguard-go boringtun charms-local hookclient ## bring up NS=$(NS) locally in network namespaces and measure it; IMPL=signalling=boringtun etc.: the data plane per interface (root)
@@ -128,8 +130,9 @@ measure-remote: venv ## measure every interface of a deployed NS with and withou
 osm-conformance: venv packages ## load every package and params file through OSM's own NBI/IM/osmclient (OSM_SRC=<dir>)
 	$(PY) -m bundle.osm_conformance --osm-src "$(OSM_SRC)"
 
-lcm-conformance: venv ## what the emulated LCM reads from the VNFDs against LCM 19's own functions (LCM_SRC=<dir holding osm_lcm/>)
+lcm-conformance: venv ## LCM 19's own functions: what the emulated LCM reads from the VNFDs, and the charms' reader of the <OSM> LCM writes (LCM_SRC=<dir holding osm_lcm/>)
 	$(PY) -m testbed.lcm_conformance --lcm-src "$(LCM_SRC)"
+	$(PY) scripts/bundle/lcm_osm_params.py "$(LCM_SRC)"
 
 clean: ## remove build outputs
 	rm -rf build

@@ -49,7 +49,7 @@ def parse(config: Dict[str, Any]) -> CharmConfig:
         ssh_host=validation.ssh_hostname(config.get("ssh-hostname") or ""),
         ssh_port=validation.port(config.get("ssh-port", 22), "ssh-port"),
         ssh_username=validation.login_name(config.get("ssh-username") or "ubuntu", "ssh-username"),
-        ssh_password=config.get("ssh-password") or "",
+        ssh_password=_password(config.get("ssh-password")),
         connect_timeout=(validation.integer(config["ssh-connect-timeout"], "ssh-connect-timeout", 1, 600)
                          if config.get("ssh-connect-timeout") is not None else 10),
         mtu=validation.integer(config.get("tunnel-mtu"), "tunnel-mtu", 1280, 9000),
@@ -57,6 +57,29 @@ def parse(config: Dict[str, Any]) -> CharmConfig:
         metrics_port=_metrics_port(config.get("metrics-port", 9586)),
         osm_labels=instance.osm_labels(config),
     )
+
+
+def _option(config: Mapping[str, Any], key: str) -> str:
+    """A text option ("" when unset). Juju hands text options as str; anything else is refused
+    here, before a method of str is called on it. Only spaces count as empty (the grammar's rule):
+    a line break or a tab is a character the grammar refuses, not nothing."""
+    value = config.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise validation.InvalidValue("{}: expected text, got {}".format(key, type(value).__name__))
+    return value
+
+
+def _password(value: Any) -> str:
+    """``ssh-password``: text of at most MAX_VALUE_LEN characters. It goes to the SSH server as it
+    is, so nothing else is checked, and it is never part of a message."""
+    if value is None:
+        return ""
+    if not isinstance(value, str) or len(value) > validation.MAX_VALUE_LEN:
+        raise validation.InvalidValue("ssh-password: expected text of at most {} characters".format(
+            validation.MAX_VALUE_LEN))
+    return value
 
 
 def _metrics_port(value: Any) -> int:
@@ -70,16 +93,16 @@ def parse_endpoint(config: Dict[str, Any], name: str, role: str, ssh_host: str) 
     """The endpoint's options; for instance k of a scaled VDU (``osm-instance``) its tunnel,
     service and endpoint addresses are the configured ones shifted by k (instance.py)."""
     k = instance.index(config)
-    publish = config.get(name + "-endpoint-address") or ""
+    publish = _option(config, name + "-endpoint-address")
     service = own_service_addresses(config, name, k)
-    host = validation.host(publish, name + "-endpoint-address") if publish.strip() else ""
+    host = validation.host(publish, name + "-endpoint-address") if publish.strip(" ") else ""
     return EndpointConfig(
         listen_port=validation.port(config.get(name + "-listen-port"), name + "-listen-port"),
         address=instance.tunnel_address(_tunnel_address(config, name, role), k, name + "-tunnel-address"),
         service_addresses=service,
         # Without an endpoint address the management address is this instance's own already.
         publish_host=instance.endpoint_host(host, k, name + "-endpoint-address") if host else ssh_host,
-        allowance=validation.prefix_list(config.get(name + "-peer-prefixes") or "", name + "-peer-prefixes"),
+        allowance=validation.prefix_list(_option(config, name + "-peer-prefixes"), name + "-peer-prefixes"),
         service_network=_service_network(config, name, service),
         implementation=validation.implementation(config.get(name + "-implementation"), name + "-implementation"),
     )
@@ -88,11 +111,11 @@ def parse_endpoint(config: Dict[str, Any], name: str, role: str, ssh_host: str) 
 def own_service_addresses(config: Mapping[str, Any], name: str, k: Optional[int] = None) -> List[Interface]:
     """``<ep>-service-addresses`` as this VDU instance has them (+ k, inside the service network)."""
     key = name + "-service-addresses"
-    service = validation.service_address_list(config.get(key) or "", key)
+    service = validation.service_address_list(_option(config, key), key)
     k = instance.index(config) if k is None else k
     if not k:
         return service
-    text = (config.get(name + "-service-network") or "").strip() or refpoints.default_service_network(name)
+    text = _option(config, name + "-service-network").strip(" ") or refpoints.default_service_network(name)
     network = validation.prefix(text, name + "-service-network") if text else None
     return instance.service_addresses(service, k, network, key)
 
@@ -102,7 +125,7 @@ def _service_network(config: Dict[str, Any], name: str, service: List[Interface]
     None. This VNF's own service addresses must lie inside it: an address outside is a plan that
     differs from the default, and the default would then refuse the peer's address too."""
     key = name + "-service-network"
-    given = (config.get(key) or "").strip()
+    given = _option(config, key).strip(" ")
     text = given or refpoints.default_service_network(name)
     if not text:
         return None
@@ -148,8 +171,8 @@ def _contains(net: Network, address: Any) -> bool:
 
 def _tunnel_address(config: Dict[str, Any], name: str, role: str) -> Interface:
     key = name + "-tunnel-address"
-    value = config.get(key) or ""
-    if value.strip():
+    value = _option(config, key)
+    if value.strip(" "):
         return validation.interface_address(value, key)
     net = refpoints.default_tunnel_network(name)
     if not net:

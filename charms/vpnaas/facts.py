@@ -72,16 +72,21 @@ class Facts(object):
 
     @classmethod
     def from_dict(cls, doc: Optional[Dict[str, Any]]) -> "Facts":
-        """From ``as_dict``'s form (state on the proxy machine: checked again like the VNF's lines)."""
-        if not doc:
+        """From ``as_dict``'s form (state on the proxy machine: checked again like the VNF's lines;
+        what is not of as_dict's shape is skipped like a malformed line)."""
+        if not doc or not isinstance(doc, dict):
             return cls()
-        lines = (["addr " + a for a in doc.get("addresses", [])]
-                 + ["gateway " + g for g in doc.get("gateways", [])]
-                 + (["client " + doc["client"]] if doc.get("client") else [])
+        client = doc.get("client")
+        lines = (["addr " + a for a in _texts(doc.get("addresses"))]
+                 + ["gateway " + g for g in _texts(doc.get("gateways"))]
+                 + (["client " + client] if client and isinstance(client, str) else [])
                  + ["ipv6 " + ("on" if doc.get("ipv6", True) else "off")])
-        for name, addrs in sorted((doc.get("resolved") or {}).items()):
-            lines += ["resolve {} {}".format(name, a) for a in addrs] or ["resolve {} -".format(name)]
-        return cls.from_lines(lines, digest=str(doc.get("digest") or ""))
+        resolved = doc.get("resolved")
+        for name, addrs in sorted((resolved if isinstance(resolved, dict) else {}).items()):
+            if isinstance(name, str):
+                lines += ["resolve {} {}".format(name, a) for a in _texts(addrs)] or ["resolve {} -".format(name)]
+        digest = doc.get("digest")
+        return cls.from_lines(lines, digest=digest if isinstance(digest, str) else "")
 
     def connected(self) -> List[Network]:
         """The networks of this VNF's interfaces (addresses with a prefix shorter than a host's)."""
@@ -97,6 +102,10 @@ class Facts(object):
         out += [(host_prefix(iface.ip), "this VNF's address {}".format(iface.ip)) for iface in self.addresses]
         out += [(net, "this VNF's connected network {}".format(net)) for net in self.connected()]
         return out
+
+
+def _texts(value: Any) -> List[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 def _is_digest(text: str) -> bool:

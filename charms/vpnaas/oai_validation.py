@@ -34,7 +34,8 @@ def realm(value: Any, what: str = "realm") -> str:
 
 
 def digits(value: Any, what: str, low_len: int, high_len: int) -> str:
-    value = _text(str(value) if isinstance(value, int) and not isinstance(value, bool) else value, what)
+    value = _text(validation.decimal(value, what) if isinstance(value, int) and not isinstance(value, bool)
+                  else value, what)
     if not re.fullmatch(r"[0-9]{%d,%d}" % (low_len, high_len), value):
         count = low_len if low_len == high_len else "{}-{}".format(low_len, high_len)
         raise InvalidValue("{}: {} must be {} digits".format(what, excerpt(value), count))
@@ -136,7 +137,8 @@ def secret_password(value: Any, what: str) -> str:
 
 def hex_digits(value: Any, what: str, count: int) -> str:
     """Exactly ``count`` hex digits (an AMF region, set or pointer, a slice differentiator), lower case."""
-    value = _text(str(value) if isinstance(value, int) and not isinstance(value, bool) else value, what)
+    value = _text(validation.decimal(value, what) if isinstance(value, int) and not isinstance(value, bool)
+                  else value, what)
     if not re.fullmatch(r"[0-9A-Fa-f]{%d}" % count, value):
         raise InvalidValue("{}: {} must be {} hex digits (no 0x)".format(what, excerpt(value), count))
     return value.lower()

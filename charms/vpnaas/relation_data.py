@@ -68,8 +68,8 @@ def decode(unit: str, data: Dict[str, str]) -> PeerInfo:
         raise Incomplete("{} has not published {} yet".format(unit, ", ".join(missing)))
     schema = data["vpnaas-schema"]
     if schema != SCHEMA_VERSION:
-        raise validation.InvalidValue("{} speaks relation schema {!r}; this charm speaks {!r} (upgrade both charms)"
-                                      .format(unit, schema, SCHEMA_VERSION))
+        raise validation.InvalidValue("{} speaks relation schema {}; this charm speaks '{}' (upgrade both charms)"
+                                      .format(unit, validation.excerpt(schema), SCHEMA_VERSION))
     endpoint = validation.endpoint(data["endpoint"], "{} endpoint".format(unit))
     return PeerInfo(
         unit=unit,

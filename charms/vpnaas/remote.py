@@ -10,6 +10,7 @@ devices or the report.
 
 The report never contains the private key: only peer lines of ``wg show dump`` are read.
 """
+import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from vpnaas import dataplane, metrics, rotation, validation, vnfscript, wgconfig
@@ -143,10 +144,35 @@ class Observation(object):
 
 
 scrub = vnfscript.scrub
+#: The longest report read (a hub of 400 spokes reports about 100 kB); a longer one is refused.
+MAX_REPORT = 4 * 1024 * 1024
+#: The most lines a report may have (a hub of 400 spokes reports about 1,000).
+MAX_REPORT_LINES = 65536
+#: The most FACT lines read: a VNF's addresses, gateways and the addresses its peers' endpoint
+#: names resolve to are a few hundred. More are refused, never cut: a fact dropped would make the
+#: route policy less strict.
+MAX_FACTS = 4096
+#: The most allowed IPs of one peer read from ``wg show dump``.
+MAX_ALLOWED_IPS = 1024
+_COUNTER = re.compile(r"[0-9]{1,20}")
+
+
+def short(text: str, limit: int) -> str:
+    """Remote text as a report field: scrubbed (vnfscript.scrub) and cut to ``limit`` characters;
+    only the part that is kept is scrubbed, so that the cost is bounded whatever the VNF sent (a
+    key that crosses the cut still lies inside what is scrubbed)."""
+    return scrub(text[:limit + 64])[:limit]
 
 
 def parse_report(text: str, rc: int = 0, stderr: str = "") -> Observation:
-    """Parse the tunnel step's report. ``rc`` and ``stderr`` only make a failure's message precise."""
+    """Parse the tunnel step's report. ``rc`` and ``stderr`` only make a failure's message precise.
+
+    The VNF's report is remote text like any other: every field is checked, scrubbed or cut to a
+    bounded length here, and a report too long or with too many facts is refused (RemoteError)."""
+    if len(text) > MAX_REPORT:
+        raise RemoteError("the VNF's report is {} characters long (at most {})".format(len(text), MAX_REPORT))
+    if text.count("\n") > MAX_REPORT_LINES:
+        raise RemoteError("the VNF's report has more than {} lines".format(MAX_REPORT_LINES))
     try:
         report = vnfscript.parse(text, rc, stderr)
         return _observation(report)
@@ -162,59 +188,70 @@ def _observation(report: vnfscript.Report) -> Observation:
     digest = ""
     for kind, rest in report.lines:
         if kind == "INIT":
-            obs.init = rest
+            obs.init = short(rest, 20)
         elif kind == "IMPL":
-            parts = rest.split(" ")
-            obs.implementation = parts[0]
-            obs.implementation_detail = " ".join(parts[1:])
+            impl, _, detail = rest.partition(" ")
+            obs.implementation = short(impl, 40)
+            obs.implementation_detail = short(detail, 200)
         elif kind == "DATAPLANE":
-            dev, impl, version = (rest.split(" ") + ["", ""])[:3]
-            obs.dataplane[dev] = (validation.implementation(impl, "data plane of " + scrub(dev)[:20]),
-                                  scrub(version)[:40] or "unknown")
+            dev, impl, version = (rest.split(" ", 2) + ["", ""])[:3]
+            obs.dataplane[short(dev, 20)] = (validation.implementation(impl, "data plane of " + short(dev, 20)),
+                                             short(version, 40) or "unknown")
         elif kind == "NEED":
-            obs.needs.append(scrub(rest)[:40])
+            obs.needs.append(short(rest, 40))
         elif kind == "PUBKEY":
             dev, _, key = rest.partition(" ")
             try:
-                obs.public_keys[dev] = validation.public_key(key, "public key of " + dev)
+                obs.public_keys[short(dev, 20)] = validation.public_key(key, "public key of " + short(dev, 20))
             except validation.InvalidValue as e:
                 raise RemoteError("the VNF reported a malformed key: {}".format(scrub(str(e)))) from None
         elif kind == "FAILED":
             dev, _, reason = rest.partition(" ")
             if dev == "metrics":
-                obs.metrics = "failed: " + scrub(reason)[:200]
+                obs.metrics = "failed: " + short(reason, 200)
             else:
-                obs.failed[dev] = scrub(reason)[:200]
+                obs.failed[short(dev, 20)] = short(reason, 200)
         elif kind == "METRICS":
-            obs.metrics = scrub(rest)[:200]
+            obs.metrics = short(rest, 200)
         elif kind == "REFUSED":
             dev, _, more = rest.partition(" ")
             prefix, _, reason = more.partition(" ")
-            obs.refused.append((dev, prefix, scrub(reason)[:120]))
+            obs.refused.append((short(dev, 20), short(prefix, 50), short(reason, 120)))
         elif kind == "FACT":
+            if len(facts) == MAX_FACTS:
+                raise RemoteError("the VNF reported more than {} facts about itself".format(MAX_FACTS))
             facts.append(rest)
         elif kind == "FACTS":
             if rest == "changed":
                 obs.facts_changed = True
             else:
-                digest = rest
+                digest = rest[:64]
         elif kind == "UP":
-            obs.up[rest] = True
+            obs.up[short(rest, 20)] = True
         elif kind == "DOWN":
-            obs.up[rest] = False
+            obs.up[short(rest, 20)] = False
         elif kind == "COMPONENT":
             key, _, value = rest.partition(" ")
-            obs.component[key] = value
+            obs.component[short(key, 40)] = short(value, 400)
         elif kind == "HOST":
-            obs.hostname = rest
+            obs.hostname = short(rest, 255)
         elif kind == "NOW":
-            obs.now = int(rest)
+            obs.now = _counter(rest, "time")
         elif kind == "PEER":
             dev, _, dump = rest.partition(" ")
+            dev = short(dev, 20)
             impl = obs.dataplane.get(dev, ("", ""))[0]
             obs.peers.setdefault(dev, []).append(_peer_from_dump(dump, obs.now, impl))
     obs.facts = Facts.from_lines(facts, digest)
     return obs
+
+
+def _counter(text: str, what: str) -> int:
+    """A time or counter of the report: decimal, at most 20 digits (a 64-bit value)."""
+    if not _COUNTER.fullmatch(text):
+        raise RemoteError("unexpected report from the VNF: {} {} is not a number".format(
+            what, validation.excerpt(text)))
+    return int(text)
 
 
 #: A "latest handshake" below this (2001-09-09) is no time since the epoch: see handshake_age.
@@ -235,15 +272,23 @@ def handshake_age(handshake: int, now: int, implementation: str = "") -> Optiona
 
 def _peer_from_dump(dump: str, now: int, implementation: str = "") -> Dict[str, Any]:
     # public-key preshared-key endpoint allowed-ips latest-handshake rx tx keepalive
-    fields = dump.split("\t")
+    fields = dump.split("\t", 8)
     if len(fields) < 8:
         raise RemoteError("unexpected wg dump line with {} fields".format(len(fields)))
-    handshake = int(fields[4])
+    try:
+        key = validation.public_key(fields[0], "peer key")
+        ips = [] if fields[3] == "(none)" else fields[3].split(",", MAX_ALLOWED_IPS)
+        if len(ips) > MAX_ALLOWED_IPS:
+            raise validation.InvalidValue("more than {} allowed IPs".format(MAX_ALLOWED_IPS))
+        allowed = [str(validation.prefix(p, "allowed IP")) for p in ips]
+    except validation.InvalidValue as e:
+        raise RemoteError("unexpected wg dump line: {}".format(scrub(str(e)))) from None
+    handshake = _counter(fields[4], "handshake time")
     return {
-        "public-key": fields[0],
-        "endpoint": "" if fields[2] == "(none)" else fields[2],
-        "allowed-ips": [] if fields[3] == "(none)" else fields[3].split(","),
+        "public-key": key,
+        "endpoint": "" if fields[2] == "(none)" else short(fields[2], 64),
+        "allowed-ips": allowed,
         "latest-handshake-age": handshake_age(handshake, now, implementation),
-        "rx-bytes": int(fields[5]),
-        "tx-bytes": int(fields[6]),
+        "rx-bytes": _counter(fields[5], "byte counter"),
+        "tx-bytes": _counter(fields[6], "byte counter"),
     }

@@ -47,10 +47,27 @@ class InvalidValue(ValueError):
 
 def excerpt(value: Any, limit: int = EXCERPT_LEN) -> str:
     """A short, printable rendering of a value for messages: remote text never lands whole (or
-    with control characters) in a status or a log."""
-    text = value if isinstance(value, str) else repr(value)
+    with control characters) in a status or a log. Its cost is bounded whatever the value: a
+    container is named by its type, never rendered (its repr may be gigabytes: an expanded YAML
+    alias bomb), and an integer beyond 128 bits by its size (converting it is quadratic, and
+    Python 3.11 refuses beyond 4,300 digits)."""
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        text = shown_number(value)
+    elif value is None or isinstance(value, (bool, float)):
+        text = repr(value)
+    else:
+        text = "<{}>".format(type(value).__name__)
     shown = "".join(ch if " " <= ch <= "~" else "?" for ch in text[:limit])
     return "'{}'{}".format(shown, "..." if len(text) > limit else "")
+
+
+def shown_number(number: int) -> str:
+    """An integer for a message: its digits up to 128 bits, else its size."""
+    if number.bit_length() > 128:
+        return "a number of {} bits".format(number.bit_length())
+    return str(number)
 
 
 def _text(value: Any, what: str, limit: int = MAX_VALUE_LEN) -> str:
@@ -73,19 +90,30 @@ def word(value: Any, what: str) -> str:
 
 
 def integer(value: Any, what: str, low: int, high: int) -> int:
-    """An integer option in [low, high]; numbers given as text are accepted in plain ASCII digits."""
+    """An integer option in [low, high]; numbers given as text are accepted in plain ASCII digits
+    (at most 10: an int is never made of longer text)."""
     if isinstance(value, bool) or value is None:
         raise InvalidValue("{}: expected a number".format(what))
     if isinstance(value, int):
         number = value
-    else:
-        text = word(str(value), what)
+    elif isinstance(value, str):
+        text = word(value, what)
         if not re.fullmatch(r"-?[0-9]{1,10}", text):
             raise InvalidValue("{}: {} is not a number".format(what, excerpt(text)))
         number = int(text)
+    else:
+        raise InvalidValue("{}: expected a number, got {}".format(what, type(value).__name__))
     if not low <= number <= high:
-        raise InvalidValue("{}: {} is outside {}-{}".format(what, number, low, high))
+        raise InvalidValue("{}: {} is outside {}-{}".format(what, shown_number(number), low, high))
     return number
+
+
+def decimal(value: int, what: str) -> str:
+    """An int as decimal text, for a grammar of digits; beyond 64 bits it is refused unconverted
+    (see ``shown_number``)."""
+    if value.bit_length() > 64:
+        raise InvalidValue("{}: {} is not a plausible value".format(what, shown_number(value)))
+    return str(value)
 
 
 def port(value: Any, what: str = "port") -> int:

@@ -154,18 +154,29 @@ def scrub(text: str) -> str:
 
 def parse(text: str, rc: int = 0, stderr: str = "") -> Report:
     """Read a report. Raises StepError on ``ERROR`` or when ``DONE`` is missing; ``rc`` and
-    ``stderr`` only make that message precise."""
+    ``stderr`` only make that message precise.
+
+    Lines end at "\n" only, as the VNF writes them (``str.splitlines`` would also end one at
+    characters such as \x1c or \u2028 inside a remote value, and make a line of what follows);
+    what is kept of remote text in a message is cut before it is scrubbed."""
     lines = []
     finished = False
-    for line in text.splitlines():
+    pieces = text.split("\n")
+    if pieces[-1] == "":
+        pieces.pop()     # after the last line's "\n"
+    for line in pieces:
         kind, _, rest = line.partition(" ")
         if kind == "ERROR":
-            raise StepError(scrub(rest)[:300])
+            raise StepError(scrub(rest[:364])[:300])
         if kind == "DONE":
             finished = True
             continue
         lines.append((kind, rest))
     if not finished:
-        last = (stderr.strip().splitlines() or text.strip().splitlines() or ["no output"])[-1]
-        raise StepError("the remote step ended early (exit {}): {}".format(rc, scrub(last[-200:])))
+        last = _last_line(stderr) or _last_line(text) or "no output"
+        raise StepError("the remote step ended early (exit {}): {}".format(rc, scrub(last[-264:])[-200:]))
     return Report(lines)
+
+
+def _last_line(text: str) -> str:
+    return text.rstrip()[-4096:].split("\n")[-1].strip()

@@ -224,3 +224,30 @@ def test_an_operator_address_that_would_cut_management_is_refused_and_nothing_is
     finally:
         model.set_config("a", {k: pairs.specs("")[0].config.get(k, "") for k in values})
     recovered(model, a, good)
+
+
+BOMB = "".join(["{a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol]"] + [
+    ", b{0}: &b{0} [{1}]".format(i, ",".join(["*" + ("a" if i == 1 else "b{}".format(i - 1))] * 9))
+    for i in range(1, 9)] + [", count_index: *b8}"])
+
+
+@pytest.mark.parametrize("value, why", [
+    (BOMB, "an anchor"), ("{count_index: " + "[" * 4000 + "]" * 4000 + "}", "nesting deeper than 8"),
+    ("{count_index: " + "9" * 5000 + "}", "is outside 0-63"),
+])
+def test_a_hostile_osm_instance_blocks_the_unit_and_every_hook_succeeds(hostile, value, why):
+    """Issue 36, on the built charm (and the shipped build under Python 3.6): the alias bomb, the
+    deep nesting and the huge number as osm-instance each block the unit with a config message,
+    config-changed and update-status succeed (a failed hook raises VcaError here), and nothing on
+    the VNF changes; clearing the option repairs the unit."""
+    _tb, model, a, good = hostile
+    before = (foreign(a), a.exec(["cat", "/etc/wireguard/wg-vpn.conf"]).stdout)
+    model.set_config("a", {"osm-instance": value})
+    try:
+        model.update_status(["a/0"])
+        status, message = model.status("a/0")
+        assert status == "blocked" and message.startswith("config: osm-instance: ") and why in message, message
+        assert (foreign(a), a.exec(["cat", "/etc/wireguard/wg-vpn.conf"]).stdout) == before
+    finally:
+        model.set_config("a", {"osm-instance": ""})
+    recovered(model, a, good)

@@ -6,6 +6,7 @@ that would cut the VNF off before anything is applied, survives a plan too big f
 hub of 400 spokes and a publication Juju dropped, and says what is wrong."""
 import json
 
+import pytest
 from fake_vnf import keypair
 from harness_helpers import peer_data
 
@@ -112,3 +113,63 @@ def test_a_publication_juju_dropped_is_published_again_without_a_session(ready, 
     ready.harness.update_relation_data(rel, "b/0", {"peer-keys": keypair()[1]})   # Juju retries: nothing new from b/0
     assert ready.published(rel) == published
     assert vnf.logins == logins, "the VNF already holds the plan: no session needed to publish again"
+
+
+#: Issue 36's osm-instance values, and other text no grammar accepts, at their worst sizes.
+BOMB = "".join(["{a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol]"] + [
+    ", b{0}: &b{0} [{1}]".format(i, ",".join(["*" + ("a" if i == 1 else "b{}".format(i - 1))] * 9))
+    for i in range(1, 9)] + [", count_index: *b8}"])
+HOSTILE_OSM = [BOMB, "{count_index: " + "[" * 4000 + "]" * 4000 + "}", "{count_index: " + "9" * 5000 + "}",
+               "{count_index: 1}" + " " * (1 << 20), "{count_index: !!python/object/apply:os.system ['id']}"]
+
+
+def test_a_hostile_osm_instance_blocks_every_hook_with_a_clear_message_and_applies_nothing(ready, vnf):
+    """Issue 36: the alias bomb exhausted memory in the refusal's message, the deep nesting raised
+    RecursionError out of config-changed and update-status (every hook failed until the option was
+    cleared), the huge number raised ValueError on Python 3.11+. Now each is a config error: the
+    unit is Blocked saying so, every hook succeeds, nothing is applied; a good value repairs it."""
+    rel = ready.relate("vpn", "b/0", peer_data())
+    applied = [s for s in vnf.steps if "apply_device" in s]
+    assert ready.status.name == "active"
+    for value in HOSTILE_OSM:
+        ready.configure(**{"osm-instance": value})
+        ready.harness.charm.on.update_status.emit()
+        assert ready.status.name == "blocked", value[:40]
+        message = ready.status.message
+        assert message.startswith("config: osm-instance: ") and len(message) < 300 and message.isprintable()
+        assert [s for s in vnf.steps if "apply_device" in s] == applied
+    assert ready.published(rel)["tunnel-address"] == "10.9.0.1/30"
+    ready.configure(**{"osm-instance": "{count_index: 0, vdu_id: vm}"})
+    assert ready.status.name == "active", ready.status.message
+
+
+@pytest.mark.parametrize("field", ["vpnaas-schema", "public-key", "endpoint", "tunnel-address", "service-prefixes",
+                                   "wants-peer-keys", "peer-keys", "rotation-protocol", "next-key", "next-endpoint",
+                                   "next-peer-keys"])
+def test_a_related_unit_with_a_huge_field_is_refused_and_the_other_keeps_its_tunnel(ready, vnf, field):
+    _, good = keypair()
+    rel = ready.relate("vpn", "b/0", peer_data(good))
+    ready.harness.add_relation_unit(rel, "b/1")
+    ready.harness.update_relation_data(rel, "b/1", dict(peer_data(endpoint="192.168.8.21:51821", tunnel="10.9.0.3/30",
+                                                                  service="172.16.0.3/32"),
+                                                        **{field: "x" * (1 << 20) + "\n" + BOMB}))
+    assert ready.status.name == "blocked" and "b/1" in ready.status.message and len(ready.status.message) < 1000
+    assert vnf.peer_keys("wg-vpn") == [good], "the well-behaved unit keeps its tunnel"
+
+
+@pytest.mark.parametrize("action, params", [
+    ("add-peer", {"device": "vpn", "public-key": "x" * (1 << 20), "allowed-ips": "10.8.0.0/24"}),
+    ("add-peer", {"device": "vpn\n" + BOMB, "public-key": keypair()[1], "allowed-ips": "10.8.0.0/24"}),
+    ("add-peer", {"device": "vpn", "public-key": keypair()[1], "allowed-ips": ",".join(["10.8.0.0/24"] * 100000)}),
+    ("add-peer", {"device": "vpn", "public-key": keypair()[1], "endpoint": "h:1\x00", "allowed-ips": "10.8.0.0/24"}),
+    ("remove-peer", {"device": "wg-" + "v" * (1 << 20), "public-key": keypair()[1]}),
+    ("remove-peer", {"device": "vpn", "public-key": "\u0661" * 44}),
+    ("rotate-keys", {"device": "wg-vpn\n[Interface]"}),
+    ("rotate-keys", {"device": "\x00" * (1 << 20)}),
+])
+def test_a_hostile_action_parameter_fails_the_action_in_one_line_and_changes_nothing(ready, vnf, action, params):
+    ready.relate("vpn", "b/0", peer_data())
+    logins, stored = vnf.logins, ready.charm._stored.manual_peers
+    run = ready.act(action, **params)
+    assert run.failed and "\n" not in run.failed and len(run.failed) < 300 and run.failed.isprintable(), run
+    assert vnf.logins == logins and ready.charm._stored.manual_peers == stored

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from vpnaas import model, policy, relation_data, validation, vnfscript, wgconfig
+from vpnaas import instance, model, oai_cn5g, policy, relation_data, remote, validation, vnfscript, wgconfig
 from vpnaas import oai_validation as ov
 from vpnaas import plan as planning
 from vpnaas.facts import Facts
@@ -42,6 +42,11 @@ HOSTILE = [
     GOOD_KEY[:-2] + "F=", GOOD_KEY[:-1], "A" * 44, "!" * 43 + "=", GOOD_KEY + "A",
     # size
     "1" * 5000, ",".join(["10.0.0.1/32"] * 200),
+    # YAML, for whatever parses text as YAML (osm-instance): an alias bomb, deep nesting, a huge
+    # number, a tag (issue 36)
+    "{a: &a [x,x,x,x,x,x,x,x,x], b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a], count_index: *b}",
+    "{count_index: " + "[" * 4000 + "]" * 4000 + "}", "{count_index: " + "9" * 5000 + "}",
+    "{count_index: !!python/object/apply:os.system ['id']}", "{count_index: 1}\n{count_index: 2}",
 ]
 
 VALIDATORS = [
@@ -51,11 +56,19 @@ VALIDATORS = [
     ("host", validation.host), ("endpoint", validation.endpoint), ("endpoint_name", validation.endpoint_name),
     ("ssh_hostname", validation.ssh_hostname), ("port", validation.port),
     ("login_name", validation.login_name),
+    ("unit_name", validation.unit_name), ("implementation", validation.implementation),
+    ("protocol_version", validation.protocol_version), ("public_key_list", validation.public_key_list),
+    ("integer", lambda v: validation.integer(v, "i", 0, 65535)),
+    ("osm-instance", lambda v: instance.index({"osm-instance": v})),
     # the OAI components' options
     ("oai realm", ov.realm), ("oai digits", lambda v: ov.digits(v, "mcc", 3, 3)),
     ("oai repository", ov.repository), ("oai git_ref", ov.git_ref), ("oai https_url", lambda v: ov.https_url(v, "u")),
     ("oai apt_series", lambda v: ov.apt_series(v, "s")), ("oai ipv4", lambda v: ov.ipv4(v, "a")),
     ("oai ipv4_pool", lambda v: ov.ipv4_pool(v, "p")), ("oai interface_name", lambda v: ov.interface_name(v, "i")),
+    ("oai secret_password", lambda v: ov.secret_password(v, "db-password")),
+    ("oai hex_digits", lambda v: ov.hex_digits(v, "sd", 6)), ("oai db_name", lambda v: ov.db_name(v, "db-user")),
+    ("oai apt_series", lambda v: ov.apt_series(v, "cassandra-series")), ("oai dnn", oai_cn5g.dnn),
+    ("oai ambr", lambda v: oai_cn5g.ambr(v, "session-ambr-ul")),
 ]
 SAFE = re.compile(r"[\x21-\x7e]*")
 
@@ -88,10 +101,10 @@ def test_every_validator_refuses_or_returns_only_safe_words(name, check, value):
 @pytest.mark.parametrize("value", [None, 1, 2.5, [], {}, b"10.0.0.1", True])
 @pytest.mark.parametrize("name, check", VALIDATORS)
 def test_non_text_values_are_refused(name, check, value):
-    if name in ("port", "oai digits") and type(value) is int:
+    if name in ("port", "oai digits", "integer") and type(value) is int:
         return  # Juju hands int options as numbers
-    if name.startswith("oai") and value is None:
-        return  # an unset OAI option is empty text (refused or allowed by the option itself)
+    if (name.startswith("oai") or name in ("implementation", "osm-instance")) and value is None:
+        return  # an unset option is empty text (refused or allowed by the option itself)
     with pytest.raises(validation.InvalidValue):
         check(value)
 
@@ -112,8 +125,7 @@ def test_grammar_accepts_the_ordinary_forms():
     assert validation.port("51820") == 51820
 
 
-@pytest.mark.parametrize("field", ["public-key", "endpoint", "tunnel-address", "service-prefixes", "wants-peer-keys",
-                                   "peer-keys", "rotation-protocol", "next-key", "next-endpoint", "next-peer-keys"])
+@pytest.mark.parametrize("field", relation_data.PUBLISHED)
 @pytest.mark.parametrize("value", HOSTILE)
 def test_hostile_relation_data_never_becomes_a_peer(field, value):
     bag = relation_data.encode(GOOD_KEY, "192.168.8.129", 51821, "10.250.1.2/30", [])
@@ -317,3 +329,40 @@ def test_oai_ipv4_is_the_strict_grammar_on_every_python():
         with pytest.raises(validation.InvalidValue):
             ov.ipv4(bad, "mme-address")
     assert ov.ipv4(" 10.0.0.1 ", "mme-address") == "10.0.0.1"
+
+
+#: Every line of the tunnel step's report (remote.parse_report), each field in turn hostile.
+PEER_DUMP = GOOD_KEY + "\t(none)\t192.0.2.2:51820\t10.250.1.2/32\t1699999990\t5\t6\t25"
+REPORT_LINES = ["INIT {}", "IMPL userspace {}", "DATAPLANE {} kernel 1.0", "DATAPLANE wg-s6a {} 1.0",
+                "DATAPLANE wg-s6a boringtun {}", "NEED {}", "PUBKEY wg-s6a {}", "PUBKEY {} " + GOOD_KEY,
+                "FAILED wg-s6a {}", "FAILED metrics {}", "FAILED {} why", "METRICS {}", "REFUSED wg-s6a {} why",
+                "REFUSED wg-s6a 10.0.0.0/8 {}", "REFUSED {} 10.0.0.0/8 why", "FACT addr {}", "FACT gateway {}",
+                "FACT client {}", "FACT ipv6 {}", "FACT resolve {} 10.0.0.1", "FACT resolve hss.example {}", "FACTS {}",
+                "UP {}", "DOWN {}", "COMPONENT service {}", "COMPONENT {} running", "HOST {}", "NOW {}",
+                "PEER {} " + PEER_DUMP]
+REPORT_LINES += ["PEER wg-s6a " + "\t".join(PEER_DUMP.split("\t")[:i] + ["{}"] + PEER_DUMP.split("\t")[i + 1:])
+                 for i in range(8)]
+
+
+def _observed_texts(obs):
+    out = [obs.init, obs.implementation, obs.implementation_detail, obs.hostname, obs.metrics] + obs.needs
+    out += [t for item in (obs.failed, obs.component, obs.public_keys) for pair in item.items() for t in pair]
+    out += [t for row in obs.refused for t in row] + list(obs.up) + list(obs.dataplane)
+    out += [t for impl in obs.dataplane.values() for t in impl]
+    for dev, peers in obs.peers.items():
+        out += [dev] + [t for p in peers for t in [p["public-key"], p["endpoint"]] + p["allowed-ips"]]
+    return out + [str(a) for a in obs.facts.addresses + obs.facts.gateways] + [obs.facts.client]
+
+
+@pytest.mark.parametrize("line", REPORT_LINES)
+@pytest.mark.parametrize("value", HOSTILE)
+def test_a_hostile_report_field_is_refused_or_kept_short_and_printable(line, value):
+    """The VNF's report is remote text too: whatever a field holds, parse_report refuses the
+    report (RemoteError, one short line) or keeps only checked or scrubbed text of bounded length."""
+    try:
+        obs = remote.parse_report("NOW 1700000000\n" + line.replace("{}", value) + "\nDONE\n")
+    except remote.RemoteError as e:
+        assert str(e).isprintable() and len(str(e)) < 400
+        return
+    for text in _observed_texts(obs):
+        assert re.fullmatch(r"[\x20-\x7e]{0,400}", text), (line, text[:60])

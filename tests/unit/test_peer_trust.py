@@ -268,3 +268,29 @@ def test_special_purpose_ranges_are_the_registries_not_forwardable_ones():
         assert first.is_loopback or first.is_link_local or first.is_multicast or first.is_reserved \
             or first.is_unspecified or net == ipaddress.ip_network("::ffff:0:0/96") \
             or net == ipaddress.ip_network("0.0.0.0/8"), net
+
+
+# ------------------------------------------------------------------ 5. third round (issue 36)
+@pytest.mark.parametrize("field", relation_data.PUBLISHED)
+def test_fifty_units_with_a_mebibyte_in_a_field_are_refused_whole_in_bounded_time(field):
+    """Hostile values in every field, as large as Juju carries: each unit is refused whole (none of
+    its prefixes routed), the well-behaved unit keeps its tunnel, and planning stays cheap."""
+    huge = "1" * (1 << 20) + "\n{count_index: " + "[" * 4000
+    units = {"hss/{}".format(i): bag(KEYS[1], tunnel="10.250.1.3/29", **{field: huge}) for i in range(1, 51)}
+    units["hss/0"] = bag(KEYS[0], tunnel="10.250.1.2/29")
+    start = time.monotonic()
+    plan_ = a_plan({"s6a": [units]}, config={"s6a-tunnel-address": "10.250.1.1/29"})
+    assert time.monotonic() - start < 2.0
+    assert routed(plan_) == {"hss/0": ["10.250.1.2/32", "172.16.6.129/32"]}
+    problems = plan_.device("s6a").problems
+    assert len(problems) == 50 and all(len(p) < 300 and "\n" not in p for p in problems), problems[:2]
+
+
+@pytest.mark.parametrize("value", [
+    "{a: &a [x,x,x,x,x,x,x,x,x], b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a], count_index: *b}",
+    "{count_index: " + "[" * 4000 + "]" * 4000 + "}", "{count_index: " + "9" * 5000 + "}", "\n" * 100, 7,
+])
+def test_a_hostile_osm_instance_is_a_config_error_of_the_plan_never_an_exception(value):
+    plan_ = a_plan({"s6a": [{"hss/0": bag(KEYS[0])}]}, config={"osm-instance": value})
+    assert plan_.devices == [] and len(plan_.errors) == 1
+    assert plan_.errors[0].startswith("osm-instance: ") and len(plan_.errors[0]) < 200

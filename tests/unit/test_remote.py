@@ -95,3 +95,52 @@ def test_parse_report_errors():
         remote.parse_report("INIT none\n")
     with pytest.raises(remote.RemoteError, match="unexpected wg dump"):
         remote.parse_report("NOW 1\nPEER wg-s6a a b\nDONE\n")
+
+
+def test_a_report_is_remote_text_every_field_bounded_and_checked(wg_key):
+    key = wg_key()
+    long = "x" * 100000
+    text = "\n".join([
+        "INIT " + long, "IMPL userspace " + long, "HOST " + long + "\x1b[2J", "COMPONENT service " + long,
+        "FAILED wg-s6a " + long, "REFUSED wg-s6a " + long + " " + long, "METRICS " + long, "NOW 1700000000",
+        "PEER wg-s6a {}\t(none)\t{}:51820\t10.250.1.2/32,172.16.6.129/32\t1699999990\t5\t6\t25".format(key, long),
+        "DONE"]) + "\n"
+    obs = remote.parse_report(text)
+    fields = [obs.init, obs.implementation, obs.implementation_detail, obs.hostname, obs.component["service"],
+              obs.failed["wg-s6a"], obs.metrics] + list(obs.refused[0]) + [obs.peers["wg-s6a"][0]["endpoint"]]
+    assert all(len(f) <= 400 and f.isprintable() for f in fields), [len(f) for f in fields]
+    assert obs.peers["wg-s6a"][0]["allowed-ips"] == ["10.250.1.2/32", "172.16.6.129/32"]
+    assert obs.peers["wg-s6a"][0]["latest-handshake-age"] == 10
+
+
+@pytest.mark.parametrize("line, why", [
+    ("NOW " + "9" * 5000, "time '" + "9" * 40),
+    ("NOW 1e9", "is not a number"),
+    ("PEER wg-s6a notakey\t(none)\t(none)\t(none)\t0\t0\t0\toff", "peer key"),
+    ("PEER wg-s6a {k}\t(none)\t(none)\t10.0.0.1/8\t0\t0\t0\toff", "not a network prefix"),
+    ("PEER wg-s6a {k}\t(none)\t(none)\t(none)\t0\t" + "1" * 21 + "\t0\toff", "byte counter"),
+    ("PEER wg-s6a {k}\t(none)\t(none)\t" + ",".join(["10.0.0.1/32"] * 1025) + "\t0\t0\t0\toff", "more than 1024"),
+])
+def test_a_malformed_report_field_is_refused_never_converted_whole(line, why, wg_key):
+    with pytest.raises(remote.RemoteError, match="unexpected"):
+        try:
+            remote.parse_report("NOW 1\n" + line.format(k=wg_key()) + "\nDONE\n")
+        except remote.RemoteError as e:
+            assert why in str(e) and len(str(e)) < 300, str(e)
+            raise
+
+
+def test_a_report_too_long_too_many_lines_or_facts_is_refused_unread():
+    with pytest.raises(remote.RemoteError, match="characters long"):
+        remote.parse_report("x" * (remote.MAX_REPORT + 1))
+    with pytest.raises(remote.RemoteError, match="more than 65536 lines"):
+        remote.parse_report("UP wg-s6a\n" * 70000 + "DONE\n")
+    with pytest.raises(remote.RemoteError, match="more than 4096 facts"):
+        remote.parse_report("FACT addr 10.0.0.5/24\n" * 4097 + "DONE\n")
+
+
+def test_only_a_line_feed_ends_a_report_line():
+    """str.splitlines() would end a line at \\x1c, \\x85 or \\u2028 inside a remote value and make
+    a line of what follows (here an ERROR that is not one)."""
+    obs = remote.parse_report("FAILED wg-s6a wg: bad\x1cERROR injected\u2028DONE\nUP wg-s6a\nDONE\n")
+    assert obs.failed["wg-s6a"] == "wg: bad ERROR injected DONE" and obs.up == {"wg-s6a": True}

@@ -112,3 +112,24 @@ def test_ssh_hostname_takes_floating_part():
     assert v.ssh_hostname("") == ""
     with pytest.raises(InvalidValue):
         v.ssh_hostname("10.0.0.5 && reboot")
+
+
+def test_a_message_costs_little_whatever_the_value():
+    """A refusal never renders a container or converts a huge integer (issue 36: a message that
+    repr()'d an expanded YAML alias bomb ran out of memory; Python 3.11 refuses str() of an int
+    beyond 4,300 digits and older ones take quadratic time)."""
+    deep = []
+    for _ in range(100000):
+        deep = [deep]
+    assert v.excerpt(deep) == "'<list>'" and v.excerpt({"a": 1}) == "'<dict>'"
+    assert v.excerpt(1 << 100000) == "'a number of 100001 bits'"
+    assert v.excerpt(-5) == "'-5'" and v.excerpt(None) == "'None'"
+    with pytest.raises(InvalidValue, match="tunnel-mtu: a number of 100001 bits is outside 1280-9000"):
+        v.integer(1 << 100000, "tunnel-mtu", 1280, 9000)
+    with pytest.raises(InvalidValue, match="tunnel-mtu: expected a number, got list"):
+        v.integer(deep, "tunnel-mtu", 1280, 9000)
+    with pytest.raises(InvalidValue, match="expected a number, got float"):
+        v.port(51820.0)
+    with pytest.raises(InvalidValue, match="mcc: a number of 100001 bits is not a plausible value"):
+        v.decimal(1 << 100000, "mcc")
+    assert v.decimal(208, "mcc") == "208"

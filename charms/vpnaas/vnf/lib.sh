@@ -48,10 +48,27 @@ install_file() {  # tmp target: replace target atomically, only if the content d
   if cmp -s "$1" "$2"; then rm -f "$1"; else mv -f "$1" "$2"; fi
 }
 
-write_file() {  # path mode base64-content: written whole, then renamed over the target
-  printf '%s' "$3" | base64 -d > "$1.vpnaas-tmp"
+# shellcheck disable=SC2034  # WRITTEN is for the callers
+write_if_changed() {  # path mode content: the file holds exactly content; WRITTEN=1 when it had to be written
+  # Compared before anything is written: a file that is already as wanted keeps its bytes, inode
+  # and mtime, and nothing is created in its directory (whose mtime stays too); only a mode that
+  # differs is set. Otherwise it is written whole beside the target and renamed over it.
+  WRITTEN=0
+  if [ -f "$1" ] && cmp -s "$1" <(printf '%s' "$3"); then
+    [ "$(stat -c %a "$1")" = "$2" ] || chmod "$2" "$1"
+    return 0
+  fi
+  printf '%s' "$3" > "$1.vpnaas-tmp"
   chmod "$2" "$1.vpnaas-tmp"
-  install_file "$1.vpnaas-tmp" "$1"
+  mv -f "$1.vpnaas-tmp" "$1"
+  WRITTEN=1
+}
+
+write_file() {  # path mode base64-content: as write_if_changed, the content given in base64
+  local content
+  # The x keeps the content's trailing line breaks, which a command substitution drops.
+  content=$(printf '%s' "$3" | base64 -d && printf x)
+  write_if_changed "$1" "$2" "${content%x}"
 }
 
 data_item() {  # name: a value from the program's data section (never an argument)

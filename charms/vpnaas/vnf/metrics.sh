@@ -35,12 +35,6 @@ metrics_interface() {  # addr: the device that holds the address (the exporter a
   [ "${#dev}" -le 15 ] && printf '%s' "$dev"
 }
 
-metrics_changed() {  # tmp target mode: install tmp as target; exit status 0 when the content changed
-  chmod "$3" "$1"
-  if cmp -s "$1" "$2"; then rm -f "$1"; return 1; fi
-  mv -f "$1" "$2"
-}
-
 metrics_pid() {  # the pid of our running exporter without systemd, else nothing
   local pid
   pid=$(cat "$METRICS_PIDFILE" 2>/dev/null || true)
@@ -69,7 +63,7 @@ metrics_listening() {  # addr port: something listens there (bounded wait)
 }
 
 metrics_ensure() {  # port: serve the tunnels' metrics on <management address>:port ("0": no exporter)
-  local port=$1 addr dev changed=0 pid
+  local port=$1 addr dev changed=0 pid text
   if [ "$port" = 0 ]; then
     metrics_remove
     out "METRICS off"
@@ -82,19 +76,23 @@ metrics_ensure() {  # port: serve the tunnels' metrics on <management address>:p
   [ -n "$dev" ] || fail "no interface holds the management address $addr: no exporter started"
   mkdir -p /etc/wireguard "$METRICS_RUN"
   chmod 700 /etc/wireguard
-  data_item METRICS_LABELS | base64 -d > "$METRICS_LABELS.vpnaas-tmp"
-  metrics_changed "$METRICS_LABELS.vpnaas-tmp" "$METRICS_LABELS" 600 || true
+  # Each file compared before it is written (lib.sh write_if_changed): a step that changes
+  # nothing touches none of them. The x keeps trailing line breaks a command substitution drops.
+  text=$(data_item METRICS_LABELS | base64 -d && printf x)
+  write_if_changed "$METRICS_LABELS" 600 "${text%x}"
   # "device implementation version" per device this step applied (tunnels.sh dataplane_report)
-  sort -u "${TUNNELS_DATAPLANE_LOG:-/dev/null}" > "$METRICS_IMPL.vpnaas-tmp"
-  metrics_changed "$METRICS_IMPL.vpnaas-tmp" "$METRICS_IMPL" 600 || true
-  sort -u "${TUNNELS_REFUSED_LOG:-/dev/null}" > "$METRICS_REFUSED.vpnaas-tmp"
-  metrics_changed "$METRICS_REFUSED.vpnaas-tmp" "$METRICS_REFUSED" 600 || true
-  data_item METRICS_EXPORTER | base64 -d > "$METRICS_EXPORTER.vpnaas-tmp"
-  if metrics_changed "$METRICS_EXPORTER.vpnaas-tmp" "$METRICS_EXPORTER" 700; then changed=1; fi
-  data_item METRICS_COLLECT | base64 -d > "$METRICS_COLLECT.vpnaas-tmp"
-  if metrics_changed "$METRICS_COLLECT.vpnaas-tmp" "$METRICS_COLLECT" 600; then changed=1; fi
+  text=$(sort -u "${TUNNELS_DATAPLANE_LOG:-/dev/null}" && printf x)
+  write_if_changed "$METRICS_IMPL" 600 "${text%x}"
+  text=$(sort -u "${TUNNELS_REFUSED_LOG:-/dev/null}" && printf x)
+  write_if_changed "$METRICS_REFUSED" 600 "${text%x}"
+  text=$(data_item METRICS_EXPORTER | base64 -d && printf x)
+  write_if_changed "$METRICS_EXPORTER" 700 "${text%x}"
+  changed=$WRITTEN
+  text=$(data_item METRICS_COLLECT | base64 -d && printf x)
+  write_if_changed "$METRICS_COLLECT" 600 "${text%x}"
+  if [ "$WRITTEN" = 1 ]; then changed=1; fi
   if [ "${init:-none}" = systemd ]; then
-    {
+    text=$(
       printf '%s\n' "$MARKER" '[Unit]' 'Description=VPNaaS WireGuard metrics exporter (Prometheus text format)'
       printf '%s\n' 'After=network-online.target' 'Wants=network-online.target' '[Service]'
       printf 'ExecStart=/usr/bin/python3 %s --listen %s --port %s --interface %s\n' "$METRICS_EXPORTER" "$addr" \
@@ -102,8 +100,9 @@ metrics_ensure() {  # port: serve the tunnels' metrics on <management address>:p
       # Its log is the journal (rate-limited by journald); TasksMax bounds its threads.
       printf '%s\n' 'Restart=always' 'RestartSec=5' 'NoNewPrivileges=yes' 'ProtectSystem=strict' \
         'ProtectHome=yes' 'PrivateTmp=yes' 'TasksMax=64' '[Install]' 'WantedBy=multi-user.target'
-    } > "$METRICS_UNIT.vpnaas-tmp"
-    if metrics_changed "$METRICS_UNIT.vpnaas-tmp" "$METRICS_UNIT" 644; then
+    )
+    write_if_changed "$METRICS_UNIT" 644 "$text"$'\n'
+    if [ "$WRITTEN" = 1 ]; then
       changed=1
       systemctl daemon-reload
     fi

@@ -181,9 +181,9 @@ vpnaas_routes() {  # dev: exactly the routes listed in /etc/wireguard/<dev>.rout
 vpnaas_service_addresses() {  # exactly the wanted service addresses that this charm added are up
   # A wanted line is "address [label]": a labelled IPv4 address (a reference point whose network
   # functions bind by interface name) goes up as <device>:<label>, lo:vpnaas-<label> on lo.
-  local dev=lo label=() a key _sk _s
+  local dev=lo label=() a key _sk _s owned
   local -A want=() own=() named=()
-  touch "$WANTED_ADDRESSES"
+  [ -e "$WANTED_ADDRESSES" ] || : > "$WANTED_ADDRESSES"
   if ip link show dev "$SERVICE_DEVICE" >/dev/null 2>&1 || ip link add "$SERVICE_DEVICE" type dummy 2>/dev/null; then
     dev=$SERVICE_DEVICE
     ip link set dev "$dev" up
@@ -192,6 +192,7 @@ vpnaas_service_addresses() {  # exactly the wanted service addresses that this c
     # First run of this layout: adopt only what an earlier version of this charm put up.
     { ip -o addr show dev "$SERVICE_DEVICE" scope global 2>/dev/null || true
       ip -o -4 addr show dev lo label lo:vpnaas 2>/dev/null || true; } | awk '{print $4}' > "$OWNED_ADDRESSES"
+    chmod 600 "$OWNED_ADDRESSES"   # whatever the step's umask (an OAI component's files set 022)
   fi
   while IFS=$'\t' read -r key a _sk _s; do want[$key]=$a; named[$key]=$_s; done < <(vpnaas_canon_lines < "$WANTED_ADDRESSES")
   while IFS=$'\t' read -r key a _sk _s; do own[$key]=$a; done < <(vpnaas_canon_lines < "$OWNED_ADDRESSES")
@@ -218,18 +219,19 @@ vpnaas_service_addresses() {  # exactly the wanted service addresses that this c
     ip addr del "${own[$key]}" dev "$dev" 2>/dev/null || true
     unset "own[$key]"
   done
-  # Rewritten only when it changed: nothing on the VNF is touched by a run that changes nothing.
-  { for key in "${!own[@]}"; do printf '%s\n' "${own[$key]}"; done; } | sort > "$OWNED_ADDRESSES.tmp"
-  if cmp -s "$OWNED_ADDRESSES.tmp" "$OWNED_ADDRESSES"; then
-    rm -f "$OWNED_ADDRESSES.tmp"
-  else
+  # Written only when it changed, and compared before anything is written: a run that changes
+  # nothing touches no file (and creates none beside it). This runs as a hook script too: no lib.sh.
+  owned=$(for key in "${!own[@]}"; do printf '%s\n' "${own[$key]}"; done | sort)
+  if [ "$owned" != "$(cat "$OWNED_ADDRESSES")" ]; then
+    printf '%s' "${owned:+$owned$'\n'}" > "$OWNED_ADDRESSES.tmp"
     chmod 600 "$OWNED_ADDRESSES.tmp"
     mv -f "$OWNED_ADDRESSES.tmp" "$OWNED_ADDRESSES"
   fi
 }
 
 install_hook() {  # path function: a script that runs the function, written from this file's own code
-  {
+  local script
+  script=$(
     printf '#!/bin/bash\n%s\nset -e\n' "$MARKER"
     printf 'VPNAAS_PROTO=%s WANTED_ADDRESSES=%s OWNED_ADDRESSES=%s SERVICE_DEVICE=%s\n' \
       "$VPNAAS_PROTO" "$WANTED_ADDRESSES" "$OWNED_ADDRESSES" "$SERVICE_DEVICE"
@@ -237,9 +239,8 @@ install_hook() {  # path function: a script that runs the function, written from
     declare -p VPNAAS_CANON_AWK
     declare -f vpnaas_canon_lines vpnaas_route_table vpnaas_rp_loose "$2"
     printf '%s "$@"\n' "$2"
-  } > "$1.vpnaas-tmp"
-  chmod 700 "$1.vpnaas-tmp"
-  install_file "$1.vpnaas-tmp" "$1"
+  )
+  write_if_changed "$1" 700 "$script"$'\n'
 }
 
 # --------------------------------------------------------------------------- the step's parts
@@ -316,11 +317,11 @@ install_wrapper() {  # wg-quick on a userspace program, whether or not the kerne
   # directory first) that starts the program instead for exactly that call. WG_SUDO=true keeps
   # boringtun's privileges as root (else it drops them and cannot configure the device; its
   # command line parser takes true/false only, not 1).
-  local real
+  local real wrapper
   real=$(command -v ip)
   mkdir -p "$DATAPLANE_DIR"
   chmod 755 "$DATAPLANE_DIR"
-  {
+  wrapper=$(
     printf '#!/bin/bash\n%s\nVPNAAS_IP=%q\n' "$MARKER" "$real"
     cat <<'WRAPPER'
 # usage: wg-quick-userspace <program> up|down <device>
@@ -339,9 +340,8 @@ ip() {
 export -f ip
 exec wg-quick "$@"
 WRAPPER
-  } > "$DATAPLANE_WRAPPER.vpnaas-tmp"
-  chmod 755 "$DATAPLANE_WRAPPER.vpnaas-tmp"
-  install_file "$DATAPLANE_WRAPPER.vpnaas-tmp" "$DATAPLANE_WRAPPER"
+  )
+  write_if_changed "$DATAPLANE_WRAPPER" 755 "$wrapper"$'\n'
 }
 
 dataplane_resolve() {  # choice (auto|kernel|wireguard-go|boringtun): sets DP_IMPL and DP_PROGRAM, or fails
@@ -381,17 +381,9 @@ dataplane_dropin() {  # dev implementation program: systemd starts wg-quick@dev 
     return 0
   fi
   mkdir -p "$dir"
-  {
-    printf '%s\n[Service]\nExecStart=\nExecStart=%s %s up %%i\n' "$MARKER" "$DATAPLANE_WRAPPER" "$3"
-    printf 'ExecStop=\nExecStop=%s %s down %%i\n' "$DATAPLANE_WRAPPER" "$3"
-  } > "$f.vpnaas-tmp"
-  chmod 644 "$f.vpnaas-tmp"
-  if ! cmp -s "$f.vpnaas-tmp" "$f"; then
-    mv -f "$f.vpnaas-tmp" "$f"
-    systemctl daemon-reload
-  else
-    rm -f "$f.vpnaas-tmp"
-  fi
+  write_if_changed "$f" 644 "$(printf '%s\n[Service]\nExecStart=\nExecStart=%s %s up %%i\n' "$MARKER" \
+    "$DATAPLANE_WRAPPER" "$3"; printf 'ExecStop=\nExecStop=%s %s down %%i' "$DATAPLANE_WRAPPER" "$3")"$'\n'
+  if [ "$WRITTEN" = 1 ]; then systemctl daemon-reload; fi
 }
 
 dataplane_report() {  # dev implementation: the DATAPLANE line, and the same for the metrics
@@ -473,9 +465,9 @@ facts_guard() {  # expected-digest name...: report the facts; apply nothing unle
 }
 
 service_addresses() {  # address[=label]...: the wanted service addresses (PreUp of every device runs this too)
-  printf '%s\n' "$@" | sed 's/=/ /' | grep . > "$WANTED_ADDRESSES.vpnaas-tmp" || true
-  chmod 600 "$WANTED_ADDRESSES.vpnaas-tmp"
-  install_file "$WANTED_ADDRESSES.vpnaas-tmp" "$WANTED_ADDRESSES"
+  local wanted
+  wanted=$(printf '%s\n' "$@" | sed 's/=/ /' | grep . || true)
+  write_if_changed "$WANTED_ADDRESSES" 600 "${wanted:+$wanted$'\n'}"
   "$SERVICE_HOOK"
 }
 
@@ -510,8 +502,7 @@ device_up() {  # dev implementation program: (re)start the device on that implem
     local msg
     if ! msg=$("${quick[@]}" up "$1" 2>&1); then fail "wg-quick up $1 failed: $(printf '%s' "$msg" | tail -n 1)"; fi
   fi
-  printf '%s\n' "$2" > "/etc/wireguard/$1.impl.vpnaas-tmp"
-  install_file "/etc/wireguard/$1.impl.vpnaas-tmp" "/etc/wireguard/$1.impl"
+  write_if_changed "/etc/wireguard/$1.impl" 600 "$2"$'\n'
 }
 
 wg_canon_wanted() {  # a stripped wg configuration on stdin: the canonical lines device_unchanged compares
@@ -601,34 +592,40 @@ device_key() {  # dev mode(keep|fresh|copy) source-dev: the device's private key
     from="/etc/wireguard/$3.key"
     if want=$(wg pubkey < "$from" 2>/dev/null) && [ "$want" != "$(wg pubkey < "$key" 2>/dev/null || true)" ]; then
       KEY_COPIED=1
-      cp "$from" "$key.vpnaas-tmp"
+      (umask 077 && cp "$from" "$key.vpnaas-tmp")
+      chmod 600 "$key.vpnaas-tmp"
       mv -f "$key.vpnaas-tmp" "$key"
     fi
   fi
-  # A missing, empty or corrupt key (wg pubkey refuses it) is replaced by a new one.
+  # A missing, empty or corrupt key (wg pubkey refuses it) is replaced by a new one. Made 0600
+  # whatever the step's umask (an OAI component's files set 022 for the step).
   if [ "$2" = fresh ] || ! PUB=$(wg pubkey < "$key" 2>/dev/null); then
-    wg genkey > "$key.vpnaas-tmp"
+    (umask 077 && wg genkey > "$key.vpnaas-tmp")
     mv -f "$key.vpnaas-tmp" "$key"
     PUB=$(wg pubkey < "$key")
+  elif [ "$(stat -c %a "$key")" != 600 ]; then
+    chmod 600 "$key"   # made by a release that left it to the umask
   fi
 }
 
 ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementation: <name>_BODY (base64) in the data section
   local dev=$1 restart=$4 body
-  local key="/etc/wireguard/$dev.key" conf="/etc/wireguard/$dev.conf" priv stripped
+  local key="/etc/wireguard/$dev.key" conf="/etc/wireguard/$dev.conf" priv stripped wanted
   dataplane_resolve "${6:-auto}"
   body=$(data_item "$5_BODY")
   KEY_COPIED=0
   device_key "$dev" "$2" "$3"
   out "PUBKEY $dev $PUB"
   priv=$(cat "$key")
-  { printf '[Interface]\nPrivateKey = %s\n' "$priv"; printf '%s' "$body" | base64 -d; } > "$conf.vpnaas-tmp"
-  chmod 600 "$conf.vpnaas-tmp"
+  # The configuration as it must be, compared with the file before anything is written (the key
+  # stays in this shell's memory: no copy of it lands anywhere but the file itself).
+  wanted=$(printf '[Interface]\nPrivateKey = %s\n' "$priv" && printf '%s' "$body" | base64 -d && printf x)
+  wanted=${wanted%x}
   # A device runs on one implementation for its whole life: another choice re-creates it (a short
   # break on this device only); the same choice never does.
   # A userspace daemon that no longer answers (WG_TIMEOUT) counts as gone: it is started again.
   if [ "$restart" = 0 ] && timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1 \
-     && [ "$(iface_signature "$conf")" = "$(iface_signature "$conf.vpnaas-tmp")" ] \
+     && [ "$(iface_signature "$conf")" = "$(iface_signature <(printf '%s' "$wanted"))" ] \
      && [ "$(dataplane_current "$dev")" = "$DP_IMPL" ]; then
     local how=syncconf
     if [ "$DP_IMPL" = boringtun ]; then
@@ -637,11 +634,10 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementati
       # configuration is set whole, and an unchanged one not at all: setconf replaces the peers,
       # whose sessions then start over with a new handshake (docs/bench.md).
       how=unchanged
-      cmp -s "$conf.vpnaas-tmp" "$conf" || how=setconf
+      cmp -s "$conf" <(printf '%s' "$wanted") || how=setconf
     fi
-    install_file "$conf.vpnaas-tmp" "$conf"
-    printf '%s\n' "$DP_IMPL" > "/etc/wireguard/$dev.impl.vpnaas-tmp"
-    install_file "/etc/wireguard/$dev.impl.vpnaas-tmp" "/etc/wireguard/$dev.impl"
+    write_if_changed "$conf" 600 "$wanted"
+    write_if_changed "/etc/wireguard/$dev.impl" 600 "$DP_IMPL"$'\n'
     # The routes this device lost in this step (stage_routes, the temporary device applied first)
     # carry nothing new into it; what they already carried leaves before the new key expires its session.
     if [ "$KEY_COPIED" = 1 ]; then drain_device "$dev"; fi
@@ -655,7 +651,7 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementati
     dataplane_report "$dev" "$DP_IMPL"
     out "APPLIED $dev $how"
   else
-    install_file "$conf.vpnaas-tmp" "$conf"
+    write_if_changed "$conf" 600 "$wanted"
     device_up "$dev" "$DP_IMPL" "$DP_PROGRAM"
     # PostUp already ran the hook; once more to report what it refused.
     apply_routes "$dev"

@@ -134,9 +134,7 @@ run_logged() {  # log label command...: output to the log, a clear message on fa
 
 install_helper() {  # name base64: a shipped helper program (render.py, provision.py) into the state dir
   oai_dirs
-  printf '%s' "$2" | base64 -d > "$OAI_STATE/$1.tmp"
-  chmod 700 "$OAI_STATE/$1.tmp"
-  mv -f "$OAI_STATE/$1.tmp" "$OAI_STATE/$1"
+  write_file "$OAI_STATE/$1" 700 "$2"   # lib.sh: rewritten only when it changed
 }
 
 render_files() {  # spec-base64 [NAME=value...]: renders files; appends what changed to OAI_CHANGED
@@ -167,17 +165,12 @@ require_addr() {  # ip what
     "puts service addresses on the dummy device; check the unit status and the *-service-addresses options)"
 }
 
-put_file() {  # path mode base64: written whole and atomically, only when it changed
-  local tmp
+put_file() {  # path mode base64: written whole and atomically, only when it changed (status 1: it had not)
+  # Compared before anything is written (lib.sh write_file): an unchanged file, and its folder,
+  # are not touched at all.
   mkdir -p "$(dirname "$1")"
-  tmp=$(mktemp "$(dirname "$1")/.vpnaas.XXXXXX")
-  printf '%s' "$3" | base64 -d > "$tmp"
-  chmod "$2" "$tmp"
-  if cmp -s "$tmp" "$1"; then
-    rm -f "$tmp"
-    return 1
-  fi
-  mv -f "$tmp" "$1"
+  write_file "$1" "$2" "$3"
+  [ "$WRITTEN" = 1 ] || return 1
   OAI_CHANGED="$OAI_CHANGED$1 "
 }
 
