@@ -8,6 +8,7 @@ configuration the project ships, and the largest values the charms' grammar acce
 * ``max``: params.yaml with every option at the largest value the charms' validation accepts.
 """
 import os
+import types
 
 import yaml
 
@@ -17,6 +18,8 @@ VARIANTS = ("sa", "sa_wg", "sa_slices")
 #: Placeholder values for the params files' variables: valid for the grammar, no real secret.
 ENV = {"MGMT_NETWORK": "mgmt", "NR_K": "0123456789abcdef0123456789abcdef", "NR_OP": "fedcba9876543210fedcba9876543210",
        "MYSQL_PASSWORD": "conformance.Db-Pass-0123"}
+#: The management address LCM's placeholders are filled with (documentation range, RFC 5737).
+MGMT_IP = "192.0.2.10"
 #: The longest DNN the grammar accepts: 62 characters (oai_cn5g.MAX_DNN), two labels.
 LONGEST_DNN = "a" * 30 + "." + "b" * 31
 MAX_COMMON = {"mcc": "999", "mnc": "999", "tac": 65533, "sst": 255, "sd": "ffffff", "dnn": LONGEST_DNN,
@@ -62,7 +65,7 @@ def maximal(name):
 def from_params(variant, names):
     """[(case label, {charm name: config})] of one NS variant: one case per NS instance (an NSI
     has one per slice), each charm's defaults with the config primitive OSM would send."""
-    from testbed import nsmodel
+    from testbed import lcm, nsmodel
 
     out = []
     for inst in nsmodel.load(variant, "/nonexistent", dict(ENV)):
@@ -71,7 +74,9 @@ def from_params(variant, names):
             charm = os.path.basename(vnf.charm_dir)
             if charm in names:
                 config = defaults(charm)
-                config.update({k: v for k, v in vnf.config.items() if not k.startswith("ssh-")})
+                # <rw_mgmt_ip> and <OSM> as LCM maps them (any management address will do here)
+                filled = lcm.fill_placeholders(vnf, types.SimpleNamespace(mgmt_ip=MGMT_IP))
+                config.update({k: v for k, v in filled.items() if not k.startswith("ssh-")})
                 configs[charm] = config
         out.append(("params {} ({})".format(variant, inst.name), configs))
     return out
