@@ -138,6 +138,7 @@ PARAMETERS.update({
     ("remove-peer", "device"): lambda v: planning.validate_manual_peer(
         dict(PEER, device=v, **{"allowed-ips": "0.0.0.0/32"}), ENDPOINTS),
     ("remove-peer", "public-key"): lambda v: validation.public_key(v, "public-key"),
+    ("remove-peer", "allowed-ips"): lambda v: validation.prefix_list(v, "allowed-ips"),
     ("rotate-keys", "device"): lambda v: validation.endpoint_name(v[3:] if v.startswith("wg-") else v),
     ("ue-iperf", "server"): lambda v: ov.ipv4(v, "server"),
     ("ue-iperf", "seconds"): lambda v: ov.integer(v, "seconds", 1, 300),
