@@ -39,22 +39,14 @@ import threading
 import time
 import weakref
 
-from testbed import faults, hookcontext, hooktool, scheduler, toolserver, vcaops
+from testbed import faults, hookcontext, hooktool, scheduler, toolserver, uniter, vcaops
+from testbed.uniter import MAX_HOOK_FAILURES, MAX_RETRIES, HookError, VcaError  # noqa: F401 - their home is uniter
 
 JUJU_VERSION = "2.9.43"
 MAX_HOOKS_PER_SETTLE = 500
-#: Runs of one hook whose run or commit did not complete, before the emulation gives up.
-MAX_RETRIES = 20
-#: Runs in a row in which one hook failed on its own (exit status), before the emulation reports
-#: the charm's error (Juju would keep retrying it, every 5 minutes at most).
-MAX_HOOK_FAILURES = 4
 #: The message of an action whose unit agent restarted while it ran (juju/juju
 #: worker/uniter/operation/failaction.go, ``failAction.Execute``).
 INTERRUPTED = "action terminated"
-
-
-class VcaError(Exception):
-    pass
 
 
 class ActionResult(object):
@@ -70,11 +62,9 @@ class ActionResult(object):
 #: the relation id ("" for other hooks), ``log`` the juju-log messages the hook wrote,
 #: ``tool_calls`` the hook-tool calls it made.
 HookRun = collections.namedtuple("HookRun", "started ended unit hook seconds relation log tool_calls")
-#: One failed hook run: when it ended, why ("exit 1", "agent restarted", "commit refused"), its log.
-HookError = collections.namedtuple("HookError", "at unit hook why log")
 
 
-class Model(vcaops.ModelOperations):
+class Model(vcaops.ModelOperations, uniter.Uniter):
     """An emulated Juju model. ``runner`` wraps each hook command (e.g. to enter a netns);
     ``parallel`` bounds how many units run a hook at the same time."""
 
@@ -119,6 +109,7 @@ class Model(vcaops.ModelOperations):
         self.hook_errors = []                         # [HookError], in the order they happened
         self._failures = {}                           # (unit, hook) -> its own failures in a row
         self._in_error = {}                           # unit -> the job that retries its hook in error
+        self._triggers = []                           # [unit, hook name part, fn]: ``when``
         self._wakes = 0                               # relation-changed hooks since the last settle
         #: units whose charm no longer runs: a test plays a hostile unit by writing their data
         self.silenced = set()
@@ -143,6 +134,8 @@ class Model(vcaops.ModelOperations):
             ctx = self._contexts.get(context)
         if ctx is not None and self.faults.kill_at(ctx, tool):
             return 1, "", "ERROR the unit agent is restarting\n"
+        if ctx is not None and self.faults.tool_fails(ctx, tool):
+            return 1, "", "ERROR connection is shut down (injected)\n"
         with self._lock:
             return hooktool.run(self._state, tool, args, env, stdin, ctx)
 
@@ -250,65 +243,14 @@ class Model(vcaops.ModelOperations):
         if ctx.killed or proc.returncode != 0 or not self.faults.commit_reaches_controller(unit, dispatch_path):
             self._hook_failed(unit, hook, ctx, proc, new_log,
                               lambda: self._hook(unit, name, suffix, rid, remote, departing))
+            self._triggered(unit, hook)
             return
         with self._lock:
             changed = ctx.commit(self._state["relations"])
         for changed_rid, owner in changed:
             self._wake_remotes(changed_rid, owner)
         self._hook_committed(unit, hook)
-
-    def _hook_committed(self, unit, hook):
-        """What the commit of ``hook`` changes in the unit agent's state: the error cleared and
-        the retry timer reset (``resolver.go``); start queued after the first config-changed,
-        config-changed after upgrade-charm (``operation/runhook.go`` ``Commit``)."""
-        self.hook_retry.reset(unit)
-        with self._update() as state:
-            u = state["units"][unit]
-            u.pop("hook-error", None)
-            self._failures.pop((unit, hook), None)
-            started = u.get("started", True)
-            if hook == "start":
-                u["started"] = True
-        if hook == "config-changed" and not started:
-            self._queue_hook(unit, "start", rank=scheduler.QUEUED)
-        elif hook == "upgrade-charm":
-            self._queue_hook(unit, "config-changed", rank=scheduler.QUEUED)
-
-    def _hook_failed(self, unit, hook, ctx, proc, new_log, again):
-        """Juju's hook error: the unit reports ``hook failed: "<hook>"``, runs its actions but no
-        other hook, and its retry timer runs ``again()`` (``resolver.go`` ``nextOpHookError``; the
-        timer: ``faults.HookRetry``); with automatically-retry-hooks off it waits for
-        ``resolved``. A hook that failed on its own MAX_HOOK_FAILURES times in a row is the
-        charm's error, which a test must see: VcaError (Juju would go on retrying every 5 min)."""
-        dispatch_path = "hooks/" + hook
-        own = not ctx.killed and proc.returncode != 0
-        with self._update() as state:
-            self.retries[(unit, dispatch_path)] += 1
-            runs = self.retries[(unit, dispatch_path)]
-            failures = self._failures[(unit, hook)] = self._failures.get((unit, hook), 0) + own
-            state["units"][unit]["hook-error"] = {"hook": hook, "message": 'hook failed: "{}"'.format(hook)}
-            self.hook_errors.append(HookError(time.monotonic(), unit, hook, "agent restarted" if ctx.killed else
-                                              "exit {}".format(proc.returncode) if own else "commit refused",
-                                              "\n".join(new_log)[-4000:]))
-        if failures >= MAX_HOOK_FAILURES or runs > MAX_RETRIES:
-            # ops sends an uncaught exception's traceback to juju-log, not to stderr.
-            raise VcaError("{} {} failed (exit {}, {} run(s)):\n{}{}".format(
-                unit, dispatch_path, proc.returncode, runs, proc.stdout[-4000:], "\n".join(new_log)[-4000:]))
-        not_before = scheduler.PARKED
-        if self.hook_retry.automatic:
-            not_before = time.monotonic() + self.hook_retry.delay(unit)
-        self._in_error[unit] = self.jobs.submit(unit, again, rank=scheduler.QUEUED, not_before=not_before)
-
-    def resolved(self, unit, retry=True):
-        """``juju resolved [--no-retry]``: the hook in error runs again at once, or (retry False)
-        is skipped: committed without its writes, as Juju's skip operation does."""
-        job = self._in_error.pop(unit, None)
-        if job is None or job.done:
-            raise VcaError("{} is not in error".format(unit))
-        with self._update() as state:
-            hook = state["units"][unit].get("hook-error", {}).get("hook", "")
-        self.jobs.release(job, None if retry else lambda: self._hook_committed(unit, hook))
-        self.settle()
+        self._triggered(unit, hook)
 
     def _relation_env(self, unit, name, suffix, rid, remote, departing):
         extra, kind = {}, ""
@@ -386,10 +328,13 @@ class Model(vcaops.ModelOperations):
         """Run an action as soon as the unit runs nothing, ahead of its pending hooks (Juju's
         uniter does actions first). With wait=False only the action is waited for, not the hooks
         it causes in other units (as OSM waits for a primitive)."""
-        job = self.jobs.submit(unit, lambda: self._action(unit, name, params), rank=scheduler.ACTION)
-        result = self.jobs.wait(job)
+        result = self.jobs.wait(self.queue_action(unit, name, params))
         self._settle_if(wait)
         return result
+
+    def queue_action(self, unit, name, params=None):
+        """Queue an action and return its job (its ``result``, an ActionResult, once ``done``)."""
+        return self.jobs.submit(unit, lambda: self._action(unit, name, params), rank=scheduler.ACTION)
 
     def _action(self, unit, name, params):
         """One action run. Its writes are committed when it ends, whether it succeeded or failed

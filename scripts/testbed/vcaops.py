@@ -207,7 +207,8 @@ class ModelOperations(object):
         in between (``operation/runhook.go`` ``Commit``)."""
         for unit in self.units(app):
             self.jobs.submit(unit, lambda unit=unit: self._replace_charm(unit, charm_dir), rank=scheduler.LIFECYCLE)
-        self._settle_if(wait)
+        if wait:
+            self.settle()
 
     def _replace_charm(self, unit, charm_dir):
         self._copy_charm(unit, charm_dir)

@@ -18,7 +18,7 @@ gate_var=$(echo "GATE_$name" | tr 'a-z-' 'A-Z_')
 eval gate=\${$gate_var:-}
 while [ -n "$gate" ] && [ ! -e "$gate" ]; do sleep 0.01; done
 case "$JUJU_DISPATCH_PATH" in
-  hooks/*-relation-joined) relation-set "me=$JUJU_UNIT_NAME" ;;
+  hooks/*-relation-joined) relation-set "me=$JUJU_UNIT_NAME" || exit 1 ;;
   actions/publish) relation-set -r "$(relation-ids vpn | tr -d '[]" \n')" "from-action=yes"; action-set done=yes ;;
 esac
 left="$LOG_DIR/fail-$name"
@@ -230,6 +230,26 @@ def test_without_automatic_retries_a_hook_in_error_waits_for_juju_resolved(setup
     assert ran(model, "a/0")[-1] == "hooks/config-changed" and "hook-error" not in model.unit_state("a/0")
     with pytest.raises(vca.VcaError, match="not in error"):
         model.resolved("a/0")
+
+
+def test_a_hook_tool_that_fails_fails_the_hook_which_juju_retries_while_an_action_runs(setup):
+    """faults.fail_hooks: a hook tool answers an error (the charm's hook then fails by itself, as
+    an ops charm does on a ModelError); the retry timer runs it again, and an action queued the
+    moment it failed (``when``) runs in between (actions/resolver.go ``NextOp``)."""
+    make, charm, _tmp = setup
+    model = make(hook_retry_min=0.2)
+    model.deploy("a", charm)
+    model.deploy("b", charm)
+    model.faults.fail_hooks("a/0", 2, hook="relation-joined", tool="relation-set")
+    jobs = []
+    model.when("a/0", "relation-joined", lambda: jobs.append(model.queue_action("a/0", "do-it")))
+    rid = model.relate("a:vpn", "b:vpn-peer")
+    assert model.relation_data(rid)["a/0"] == {"me": "a/0"} and model.faults.injected["hook-error"] == 2
+    mine = ran(model, "a/0")
+    assert mine[mine.index("hooks/vpn-relation-joined"):][:4] == [
+        "hooks/vpn-relation-joined", "actions/do-it", "hooks/vpn-relation-joined", "hooks/vpn-relation-joined"]
+    assert jobs[0].result.status == "completed"
+    assert [e.why for e in model.hook_errors] == ["exit 1", "exit 1"]
 
 
 # ---------------------------------------------------------------------- interrupted actions
