@@ -28,19 +28,20 @@ class VcaError(Exception):
 
 
 class Uniter(object):
-    def when(self, unit, hook, fn):
+    def when(self, unit, hook, fn, failed=None):
         """``fn()`` once, as soon as the next hook of ``unit`` whose name contains ``hook`` has
-        ended (committed or failed): what an operator or OSM does at that moment (the lifecycle
-        operations: a downgrade in the middle of a rotation, an action while a hook is in error)."""
+        ended (``failed``: only one that failed, or only one that committed; None: either): what
+        an operator or OSM does at that moment (the lifecycle operations: a downgrade in the
+        middle of a rotation, an action while a hook is in error)."""
         with self._lock:
-            self._triggers.append([unit, hook, fn])
+            self._triggers.append((unit, hook, failed, fn))
 
-    def _triggered(self, unit, hook):
+    def _triggered(self, unit, hook, failed):
         with self._lock:
-            due = [t for t in self._triggers if t[0] == unit and t[1] in hook]
+            due = [t for t in self._triggers if t[0] == unit and t[1] in hook and t[2] in (None, failed)]
             self._triggers = [t for t in self._triggers if t not in due]
-        for _unit, _hook, fn in due:
-            fn()
+        for trigger in due:
+            trigger[3]()
 
     def _hook_committed(self, unit, hook):
         """What the commit of ``hook`` changes in the unit agent's state: the error cleared and

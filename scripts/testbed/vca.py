@@ -109,7 +109,7 @@ class Model(vcaops.ModelOperations, uniter.Uniter):
         self.hook_errors = []                         # [HookError], in the order they happened
         self._failures = {}                           # (unit, hook) -> its own failures in a row
         self._in_error = {}                           # unit -> the job that retries its hook in error
-        self._triggers = []                           # [unit, hook name part, fn]: ``when``
+        self._triggers = []                           # (unit, hook name part, failed, fn): ``when``
         self._wakes = 0                               # relation-changed hooks since the last settle
         #: units whose charm no longer runs: a test plays a hostile unit by writing their data
         self.silenced = set()
@@ -243,14 +243,14 @@ class Model(vcaops.ModelOperations, uniter.Uniter):
         if ctx.killed or proc.returncode != 0 or not self.faults.commit_reaches_controller(unit, dispatch_path):
             self._hook_failed(unit, hook, ctx, proc, new_log,
                               lambda: self._hook(unit, name, suffix, rid, remote, departing))
-            self._triggered(unit, hook)
+            self._triggered(unit, hook, True)
             return
         with self._lock:
             changed = ctx.commit(self._state["relations"])
         for changed_rid, owner in changed:
             self._wake_remotes(changed_rid, owner)
         self._hook_committed(unit, hook)
-        self._triggered(unit, hook)
+        self._triggered(unit, hook, False)
 
     def _relation_env(self, unit, name, suffix, rid, remote, departing):
         extra, kind = {}, ""

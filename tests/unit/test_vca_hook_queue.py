@@ -242,7 +242,7 @@ def test_a_hook_tool_that_fails_fails_the_hook_which_juju_retries_while_an_actio
     model.deploy("b", charm)
     model.faults.fail_hooks("a/0", 2, hook="relation-joined", tool="relation-set")
     jobs = []
-    model.when("a/0", "relation-joined", lambda: jobs.append(model.queue_action("a/0", "do-it")))
+    model.when("a/0", "relation-joined", lambda: jobs.append(model.queue_action("a/0", "do-it")), failed=True)
     rid = model.relate("a:vpn", "b:vpn-peer")
     assert model.relation_data(rid)["a/0"] == {"me": "a/0"} and model.faults.injected["hook-error"] == 2
     mine = ran(model, "a/0")
