@@ -5,7 +5,7 @@ runs them after agent-restart; ``register`` adds them to its tables):
                     hook tool answers an error and the charm's hook exits 1): Juju retries it
                     after 5 s, then 10 s (the uniter's retry timer; testbed knob
                     VPNAAS_VCA_HOOK_RETRY_MIN), and meanwhile runs the SPGW-U's actions (a
-                    tunnel-status, asked the moment the hook failed) but none of its other hooks
+                    get-ssh-public-key, asked the moment the hook failed) but none of its other hooks
   downgrade-mid-rotation
                     the MME rotates its keys and the HSS, right after it followed, is downgraded
                     to the previous revision (``juju upgrade-charm`` to it: upgrade-charm, then
@@ -27,6 +27,7 @@ import time
 
 from testbed import lifecycle as lc
 from testbed import lifecycle_scale, vca
+from vpnaas.charm_base import RECONCILE_SESSION
 
 OPERATIONS = ("hook-error-retry", "downgrade-mid-rotation", "action-interrupted")
 #: The operation after which these run (the EPS up, every charm this checkout's).
@@ -48,32 +49,35 @@ def _current(ctx, *apps):
     lifecycle_scale.current_charms(ctx, list(apps))
 
 
-def _runs(model, unit, hook, since):
-    return [r for r in model.hook_log[since:] if r.unit == unit and r.hook == hook]
-
-
 def op_hook_error_retry(ctx):
     model = ctx.model
     _current(ctx, "enb", "spgwu")
-    unit, hook = "spgwu/0", "hooks/s1u-relation-changed"
+    unit = "spgwu/0"
     hooks, errors = len(model.hook_log), len(model.hook_errors)
     asked = []
 
     def fault(m):
         m.faults.fail_hooks(unit, 2, hook="relation-changed", tool="relation-set")
-        # The moment it first fails, an action is asked for on the unit in error.
-        m.when(unit, "relation-changed", lambda: asked.append(m.queue_action(unit, "tunnel-status")), failed=True)
+        # The moment it first fails, an action is asked for on the unit in error (one that does not
+        # reconcile: tunnel-status would do the failed hook's work and publish, and the retry would
+        # then find nothing to do).
+        m.when(unit, "relation-changed", lambda: asked.append(m.queue_action(unit, "get-ssh-public-key")),
+               failed=True)
     rec = lc._rotate(ctx, "hook-error-retry", "enb", fault, lambda c: lc.peer_keys_published(c, "spgwu", "enb", "s1u"))
-    runs = _runs(model, unit, hook, hooks)
     failed = model.hook_errors[errors:]
-    mine = [r.hook for r in model.hook_log[hooks:] if r.unit == unit]
-    first = mine.index(hook)
-    rec.update(hook=hook, hook_errors=[e.why for e in failed],
-               retry_delays=[round(b.started - a.ended, 2) for a, b in zip(runs, runs[1:])][:len(failed)],
+    runs = [r for r in model.hook_log[hooks:] if r.unit == unit]
+
+    def next_run(error):
+        return next(r for r in runs if "hooks/" + error.hook == r.hook and r.started > error.at)
+    first = failed[0] if failed else None
+    rec.update(hook_errors=["{} {}".format(e.hook, e.why) for e in failed],
+               retry_delays=[round(next_run(e).started - e.at, 2) for e in failed],
                retry_minimum=model.hook_retry.minimum,
                action_during_error=asked[0].result.status if asked and asked[0].done else None,
-               ran_while_in_error=mine[first + 1:first + 1 + next(
-                   (i for i, h in enumerate(mine[first + 1:]) if h == hook), 0)])
+               ran_while_in_error=[r.hook for r in runs if first and first.at < r.started < next_run(first).started],
+               unit_runs=[[r.hook, round(r.started - runs[0].started, 2), round(r.ended - runs[0].started, 2),
+                           "failed" if any(0 <= e.at - r.ended < 0.5 for e in failed) else "ok",
+                           sum(1 for line in r.log if line.startswith(RECONCILE_SESSION))] for r in runs])
     return rec
 
 
