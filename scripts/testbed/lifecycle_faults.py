@@ -132,15 +132,21 @@ def op_action_interrupted(ctx):
     hooks, injected = len(model.hook_log), model.faults.injected["action-interrupted"]
     probes = lc.start_probes(tb, rps)
     started = time.monotonic()
+    events = []
+
+    def event(text):
+        events.append([round(time.monotonic() - started, 2), text])
     left = []
     again = _interrupted_then_again(ctx, "mme/0", "rotate-keys", {},
                                     lambda: left.extend(lc.temporary_devices(tb, apps)))
+    event("rotate-keys interrupted, then run again")
     model.settle()
 
     def rotated():
         return (all(lc.device_key(tb.vnfs["mme"], "wg-" + rp.name) != old[rp.name] for rp in rps)
                 and not lc.temporary_devices(tb, apps))
     converged = lc.wait_converged(tb, rps, since=started, extra=rotated)
+    event("rotation converged")
     results = lc.stop_probes(probes)
     hss = next(rp for rp in rps if "hss" in (rp.provider, rp.requirer))
     measured = _interrupted_then_again(ctx, "mme/0", "run", {
@@ -150,9 +156,12 @@ def op_action_interrupted(ctx):
     for hub in sorted(set(sc.spec.hubs.values())):
         model.faults.interrupt_actions(hub + "/0", "add-peer")
     model.faults.interrupt_actions("{}-z{}/0".format(lifecycle_scale.SCALED, k), "tunnel-status")
+    event("run interrupted, then run again; scale-out")
     out = lifecycle_scale.op_scale_out(ctx)
+    event("scale-out done; scale-in")
     model.faults.interrupt_actions(sc.spec.hubs["sxab"] + "/0", "remove-peer")
     back = lifecycle_scale.op_scale_in(ctx)
+    event("scale-in done")
     update_status = sum(1 for r in model.hook_log[hooks:] if r.hook == "hooks/update-status")
     rec = lc._record("action-interrupted", started, converged, results + out["probes"] + back["probes"], tb, rps,
                      actions_interrupted=model.faults.injected["action-interrupted"] - injected,
@@ -160,10 +169,11 @@ def op_action_interrupted(ctx):
                      left_by_the_interrupted_action=left,
                      measurement_run_again=measured.status, measurement_return_code=measured.results.get("return-code"),
                      temporary_devices_after=lc.temporary_devices(tb, apps), update_status_runs=update_status,
+                     events=events,
                      scale_out={key: out.get(key) for key in ("instance", "seconds_to_converge", "tunnels_up_after",
-                                                              "tunnels", "packets_lost")},
+                                                              "tunnels", "packets_lost", "seconds_total")},
                      scale_in={key: back.get(key) for key in ("instance", "seconds_to_converge", "leftovers",
-                                                              "packets_lost")},
+                                                              "packets_lost", "seconds_total")},
                      note="seconds_to_converge: the rotation, from the interrupted rotate-keys to every tunnel on "
                           "the new keys; scale_out/scale_in: their own figures (lifecycle_scale)")
     return rec

@@ -133,3 +133,8 @@ def test_interrupted_actions_fail_and_their_next_run_repairs_what_they_left(repo
     assert op["scale_out"]["seconds_to_converge"] is not None and op["scale_in"]["leftovers"] == []
     assert op["update_status_runs"] == 0
     assert op["packets_sent"] > 1000 and op["packets_lost"] == 0, op["probes"]
+
+
+# The whole run is the module fixture's setup, inside the first test's time: about ten minutes on
+# a loaded 2-core machine with the operations of lifecycle_faults.py (the suite's limit is 600 s).
+pytestmark = pytest.mark.timeout(1800)
