@@ -5,7 +5,6 @@ composes; every action ends with the charm's reconcile (``after_action``).
 """
 import json
 import logging
-import time
 from typing import Any, Dict, Optional
 
 from ops.charm import ActionEvent
@@ -190,8 +189,7 @@ class ProxyActions(Object):
         if busy:
             ends = [plan.rotation[d].expires for d in devices if plan.rotation[d].expires is not None]
             event.fail("a key rotation is under way on {}; run rotate-keys again when it has finished{}".format(
-                ", ".join(busy), " (its deadline: {})".format(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(
-                    max(ends)))) if ends else ""))
+                ", ".join(busy), " (its deadline: {})".format(rotation.utc(max(ends))) if ends else ""))
             return
         # Make-before-break where a related unit speaks the protocol; in place (a break of one
         # relation round trip, as before) where none does.

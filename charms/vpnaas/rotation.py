@@ -60,6 +60,7 @@ or polls), with the times kept in the unit's own state:
   been idle for as long.
 """
 import ipaddress
+import time
 from typing import Dict, Iterable, List, Optional
 
 from vpnaas.model import MANUAL, Device, Peer, PeerRotation, Plan, Rotation
@@ -197,6 +198,11 @@ def _limit_following(dev: Device, rot: Rotation, own: Own) -> None:
             rot.abandoned.append(p.source)
         else:
             _expires_at(rot, record[0] + own.follow_deadline)
+
+
+def utc(when: float) -> str:
+    """A deadline as the status and the action results say it."""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(when))
 
 
 def _expires_at(rot: Rotation, when: float) -> None:

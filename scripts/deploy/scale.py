@@ -16,10 +16,7 @@ peer       the scale-out peering again for every instance above 0 (a repair; cha
            where it is done).
 
 Every step is idempotent (add-peer replaces a peer with the same key; a remove-peer of a key no
-hub holds is done already), so a run that stopped half-way is finished by running it again, and
-a step whose action failed is run again at once (``STEP_ATTEMPTS``): an action fails without
-anything being wrong when its unit agent restarts while it runs (Juju fails it, "action
-terminated", and never runs it again; neither does OSM's LCM, and OSM's message does not say why).
+hub holds is done already), so a run that stopped half-way is finished by running it again.
 
 The code talks to a ``vnfm`` with three methods -- ``instances(member)`` (the count indexes of the
 scaled VDU), ``scale(member, aspect, out)`` (returns when OSM's operation ended) and
@@ -37,9 +34,6 @@ from deploy.catalog import vdu_members
 from deploy.flows import instance_names
 from deploy.osm import Osm
 from vpnaas import registry
-
-#: How many times in all a peering step runs while its action fails (see the module's docstring).
-STEP_ATTEMPTS = 3
 
 
 class ScaleError(Exception):
@@ -101,26 +95,46 @@ def peer_params(dev, endpoint):
             "endpoint": _host_port(host, dev["listen-port"]) if host else "", "allowed-ips": allowed}
 
 
+#: How many times in all an action of the peering runs while it fails (RunAgain).
+STEP_ATTEMPTS = 3
+#: A failure that is the charm's answer, which running the action again would only repeat.
+FINAL_ANSWERS = ("no manual peer with that key",)
+
+
+class RunAgain:
+    """The ``vnfm`` with each action run again when it fails, STEP_ATTEMPTS times in all. An
+    action can fail without anything being wrong: when its unit agent restarts while it runs, Juju
+    fails it ("action terminated") and never runs it again, nor does OSM's LCM
+    (``_ns_execute_primitive``, retries=0), whose message does not say why an action failed
+    (docs/lifecycle.md). Every action of the peering is idempotent (tunnel-status reads, add-peer
+    and remove-peer converge), so running it again is always safe."""
+
+    def __init__(self, vnfm, progress, sleep, poll):
+        self.vnfm, self.progress, self.sleep, self.poll = vnfm, progress, sleep, poll
+
+    def __getattr__(self, name):
+        return getattr(self.vnfm, name)      # instances, scale: as they are
+
+    def action(self, member, primitive, params, count_index=None):
+        for attempt in range(1, STEP_ATTEMPTS + 1):
+            try:
+                return self.vnfm.action(member, primitive, params, count_index=count_index)
+            except Exception as exc:  # noqa: BLE001 - OSM's or the emulation's failure: run again, then raised
+                if attempt == STEP_ATTEMPTS or any(answer in str(exc) for answer in FINAL_ANSWERS):
+                    raise
+                self.progress("{} on {}{} failed ({}); running it again".format(
+                    primitive, member, "" if count_index is None else " instance {}".format(count_index), exc))
+            self.sleep(self.poll)
+
+
 class Scaler:
     def __init__(self, vnfm, spec, progress=print, timeout=900, clock=time.monotonic, sleep=time.sleep, poll=2.0):
-        self.vnfm, self.spec, self.progress = vnfm, spec, progress
+        self.vnfm, self.spec, self.progress = RunAgain(vnfm, progress, sleep, poll), spec, progress
         self.timeout, self.clock, self.sleep, self.poll = timeout, clock, sleep, poll
 
     # -- the primitives on one instance ----------------------------------------------------------
     def status(self, member, k=None):
-        return self.again("tunnel-status on {}".format(member if k is None else self._name(k)),
-                          lambda: self.vnfm.action(member, "tunnel-status", {}, count_index=k))
-
-    def again(self, what, call):
-        """``call()``, an idempotent step, run again when its action fails, STEP_ATTEMPTS times in all."""
-        for attempt in range(1, STEP_ATTEMPTS + 1):
-            try:
-                return call()
-            except Exception as exc:  # noqa: BLE001 - OSM's or the emulation's failure: the step is run again
-                if attempt == STEP_ATTEMPTS:
-                    raise
-                self.progress("{} failed ({}); running it again".format(what, exc))
-            self.sleep(self.poll)
+        return self.vnfm.action(member, "tunnel-status", {}, count_index=k)
 
     def _name(self, k):
         return "{} instance {}".format(self.spec.member, k)
@@ -162,10 +176,9 @@ class Scaler:
             params = peer_params(dev, endpoint)
             call = lambda p=params: self.vnfm.action(self.spec.member, "add-peer", p, count_index=k)  # noqa: E731
             # The first is retried until the charm answers (its day-1 ran).
-            results = self.until_answered(k, call) if i == 0 else self.again("add-peer on " + self._name(k), call)
+            results = self.until_answered(k, call) if i == 0 else call()
             own = self.own_entry(results, endpoint, k)
-            self.again("add-peer on " + hub,
-                       lambda h=hub, p=peer_params(own, endpoint): self.vnfm.action(h, "add-peer", p))
+            self.vnfm.action(hub, "add-peer", peer_params(own, endpoint))
             keys[endpoint] = (dev["public-key"], own["public-key"])
             self.progress("peer: wg-{} {} <-> {}".format(endpoint, self._name(k), hub))
         self.wait_handshakes(k, keys)
@@ -240,15 +253,11 @@ class Scaler:
     def remove_from_hub(self, hub, endpoint, key):
         """remove-peer of ``key`` on ``hub``; a hub that does not hold it any more (a run that
         stopped half-way) is done already. Then the hub's own report is checked."""
-        def remove():
-            try:
-                self.vnfm.action(hub, "remove-peer", {"device": endpoint, "public-key": key})
-                return True
-            except Exception as exc:  # noqa: BLE001 - OSM's or the emulation's failure, judged by its message
-                if "no manual peer with that key" not in str(exc):
-                    raise
-                return False
-        if not self.again("remove-peer on " + hub, remove):
+        try:
+            self.vnfm.action(hub, "remove-peer", {"device": endpoint, "public-key": key})
+        except Exception as exc:  # noqa: BLE001 - OSM's or the emulation's failure, judged by its message
+            if "no manual peer with that key" not in str(exc):
+                raise
             self.progress("scale-in: {} holds no such peer on wg-{} (removed before)".format(hub, endpoint))
         dev = device_entry(self.status(hub), endpoint, hub) or {}
         if any(p.get("public-key") == key for p in dev.get("peers") or []):
