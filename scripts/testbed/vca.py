@@ -160,8 +160,11 @@ class Model(vcaops.ModelOperations, uniter.Uniter):
             return copy.deepcopy(self._state["units"][unit])
 
     def status(self, unit):
+        """The unit's status as `juju status` shows it: ("error", 'hook failed: "<hook>"') while a
+        hook is in error, else what the charm set."""
         with self._lock:
-            st = self._state["units"][unit].get("status", {})
+            u = self._state["units"][unit]
+            st = u.get("hook-error") and dict(u["hook-error"], status="error") or u.get("status", {})
             return st.get("status", "unknown"), st.get("message", "")
 
     def logs(self, unit, start=0):

@@ -167,6 +167,7 @@ def test_a_failed_hook_runs_again_with_backoff_and_nothing_else_but_actions_mean
     wait_until(lambda: model.hook_errors, "config-changed did not fail")
     assert model.unit_state("a/0")["hook-error"] == {"hook": "config-changed",
                                                      "message": 'hook failed: "config-changed"'}
+    assert model.status("a/0") == ("error", 'hook failed: "config-changed"')      # as juju status shows it
     model.relate("a:vpn", "b:vpn-peer", wait=False)          # a/0's relation hooks wait
     assert model.run_action("a/0", "do-it", {}, wait=False).status == "completed"
     model.settle()
@@ -174,6 +175,7 @@ def test_a_failed_hook_runs_again_with_backoff_and_nothing_else_but_actions_mean
     assert mine[:5] == ["hooks/config-changed", "actions/do-it", "hooks/config-changed", "hooks/config-changed",
                         "hooks/config-changed"], mine
     assert mine[5] == "hooks/vpn-relation-created" and "hook-error" not in model.unit_state("a/0")
+    assert model.status("a/0")[0] != "error"
     tries = runs(model, "a/0", "hooks/config-changed")[1:]
     waits = [later.started - earlier.ended for earlier, later in zip(tries, tries[1:])]
     for got, delay in zip(waits, (0.3, 0.6, 1.2)):
