@@ -53,15 +53,15 @@ or polls), with the times kept in the unit's own state:
   "switched" (counted from the switch) the rotation ends;
 * a unit follows another unit's rotation for at most ``FOLLOW_DEADLINE`` (longer than both of
   that unit's stages, so that an honest rotation is never given up on by both ends at once)
-  from the hook that first saw it rotating; a unit seen rotating again less than that after it
-  was first seen idle continues the same count (a rotation dropped and started again does not
-  restart it). Past it, that unit is no longer followed (its ``next-*`` fields are ignored, its
-  routes stay on the main device, it no longer holds this unit's own rotation up) until it has
-  been idle for as long.
+  from the hook that first saw it rotating. The count ends when that unit is seen idle with
+  another public key than it had then (its rotation finished), or after it was idle for as long;
+  a rotation dropped and started again, or one started in the same hook as the last one ended,
+  continues it. Past it, that unit is no longer followed (its ``next-*`` fields are ignored, its
+  routes stay on the main device, it no longer holds this unit's own rotation up).
 """
 import ipaddress
 import time
-from typing import Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional
 
 from vpnaas.model import MANUAL, Device, Peer, PeerRotation, Plan, Rotation
 
@@ -98,7 +98,7 @@ class Own(object):
 
     def __init__(self, rotating: Iterable[str] = (), keys: Optional[Dict[str, str]] = None, unit: str = "",
                  now: Optional[float] = None, started: Optional[Dict[str, float]] = None,
-                 followed: Optional[Dict[str, Dict[str, List[float]]]] = None, deadline: float = DEADLINE,
+                 followed: Optional[Dict[str, Dict[str, List[Any]]]] = None, deadline: float = DEADLINE,
                  follow_deadline: float = FOLLOW_DEADLINE) -> None:
         self.rotating = set(rotating)
         self.keys = dict(keys or {})
@@ -163,7 +163,7 @@ def started(plan: Plan, own: Own) -> Dict[str, float]:
             for dev in sorted(own.rotating)}
 
 
-def followed(plan: Plan) -> Dict[str, Dict[str, List[float]]]:
+def followed(plan: Plan) -> Dict[str, Dict[str, List[Any]]]:
     """How long each device has followed each rotating unit, to keep in the unit's state."""
     return {name: dict(rot.followed) for name, rot in sorted(plan.rotation.items()) if rot.followed}
 
@@ -175,9 +175,9 @@ def expires(plan: Plan) -> Optional[float]:
 
 
 def _limit_following(dev: Device, rot: Rotation, own: Own) -> None:
-    """Follow each rotating unit for at most FOLLOW_DEADLINE (the module's docstring): update this
-    device's records ([first seen rotating, first seen idle since, or 0]), and make a unit whose
-    time is up a peer this device does not follow."""
+    """Follow each rotating unit for at most FOLLOW_DEADLINE (the module's docstring): update
+    this device's records ([first seen rotating, first seen idle since or 0, its public key
+    then]) and make a unit whose time is up a peer this device does not follow."""
     if own.now is None:
         return
     records = own.followed.get(dev.name, {})
@@ -185,12 +185,14 @@ def _limit_following(dev: Device, rot: Rotation, own: Own) -> None:
         if p.source == MANUAL or not p.rotation.protocol:
             continue
         record = records.get(p.source)
-        idle_long = record is not None and record[1] > 0 and own.now - record[1] > own.follow_deadline
+        if record is not None and record[1] > 0 and own.now - record[1] > own.follow_deadline:
+            record = None                 # idle for longer than the deadline: forgotten
         if not p.rotation.owner_stage(p.public_key):
-            if record is not None and not idle_long:
-                rot.followed[p.source] = [record[0], record[1] or own.now]
-            continue                      # (a record idle for longer than the deadline is forgotten)
-        record = [own.now, 0.0] if record is None or idle_long else [record[0], 0.0]
+            # Idle: the record goes once its rotation finished (its key is another one now).
+            if record is not None and record[2:3] == [p.public_key]:
+                rot.followed[p.source] = [record[0], record[1] or own.now, p.public_key]
+            continue
+        record = [own.now, 0.0, p.public_key] if record is None else [record[0], 0.0] + record[2:3]
         rot.followed[p.source] = record
         if own.now - record[0] > own.follow_deadline:
             # Its time is up: its rotation fields are ignored; it is followed in place.

@@ -487,3 +487,17 @@ def test_a_partner_that_never_follows_holds_a_rotation_up_until_the_deadline_onl
     assert hub.keys["wg-vpn"] != old["a/0"] and not hub.rotating and set(hub.devices) == {"wg-vpn"}
     c = world.units["c/0"]
     assert set(c.devices) == {"wg-vpn"} and [p[0] for p in c.devices["wg-vpn"]["peers"]] == [hub.keys["wg-vpn"]]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_unit_that_rotates_again_and_again_is_followed_every_time(seed):
+    """The follow deadline bounds one rotation, not a unit's rotations: a rotation that finished
+    (its key changed) ends the count, so an honest peer rotating every FOLLOW_DEADLINE / 2, for
+    longer than FOLLOW_DEADLINE in all, is followed make-before-break every time."""
+    world = related(seed, faults=0.2, hub=True)
+    for _round in range(4):
+        old = {n: u.keys["wg-vpn"] for n, u in world.units.items()}
+        assert world.rotate_keys("b/0") == ["wg-vpn"]
+        world.settle()
+        converged(world, ["b/0"], old)
+        world.now += rotation.FOLLOW_DEADLINE / 2
