@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import sys
+import time
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Type
 
 from ops.charm import (
@@ -81,9 +82,12 @@ class VpnaasCharm(CharmBase):
         super().__init__(*args)
         self._stored.set_default(manual_peers="{}", public_keys="{}", applied="", last_status="",
                                  implementation="", facts="{}", claims="[]", session_config="", config_salt="",
-                                 torn_down=False, rotating="[]")
+                                 torn_down=False, rotating="[]", rotation_started="{}", rotation_followed="{}")
         if not self._stored.config_salt:
             self._stored.config_salt = os.urandom(16).hex()
+        #: This hook's clock, one reading for every plan it makes (the rotation deadlines), and when
+        #: the first of them runs out (the relation cache is not used after it).
+        self.hook_time, self._rotation_expires = time.time(), None  # type: float, Optional[float]
         self.workload = self.workload_type(self)
         self.endpoints = tunnel_endpoints(self.meta)
         self.tunnels = TunnelRelations(self.model, self.endpoints, wants_peer_keys=self.workload.waits_for_tunnels)
@@ -130,11 +134,18 @@ class VpnaasCharm(CharmBase):
         return dataplane.shipped(dataplane.charm_folder(str(self.charm_dir)))
 
     def own_rotation(self) -> rotation.Own:
-        """The devices whose key rotation this unit runs, and its devices' keys as last reported."""
-        return rotation.Own(json.loads(self._stored.rotating), json.loads(self._stored.public_keys), self.unit.name)
+        """The devices whose key rotation this unit runs, its devices' keys as last reported, and
+        the times its rotation deadlines count from (rotation.py)."""
+        return rotation.Own(json.loads(self._stored.rotating), json.loads(self._stored.public_keys), self.unit.name,
+                            now=self.hook_time, started=json.loads(self._stored.rotation_started),
+                            followed=json.loads(self._stored.rotation_followed))
 
-    def set_rotating(self, devices: Iterable[str]) -> None:
-        self._stored.rotating = json.dumps(sorted(set(devices)))
+    def set_rotating(self, devices: Iterable[str], started: Optional[Dict[str, float]] = None) -> None:
+        """The devices whose rotation this unit runs; one that starts counts its deadline from now."""
+        wanted = sorted(set(devices))
+        known = dict(json.loads(self._stored.rotation_started), **(started or {}))
+        self._stored.rotating = json.dumps(wanted)
+        self._stored.rotation_started = json.dumps({d: known.get(d, self.hook_time) for d in wanted}, sort_keys=True)
 
     def _vnf_identity(self) -> Dict[str, Any]:
         """Whose facts are valid: the VNF at ``ssh-hostname`` with the host key pinned for it now
@@ -205,7 +216,7 @@ class VpnaasCharm(CharmBase):
         own = {rel.id: rel.data[self.unit] for rel in rels}
         relation_cache.save(self.state_dir, relation_cache.make(
             (ep.name for ep in self.endpoints), self.cache_fields(), self._stored.applied, bags,
-            relation_data.PUBLISHED, own))
+            relation_data.PUBLISHED, own, until=self._rotation_expires))
 
     def _set_applied(self, fingerprint: str) -> None:
         """Record the fingerprint of the plan the VNF holds ("": unknown). The relation cache is
@@ -242,6 +253,9 @@ class VpnaasCharm(CharmBase):
         if self._stored.torn_down:
             raise ReconcileFailed("the unit is being removed")
         plan = self.build_plan()
+        # What the rotation deadlines need from this hook: how long each rotating unit was followed.
+        self._stored.rotation_followed = json.dumps(rotation.followed(plan), sort_keys=True)
+        self._rotation_expires = rotation.expires(plan)
         if plan.errors:
             self._blocked_by_config(plan)
         if not plan.ssh_host or plan.missing:
@@ -289,7 +303,8 @@ class VpnaasCharm(CharmBase):
         self._stored.claims = json.dumps(policy.claims(plan))
         self._stored.public_keys = json.dumps(obs.public_keys, sort_keys=True)
         own = self.own_rotation()
-        self.set_rotating(own.rotating - {d for d in rotation.finished(plan, own) if d not in obs.failed})
+        self.set_rotating(own.rotating - {d for d in rotation.finished(plan, own) if d not in obs.failed},
+                          rotation.started(plan, own))
         self._stored.implementation = (obs.implementation + " " + obs.implementation_detail).strip()
         self.workload.observed(plan, obs)
         self._set_status(self.workload.status(plan, obs, self._status_from(plan, obs)))

@@ -214,6 +214,15 @@ class Rotation(object):
         #: unit -> the key of its temporary device that this unit's temporary device accepts and
         #: may route to (published as ``next-peer-keys``).
         self.advertised: Dict[str, str] = {}
+        #: Units whose rotation this device no longer follows, or that its own rotation no longer
+        #: waits for: their time (rotation.DEADLINE) is up, they are followed in place.
+        self.abandoned: List[str] = []
+        #: unit -> [first seen rotating, first seen idle since or 0 (the time.time() of this unit's
+        #: hooks), its public key then]: how long this device has followed it (rotation.py, kept
+        #: in the unit's state).
+        self.followed: Dict[str, List[Any]] = {}
+        #: When the first deadline of this device's rotations runs out (None: none runs).
+        self.expires: Optional[float] = None
 
     @property
     def busy(self) -> bool:

@@ -238,8 +238,9 @@ class ProxyActions(Object):
         # device that a peer's routes may be using.
         busy = ["{} ({})".format(d, rotation.describe(plan.rotation[d])) for d in devices if plan.rotation[d].busy]
         if busy:
-            event.fail("a key rotation is under way on {}; run rotate-keys again when it has finished"
-                       .format(", ".join(busy)))
+            ends = [plan.rotation[d].expires for d in devices if plan.rotation[d].expires is not None]
+            event.fail("a key rotation is under way on {}; run rotate-keys again when it has finished{}".format(
+                ", ".join(busy), " (its deadline: {})".format(rotation.utc(max(ends))) if ends else ""))
             return
         # Make-before-break where a related unit speaks the protocol; in place (a break of one
         # relation round trip, as before) where none does.

@@ -39,7 +39,9 @@ It is only valid while three things hold, and each has its own guard:
   succeeded and its commit reached the controller, and retries it otherwise. So a hook is
   skipped only when this unit's own fields on that relation, as Juju hands them to the new hook,
   still have the digest recorded with the cache; a dropped commit always reaches the charm,
-  which publishes again.
+  which publishes again;
+* no rotation deadline of that plan has run out (``until``, a time.time(); rotation.py): a hook
+  after it reaches the charm, which plans without the rotation whose time is up.
 
 A file that cannot be read, or of another format, is no cache: nothing is skipped. Pure
 standard library (``hookgate`` imports it before ops).
@@ -47,6 +49,7 @@ standard library (``hookgate`` imports it before ops).
 import hashlib
 import json
 import os
+import time
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence
 
 from vpnaas import unitstate
@@ -92,7 +95,7 @@ def load(directory: str) -> Optional[State]:
     if not (isinstance(state, dict) and state.get("format") == FORMAT and isinstance(state.get("applied"), str)
             and _strings(state.get("endpoints")) and _strings(state.get("fields"))
             and _strings(state.get("own_fields")) and _digests(state.get("digests"))
-            and _digests(state.get("own"))):
+            and _digests(state.get("own")) and isinstance(state.get("until", 0.0), (int, float))):
         return None
     return state
 
@@ -103,13 +106,17 @@ def _digests(value: Any) -> bool:
 
 def make(endpoints: Iterable[str], fields: Sequence[str], applied: str,
          databags: Mapping[str, Mapping[str, Any]], own_fields: Sequence[str] = (),
-         own: Optional[Mapping[int, Mapping[str, Any]]] = None) -> State:
+         own: Optional[Mapping[int, Mapping[str, Any]]] = None, until: Optional[float] = None) -> State:
     """A cache of ``databags`` ({slot: remote unit's databag}) taken while the VNF held ``applied``,
-    with this unit's own databags as it published them ({relation id: databag})."""
-    return {"format": FORMAT, "applied": applied, "endpoints": sorted(endpoints), "fields": list(fields),
-            "digests": {s: digest(bag, fields) for s, bag in databags.items()},
-            "own_fields": list(own_fields),
-            "own": {str(rid): digest(bag, own_fields) for rid, bag in (own or {}).items()}}
+    with this unit's own databags as it published them ({relation id: databag}), valid until
+    ``until`` (a time.time(); None: no deadline)."""
+    state: State = {"format": FORMAT, "applied": applied, "endpoints": sorted(endpoints), "fields": list(fields),
+                    "digests": {s: digest(bag, fields) for s, bag in databags.items()},
+                    "own_fields": list(own_fields),
+                    "own": {str(rid): digest(bag, own_fields) for rid, bag in (own or {}).items()}}
+    if until is not None:
+        state["until"] = until
+    return state
 
 
 def save(directory: str, state: State) -> None:
@@ -152,7 +159,7 @@ def nothing_to_do(state: Optional[State], kind: str, endpoint: str, relation_id:
     The callables are only called when needed (each may be a hook-tool call)."""
     if state is None or kind not in ARRIVING or endpoint not in state["endpoints"]:
         return False
-    if kind == "changed" and unit and state["applied"]:
+    if kind == "changed" and unit and state["applied"] and time.time() < state.get("until", float("inf")):
         known = state["digests"].get(slot(relation_id, unit))
         own = state["own"].get(str(relation_id))
         if known is not None and own is not None:

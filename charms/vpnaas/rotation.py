@@ -42,17 +42,42 @@ key (A2), its own routes are back on the main device, and no partner advertises 
 path any more. On the VNF each step is idempotent (tunnels.sh: a key is kept, generated or
 copied; the routes of every device are staged before any device is applied, so a prefix moves
 between two devices with one ``ip route replace``).
+
+Nothing waits for ever: a related unit may delay its own tunnel, never another unit's
+operations. The deadlines are checked whenever the unit plans (any hook; the charm never sleeps
+or polls), with the times kept in the unit's own state:
+
+* a unit's own rotation waits for its partners at most ``DEADLINE`` in each stage: in stage
+  "next" the main device then takes the new key without the partners that do not route through
+  the temporary path (they follow it in place, as a peer of an earlier release does); in stage
+  "switched" (counted from the switch) the rotation ends;
+* a unit follows another unit's rotation for at most ``FOLLOW_DEADLINE`` (longer than both of
+  that unit's stages, so that an honest rotation is never given up on by both ends at once)
+  from the hook that first saw it rotating. The count ends when that unit is seen idle with
+  another public key than it had then (its rotation finished), or after it was idle for as long;
+  a rotation dropped and started again, or one started in the same hook as the last one ended,
+  continues it. Past it, that unit is no longer followed (its ``next-*`` fields are ignored, its
+  routes stay on the main device, it no longer holds this unit's own rotation up).
 """
 import ipaddress
-from typing import Dict, Iterable, List, Optional
+import time
+from typing import Any, Dict, Iterable, List, Optional
 
-from vpnaas.model import MANUAL, Device, Peer, Plan, Rotation
+from vpnaas.model import MANUAL, Device, Peer, PeerRotation, Plan, Rotation
 
 TEMP_PREFIX = "wr-"
 #: The rotation port is the listen port plus this (minus, when that is no port): the security
 #: group of `make deploy` opens both ranges.
 PORT_OFFSET = 100
 NEXT, SWITCHED = "next", "switched"
+#: Seconds a unit's own rotation waits for its partners in each stage at most: long enough for a
+#: partner whose hooks are delayed (a unit runs one hook or action at a time, and a long action
+#: holds its hooks back), short enough that a stuck or hostile partner holds nothing up for long.
+#: Checked at the next hook after it runs out (update-status: every 5 minutes).
+DEADLINE = 900.0
+#: Seconds a unit follows another unit's rotation at most: three times DEADLINE (that unit's two
+#: stages, and as long again for hooks delayed on either side).
+FOLLOW_DEADLINE = 3 * DEADLINE
 
 
 def temp_name(device: str) -> str:
@@ -67,12 +92,29 @@ def main_name(device: str) -> str:
 class Own(object):
     """This unit's side: its unit name (``unit``), the devices whose rotation it runs
     (``rotating``, kept by the charm) and the public keys of its devices as the VNF last reported
-    them (``keys``)."""
+    them (``keys``); for the deadlines, the time of this hook (``now``, a time.time(); None: no
+    deadline), when each of its own rotations started (``started``, by device) and how long it
+    has followed each rotating unit (``followed``: device -> Rotation.followed)."""
 
-    def __init__(self, rotating: Iterable[str] = (), keys: Optional[Dict[str, str]] = None, unit: str = "") -> None:
+    def __init__(self, rotating: Iterable[str] = (), keys: Optional[Dict[str, str]] = None, unit: str = "",
+                 now: Optional[float] = None, started: Optional[Dict[str, float]] = None,
+                 followed: Optional[Dict[str, Dict[str, List[Any]]]] = None, deadline: float = DEADLINE,
+                 follow_deadline: float = FOLLOW_DEADLINE) -> None:
         self.rotating = set(rotating)
         self.keys = dict(keys or {})
         self.unit = unit
+        self.now = now
+        self.started = dict(started or {})
+        self.followed = {dev: dict(records) for dev, records in (followed or {}).items()}
+        self.deadline = deadline
+        self.follow_deadline = follow_deadline
+
+    def expired(self, device: str) -> bool:
+        """This unit's own rotation of ``device`` has run longer than the deadline (a rotation
+        without a recorded start, begun by an earlier release, counts from now)."""
+        if self.now is None or device not in self.rotating:
+            return False
+        return self.now - self.started.get(device, self.now) > self.deadline
 
     def stage(self, device: str) -> str:
         """"" (no own rotation), "next" or "switched" (the main device has the temporary one's key)."""
@@ -104,11 +146,69 @@ def apply(plan: Plan, own: Own) -> None:
         rot = plan.rotation[dev.name] = Rotation()
         if dev.name in ports:
             rot.available, rot.port = True, ports[dev.name]
+            _limit_following(dev, rot, own)
             _plan_device(dev, rot, own)
         elif own.stage(dev.name):
             rot.done = True     # its rotation port is taken now: what is left is its main device
         if rot.temp is not None:
             plan.temp_devices.append(rot.temp)
+
+
+def started(plan: Plan, own: Own) -> Dict[str, float]:
+    """When each of this unit's own rotations began its stage, to keep in its state once ``plan``
+    is applied: the deadline of stage "switched" counts from the switch, so that the partners that
+    followed have their time to finish after a switch the deadline forced."""
+    now = own.now if own.now is not None else 0.0
+    return {dev: now if dev in plan.rotation and plan.rotation[dev].switch else own.started.get(dev, now)
+            for dev in sorted(own.rotating)}
+
+
+def followed(plan: Plan) -> Dict[str, Dict[str, List[Any]]]:
+    """How long each device has followed each rotating unit, to keep in the unit's state."""
+    return {name: dict(rot.followed) for name, rot in sorted(plan.rotation.items()) if rot.followed}
+
+
+def expires(plan: Plan) -> Optional[float]:
+    """The first moment one of the plan's rotation deadlines runs out (None: none runs)."""
+    times = [rot.expires for rot in plan.rotation.values() if rot.expires is not None]
+    return min(times) if times else None
+
+
+def _limit_following(dev: Device, rot: Rotation, own: Own) -> None:
+    """Follow each rotating unit for at most FOLLOW_DEADLINE (the module's docstring): update
+    this device's records ([first seen rotating, first seen idle since or 0, its public key
+    then]) and make a unit whose time is up a peer this device does not follow."""
+    if own.now is None:
+        return
+    records = own.followed.get(dev.name, {})
+    for p in dev.peers:
+        if p.source == MANUAL or not p.rotation.protocol:
+            continue
+        record = records.get(p.source)
+        if record is not None and record[1] > 0 and own.now - record[1] > own.follow_deadline:
+            record = None                 # idle for longer than the deadline: forgotten
+        if not p.rotation.owner_stage(p.public_key):
+            # Idle: the record goes once its rotation finished (its key is another one now).
+            if record is not None and record[2:3] == [p.public_key]:
+                rot.followed[p.source] = [record[0], record[1] or own.now, p.public_key]
+            continue
+        record = [own.now, 0.0, p.public_key] if record is None else [record[0], 0.0] + record[2:3]
+        rot.followed[p.source] = record
+        if own.now - record[0] > own.follow_deadline:
+            # Its time is up: its rotation fields are ignored; it is followed in place.
+            p.rotation = PeerRotation()
+            rot.abandoned.append(p.source)
+        else:
+            _expires_at(rot, record[0] + own.follow_deadline)
+
+
+def utc(when: float) -> str:
+    """A deadline as the status and the action results say it."""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(when))
+
+
+def _expires_at(rot: Rotation, when: float) -> None:
+    rot.expires = when if rot.expires is None else min(rot.expires, when)
 
 
 def finished(plan: Plan, own: Own) -> List[str]:
@@ -147,15 +247,33 @@ def _plan_device(dev: Device, rot: Rotation, own: Own) -> None:
     rot.following = sorted(p.source for p in owners)
     stage = own.stage(dev.name)
     main_key = own.keys.get(dev.name, "")
+    expired = own.expired(dev.name)
+    if stage and own.now is not None:
+        _expires_at(rot, own.started.get(dev.name, own.now) + own.deadline)
     if stage == SWITCHED:
         paths = _paths(partners, partners, main_key, main_key, stage, own.unit)
-        if all(not x.via_temp and main_key not in x.peer.rotation.next_peer_keys for x in paths):
+        late = [x.peer.source for x in paths if x.via_temp or main_key in x.peer.rotation.next_peer_keys]
+        if not late or expired:
             rot.done, stage = True, ""      # every partner is back on its main device, with the new key
+            rot.abandoned += late           # ... or its time is up: the laggards follow in place
     if not stage and not owners:
         return
     temp_key = own.keys.get(temp_name(dev.name), "") if stage == NEXT else main_key
     held = partners if stage else owners
     paths = _paths(partners, held, temp_key, main_key, stage, own.unit)
+    if stage == NEXT and expired and any(not x.routes_temp for x in paths):
+        # Its time is up: the main device takes the new key without the partners that do not route
+        # through the temporary path; they follow in place.
+        laggards = {x.peer.source for x in paths if not x.routes_temp}
+        rot.abandoned += sorted(laggards)
+        for p in partners:
+            if p.source in laggards:
+                p.rotation = PeerRotation()
+        partners = [p for p in partners if p.source not in laggards]
+        rot.partners = sorted(p.source for p in partners)
+        rot.following = sorted(set(rot.following) - laggards)
+        held = partners
+        paths = _paths(partners, held, temp_key, main_key, stage, own.unit)
     rot.temp = _temp_device(dev, rot.port, held)
     temp_peers = {p.source: p for p in rot.temp.peers}
     for x in paths:
@@ -203,15 +321,18 @@ def _temp_device(dev: Device, port: int, held: List[Peer]) -> Device:
 
 def describe(rot: Rotation) -> str:
     """What the status says about a device's rotation ("" for none)."""
+    notes = []
     if rot.stage == NEXT:
-        return "rotating keys, waiting for {} to follow".format(", ".join(rot.waiting)) if rot.waiting \
-            else "rotating keys"
-    if rot.stage == SWITCHED:
-        return "new key in place, waiting for {}".format(", ".join(rot.waiting)) if rot.waiting \
-            else "new key in place"
-    if rot.following:
-        return "following the key rotation of {}".format(", ".join(rot.following))
-    return ""
+        notes.append("rotating keys, waiting for {} to follow".format(", ".join(rot.waiting)) if rot.waiting
+                     else "rotating keys")
+    elif rot.stage == SWITCHED:
+        notes.append("new key in place, waiting for {}".format(", ".join(rot.waiting)) if rot.waiting
+                     else "new key in place")
+    elif rot.following:
+        notes.append("following the key rotation of {}".format(", ".join(rot.following)))
+    if rot.abandoned:
+        notes.append("rotation deadline passed for {}: in place".format(", ".join(sorted(set(rot.abandoned)))))
+    return "; ".join(notes)
 
 
 def can_start(rot: Rotation) -> bool:

@@ -43,6 +43,12 @@ path (``next-peer-keys`` says it is accepted), the rotating unit's main device t
 routes move back, and the temporary devices go. The ``rotation-*`` and ``next-*`` fields are
 optional additions, not a new schema: a unit of an earlier release ignores them and rotates in
 place, and its peers follow it the way they always did (a break of one relation round trip).
+No unit holds another up for long: a unit follows a rotation, and waits for its partners in its
+own, for a bounded time kept in its own state (rotation.py, ``DEADLINE``), after which the unit
+that did not finish is followed in place. The acknowledgements (``next-peer-keys``,
+``peer-keys``) name the rotation's new key, a fresh key per rotation: one cannot acknowledge
+another rotation, and every release that speaks ``rotation-protocol`` rewrites them whenever it
+publishes (docs/lifecycle.md, "Version skew").
 They are hostile input like every other field: a key or an endpoint that does not pass the
 grammar refuses the unit (Blocked), and a ``next-key`` is a key the unit claims on this VNF like
 its ``public-key`` (it may be neither this VNF's nor another unit's).

@@ -101,9 +101,41 @@ def peer_params(dev, endpoint):
             "endpoint": _host_port(host, dev["listen-port"]) if host else "", "allowed-ips": allowed}
 
 
+#: How many times in all an action of the peering runs while it fails (RunAgain).
+STEP_ATTEMPTS = 3
+#: A failure that is the charm's answer, which running the action again would only repeat.
+FINAL_ANSWERS = ("no manual peer with that key",)
+
+
+class RunAgain:
+    """The ``vnfm`` with each action run again when it fails, STEP_ATTEMPTS times in all. An
+    action can fail without anything being wrong: when its unit agent restarts while it runs, Juju
+    fails it ("action terminated") and never runs it again, nor does OSM's LCM
+    (``_ns_execute_primitive``, retries=0), whose message does not say why an action failed
+    (docs/lifecycle.md). Every action of the peering is idempotent (tunnel-status reads, add-peer
+    and remove-peer converge), so running it again is always safe."""
+
+    def __init__(self, vnfm, progress, sleep, poll):
+        self.vnfm, self.progress, self.sleep, self.poll = vnfm, progress, sleep, poll
+
+    def __getattr__(self, name):
+        return getattr(self.vnfm, name)      # instances, scale: as they are
+
+    def action(self, member, primitive, params, count_index=None):
+        for attempt in range(1, STEP_ATTEMPTS + 1):
+            try:
+                return self.vnfm.action(member, primitive, params, count_index=count_index)
+            except Exception as exc:  # noqa: BLE001 - OSM's or the emulation's failure: run again, then raised
+                if attempt == STEP_ATTEMPTS or any(answer in str(exc) for answer in FINAL_ANSWERS):
+                    raise
+                self.progress("{} on {}{} failed ({}); running it again".format(
+                    primitive, member, "" if count_index is None else " instance {}".format(count_index), exc))
+            self.sleep(self.poll)
+
+
 class Scaler:
     def __init__(self, vnfm, spec, progress=print, timeout=900, clock=time.monotonic, sleep=time.sleep, poll=2.0):
-        self.vnfm, self.spec, self.progress = vnfm, spec, progress
+        self.vnfm, self.spec, self.progress = RunAgain(vnfm, progress, sleep, poll), spec, progress
         self.timeout, self.clock, self.sleep, self.poll = timeout, clock, sleep, poll
 
     # -- the primitives on one instance ----------------------------------------------------------

@@ -35,6 +35,11 @@ class UnitView(object):
         self.members.pop(rid, None)
         self.cache.pop(rid, None)
 
+    def restart(self):
+        """The unit agent restarted: the settings it cached in memory are gone; the membership it
+        keeps in its state is not."""
+        self.cache = {}
+
 
 class HookContext(object):
     """One hook or action run of ``unit``: its view of membership, its reads and its buffered writes.
@@ -43,12 +48,14 @@ class HookContext(object):
     ``created``) or "" for any other hook or an action; ``rid``/``remote`` name the relation and
     the remote unit of a relation hook."""
 
-    def __init__(self, unit, view, kind="", rid=None, remote=None, action=False):
+    def __init__(self, unit, view, kind="", rid=None, remote=None, action=False, hook=""):
         self.unit, self.app = unit, unit.split("/")[0]
         self.view, self.kind, self.rid, self.remote = view, kind, rid, remote
         self.action = action
+        self.hook = hook          # its dispatch path: hooks/<name> or actions/<name>
         self.pid = None           # the hook's process (faults.py kills it to restart the agent)
         self.killed = False
+        self.failed_tool = ""     # the tool whose call faults.py made fail (the hook then fails)
         self.members = {r: set(units) for r, units in view.members.items()}
         self.writes = {}      # (relation id, owner) -> {key: value, or None to delete}
         self.others = {}      # (relation id, unit) -> settings of a non-member, this hook only

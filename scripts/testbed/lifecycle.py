@@ -36,6 +36,9 @@ the way OSM and Juju run it, and measured:
   terminate       every application removed: nothing of the tunnels may stay on any VNF and
                   nothing in relation data
 
+After agent-restart run the faults of Juju's unit agent and a downgrade in the middle of a
+rotation (lifecycle_faults.py: hook-error-retry, downgrade-mid-rotation, action-interrupted).
+
 Writes ``build/lifecycle/report.json``: ``{"operations": [{"name", "seconds_to_converge",
 "packets_lost", "tunnels_up_after", "leftovers", ...}]}`` and prints a table.
 """
@@ -228,6 +231,15 @@ def remove_previous(work):
     subprocess.run(["git", "-C", REPO_DIR, "worktree", "remove", "--force", tree], check=False,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     shutil.rmtree(tree, ignore_errors=True)
+
+
+def _with_fault_operations():
+    """lifecycle_faults' operations in the tables above (imported here: it imports this module)."""
+    from testbed import lifecycle_faults
+    return lifecycle_faults.register(OPERATIONS, NEEDS_PREVIOUS, OPERATION_FUNCTIONS)
+
+
+OPERATIONS, NEEDS_PREVIOUS = _with_fault_operations()
 
 
 # ---------------------------------------------------------------------- a run

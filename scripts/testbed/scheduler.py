@@ -5,12 +5,18 @@ units run independently. What an agent runs next is not simply what was queued f
 2.9's uniter (``worker/uniter/resolver.go``, ``worker/uniter/relation/resolver.go``) decides
 from the unit's state:
 
-* install first; then relation-created hooks (only once installed); then leadership hooks
-  (leader-elected, leader-settings-changed); then actions; then the other lifecycle hooks
+* a hook that the commit of the previous one queued (``operation/runhook.go`` ``Commit``: start
+  after the first config-changed, config-changed after upgrade-charm; install and upgrade-charm
+  after the charm is deployed) runs next, before anything else: the actions resolver runs an
+  action only when the uniter is idle or a hook is in error (``actions/resolver.go``);
+* otherwise install first; then relation-created hooks (only once installed); then leadership
+  hooks (leader-elected, leader-settings-changed); then actions; then the other lifecycle hooks
   (config-changed, start, upgrade-charm); then relation hooks; update-status only when nothing
   else is pending;
 * among relation hooks, one relation is picked in no fixed order (Go's map order), and within
-  it departed, broken, joined, changed come first, each by sorted remote unit name.
+  it departed, broken, joined, changed come first, each by sorted remote unit name;
+* a hook in error (``resolver.go`` ``nextOpHookError``) is retried when its retry timer fires
+  (``not_before``), and until then the unit runs its actions and nothing else.
 
 ``UnitScheduler`` gives every job such a rank (and relation hooks their relation, kind and
 remote unit) and runs a unit's pending jobs by that order, in the order they were queued where
@@ -29,21 +35,40 @@ busy".
 import collections
 import random
 import threading
+import time
 
-#: Ranks, lowest first: what a Juju unit agent runs next among its pending work.
-INSTALL, CREATED, LEADER, ACTION, LIFECYCLE, RELATION, IDLE = range(7)
-RANKS = (INSTALL, CREATED, LEADER, ACTION, LIFECYCLE, RELATION, IDLE)
+#: Ranks, lowest first: what a Juju unit agent runs next among its pending work. QUEUED: a hook
+#: the previous operation's commit queued (and a hook in error, retried when its timer fires).
+QUEUED, INSTALL, CREATED, LEADER, ACTION, LIFECYCLE, RELATION, IDLE = range(8)
+RANKS = (QUEUED, INSTALL, CREATED, LEADER, ACTION, LIFECYCLE, RELATION, IDLE)
+#: The longest the serial scheduler sleeps at once while only a timer is pending.
+_NAP = 0.5
+#: ``not_before`` of a hook in error that waits for ``juju resolved`` (no retry timer).
+PARKED = float("inf")
+
+
+class Stuck(Exception):
+    """Nothing can run any more: every pending job waits for ``juju resolved``."""
 #: Within one relation, the order of the uniter's relation resolver.
 RELATION_KINDS = ("departed", "broken", "joined", "changed")
 
 
 class Job(object):
-    __slots__ = ("unit", "fn", "key", "rank", "relation", "done", "result", "error", "reported")
+    __slots__ = ("unit", "fn", "key", "rank", "relation", "done", "result", "error", "reported", "not_before")
 
-    def __init__(self, unit, fn, key, rank, relation=None):
+    def __init__(self, unit, fn, key, rank, relation=None, not_before=None):
         self.unit, self.fn, self.key, self.rank = unit, fn, key, rank
         self.relation = relation    # (relation id, kind, remote unit) of a relation hook
         self.done, self.result, self.error, self.reported = False, None, None, False
+        #: A hook in error: not run before this time.monotonic(); until then the unit runs
+        #: nothing but its actions.
+        self.not_before = not_before
+
+    def due(self, now):
+        return self.not_before is None or self.not_before <= now
+
+    def parked(self):
+        return self.not_before == PARKED
 
     def relation_order(self):
         rid, kind, remote = self.relation
@@ -69,20 +94,22 @@ class UnitScheduler(object):
         self._workers = []
 
     # ------------------------------------------------------------------ queueing
-    def submit(self, unit, fn, key=None, rank=RELATION, relation=None):
+    def submit(self, unit, fn, key=None, rank=RELATION, relation=None, not_before=None):
         """Queue ``fn`` for ``unit`` with ``rank`` (one of RANKS); a relation hook names its
-        ``relation`` as (relation id, kind, remote unit). A pending job with the same (unit, key)
-        is not queued twice (Juju runs one relation-changed for several changes of a remote
-        unit's data, one config-changed for several config changes); that job is returned
-        instead."""
+        ``relation`` as (relation id, kind, remote unit); a hook in error the time.monotonic()
+        of its retry (``not_before``). A pending job with the same (unit, key) is not queued
+        twice (Juju runs one relation-changed for several changes of a remote unit's data, one
+        config-changed for several config changes); that job is returned instead, with the better
+        of the two ranks (a config-changed an upgrade-charm queues covers one already pending)."""
         if rank not in RANKS:
             raise ValueError("unknown rank {!r}".format(rank))
         with self._cv:
             if key is not None:
                 for job in self._pending:
                     if job.unit == unit and job.key == key:
+                        job.rank = min(job.rank, rank)
                         return job
-            job = Job(unit, fn, key, rank, relation)
+            job = Job(unit, fn, key, rank, relation, not_before)
             self._pending.append(job)
             if self.parallel > 1:
                 if unit not in self._busy and unit not in self._decided:
@@ -97,6 +124,14 @@ class UnitScheduler(object):
         if self.parallel == 1:
             return fn()
         return self.wait(self.submit(unit, fn, rank=ACTION))
+
+    def release(self, job, fn=None):
+        """A parked job may run now (``juju resolved``), as ``fn`` if given."""
+        with self._cv:
+            job.not_before = None
+            if fn is not None:
+                job.fn = fn
+            self._cv.notify_all()
 
     def wait(self, job):
         """Until ``job`` has run; returns its result or raises its error."""
@@ -113,14 +148,17 @@ class UnitScheduler(object):
         return job.result
 
     def settle(self):
-        """Until nothing is pending or running; raises the first error of a job nobody waited for."""
+        """Until nothing is pending or running (a hook in error included: its retry is waited
+        for); raises the first error of a job nobody waited for."""
         if self.parallel == 1:
             while self._pending:
                 self._run_next_serially()
         else:
             with self._cv:
                 while self._pending or self._busy or self._decided:
-                    self._cv.wait()
+                    if not self._busy and not self._decided and all(j.parked() for j in self._pending):
+                        raise Stuck(self._stuck())
+                    self._cv.wait(_NAP)
         failed = [j for j in self._finished if not j.reported]
         self._finished = []
         if failed:
@@ -134,12 +172,34 @@ class UnitScheduler(object):
 
     # ------------------------------------------------------------------ running
     def _run_next_serially(self):
-        job = self._first_of(self._pending[0].unit)
+        """Run the next job of the first unit (in queue order) that has one it may run now; when
+        every unit only waits for a hook's retry timer, sleep until the first one fires."""
+        now = time.monotonic()
+        job = None
+        for unit in _in_order(j.unit for j in self._pending):
+            job = self._first_of(unit, now)
+            if job is not None:
+                break
+        if job is None:
+            wait = self._due_in(now)
+            if wait is None:
+                raise Stuck(self._stuck())
+            time.sleep(min(_NAP, wait))
+            return
         self._pending.remove(job)
         job.run()
         if job.error is not None:
             job.reported = True
             raise job.error
+
+    def _due_in(self, now):
+        """Seconds until the first retry timer of a pending hook fires (None: no timer)."""
+        waits = [j.not_before - now for j in self._pending if not j.due(now) and not j.parked()]
+        return min(waits) if waits else None
+
+    def _stuck(self):
+        return "every pending job waits for juju resolved: {}".format(
+            ", ".join(sorted({j.unit for j in self._pending if j.parked()})))
 
     def _start_workers(self):
         while len(self._workers) < self.parallel:
@@ -147,12 +207,18 @@ class UnitScheduler(object):
             self._workers.append(t)
             t.start()
 
-    def _first_of(self, unit):
+    def _first_of(self, unit, now=None):
         """The job ``unit``'s agent runs next: the lowest rank, the first queued within it; among
-        relation hooks, one relation drawn at random, then the resolver's order within it."""
+        relation hooks, one relation drawn at random, then the resolver's order within it. A hook
+        in error whose retry timer has not fired yet leaves only the unit's actions (None: the
+        unit waits)."""
+        now = time.monotonic() if now is None else now
+        mine = [job for job in self._pending if job.unit == unit]
+        if any(not job.due(now) for job in mine):
+            return next((job for job in mine if job.rank == ACTION), None)
         best = None
-        for job in self._pending:
-            if job.unit == unit and (best is None or job.rank < best.rank):
+        for job in mine:
+            if best is None or job.rank < best.rank:
                 best = job
         if best is None or best.rank != RELATION or best.relation is None:
             return best
@@ -172,7 +238,11 @@ class UnitScheduler(object):
         called with the lock held. On Juju every unit agent runs its own queue and nothing
         makes a unit wait; here ``parallel`` slots are shared, and handing a free slot to the
         longest queue keeps that unit (a hub with k relations, which gets 3k relation hooks in
-        a row) moving as its agent would."""
+        a row) moving as its agent would. A free unit that had nothing it could run (a hook in
+        error) decides again: its retry timer may have fired."""
+        for unit in _in_order(j.unit for j in self._pending):
+            if unit not in self._busy and unit not in self._decided:
+                self._decide(unit)
         if not self._decided:
             return None
         queued = dict.fromkeys(self._decided, 1)
@@ -187,7 +257,7 @@ class UnitScheduler(object):
             with self._cv:
                 job = self._next()
                 while job is None:
-                    self._cv.wait()
+                    self._cv.wait(self._due_in(time.monotonic()))
                     job = self._next()
                 self._busy.add(job.unit)
             job.run()
@@ -197,3 +267,8 @@ class UnitScheduler(object):
                 if job.error is not None:
                     self._finished.append(job)
                 self._cv.notify_all()
+
+
+def _in_order(units):
+    """Each unit once, in the order first seen."""
+    return list(collections.OrderedDict.fromkeys(units))

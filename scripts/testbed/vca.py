@@ -11,13 +11,18 @@ Every hook and action runs in a context with Juju 2.9's semantics (``hookcontext
 relation writes are buffered and committed only when it succeeded and the commit reached the
 controller; reads of other units go through the unit's settings cache; ``relation-list`` lists
 the units whose joined hook has run. A commit that changed a databag wakes the remote units with
-relation-changed, until nothing changes any more (``settle``). Faults Juju lives with can be
-injected (``faults.py``): a refused commit, a unit agent restarted mid-hook, the controller
-unreachable for a while; the hook then runs again, as Juju runs it again.
+relation-changed, until nothing changes any more (``settle``). A hook that failed (by itself, or
+killed, or whose commit was refused) puts its unit in error: the unit runs its actions but no
+other hook until Juju's retry timer runs the hook again (5, 10, 20 s ... at most 5 min by
+default; ``faults.HookRetry``). Faults Juju lives with can be injected (``faults.py``): a refused
+commit, a unit agent restarted mid-hook or mid-action, a hook that fails, the controller
+unreachable for a while.
 
-Scheduling is Juju's (``scheduler.py``): the hooks and actions of one unit run one at a time,
-install, relation-created, leadership, actions, lifecycle hooks, relation hooks (a relation in
-no fixed order; within it departed, broken, joined, changed by remote unit), update-status;
+Scheduling is Juju's (``scheduler.py``): the hooks and actions of one unit run one at a time: a
+hook the previous hook's commit queued first (start after the first config-changed,
+config-changed after upgrade-charm), then install, relation-created, leadership, actions,
+lifecycle hooks, relation hooks (a relation in no fixed order; within it departed, broken,
+joined, changed by remote unit), update-status;
 with ``parallel`` > 1, the hooks of different units run at the same time, at most ``parallel``
 at once. ``parallel=1`` (the default) runs everything one at a time in the calling thread, which
 keeps the order of the end-to-end tests' hooks reproducible.
@@ -34,16 +39,14 @@ import threading
 import time
 import weakref
 
-from testbed import faults, hookcontext, hooktool, scheduler, toolserver, vcaops
+from testbed import faults, hookcontext, hooktool, scheduler, toolserver, uniter, vcaops
+from testbed.uniter import MAX_HOOK_FAILURES, MAX_RETRIES, HookError, VcaError  # noqa: F401 - their home is uniter
 
 JUJU_VERSION = "2.9.43"
 MAX_HOOKS_PER_SETTLE = 500
-#: Runs of one hook whose run or commit did not complete, before the emulation gives up.
-MAX_RETRIES = 20
-
-
-class VcaError(Exception):
-    pass
+#: The message of an action whose unit agent restarted while it ran (juju/juju
+#: worker/uniter/operation/failaction.go, ``failAction.Execute``).
+INTERRUPTED = "action terminated"
 
 
 class ActionResult(object):
@@ -61,12 +64,12 @@ class ActionResult(object):
 HookRun = collections.namedtuple("HookRun", "started ended unit hook seconds relation log tool_calls")
 
 
-class Model(vcaops.ModelOperations):
+class Model(vcaops.ModelOperations, uniter.Uniter):
     """An emulated Juju model. ``runner`` wraps each hook command (e.g. to enter a netns);
     ``parallel`` bounds how many units run a hook at the same time."""
 
     def __init__(self, workdir, name="vpnaas", runner=None, hook_timeout=300, parallel=1, interpreter=None,
-                 client=None, seed=None):
+                 client=None, seed=None, hook_retry_min=None, retry_hooks=True):
         self.workdir = os.path.abspath(workdir)
         self.name = name
         self.runner = runner or []
@@ -99,7 +102,14 @@ class Model(vcaops.ModelOperations):
         self._views = {}                              # unit -> hookcontext.UnitView (its agent's memory)
         self._contexts = {}                           # JUJU_CONTEXT_ID -> hookcontext.HookContext
         self.faults = faults.Faults()
+        #: Juju's hook retry timer per unit (``hook_retry_min``: the testbed knob, default Juju's
+        #: 5 s or $VPNAAS_VCA_HOOK_RETRY_MIN; ``retry_hooks``: automatically-retry-hooks).
+        self.hook_retry = faults.HookRetry(hook_retry_min, retry_hooks, seed=self.seed)
         self.retries = collections.Counter()          # (unit, hook) -> runs Juju had to repeat
+        self.hook_errors = []                         # [HookError], in the order they happened
+        self._failures = {}                           # (unit, hook) -> its own failures in a row
+        self._in_error = {}                           # unit -> the job that retries its hook in error
+        self._triggers = []                           # (unit, hook name part, failed, fn): ``when``
         self._wakes = 0                               # relation-changed hooks since the last settle
         #: units whose charm no longer runs: a test plays a hostile unit by writing their data
         self.silenced = set()
@@ -124,6 +134,8 @@ class Model(vcaops.ModelOperations):
             ctx = self._contexts.get(context)
         if ctx is not None and self.faults.kill_at(ctx, tool):
             return 1, "", "ERROR the unit agent is restarting\n"
+        if ctx is not None and self.faults.tool_fails(ctx, tool):
+            return 1, "", "ERROR connection is shut down (injected)\n"
         with self._lock:
             return hooktool.run(self._state, tool, args, env, stdin, ctx)
 
@@ -148,8 +160,11 @@ class Model(vcaops.ModelOperations):
             return copy.deepcopy(self._state["units"][unit])
 
     def status(self, unit):
+        """The unit's status as `juju status` shows it: ("error", 'hook failed: "<hook>"') while a
+        hook is in error, else what the charm set."""
         with self._lock:
-            st = self._state["units"][unit].get("status", {})
+            u = self._state["units"][unit]
+            st = u.get("hook-error") and dict(u["hook-error"], status="error") or u.get("status", {})
             return st.get("status", "unknown"), st.get("message", "")
 
     def logs(self, unit, start=0):
@@ -185,101 +200,94 @@ class Model(vcaops.ModelOperations):
         env.update(extra)
         return env
 
-    def _dispatch(self, unit, dispatch_path, extra, new_context):
-        """Run the unit's ``dispatch`` for one hook or action in a context from ``new_context()``
-        and commit what it changed, as Juju does: only when it succeeded and the commit reached
-        the controller. Otherwise nothing it wrote is kept and the same hook runs again, in a new
-        context (a hook that failed on its own is an error of the charm, which a test must see:
-        VcaError)."""
+    def _run(self, unit, dispatch_path, extra, ctx):
+        """Run the unit's ``dispatch`` once for one hook or action in ``ctx``; returns the
+        process and the juju-log lines it wrote."""
         charm_dir = os.path.join(self._unit_dir(unit), "charm")
-        while True:
-            ctx = new_context()
-            if not ctx.action:
-                self.faults.wait_for_controller()
-            with self._lock:
-                logged = len(self._state["units"][unit].get("log", []))
-            context = "{}-{}".format(unit, next(self._context_ids))
-            with self._lock:
-                self._contexts[context] = ctx
-            started = time.monotonic()
-            try:
-                proc = self.faults.run_hook(ctx, self.runner + ["./dispatch"], cwd=charm_dir,
-                                            env=self._env(unit, dispatch_path, extra, context),
-                                            timeout=self.hook_timeout)
-            finally:
-                with self._lock:
-                    self._contexts.pop(context, None)
-            ended = time.monotonic()
-            new_log = [msg for _level, msg in self.logs(unit, logged)]
-            with self._lock:
-                self.hook_runs[unit] += 1
-                self.hook_log.append(HookRun(started, ended, unit, dispatch_path, ended - started,
-                                             extra.get("JUJU_RELATION_ID", ""), new_log,
-                                             self._context_calls.pop(context, 0)))
-            if ctx.killed:
-                self._retry(unit, dispatch_path, ctx)
-                continue
-            if proc.returncode != 0:
-                # ops sends an uncaught exception's traceback to juju-log, not to stderr.
-                logged_text = "\n".join(new_log)
-                raise VcaError("{} {} failed (exit {}):\n{}{}".format(unit, dispatch_path, proc.returncode,
-                                                                       proc.stdout[-4000:], logged_text[-4000:]))
-            if not ctx.action and not self.faults.commit_reaches_controller(unit, dispatch_path):
-                self._retry(unit, dispatch_path, ctx)
-                continue
-            with self._lock:
-                changed = ctx.commit(self._state["relations"])
-            for rid, owner in changed:
-                self._wake_remotes(rid, owner)
-            return proc
-
-    def _retry(self, unit, dispatch_path, ctx):
-        """What Juju does with a hook whose run or commit did not complete: drop its writes and
-        run it again (after a short back-off), before anything else the unit has pending."""
         with self._lock:
-            self.retries[(unit, dispatch_path)] += 1
-            if self.retries[(unit, dispatch_path)] > MAX_RETRIES:
-                raise VcaError("{} {} did not complete after {} runs".format(unit, dispatch_path, MAX_RETRIES))
-        time.sleep(self.faults.backoff)
+            logged = len(self._state["units"][unit].get("log", []))
+        context = "{}-{}".format(unit, next(self._context_ids))
+        with self._lock:
+            self._contexts[context] = ctx
+        started = time.monotonic()
+        try:
+            proc = self.faults.run_hook(ctx, self.runner + ["./dispatch"], cwd=charm_dir,
+                                        env=self._env(unit, dispatch_path, extra, context), timeout=self.hook_timeout)
+        finally:
+            with self._lock:
+                self._contexts.pop(context, None)
+        ended = time.monotonic()
+        new_log = [msg for _level, msg in self.logs(unit, logged)]
+        with self._lock:
+            self.hook_runs[unit] += 1
+            self.hook_log.append(HookRun(started, ended, unit, dispatch_path, ended - started,
+                                         extra.get("JUJU_RELATION_ID", ""), new_log,
+                                         self._context_calls.pop(context, 0)))
+        if ctx.killed:
+            self._views[unit].restart()
+            self.hook_retry.reset(unit)     # a new uniter: its retry timer starts again
+        return proc, new_log
 
-    def run_hook(self, unit, name, suffix=None, rid=None, remote=None, departing=None):
-        """Deliver one hook as soon as the unit is free; the relation-changed hooks it causes are
-        queued (``settle`` delivers them)."""
-        self.jobs.run_now(unit, lambda: self._deliver(unit, name, suffix, rid, remote, departing))
-
-    def _queue_hook(self, unit, name, suffix=None, rid=None, remote=None, departing=None, key=None):
+    def _hook(self, unit, name, suffix=None, rid=None, remote=None, departing=None):
+        """One run of a hook, as Juju's uniter runs it. It succeeded when it exited 0 and its
+        commit reached the controller: its writes are committed (``hookcontext``), the hooks they
+        cause are queued, and so is the hook its commit queues (``runhook.go`` ``Commit``).
+        Otherwise nothing it wrote is kept and the hook is in error (``_hook_failed``)."""
+        with self._lock:
+            if unit not in self._state["units"]:
+                return                  # removed while its retry waited
         hook = _hook_name(name, suffix)
-        relation = None
-        if rid is not None:
-            kind = suffix.split("-", 1)[1]
-            rank = scheduler.CREATED if kind == "created" else scheduler.RELATION
-            relation = (str(rid), kind, remote)
-        else:
-            rank = _RANKS.get(hook, scheduler.LIFECYCLE)
-        if hook == "config-changed":
-            key = "config-changed"      # Juju runs one for every config change made meanwhile
-        return self.jobs.submit(unit, lambda: self._deliver(unit, name, suffix, rid, remote, departing), key=key,
-                                rank=rank, relation=relation)
+        dispatch_path = "hooks/" + hook
+        extra, kind = self._relation_env(unit, name, suffix, rid, remote, departing)
+        rid = str(rid) if rid is not None else None
+        self.faults.wait_for_controller()
+        ctx = hookcontext.HookContext(unit, self._views[unit], kind, rid, remote, hook=dispatch_path)
+        proc, new_log = self._run(unit, dispatch_path, extra, ctx)
+        if ctx.killed or proc.returncode != 0 or not self.faults.commit_reaches_controller(unit, dispatch_path):
+            self._hook_failed(unit, hook, ctx, proc, new_log,
+                              lambda: self._hook(unit, name, suffix, rid, remote, departing))
+            self._triggered(unit, hook, True)
+            return
+        with self._lock:
+            changed = ctx.commit(self._state["relations"])
+        for changed_rid, owner in changed:
+            self._wake_remotes(changed_rid, owner)
+        self._hook_committed(unit, hook)
+        self._triggered(unit, hook, False)
 
-    def _deliver(self, unit, name, suffix=None, rid=None, remote=None, departing=None):
-        hook = _hook_name(name, suffix)
-        extra = {}
-        kind = ""
+    def _relation_env(self, unit, name, suffix, rid, remote, departing):
+        extra, kind = {}, ""
         if rid is not None:
             kind = suffix.split("-", 1)[1]
             extra["JUJU_RELATION"] = name
             extra["JUJU_RELATION_ID"] = "{}:{}".format(name, rid)
             with self._lock:
                 endpoints = list(self._state["relations"][str(rid)]["endpoints"])
-            remote_app = next((a for a, _ in endpoints if a != unit.split("/")[0]), "")
-            extra["JUJU_REMOTE_APP"] = remote_app
+            extra["JUJU_REMOTE_APP"] = next((a for a, _ in endpoints if a != unit.split("/")[0]), "")
             if remote:
                 extra["JUJU_REMOTE_UNIT"] = remote
             if departing:
                 extra["JUJU_DEPARTING_UNIT"] = departing
-        rid = str(rid) if rid is not None else None
-        self._dispatch(unit, "hooks/" + hook, extra,
-                       lambda: hookcontext.HookContext(unit, self._views[unit], kind, rid, remote))
+        return extra, kind
+
+    def run_hook(self, unit, name, suffix=None, rid=None, remote=None, departing=None):
+        """Deliver one hook as soon as the unit is free; the relation-changed hooks it causes are
+        queued (``settle`` delivers them)."""
+        self.jobs.run_now(unit, lambda: self._hook(unit, name, suffix, rid, remote, departing))
+
+    def _queue_hook(self, unit, name, suffix=None, rid=None, remote=None, departing=None, key=None, rank=None):
+        hook = _hook_name(name, suffix)
+        relation = None
+        if rid is not None:
+            kind = suffix.split("-", 1)[1]
+            rank = scheduler.CREATED if kind == "created" else scheduler.RELATION
+            relation = (str(rid), kind, remote)
+        elif rank is None:
+            rank = _RANKS.get(hook, scheduler.LIFECYCLE)
+        if hook == "config-changed":
+            key = "config-changed"      # Juju runs one for every config change made meanwhile
+        return self.jobs.submit(unit, lambda: self._hook(unit, name, suffix, rid, remote, departing), key=key,
+                                rank=rank, relation=relation)
 
     def _wake_remotes(self, rid, writer):
         with self._lock:
@@ -302,12 +310,14 @@ class Model(vcaops.ModelOperations):
             self._wakes += 1
             if self._wakes > MAX_HOOKS_PER_SETTLE:
                 raise VcaError("the model did not settle after {} relation-changed hooks".format(self._wakes))
-        self._deliver(unit, self._endpoint(rid, unit), suffix="relation-changed", rid=rid, remote=remote)
+        self._hook(unit, self._endpoint(rid, unit), suffix="relation-changed", rid=rid, remote=remote)
 
     def settle(self):
         """Deliver queued hooks (relation-changed above all) until no databag changes any more."""
         try:
             self.jobs.settle()
+        except scheduler.Stuck as e:        # automatically-retry-hooks off: waiting for resolved
+            raise VcaError(str(e)) from None
         finally:
             with self._lock:
                 self._wakes = 0
@@ -321,19 +331,36 @@ class Model(vcaops.ModelOperations):
         """Run an action as soon as the unit runs nothing, ahead of its pending hooks (Juju's
         uniter does actions first). With wait=False only the action is waited for, not the hooks
         it causes in other units (as OSM waits for a primitive)."""
-        job = self.jobs.submit(unit, lambda: self._action(unit, name, params), rank=scheduler.ACTION)
-        result = self.jobs.wait(job)
+        result = self.jobs.wait(self.queue_action(unit, name, params))
         self._settle_if(wait)
         return result
 
+    def queue_action(self, unit, name, params=None):
+        """Queue an action and return its job (its ``result``, an ActionResult, once ``done``)."""
+        return self.jobs.submit(unit, lambda: self._action(unit, name, params), rank=scheduler.ACTION)
+
     def _action(self, unit, name, params):
+        """One action run. Its writes are committed when it ends, whether it succeeded or failed
+        (an action's failure is its result, not an error of the unit). An action whose unit
+        agent restarted while it ran is failed with Juju's "action terminated" and never run
+        again (``actions/resolver.go`` ``NextOp``, ``operation/failaction.go`` ``Execute``):
+        nothing it wrote or set is kept."""
         with self._update() as state:
             state["units"][unit]["action"] = {"params": dict(params or {}), "results": {}, "failed": None, "log": []}
-        self._dispatch(unit, "actions/" + name, {"JUJU_ACTION_NAME": name,
-                                                  "JUJU_ACTION_UUID": str(next(self._context_ids))},
-                       lambda: hookcontext.HookContext(unit, self._views[unit], action=True))
+        ctx = hookcontext.HookContext(unit, self._views[unit], action=True, hook="actions/" + name)
+        proc, new_log = self._run(unit, "actions/" + name, {"JUJU_ACTION_NAME": name,
+                                                             "JUJU_ACTION_UUID": str(next(self._context_ids))}, ctx)
+        if ctx.killed:
+            return ActionResult(unit, name, "failed", {}, INTERRUPTED, [])
+        if proc.returncode != 0:
+            # The charm crashed (ops sends the traceback to juju-log): a test must see it.
+            raise VcaError("{} actions/{} failed (exit {}):\n{}{}".format(
+                unit, name, proc.returncode, proc.stdout[-4000:], "\n".join(new_log)[-4000:]))
         with self._lock:
+            changed = ctx.commit(self._state["relations"])
             act = copy.deepcopy(self._state["units"][unit]["action"])
+        for rid, owner in changed:
+            self._wake_remotes(rid, owner)
         return ActionResult(unit, name, "failed" if act["failed"] else "completed", act["results"],
                             act["failed"] or "", act["log"])
 

@@ -16,7 +16,8 @@ from testbed import hookcontext, scheduler
 class ModelOperations(object):
     # ------------------------------------------------------------------ deploy
     def deploy(self, app, charm_dir, units=1, wait=True):
-        """install, leader-elected (first unit), config-changed, start -- as Juju 2.9 does."""
+        """install, leader-elected (first unit), config-changed, start -- as Juju 2.9 does: the
+        first config-changed's commit queues start (``operation/runhook.go`` ``Commit``)."""
         with open(os.path.join(charm_dir, "config.yaml")) as f:
             options = (yaml.safe_load(f) or {}).get("options", {})
         defaults = {k: v["default"] for k, v in options.items() if "default" in v}
@@ -29,6 +30,7 @@ class ModelOperations(object):
                 shutil.rmtree(unit_dir, ignore_errors=True)
                 copy_charm(charm_dir, os.path.join(unit_dir, "charm"))
                 state["units"][unit] = {"app": app, "leader": first and i == 0, "config": dict(defaults),
+                                        "started": False,
                                         "dir": unit_dir, "status": {"status": "unknown", "message": ""}, "log": [],
                                         "action": {"params": {}, "results": {}, "failed": None, "log": []}}
                 self._views[unit] = hookcontext.UnitView()
@@ -43,7 +45,6 @@ class ModelOperations(object):
             if self.unit_state(unit)["leader"]:
                 self._queue_hook(unit, "leader-elected")
             self._queue_hook(unit, "config-changed")
-            self._queue_hook(unit, "start")
             for rid in self._relations_of(unit):
                 self._queue_relation_hooks(rid, [unit])
         self._settle_if(wait)
@@ -199,14 +200,21 @@ class ModelOperations(object):
             self._queue_hook(unit, "update-status")
         self.settle()
 
-    def upgrade_charm(self, app, charm_dir):
+    def upgrade_charm(self, app, charm_dir, wait=True):
+        """``juju upgrade-charm``: each unit replaces its charm when it runs nothing (after its
+        pending actions: ``resolver.go`` ``nextOp``), then runs upgrade-charm, which the upgrade's
+        commit queues, and config-changed, which upgrade-charm's commit queues: no action runs
+        in between (``operation/runhook.go`` ``Commit``)."""
         for unit in self.units(app):
             self.jobs.submit(unit, lambda unit=unit: self._replace_charm(unit, charm_dir), rank=scheduler.LIFECYCLE)
-            self._queue_hook(unit, "upgrade-charm")
-            self._queue_hook(unit, "config-changed")
-        self.settle()
+        if wait:
+            self.settle()
 
     def _replace_charm(self, unit, charm_dir):
+        self._copy_charm(unit, charm_dir)
+        self._queue_hook(unit, "upgrade-charm", rank=scheduler.QUEUED)
+
+    def _copy_charm(self, unit, charm_dir):
         target = os.path.join(self._unit_dir(unit), "charm")
         db = os.path.join(target, ".unit-state.db")
         keep = open(db, "rb").read() if os.path.exists(db) else None

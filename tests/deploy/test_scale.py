@@ -185,3 +185,34 @@ def test_the_osm_cli_is_asked_for_the_vdu_instance():
     with pytest.raises(OsmError, match="stop here"):
         vnfm.action("spgwc", "tunnel-status", {})
     assert "--vdu_id" not in osm.argv[-1]
+
+
+class InterruptedVnfm(FakeVnfm):
+    """Each action named in ``interrupt`` fails once as Juju fails an action whose unit agent
+    restarted while it ran, after it was done on the VNF or before (``done``)."""
+
+    def __init__(self, interrupt, done):
+        super().__init__()
+        self.interrupt, self.done = set(interrupt), done
+
+    def action(self, member, primitive, params, count_index=None):
+        if (member, primitive) in self.interrupt:
+            self.interrupt.discard((member, primitive))
+            if self.done:
+                super().action(member, primitive, params, count_index)
+            raise RuntimeError("{} on {} failed: action terminated".format(primitive, member))
+        return super().action(member, primitive, params, count_index)
+
+
+@pytest.mark.parametrize("done", [False, True])
+@pytest.mark.parametrize("interrupted", [("spgwc", "add-peer"), ("enb", "add-peer"), ("spgwu", "tunnel-status"),
+                                         ("spgwc", "remove-peer")])
+def test_a_step_whose_action_was_interrupted_is_run_again(interrupted, done):
+    """Juju fails an action whose unit agent restarted and never runs it again; nor does OSM
+    (docs/lifecycle.md): deploy scale runs the step again itself, and ends as if nothing happened."""
+    vnfm, lines = InterruptedVnfm([interrupted], done), []
+    sc = scaler(vnfm, lines)
+    assert sc.scale_out() == 1
+    assert sc.scale_in() == 1
+    assert any("action terminated" in line and "running it again" in line for line in lines), lines
+    assert all(not v for (unit, _ep), v in vnfm.peers.items() if unit in ("spgwc/0", "enb/0"))

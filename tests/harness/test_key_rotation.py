@@ -1,10 +1,15 @@
 """rotate-keys make-before-break, the generic charm under Harness against the fake VNF: as the
 rotating unit, as a unit that follows a peer's rotation, against a peer of the previous release,
-with hostile rotation fields, and through a failed start and a dropped hook commit. The related
-unit b/0 is played by the test: it publishes what a unit of this release would (rotation.py).
+with hostile rotation fields, through a failed start and a dropped hook commit, and against a
+partner that never finishes or never follows (the deadlines). The related unit b/0 is played by
+the test: it publishes what a unit of this release would (rotation.py). A hook at a later time
+is played by setting the charm's ``hook_time`` (on Juju every hook is a new charm process that
+reads the clock once).
 """
 from fake_vnf import keypair
 from harness_helpers import peer_data
+
+from vpnaas import rotation
 
 B_SERVICE = "172.16.0.2/32"
 B_HOST = "192.168.8.20"
@@ -84,8 +89,8 @@ def test_a_second_rotation_waits_for_the_first(ready, vnf):
     rel = ready.relate("vpn", "b/0", partner())
     assert ready.act("rotate-keys").failed is None
     again = ready.act("rotate-keys", device="wg-vpn")
-    assert again.failed == ("a key rotation is under way on wg-vpn (rotating keys, waiting for b/0 to follow); "
-                            "run rotate-keys again when it has finished")
+    assert again.failed.startswith("a key rotation is under way on wg-vpn (rotating keys, waiting for b/0 to "
+                                   "follow); run rotate-keys again when it has finished (its deadline: ")
     ready.harness.update_relation_data(rel, "b/0", {"next-key": keypair()[1], "next-endpoint": B_HOST + ":51920"})
     assert "under way" in ready.act("rotate-keys").failed
 
@@ -154,3 +159,61 @@ def test_a_temporary_device_that_fails_is_offered_to_nobody(ready, vnf):
     del vnf.broken_devices["wr-vpn"]
     ready.harness.charm.on.update_status.emit()
     assert "wr-vpn" not in vnf.devices and ready.status.name == "active"
+
+
+def later(ready, seconds):
+    """The next hook runs ``seconds`` after the last one."""
+    ready.charm.hook_time += seconds
+
+
+def test_a_rotation_a_peer_never_finishes_is_followed_until_its_deadline_only(ready, vnf):
+    """Issue 36: a related unit that publishes rotation-protocol 1 with a next-key and a
+    next-endpoint and never finishes. It may delay its own tunnel, never this unit's operations."""
+    b_key = keypair()[1]
+    rel = ready.relate("vpn", "b/0", partner(b_key))
+    mine = vnf.devices["wg-vpn"].public_key
+    ready.harness.update_relation_data(rel, "b/0", {"next-key": keypair()[1], "next-endpoint": B_HOST + ":51920",
+                                                    "next-peer-keys": mine})     # it even offers its path
+    assert "wr-vpn" in vnf.devices and routed(vnf) == "wr-vpn"
+    assert "following the key rotation of b/0" in ready.status.message
+    assert "run rotate-keys again when it has finished (its deadline: " in ready.act("rotate-keys").failed
+    later(ready, rotation.FOLLOW_DEADLINE - 60)
+    ready.harness.charm.on.update_status.emit()
+    assert "wr-vpn" in vnf.devices, "still within its time"
+    later(ready, 61)
+    ready.harness.charm.on.update_status.emit()       # any hook after the deadline
+    assert "wr-vpn" not in vnf.devices and routed(vnf) == "wg-vpn" and vnf.peer_keys("wg-vpn") == [b_key]
+    assert not {"next-endpoint", "next-peer-keys"} & set(ready.published(rel))
+    assert "rotation deadline passed for b/0: in place" in ready.status.message
+    # This unit's own rotation proceeds (b/0, followed no more, gets the new key in place).
+    run = ready.act("rotate-keys")
+    assert run.failed is None and run.results["rotation-wg-vpn"].startswith("in place")
+    assert vnf.devices["wg-vpn"].public_key == run.results["public-key-wg-vpn"]
+    # Dropping its rotation and starting another at once does not buy b/0 a new deadline ...
+    ready.harness.update_relation_data(rel, "b/0", {"next-key": "", "next-endpoint": ""})
+    later(ready, 10)
+    ready.harness.update_relation_data(rel, "b/0", {"next-key": keypair()[1], "next-endpoint": B_HOST + ":51920"})
+    assert "wr-vpn" not in vnf.devices and ready.act("rotate-keys").failed is None
+    # ... only being idle for as long does.
+    ready.harness.update_relation_data(rel, "b/0", {"next-key": "", "next-endpoint": ""})
+    later(ready, rotation.FOLLOW_DEADLINE + 1)
+    ready.harness.update_relation_data(rel, "b/0", {"next-key": keypair()[1], "next-endpoint": B_HOST + ":51920"})
+    assert "wr-vpn" in vnf.devices and "following the key rotation of b/0" in ready.status.message
+
+
+def test_a_rotation_a_partner_never_follows_switches_at_its_deadline_and_ends(ready, vnf):
+    rel = ready.relate("vpn", "b/0", partner())
+    old = vnf.devices["wg-vpn"].public_key
+    new = ready.act("rotate-keys").results["public-key-wg-vpn"]
+    later(ready, rotation.DEADLINE / 2)
+    ready.harness.charm.on.update_status.emit()
+    assert vnf.devices["wg-vpn"].public_key == old and "waiting for b/0 to follow" in ready.status.message
+    later(ready, rotation.DEADLINE / 2 + 1)
+    ready.harness.charm.on.update_status.emit()
+    # b/0 never followed: the main device took the new key anyway; b/0 follows it in place.
+    assert vnf.devices["wg-vpn"].public_key == new and ready.published(rel)["public-key"] == new
+    assert "rotation deadline passed for b/0: in place" in ready.status.message
+    ready.harness.charm.on.update_status.emit()
+    assert "wr-vpn" not in vnf.devices and ready.charm._stored.rotating == "[]"
+    assert not {"next-key", "next-endpoint", "next-peer-keys"} & set(ready.published(rel))
+    assert ready.status.name == "active" and "rotat" not in ready.status.message

@@ -307,3 +307,21 @@ def test_as_dispatch_runs_it_the_exit_status_says_whether_the_hook_is_done(unit,
     _tool_program(str(tools), "relation-get", "exit 3")
     assert _run_gate(env_for(unit[0]), str(tools)).returncode == 1
     assert _run_gate(env_for(unit[0], hook="hooks/install"), str(tools)).returncode == 1
+
+
+def test_a_hook_after_a_rotation_deadline_runs_the_charm(unit, monkeypatch):
+    """The cache of a plan with a key rotation is valid until that rotation's first deadline
+    (rotation.py): a hook after it reaches the charm, which plans without the rotation whose time
+    is up, even though nothing in the relation changed."""
+    import time
+    for until, skipped in ((time.time() + 60, True), (time.time() - 1, False)):
+        relation_cache.save(unit[1], relation_cache.make(["vpn"], FIELDS, "fp-1", {"2/s1/0": BAG}, OWN_FIELDS,
+                                                         {2: OWN}, until=until))
+        relation_cache.promote(unit[1])
+        Tools(monkeypatch)
+        assert hookgate.nothing_to_do(env_for(unit[0])) is skipped
+    with open(relation_cache.path(unit[1])) as f:
+        text = f.read()
+    with open(relation_cache.path(unit[1]), "w") as f:
+        f.write(text.replace('"until": ', '"until": "soon", "x": '))
+    assert relation_cache.load(unit[1]) is None, "an until that is no number makes no cache"

@@ -44,8 +44,7 @@ def model(tmp_path, monkeypatch):
     (charm / "config.yaml").write_text("options: {}\n")
     (charm / "dispatch").write_text(DISPATCH)
     os.chmod(str(charm / "dispatch"), 0o755)
-    m = vca.Model(str(tmp_path / "model"))
-    m.faults.backoff = 0
+    m = vca.Model(str(tmp_path / "model"), hook_retry_min=0.01)     # Juju's timer, 500 times as fast
     m.charm = str(charm)
     m.logs_dir = tmp_path / "logs"
     yield m
@@ -76,9 +75,11 @@ def test_a_failed_hook_keeps_none_of_its_writes(model):
     model.deploy("b", model.charm)
     publish(model, "a/0", "k1")
     (model.logs_dir / "fail").write_text("")
+    # Juju retries it for ever; the emulation reports a hook that keeps failing as the charm's error.
     with pytest.raises(vca.VcaError, match="relation-joined failed"):
         model.relate("a:vpn", "b:vpn-peer")
     assert model.relation_data(0)["a/0"] == {}
+    assert [e.why for e in model.hook_errors] == ["exit 1"] * vca.MAX_HOOK_FAILURES
 
 
 def test_a_refused_commit_drops_the_writes_and_runs_the_hook_again(model):

@@ -178,7 +178,7 @@ def test_serially_the_unit_that_queued_first_runs_its_best_ranked_job():
 def test_an_unknown_rank_is_refused_and_nothing_is_queued():
     s = scheduler.UnitScheduler(1)
     with pytest.raises(ValueError):
-        s.submit("a/0", lambda: None, rank=7)
+        s.submit("a/0", lambda: None, rank=42)
     assert s.idle()
 
 
