@@ -194,3 +194,35 @@ def test_the_log_is_rate_limited_and_rotated(tmp_path):
         for handler in list(mod.log.handlers):
             handler.close()
             mod.log.removeHandler(handler)
+
+
+def test_the_collector_leaves_no_bytecode_beside_it(tmp_path):
+    """On the VNF the collector sits in /etc/wireguard, which holds only what the charm writes and
+    its teardown removes: loading it must not leave a __pycache__ there."""
+    folder = tmp_path / "etc-wireguard"
+    folder.mkdir()
+    for name in ("wg-exporter.py", "wg-collect.py"):
+        (folder / name).write_bytes(open(os.path.join(VNF, name), "rb").read())
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "wg").write_text(FAKE_WG)
+    (bindir / "wg").chmod(0o755)
+    port = _free_port()
+    env = dict(os.environ, PATH="{}:{}".format(bindir, os.environ["PATH"]))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    proc = subprocess.Popen([sys.executable, str(folder / "wg-exporter.py"), "--listen", "127.0.0.1", "--port",
+                             str(port), "--interface", "lo", "--log", str(tmp_path / "log")],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                assert "vpnaas_wireguard" in scrape(port)[1]
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert sorted(p.name for p in folder.iterdir()) == ["wg-collect.py", "wg-exporter.py"]

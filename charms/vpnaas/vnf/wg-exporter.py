@@ -70,6 +70,8 @@ def load_collector(path: str = COLLECT) -> Any:
     """wg-collect.py, from beside this program (its name on the VNF) or from the charm's tree."""
     if not os.path.exists(path):
         path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wg-collect.py")
+    # No __pycache__ beside it: /etc/wireguard holds only what the charm writes and removes.
+    sys.dont_write_bytecode = True
     spec = importlib.util.spec_from_file_location("vpnaas_wg_collect", path)
     if spec is None or spec.loader is None:
         raise ImportError("cannot load " + path)
