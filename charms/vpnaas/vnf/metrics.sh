@@ -145,4 +145,8 @@ metrics_remove() {  # the exporter and every file of it go
   metrics_stop_daemon
   rm -f "$METRICS_EXPORTER" "$METRICS_COLLECT" "$METRICS_LABELS" "$METRICS_REFUSED" "$METRICS_IMPL" \
     "$METRICS_LOG" "$METRICS_LOG.1" "$METRICS_LOG.stderr"
+  # The collector's bytecode, had an exporter ever written it there (one between the collector's
+  # split and its fix did): nothing of ours may stay in /etc/wireguard.
+  rm -f "${METRICS_COLLECT%/*}"/__pycache__/vpnaas-metrics-collect.*.pyc
+  rmdir "${METRICS_COLLECT%/*}/__pycache__" 2>/dev/null || true
 }
