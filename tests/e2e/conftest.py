@@ -9,7 +9,6 @@ import shutil
 
 import pytest
 
-from bundle import build_charms
 from testbed import vca, vim
 
 REQUIRED_TOOLS = ("ip", "sshd", "wg", "wg-quick", "tcpdump", "nsenter", "unshare", "iperf3", "ping",
@@ -32,9 +31,9 @@ def environment_ready():
 
 
 @pytest.fixture(scope="session")
-def local_charms(environment_ready):
-    build_charms.build_all("local")
-    return build_charms.output_dir("local")
+def local_charms(environment_ready, local_charms_dir):
+    """build/charms-local, built once per test run however many workers run the e2e tests."""
+    return local_charms_dir
 
 
 @pytest.fixture
