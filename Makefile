@@ -91,9 +91,15 @@ UNIT_TIER = bash scripts/unpack-deps.sh && eval "$$(bash scripts/unpack-deps.sh 
 	bash scripts/check-unit-deps.sh && \
 	$(PY) -m pytest -q -p no:cacheprovider -n auto --dist loadgroup $(PYTEST_ARGS) tests --ignore=tests/e2e
 
-test: deps venv hookclient wireguard-go boringtun lint pycompat unit36 ## everything CI runs: lint, 3.6 checks, the unit tier in parallel, then the end-to-end tests
+# The end-to-end tier: each testbed in namespaces of its own, so two files run at once (one per
+# worker: a module's testbed is its fixture), then the tests that measure (tests/e2e/conftest.py
+# ALONE) one at a time.
+E2E_TIER = $(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=25 -m "not alone" $(PYTEST_ARGS) \
+	tests/e2e && $(PY) -m pytest -q -p no:cacheprovider --durations=10 -m alone $(PYTEST_ARGS) tests/e2e
+
+test: deps venv hookclient wireguard-go boringtun lint pycompat unit36 ## everything CI runs: lint, 3.6 checks, the unit tier on every core, then the end-to-end tier
 	@$(UNIT_TIER) --durations=15
-	$(PY) -m pytest -q -p no:cacheprovider --durations=25 $(PYTEST_ARGS) tests/e2e
+	$(E2E_TIER)
 
 unit: venv hookclient wireguard-go boringtun ## every test that needs no root, on every core (pytest-xdist): the everyday loop (under a minute)
 	@$(UNIT_TIER)

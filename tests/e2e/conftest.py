@@ -11,8 +11,20 @@ import pytest
 
 from testbed import vca, vim
 
+#: The modules whose tests measure what another testbed on the same two cores would disturb
+#: (packets lost by a probe at 100 packets/s, throughput against a bare pair, the seconds and hook
+#: runs to a handshake): marked ``alone``. `make test` runs the others on two workers, one file per
+#: worker (each testbed has namespaces of its own: a random id), then these one at a time.
+ALONE = {"test_lifecycle.py", "test_bench_smoke.py", "test_core_sequences.py"}
+
 REQUIRED_TOOLS = ("ip", "sshd", "wg", "wg-quick", "tcpdump", "nsenter", "unshare", "iperf3", "ping",
                   "prometheus", "promtool")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.name in ALONE:
+            item.add_marker(pytest.mark.alone)
 
 
 @pytest.fixture(scope="session")
