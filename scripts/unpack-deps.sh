@@ -83,7 +83,7 @@ for entry in "${wanted[@]}"; do
   if [ "$mode" = deps ]; then
     # What it depends on, recursively, that this system does not have.
     while read -r dep; do
-      case "$dep" in "<"*|libc6|libgcc-s1|gcc-*-base|dpkg|debconf|install-info) continue ;; esac
+      case "$dep" in "<"*|libc6|libgcc-s1|gcc-*-base|dpkg|debconf|cdebconf|install-info) continue ;; esac
       installed "$dep" || packages+=("$dep")
     done < <(apt-cache "${apt_opts[@]}" depends --recurse --no-recommends --no-suggests --no-conflicts \
                --no-breaks --no-replaces --no-enhances "$pkg" | grep -v '^ ' | sort -u)
