@@ -194,3 +194,20 @@ def test_the_log_is_rate_limited_and_rotated(tmp_path):
         for handler in list(mod.log.handlers):
             handler.close()
             mod.log.removeHandler(handler)
+
+
+def test_loading_the_collector_writes_nothing_beside_it(tmp_path):
+    """On the VNF the collector is /etc/wireguard/vpnaas-metrics-collect.py, a folder where every
+    file is the charm's: loading it leaves no __pycache__ there, whatever the environment says."""
+    for name in ("wg-exporter.py", "wg-collect.py"):
+        (tmp_path / name).write_bytes(open(os.path.join(VNF, name), "rb").read())
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    # The exporter's own source is run without an import (which would cache it), as `python3 FILE` does.
+    code = ("import sys, types\n"
+            "m = types.ModuleType('exporter'); m.__file__ = sys.argv[1]\n"
+            "exec(compile(open(sys.argv[1]).read(), sys.argv[1], 'exec'), m.__dict__)\n"
+            "m.load_collector(sys.argv[2])\n")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "wg-exporter.py"), str(tmp_path / "wg-collect.py")],
+                   env=env, check=True)
+    assert sorted(os.listdir(str(tmp_path))) == ["wg-collect.py", "wg-exporter.py"]

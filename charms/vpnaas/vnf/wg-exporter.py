@@ -74,6 +74,8 @@ def load_collector(path: str = COLLECT) -> Any:
     if spec is None or spec.loader is None:
         raise ImportError("cannot load " + path)
     module = importlib.util.module_from_spec(spec)
+    # No __pycache__ beside it: on the VNF that is /etc/wireguard, where every file is the charm's.
+    sys.dont_write_bytecode = True
     spec.loader.exec_module(module)
     return module
 
