@@ -91,10 +91,11 @@ UNIT_TIER = bash scripts/unpack-deps.sh && eval "$$(bash scripts/unpack-deps.sh 
 	bash scripts/check-unit-deps.sh && \
 	$(PY) -m pytest -q -p no:cacheprovider -n auto --dist loadgroup $(PYTEST_ARGS) tests --ignore=tests/e2e
 
-# The end-to-end tier: each testbed in namespaces of its own, so two files run at once (one per
-# worker: a module's testbed is its fixture), then the tests that measure (tests/e2e/conftest.py
-# ALONE) one at a time.
-E2E_TIER = $(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=25 -m "not alone" $(PYTEST_ARGS) \
+# The end-to-end tier: each testbed in namespaces of its own, so two modules run at once (one per
+# worker: a module's testbed is its fixture; the longest first, tests/e2e/conftest.py FIRST), then
+# the tests that measure (ALONE there) one at a time.
+E2E_TIER = $(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder --durations=25 \
+	-m "not alone" $(PYTEST_ARGS) \
 	tests/e2e && $(PY) -m pytest -q -p no:cacheprovider --durations=10 -m alone $(PYTEST_ARGS) tests/e2e
 
 # The system packages first; then what needs them, as many at a time as make -j allows (.ci/run:
