@@ -99,9 +99,10 @@ E2E_TIER = $(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-load
 	tests/e2e && $(PY) -m pytest -q -p no:cacheprovider --durations=10 -m alone $(PYTEST_ARGS) tests/e2e
 
 # The system packages first; then what needs them, as many at a time as make -j allows (.ci/run:
-# -j2, so that the boringtun build runs beside the venvs, the lint and the 3.6 tier).
+# -j2, so that the boringtun build, the longest, starts first and runs beside the venvs, the lint
+# and the 3.6 tier).
 test: deps ## everything CI runs: lint, 3.6 checks, the unit tier on every core, then the end-to-end tier
-	@$(MAKE) --no-print-directory venv hookclient wireguard-go boringtun lint pycompat unit36
+	@$(MAKE) --no-print-directory boringtun venv hookclient wireguard-go lint pycompat unit36
 	@$(UNIT_TIER) --durations=15
 	$(E2E_TIER)
 
