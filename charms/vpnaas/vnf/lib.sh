@@ -81,3 +81,10 @@ data_item() {  # name: a value from the program's data section (never an argumen
 secret() {  # name: the value of a secret (LTE K/OP) from the data section
   data_item "$1"
 }
+
+vpnaas_timed() {  # function args...: run it, then report its start and end (a profiled step only: hookclock.py)
+  # bash 5's EPOCHREALTIME costs no fork; an older bash asks date.
+  local started=${EPOCHREALTIME:-$(date +%s.%N)}
+  "$@"
+  out "TIMING $1 $started ${EPOCHREALTIME:-$(date +%s.%N)}"
+}
