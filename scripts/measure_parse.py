@@ -16,10 +16,10 @@ than from its human-readable table.
 import json
 import re
 
-from vpnaas import refpoints
+from vpnaas.core import refpoints
 
 #: The reference points in the order every report lists them: the charms' own list
-#: (charms/vpnaas/refpoints.py), the one source of the reference points.
+#: (charms/vpnaas/core/refpoints.py), the one source of the reference points.
 REFERENCE_POINTS = tuple(refpoints.REFERENCE_POINTS)
 
 #: Thesis defaults: 10 minutes, 60 s reports; 1000 echoes at 200 ms spacing.

@@ -22,7 +22,8 @@ import glibc_check
 import yaml
 
 from bundle import BUILD_DIR, CHARMS_DIR, charmspec
-from vpnaas import dataplane, registry
+from vpnaas.core import registry
+from vpnaas.vnf import dataplane
 
 SHARED_PACKAGE = "vpnaas"
 REQUIREMENTS = os.path.join(CHARMS_DIR, "requirements.txt")
@@ -34,13 +35,13 @@ BASES = {
 # The one series each build runs on: the compiled wheels (cffi, bcrypt, pynacl) are built for that
 # series' Python only, so declaring another series would deploy a charm whose imports fail there.
 SERIES = {"ubuntu@18.04": "bionic", "ubuntu@20.04": "focal", "local": "jammy"}
-# A relation hook that can change nothing ends in vpnaas.hookgate, before ops is imported (its
+# A relation hook that can change nothing ends in vpnaas.charm.hookgate, before ops is imported (its
 # docstring says why); exit status 0 there means "done", anything else "run the charm".
 DISPATCH = """#!/bin/sh
 JUJU_DISPATCH_PATH="${JUJU_DISPATCH_PATH:-$0}"
 PYTHONPATH=lib:venv
 export JUJU_DISPATCH_PATH PYTHONPATH
-python3 -S -m vpnaas.hookgate && exit 0
+python3 -S -m vpnaas.charm.hookgate && exit 0
 exec ./src/charm.py
 """
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
@@ -114,10 +115,26 @@ def _copy_tree(src, dst):
     shutil.copytree(src, dst, ignore=lambda _d, names: [n for n in names if n in EXCLUDE or n.endswith(".pyc")])
 
 
+def package_modules_of(root):
+    """{dotted module name below the package: its path} of every module under ``root``."""
+    out = {}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in EXCLUDE)
+        rel = os.path.relpath(folder, root)
+        prefix = "" if rel == "." else rel.replace(os.sep, ".") + "."
+        for name in files:
+            if name.endswith(".py") and name != "__init__.py":
+                out[prefix + name[:-3]] = os.path.join(folder, name)
+            elif name == "__init__.py" and prefix:
+                out[prefix[:-1]] = os.path.join(folder, name)
+    return out
+
+
 def copy_shared_package(name, target):
     """The shared package as charm ``name`` needs it: the core, and of the component code (the
     modules and VNF-side folders the registry assigns to workloads and components) only its own
-    workload's and its own; a generic charm carries no OAI code."""
+    workload's and its own; a generic charm carries no OAI code (a subpackage left with nothing
+    but its ``__init__.py`` is not shipped)."""
     reg = registry.load()
     own_modules = set(reg.shipped_modules(name))
     foreign_modules = set(reg.all_component_modules()) - own_modules
@@ -127,36 +144,46 @@ def copy_shared_package(name, target):
 
     def ignore(directory, names):
         skip = [n for n in names if n in EXCLUDE or n.endswith(".pyc")]
-        if os.path.abspath(directory) == os.path.abspath(src):
-            skip += [n for n in names if n.endswith(".py") and n[:-3] in foreign_modules]
+        rel = os.path.relpath(directory, src)
+        prefix = "" if rel == "." else rel.replace(os.sep, ".") + "."
+        skip += [n for n in names if n.endswith(".py") and prefix + n[:-3] in foreign_modules]
         if os.path.abspath(directory) == os.path.abspath(os.path.join(src, "vnf")):
             skip += [n for n in names if n in foreign_vnf]
         return skip
     shutil.copytree(src, target, ignore=ignore)
+    for folder, _dirs, _files in os.walk(target, topdown=False):  # the deepest first
+        if folder != target and os.listdir(folder) == ["__init__.py"]:
+            shutil.rmtree(folder)
     missing = missing_imports(src, target)
     if missing:
-        raise BuildError("charm {}: {} (add the module to its entry in charms/vpnaas/registry.yaml, or move "
+        raise BuildError("charm {}: {} (add the module to its entry in charms/vpnaas/core/registry.yaml, or move "
                          "what it needs into a module the charm ships)".format(name, "; ".join(missing)))
+
+
+def _imported(node, package, modules):
+    """The package modules an import statement names (dotted below the package)."""
+    if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == package and not node.level:
+        base = node.module[len(package) + 1:] if node.module != package else ""
+        out = [base] if base else []
+        return out + [(base + "." if base else "") + a.name for a in node.names
+                      if (base + "." if base else "") + a.name in modules]
+    if isinstance(node, ast.Import):
+        return [a.name[len(package) + 1:] for a in node.names if a.name.startswith(package + ".")]
+    return []
 
 
 def missing_imports(src, target):
     """The shipped modules' imports of package modules the charm does not carry: each would be an
     ImportError on the proxy machine at the first hook. Read from the syntax tree, so it holds
     whatever Python the build runs on."""
-    package_modules = {n[:-3] for n in os.listdir(src) if n.endswith(".py")}
-    shipped = {n[:-3] for n in os.listdir(target) if n.endswith(".py")}
+    package_modules = package_modules_of(src)
+    shipped = package_modules_of(target)
     out = []
-    for module in sorted(shipped):
-        with open(os.path.join(target, module + ".py")) as f:
+    for module, path in sorted(shipped.items()):
+        with open(path) as f:
             tree = ast.parse(f.read())
         for node in ast.walk(tree):
-            needed = []
-            if isinstance(node, ast.ImportFrom) and node.module == SHARED_PACKAGE:
-                needed = [a.name for a in node.names if a.name in package_modules]
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(SHARED_PACKAGE + "."):
-                needed = [node.module.split(".")[1]]
-            elif isinstance(node, ast.Import):
-                needed = [a.name.split(".")[1] for a in node.names if a.name.startswith(SHARED_PACKAGE + ".")]
+            needed = _imported(node, SHARED_PACKAGE, package_modules)
             out += ["{} imports {}, which it does not ship".format(module, n) for n in needed if n not in shipped]
     return out
 
@@ -212,7 +239,7 @@ def build_charm(name, base, deps, out_dir=None, shared=None):
 def shipped_programs(tools_dir=TOOLS_DIR):
     """{implementation: (path, sha256, version)} of the userspace WireGuard programs built into
     ``tools_dir``. One that is not there is left out: the charm then ships without it and an
-    endpoint set to it is Blocked ("not shipped"; vpnaas/dataplane.py), so a machine without Rust
+    endpoint set to it is Blocked ("not shipped"; vpnaas/vnf/dataplane.py), so a machine without Rust
     still builds working charms. For the VNFs' base every program must run on glibc 2.27: one
     that needs a newer symbol fails the build (a host build instead of `make boringtun`'s)."""
     out = {}

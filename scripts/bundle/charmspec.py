@@ -1,7 +1,7 @@
 """The complete metadata, config and actions of each charm, as Juju will see them.
 
 A charm's own yaml files hold only what is specific to it; the fragments of its workload and its
-reference-point endpoints (both from the registry, charms/vpnaas/registry.yaml) and the
+reference-point endpoints (both from the registry, charms/vpnaas/core/registry.yaml) and the
 per-tunnel options derived from its ``wireguard*`` relation endpoints are merged in here. The
 charm build writes the result, and the descriptor validator checks descriptors against the same
 result, so the two can never disagree.
@@ -16,7 +16,10 @@ import yaml
 from bundle import CHARMS_DIR
 
 sys.path.insert(0, CHARMS_DIR)
-from vpnaas import refpoints, registry  # noqa: E402
+from vpnaas.core import (
+    refpoints,  # noqa: E402
+    registry,
+)
 
 SECTIONS = ("metadata", "config", "actions")
 

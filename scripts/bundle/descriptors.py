@@ -13,7 +13,7 @@ import yaml
 
 from bundle import ROOT
 from bundle.yamlfile import SAFE_LOADER, load_mapping
-from vpnaas import registry
+from vpnaas.core import registry
 
 #: The components with a VNF package, in the registry's order.
 VNF_NAMES = tuple(c.name for c in registry.load().with_vnfd())

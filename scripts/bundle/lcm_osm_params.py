@@ -1,4 +1,4 @@
-"""Check the charms' reader of OSM's <OSM> (vpnaas/instance.py) against what LCM itself writes.
+"""Check the charms' reader of OSM's <OSM> (vpnaas/core/instance.py) against what LCM itself writes.
 
     python3 scripts/bundle/lcm_osm_params.py LCM_DIR [--vectors]
 
@@ -24,7 +24,7 @@ import yaml
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                 "charms"))
-from vpnaas import instance  # noqa: E402
+from vpnaas.core import instance  # noqa: E402
 
 PRIMITIVE = {"name": "config", "parameter": [{"name": "ssh-hostname", "value": "<rw_mgmt_ip>"},
                                              {"name": "osm-instance", "value": "<OSM>"}]}

@@ -21,7 +21,7 @@ from deploy.flows import instance_names, ns_tunnels_for, render_all
 from deploy.osm import Osm, OsmError
 from deploy.runner import Progress, quote_argv
 from deploy.wait import parse_tunnels, tunnel_report
-from vpnaas import refpoints, registry
+from vpnaas.core import refpoints, registry
 
 CLIENT_IS_PROVIDER = {"s6a": True}
 

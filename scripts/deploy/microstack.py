@@ -12,9 +12,9 @@ import urllib.request
 
 from deploy.catalog import vdu_resources
 from deploy.prereq import openstack_for_site
-from vpnaas import refpoints
-from vpnaas.metrics import DEFAULT_PORT as METRICS_PORT
-from vpnaas.rotation import PORT_OFFSET as ROTATION_PORT_OFFSET
+from vpnaas.core import refpoints
+from vpnaas.core.rotation import PORT_OFFSET as ROTATION_PORT_OFFSET
+from vpnaas.vnf.metrics import DEFAULT_PORT as METRICS_PORT
 
 
 class PrepareError(Exception):

@@ -39,7 +39,7 @@ from deploy import scale_trust as trust
 from deploy.catalog import vdu_members
 from deploy.flows import instance_names
 from deploy.osm import Osm
-from vpnaas import registry
+from vpnaas.core import registry
 
 
 class ScaleError(Exception):

@@ -4,7 +4,7 @@ A scaled instance is never related, so its peering rests on what it reports abou
 instance is a VNF, and a VNF may be compromised. So (docs/deploy.md, "Scaling"):
 
 * instance k's addresses are not taken from its report but derived from instance 0's, the way
-  the charm derives them from ``<OSM>`` (vpnaas.instance: the tunnel address k blocks on, the
+  the charm derives them from ``<OSM>`` (vpnaas.core.instance: the tunnel address k blocks on, the
   service and endpoint addresses + k); its report must name exactly those;
 * instance 0's report is checked against what each hub holds for it through the relation (the
   peer with its key routes its tunnel and service addresses);
@@ -19,8 +19,8 @@ An operation on one instance therefore never adds, replaces or removes another's
 """
 import ipaddress
 
-from vpnaas import instance
-from vpnaas.validation import InvalidValue
+from vpnaas.core import instance
+from vpnaas.core.validation import InvalidValue
 
 
 class TrustError(Exception):
@@ -45,7 +45,7 @@ def allowed_of(entry):
 
 
 def expected_entry(base, k, endpoint, member):
-    """Instance k's wg-<endpoint> addresses, from instance 0's entry ``base`` (vpnaas.instance)."""
+    """Instance k's wg-<endpoint> addresses, from instance 0's entry ``base`` (vpnaas.core.instance)."""
     what = "{} instance {} wg-{}".format(member, k, endpoint)
     try:
         address = instance.tunnel_address(ipaddress.ip_interface(base["address"]), k, what)

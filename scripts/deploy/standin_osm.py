@@ -18,7 +18,7 @@ followed where the tool depends on it:
   and for a changed software-version; otherwise the VNF's revision follows its package's.
 
 The charms' actions answer as the shipped charm does: ``tunnel-status`` with one entry per
-tunnel endpoint (addresses of instance k as ``vpnaas.instance`` derives them), ``add-peer``
+tunnel endpoint (addresses of instance k as ``vpnaas.core.instance`` derives them), ``add-peer``
 (refused when another peer holds the key: ``charm_guard``; an older charm replaced it) and
 ``remove-peer`` (with ``allowed-ips``: only the peer with exactly those). ``lies`` makes an
 instance report another one's key or addresses (the hostile case); ``unready`` makes a new
@@ -34,7 +34,7 @@ import uuid
 import yaml
 
 from deploy.catalog import members, read_descriptor, tunnels, vdu_members, vnfd_of
-from vpnaas import instance, refpoints
+from vpnaas.core import instance, refpoints
 
 #: osmclient's options of the commands the tool runs (its click declarations): name -> flag?
 OPTIONS = {

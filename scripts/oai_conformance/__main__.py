@@ -39,7 +39,9 @@ import yaml
 from oai_conformance import checks, cn5g, libconfig, mysqlinit, nfreader
 from oai_conformance.source import SourceError, Tree
 from oai_conformance.submodules import check_submodules, submodule_tree  # noqa: F401  (the checks' API)
-from vpnaas import oai_ue, registry, vnfscript
+from vpnaas.core import registry
+from vpnaas.oai.lte import ue as oai_ue
+from vpnaas.vnf import vnfscript
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 #: (name, oai.Component) of every component with an OAI workload, from the registry.

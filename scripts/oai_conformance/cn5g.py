@@ -21,7 +21,10 @@ import re
 
 import yaml
 
-from vpnaas import oai_cn5g, oai_mysql, oai_nrue, vnfscript
+from vpnaas.oai.cn5g import common as oai_cn5g
+from vpnaas.oai.cn5g import mysql as oai_mysql
+from vpnaas.oai.cn5g import nrue as oai_nrue
+from vpnaas.vnf import vnfscript
 
 FED_EXAMPLE = "docker-compose/conf/mini_nonrf_config.yaml"
 #: The release's example with an NRF: the one that writes the UPF's ``smfs`` (a list of {host}).
@@ -183,6 +186,6 @@ def check_nrue(report, comp, tree, renderer, config, check_output, sources_text)
         kind = "ok" if checks.option_known(text, option) else "MISMATCH"
         report.line(kind, "nr-uesoftmodem {}: {}".format(option, "defined by the program" if kind == "ok"
                                                          else "not an option of the program at this ref"))
-    from vpnaas import oai_gnb
+    from vpnaas.oai.cn5g import gnb as oai_gnb
 
     check_nr_radio(report, tree, oai_gnb.TEMPLATE)

@@ -18,7 +18,12 @@ import yaml
 
 from oai_conformance import libconfig
 from oai_conformance.sandbox import Sandbox, SandboxError, serve_sources
-from vpnaas import oai, oai_mysql, oai_nrue, oai_ue, refpoints, ssh, validation, vnfscript
+from vpnaas.core import refpoints, validation
+from vpnaas.oai import component as oai
+from vpnaas.oai.cn5g import mysql as oai_mysql
+from vpnaas.oai.cn5g import nrue as oai_nrue
+from vpnaas.oai.lte import ue as oai_ue
+from vpnaas.vnf import ssh, vnfscript
 
 TOKEN = re.compile(r"@[A-Za-z][A-Za-z0-9_-]*@")
 TUNNEL_FILES = ["tunnels.sh"]

@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 from oai_conformance.source import Tree
-from vpnaas import registry
+from vpnaas.core import registry
 
 #: The OAI components and their pinned sources, from the registry.
 PINNED = {c.name: c.description() for c in registry.load().of_workload("oai")}

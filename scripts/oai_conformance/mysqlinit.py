@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 
 from oai_conformance import cases, cn5g, nfbuild
-from vpnaas import oai_mysql
+from vpnaas.oai.cn5g import mysql as oai_mysql
 
 SOURCES = ("sql/sql_bootstrap.h", "sql/sql_bootstrap.cc")
 

@@ -29,7 +29,8 @@ import tempfile
 
 from oai_conformance import nfbuild
 from oai_conformance.source import SourceError, Tree
-from vpnaas import oai_cn5g, refpoints
+from vpnaas.core import refpoints
+from vpnaas.oai.cn5g import common as oai_cn5g
 
 NFS = ("amf", "smf", "upf")
 #: Known copies that stand in for a tree at the pinned commit, by (nf, commit of the copy, folder).

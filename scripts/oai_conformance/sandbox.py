@@ -26,7 +26,7 @@ import threading
 
 from oai_conformance.source import Tree
 from testbed import vim
-from vpnaas import ssh
+from vpnaas.vnf import ssh
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STANDINS = os.path.join(HERE, "standins")

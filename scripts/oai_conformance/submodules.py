@@ -10,7 +10,7 @@ import tempfile
 
 from oai_conformance import checks
 from oai_conformance.source import Tree
-from vpnaas import vnfscript
+from vpnaas.vnf import vnfscript
 
 #: Helpers that may pull submodules.
 HELPER_FOLDERS = ("build/tools", "scripts", "cmake_targets/tools")

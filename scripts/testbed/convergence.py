@@ -15,8 +15,8 @@ import re
 import time
 
 from testbed import benchstats, demo, lcm, loadcheck, vca, vim
-from vpnaas.charm_base import RECONCILE_SESSION
-from vpnaas.proxy_actions import VERIFY_SESSION
+from vpnaas.charm.base import RECONCILE_SESSION
+from vpnaas.charm.proxy_actions import VERIFY_SESSION
 
 HANDSHAKE_TIMEOUT = 120
 

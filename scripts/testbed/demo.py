@@ -42,8 +42,8 @@ from testbed import (
     vca,
     vim,
 )
-from vpnaas import config as charm_config
-from vpnaas import refpoints
+from vpnaas.core import config as charm_config
+from vpnaas.core import refpoints
 
 OUT_DIR = os.path.join(BUILD_DIR, "demo")
 #: IPPROTO_SCTP, and the protocols (the registry's ``carries``) that OAI runs over it.

@@ -3,7 +3,7 @@ a hub's relation hook by phase.
 
 From the hook log of the convergence runs (hooks that opened an SSH session and hooks that
 did not) and from timing each piece alone. With ``VPNAAS_HOOK_PROFILE`` set, every charm run
-records its phases (``vpnaas.hookclock``) and the VNF-side step its functions' times; the
+records its phases (``vpnaas.core.hookclock``) and the VNF-side step its functions' times; the
 functions below join those records to the emulated VCA's hook log (duration, hook-tool calls by
 tool) by the hook's context id.
 """
@@ -17,7 +17,7 @@ import time
 
 from bundle import BUILD_DIR, build_charms
 from testbed import benchstats, cli, convergence, toolserver, vca, vim
-from vpnaas import hookclock
+from vpnaas.core import hookclock
 
 
 def _timed(argv, cwd=None, env=None, repeat=3):
@@ -59,7 +59,7 @@ def profile_hooks(runner, records):
     env = dict(toolserver.hook_base_env(os.environ), PYTHONPATH="lib:venv")   # as the hooks ran
     out = {"python_start_s": _timed([sys.executable, "-c", "pass"]),
            "python_import_ops_s": _timed([sys.executable, "-c", "import ops.main"], cwd=charm, env=env),
-           "python_import_ops_charm_s": _timed([sys.executable, "-c", "import ops.main, vpnaas.charm_base"],
+           "python_import_ops_charm_s": _timed([sys.executable, "-c", "import ops.main, vpnaas.charm.base"],
                                                cwd=charm, env=env),
            "python_import_paramiko_s": _timed([sys.executable, "-c", "import paramiko"], cwd=charm, env=env),
            "hook_tool_call_s": _tool_call_seconds(runner.workdir)}

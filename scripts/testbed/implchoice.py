@@ -10,7 +10,7 @@ IMPL is a comma-separated list of ``[who=]implementation``:
   s6a=boringtun,s1u=kernel        one interface each
 Later items win: ``boringtun,s1u=wireguard-go``. Empty: the charms' default (auto).
 """
-from vpnaas import refpoints, registry, validation
+from vpnaas.core import refpoints, registry, validation
 
 GROUPS = ("signalling", "userplane")
 #: The demo's yardstick for the signalling interfaces (issue 30): added RTT at most this.

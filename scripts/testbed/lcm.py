@@ -19,7 +19,7 @@ import time
 
 import yaml
 
-from vpnaas.charm_base import RECONCILE_SESSION
+from vpnaas.charm.base import RECONCILE_SESSION
 
 
 class InstantiationFailed(Exception):

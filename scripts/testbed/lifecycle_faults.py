@@ -27,7 +27,7 @@ import time
 
 from testbed import lifecycle_base as lc
 from testbed import lifecycle_scale, vca
-from vpnaas.charm_base import RECONCILE_SESSION
+from vpnaas.charm.base import RECONCILE_SESSION
 
 OPERATIONS = ("hook-error-retry", "downgrade-mid-rotation", "action-interrupted")
 #: The operation after which these run (the EPS up, every charm this checkout's).

@@ -11,7 +11,7 @@ from bundle import build_charms
 from deploy import scale
 from testbed import demo, lcm_scale, probe
 from testbed import lifecycle_base as lc
-from vpnaas import config as charm_config
+from vpnaas.core import config as charm_config
 
 SCALED = "spgwu"
 #: How long the new tunnels are probed once up (traffic reaches the new instance).

@@ -116,7 +116,7 @@ def _alert_state(prom, detector, device, peer):
     return None
 
 
-#: The process name of each userspace implementation as the charms install it (vpnaas/dataplane.py).
+#: The process name of each userspace implementation as the charms install it (vpnaas/vnf/dataplane.py).
 DAEMONS = {"wireguard-go": "wireguard-go", "boringtun": "boringtun"}
 
 

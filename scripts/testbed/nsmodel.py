@@ -11,7 +11,7 @@ import os
 
 from bundle import descriptors, params
 from testbed import lcm
-from vpnaas import refpoints, registry
+from vpnaas.core import refpoints, registry
 
 #: Primitives that need the internet (OAI sources and the builds made from them): never run here,
 #: reported SKIPPED by name.

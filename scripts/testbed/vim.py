@@ -27,7 +27,7 @@ NETNS_PREFIX = "vpnaas-tb"
 #: One file per live testbed, naming the process that owns it: cleanup_stale leaves those alone.
 OWNERS_DIR = "/run/vpnaas-testbed"
 MGMT_CIDR = "198.18.0.0/24"   # RFC 2544 benchmarking range: never a real network
-#: Where the charms install the userspace WireGuard programs they ship (vpnaas/dataplane.py).
+#: Where the charms install the userspace WireGuard programs they ship (vpnaas/vnf/dataplane.py).
 DATAPLANE_DIR = "/usr/local/lib/vpnaas"
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from bundle.charmspec import charm_spec
-from vpnaas import model, registry
-from vpnaas import plan as planning
+from vpnaas.core import model, registry
+from vpnaas.core import plan as planning
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LTE_K = "8baf473f2f8fd09487cccbd7097c6862"

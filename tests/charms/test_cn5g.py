@@ -10,8 +10,12 @@ import pytest
 import yaml
 from charms_helpers import COMPONENTS, DB_PASSWORD, NR_K, NR_OP, config_for
 
-from vpnaas import model, oai, oai_cn5g, oai_nrue, refpoints, vnfscript
-from vpnaas.validation import InvalidValue
+from vpnaas.core import model, refpoints
+from vpnaas.core.validation import InvalidValue
+from vpnaas.oai import component as oai
+from vpnaas.oai.cn5g import common as oai_cn5g
+from vpnaas.oai.cn5g import nrue as oai_nrue
+from vpnaas.vnf import vnfscript
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CN5G = ("amf", "smf", "upf")

@@ -9,8 +9,10 @@ import pytest
 from charms_helpers import COMPONENTS, DB_PASSWORD, NR_K, NR_OP, config_for
 from test_cn5g import load_init
 
-from vpnaas import oai, oai_nrue, vnfscript
-from vpnaas.validation import InvalidValue
+from vpnaas.core.validation import InvalidValue
+from vpnaas.oai import component as oai
+from vpnaas.oai.cn5g import nrue as oai_nrue
+from vpnaas.vnf import vnfscript
 
 #: MySQL 8.0 sql/sql_bootstrap.h: MAX_BOOTSTRAP_QUERY_SIZE (and MAX_BOOTSTRAP_LINE_SIZE) 74000.
 #: read_bootstrap_query (sql/sql_bootstrap.cc) fails when query_len + len + 1 >= it, where len

@@ -10,9 +10,12 @@ import pytest
 from charms_helpers import COMMON, CONFIGS, config_for
 
 from bundle import charmspec
-from vpnaas import model, oai, oai_nrue, oai_ue, registry, validation
-from vpnaas import oai_validation as ov
-from vpnaas import plan as planning
+from vpnaas.core import model, registry, validation
+from vpnaas.core import plan as planning
+from vpnaas.oai import component as oai
+from vpnaas.oai import validation as ov
+from vpnaas.oai.cn5g import nrue as oai_nrue
+from vpnaas.oai.lte import ue as oai_ue
 
 INJECT = "10.0.0.1\n[Interface]\nPreUp = touch /tmp/pwned"
 TEXT_VALUES = [

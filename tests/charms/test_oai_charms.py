@@ -23,7 +23,8 @@ from charms_helpers import (
     harness_for,
 )
 
-from vpnaas import refpoints, ssh
+from vpnaas.core import refpoints
+from vpnaas.vnf import ssh
 
 ENDPOINTS = {
     "hss": ("s6a", "mme"),
@@ -53,7 +54,7 @@ def peer_tunnel_address(charm, endpoint):
     """The other host of the endpoint's default tunnel network: the peer's side."""
     import ipaddress
 
-    from vpnaas import refpoints
+    from vpnaas.core import refpoints
 
     net = ipaddress.ip_network(refpoints.default_tunnel_network(endpoint))
     role = next(e.role for e in charm.endpoints if e.name == endpoint)
@@ -349,7 +350,7 @@ def test_configure_uses_the_relation_when_no_explicit_peer_address(charm_env):
 def test_5g_secrets_never_logged_returned_or_on_a_command_line(charm_env, caplog, name):
     """The MySQL password and the subscribers' keys: in the data section only, redacted from what
     the VNF reports back."""
-    from vpnaas import oai
+    from vpnaas.oai import component as oai
 
     make, vnf = charm_env
     harness = make(name)

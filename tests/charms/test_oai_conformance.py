@@ -5,7 +5,7 @@ import pytest
 from oai_conformance import __main__ as conformance
 from oai_conformance import checks, libconfig
 
-from vpnaas import vnfscript
+from vpnaas.vnf import vnfscript
 
 BUILD_MME = """\
       -c | --clean)
@@ -115,7 +115,7 @@ def test_submodules_are_checked_at_the_charms_pins(tmp_path, capsys):
 
     from oai_conformance.source import Tree
 
-    from vpnaas import oai_mme
+    from vpnaas.oai.lte import mme as oai_mme
 
     env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org", GIT_COMMITTER_NAME="t",
                GIT_COMMITTER_EMAIL="t@example.org", HOME=str(tmp_path), GIT_CONFIG_COUNT="1",
@@ -179,7 +179,7 @@ def test_a_configuration_override_names_a_parameter_the_program_defines():
 
 
 def test_the_5g_build_steps_are_read_through_their_shared_helper():
-    from vpnaas import vnfscript
+    from vpnaas.vnf import vnfscript
 
     install = vnfscript.load("oai/install.sh")
     assert checks.build_commands(install, "smf") == [("build/scripts/build_smf", ["-I", "-f"]),

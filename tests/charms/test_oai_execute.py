@@ -9,7 +9,7 @@ from charms_helpers import COMPONENTS, config_for
 from oai_conformance import execute, sandbox
 from oai_conformance.source import Tree
 
-from vpnaas import vnfscript
+from vpnaas.vnf import vnfscript
 
 
 def report(*lines):

@@ -14,22 +14,19 @@ import oai_tree
 import pytest
 from charms_helpers import LTE_K, LTE_OP, config_for, run_step
 
-from vpnaas import (
-    oai,
-    oai_amf,
-    oai_enb,
-    oai_gnb,
-    oai_hss,
-    oai_mme,
-    oai_mysql,
-    oai_smf,
-    oai_spgw,
-    oai_ue,
-    oai_upf,
-    refpoints,
-    validation,
-    vnfscript,
-)
+from vpnaas.core import refpoints, validation
+from vpnaas.oai import component as oai
+from vpnaas.oai.cn5g import amf as oai_amf
+from vpnaas.oai.cn5g import gnb as oai_gnb
+from vpnaas.oai.cn5g import mysql as oai_mysql
+from vpnaas.oai.cn5g import smf as oai_smf
+from vpnaas.oai.cn5g import upf as oai_upf
+from vpnaas.oai.lte import enb as oai_enb
+from vpnaas.oai.lte import hss as oai_hss
+from vpnaas.oai.lte import mme as oai_mme
+from vpnaas.oai.lte import spgw as oai_spgw
+from vpnaas.oai.lte import ue as oai_ue
+from vpnaas.vnf import vnfscript
 
 FRESH = {"mme": oai_mme.COMPONENT, "spgwc": oai_spgw.SPGWC, "spgwu": oai_spgw.SPGWU, "enb": oai_enb.COMPONENT,
          "amf": oai_amf.COMPONENT, "smf": oai_smf.COMPONENT, "upf": oai_upf.COMPONENT, "gnb": oai_gnb.COMPONENT,

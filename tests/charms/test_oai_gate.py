@@ -7,7 +7,8 @@ import textwrap
 import pytest
 from charms_helpers import COMPONENTS, run_step
 
-from vpnaas import oai, remote, vnfscript
+from vpnaas.oai import component as oai
+from vpnaas.vnf import remote, vnfscript
 
 FAKE_WG = textwrap.dedent("""\
     #!/bin/bash

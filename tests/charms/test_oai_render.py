@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from vpnaas import vnfscript
+from vpnaas.vnf import vnfscript
 
 FAKE_IP = """#!/bin/sh
 cat <<'EOF'

@@ -7,8 +7,11 @@ import subprocess
 import pytest
 from charms_helpers import COMPONENTS, LTE_K, LTE_OP, bash_syntax_ok, config_for, plan_with_peer
 
-from vpnaas import oai, oai_hss, oai_spgw, vnfscript
-from vpnaas.validation import InvalidValue
+from vpnaas.core.validation import InvalidValue
+from vpnaas.oai import component as oai
+from vpnaas.oai.lte import hss as oai_hss
+from vpnaas.oai.lte import spgw as oai_spgw
+from vpnaas.vnf import vnfscript
 
 PINS = {
     "hss": (

@@ -8,7 +8,9 @@ import textwrap
 import pytest
 from charms_helpers import LTE_K, LTE_OP, config_for, run_step
 
-from vpnaas import oai, oai_hss, vnfscript
+from vpnaas.oai import component as oai
+from vpnaas.oai.lte import hss as oai_hss
+from vpnaas.vnf import vnfscript
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
@@ -275,7 +277,7 @@ def test_enb_asn1c_failure_is_reported(tmp_path):
 
 
 def test_cassandra_comes_from_the_configured_repository(tmp_path):
-    from vpnaas.validation import InvalidValue
+    from vpnaas.core.validation import InvalidValue
 
     comp = oai_hss.COMPONENT
     inputs = oai.install_plan(comp, config_for("hss"))
@@ -305,7 +307,7 @@ def test_cassandra_comes_from_the_configured_repository(tmp_path):
 def test_oai_service_setup_and_run(tmp_path):
     """oai-service from the settings the charm writes: hosts, loopback aliases, NAT; the program
     started from its folder with its arguments and environment."""
-    from vpnaas import oai_spgw
+    from vpnaas.oai.lte import spgw as oai_spgw
 
     etc, stubs, calls = tmp_path / "etc", tmp_path / "stubs", tmp_path / "calls"
     etc.mkdir()

@@ -7,8 +7,10 @@ import pytest
 from charms_helpers import LTE_K, LTE_OP, config_for, run_step
 from test_oai_charms import act, charm_env  # noqa: F401  (fixture)
 
-from vpnaas import oai, oai_ue, vnfscript
-from vpnaas.validation import InvalidValue
+from vpnaas.core.validation import InvalidValue
+from vpnaas.oai import component as oai
+from vpnaas.oai.lte import ue as oai_ue
+from vpnaas.vnf import vnfscript
 
 UE = {"ue-imsi": "208951234500001", "ue-lte-k": LTE_K, "ue-lte-op": LTE_OP}
 #: A file shaped like OAI's UE template (a PLMN list, one UE block); the values are made up.

@@ -3,8 +3,8 @@
 import pytest
 from charms_helpers import COMPONENTS, LTE_K, LTE_OP, config_for
 
-from vpnaas import oai
-from vpnaas.validation import InvalidValue
+from vpnaas.core.validation import InvalidValue
+from vpnaas.oai import component as oai
 
 BAD_COMMON = [
     ({"realm": "ntnu.no; rm -rf /"}, "realm"),

@@ -7,7 +7,7 @@ import pytest
 import yaml
 from deploy_helpers import SECRET_K, SECRET_OP, VNFS
 
-from vpnaas import refpoints, rotation
+from vpnaas.core import refpoints, rotation
 
 
 def _assert_files_exist(root, printed):

@@ -12,7 +12,7 @@ from deploy_helpers import SECRET_K, SECRET_OP, UE_IMSI, UE_SERVER, base_env
 
 from deploy.cli import main
 from deploy.standin import StandInClouds as FakeClouds
-from vpnaas import refpoints
+from vpnaas.core import refpoints
 
 
 class Clock:

@@ -5,7 +5,7 @@ import json
 import measure_parse as mp
 import pytest
 
-from vpnaas import refpoints
+from vpnaas.core import refpoints
 
 IPERF_TCP = {
     "start": {"test_start": {"protocol": "TCP", "duration": 600}},

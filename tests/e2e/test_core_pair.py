@@ -12,7 +12,7 @@ import e2e_pairs as pairs
 import pytest
 
 from testbed import capture, lcm, vca, vim, vnf_login
-from vpnaas import ssh
+from vpnaas.vnf import ssh
 
 
 @contextlib.contextmanager

@@ -10,7 +10,8 @@ import sys
 import pytest
 from oai_conformance import execute
 
-from vpnaas import oai_mme, oai_spgw
+from vpnaas.oai.lte import mme as oai_mme
+from vpnaas.oai.lte import spgw as oai_spgw
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "charms"))
 import oai_tree  # noqa: E402

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from testbed import capture, demo, ue_standin, vim
-from vpnaas import refpoints
+from vpnaas.core import refpoints
 
 REFPOINTS = ("n2", "n3", "n4", "n11", "db")
 #: The NFs bind by interface name: each service address is found by its own label (SIOCGIFADDR).

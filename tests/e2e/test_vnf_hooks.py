@@ -8,8 +8,9 @@ import subprocess
 import pytest
 
 from testbed import vim
-from vpnaas import vnfscript, wgconfig
-from vpnaas.model import Device, Peer
+from vpnaas.core import wgconfig
+from vpnaas.core.model import Device, Peer
+from vpnaas.vnf import vnfscript
 
 
 def run_in_fresh_netns(setup, calls, after="", data=None):

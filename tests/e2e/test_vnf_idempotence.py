@@ -11,8 +11,10 @@ import subprocess
 
 import pytest
 
-from vpnaas import model, oai, registry, relation_data, remote
-from vpnaas import plan as planning
+from vpnaas.core import model, registry, relation_data
+from vpnaas.core import plan as planning
+from vpnaas.oai import component as oai
+from vpnaas.vnf import remote
 
 #: Run inside the namespace: learn the VNF's facts digest as the charm does (a first step stops
 #: after the facts), then run the step three times with it, listing every file after each run.

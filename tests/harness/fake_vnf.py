@@ -1,7 +1,7 @@
 """A fake VNF behind a fake SSH server, for Harness tests that need no root.
 
 Where the fake sits, and why there: at paramiko's network edge (``SSHClient.connect`` and the
-transport's channels), not at ``vpnaas.ssh.Session``. So everything the charm ships runs for
+transport's channels), not at ``vpnaas.vnf.ssh.Session``. So everything the charm ships runs for
 real in these tests -- the reconcile, the route policy, the step builder (``vnfscript``), the
 report parser, and ``ssh.py`` itself: trust-on-first-use pinning with paramiko's own host-key
 store and policies, key or password login, the mapping of every connection fault to a transient
@@ -31,7 +31,7 @@ import paramiko
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import x25519
 
-from vpnaas import vnfscript
+from vpnaas.vnf import vnfscript
 
 STEP_PREFIX = (vnfscript.load(vnfscript.LIBRARY) + "\n" + vnfscript.load("tunnels.sh") + "\n"
                + vnfscript.load("metrics.sh") + "\n")

@@ -16,7 +16,8 @@ import paramiko
 import pytest
 from fake_vnf import CLOCK, FakeNetwork, FakeVnf, keypair
 
-from vpnaas import relation_cache, ssh
+from vpnaas.charm import relation_cache
+from vpnaas.vnf import ssh
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "charms"))
 from charms_helpers import harness_for  # noqa: E402

@@ -10,7 +10,7 @@ import pytest
 from fake_vnf import keypair
 from harness_helpers import peer_data
 
-from vpnaas import vnfscript
+from vpnaas.vnf import vnfscript
 
 
 def test_a_service_address_on_the_management_network_is_refused_before_anything_is_applied(ready, vnf):

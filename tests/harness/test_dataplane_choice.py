@@ -7,7 +7,7 @@ import json
 import pytest
 from harness_helpers import peer_data
 
-from vpnaas import dataplane
+from vpnaas.vnf import dataplane
 
 
 @pytest.fixture

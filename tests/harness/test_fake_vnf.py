@@ -4,7 +4,8 @@ import subprocess
 
 from fake_vnf import STEP_CALLS, FakeVnf
 
-from vpnaas import model, remote, vnfscript
+from vpnaas.core import model
+from vpnaas.vnf import remote, vnfscript
 
 
 def test_every_call_the_fake_answers_is_a_function_of_the_shipped_step():

@@ -13,7 +13,7 @@ import logging
 import pytest
 from harness_helpers import keypair, peer_data
 
-from vpnaas import ssh
+from vpnaas.vnf import ssh
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 from fake_vnf import keypair
 from harness_helpers import peer_data
 
-from vpnaas import hookgate, relation_cache
+from vpnaas.charm import hookgate, relation_cache
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ import pytest
 from fake_vnf import keypair
 from harness_helpers import peer_data
 
-from vpnaas import relation_cache, relation_memory
-from vpnaas.hookclock import CLOCK
+from vpnaas.charm import relation_cache, relation_memory
+from vpnaas.core.hookclock import CLOCK
 
 SPOKES = 6
 

@@ -9,7 +9,7 @@ reads the clock once).
 from fake_vnf import keypair
 from harness_helpers import peer_data
 
-from vpnaas import rotation
+from vpnaas.core import rotation
 
 B_SERVICE = "172.16.0.2/32"
 B_HOST = "192.168.8.20"

@@ -21,7 +21,7 @@ def test_every_charm_is_built_with_all_juju_needs(built):
         with zipfile.ZipFile(path) as z:
             names = set(z.namelist())
             for required in ("metadata.yaml", "config.yaml", "actions.yaml", "manifest.yaml", "dispatch",
-                             "src/charm.py", "lib/vpnaas/charm_base.py", "venv/ops/main.py", "venv/paramiko/client.py"):
+                             "src/charm.py", "lib/vpnaas/charm/base.py", "venv/ops/main.py", "venv/paramiko/client.py"):
                 assert required in names, (name, required)
             meta = yaml.safe_load(z.read("metadata.yaml"))
             # only the series whose Python the wheels are built for; no key-sharing peer relation

@@ -13,7 +13,7 @@ import glibc_check
 import pytest
 
 from bundle import build_charms
-from vpnaas import dataplane
+from vpnaas.vnf import dataplane
 
 GLIBC_18_04 = (2, 27)
 

@@ -41,7 +41,7 @@ PROBE_CHARM = {
     "charms/probe/actions.yaml": "{}\n",
     "charms/probe/src/charm.py": """\
         #!/usr/bin/env python3
-        from vpnaas.charm_base import VpnaasCharm, main
+        from vpnaas.charm.base import VpnaasCharm, main
 
 
         class ProbeCharm(VpnaasCharm):
@@ -67,7 +67,7 @@ PROBE_TEST = '''\
         import ops.testing
 
         from harness_helpers import Proxy
-        from vpnaas import ssh
+        from vpnaas.vnf import ssh
 
         monkeypatch.setattr(ops.testing, "SIMULATE_CAN_CONNECT", True)
         harness = harness_for("probe")
@@ -133,7 +133,7 @@ def _copy_project(dest):
 
 
 def _extend(copy):
-    path = os.path.join(copy, "charms", "vpnaas", "registry.yaml")
+    path = os.path.join(copy, "charms", "vpnaas", "core", "registry.yaml")
     with open(path) as f:
         doc = yaml.safe_load(f)
     for section, entries in REGISTRY_ADDITIONS.items():
@@ -236,7 +236,8 @@ import json
 from bundle import charmspec, descriptors
 from deploy import microstack, measure
 from testbed import nsmodel
-from vpnaas import refpoints, registry
+from vpnaas.core import refpoints
+from vpnaas.core import registry
 reg = registry.load()
 print(json.dumps({
     "components": sorted(reg.components), "shipped modules": sorted(reg.shipped_modules("probe")),

@@ -26,11 +26,14 @@ import tracemalloc
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path[:0] = [os.path.join(ROOT, "charms")]
 
-from vpnaas import config as charm_config  # noqa: E402
-from vpnaas import hookgate, instance, model, oai_cn5g, relation_data, remote, validation  # noqa: E402
-from vpnaas import oai_validation as ov  # noqa: E402
-from vpnaas import plan as planning  # noqa: E402
-from vpnaas.facts import Facts  # noqa: E402
+from vpnaas.charm import hookgate  # noqa: E402
+from vpnaas.core import config as charm_config  # noqa: E402
+from vpnaas.core import instance, model, relation_data, validation  # noqa: E402
+from vpnaas.core import plan as planning  # noqa: E402
+from vpnaas.core.facts import Facts  # noqa: E402
+from vpnaas.oai import validation as ov  # noqa: E402
+from vpnaas.oai.cn5g import common as oai_cn5g  # noqa: E402
+from vpnaas.vnf import remote  # noqa: E402
 
 MiB = 1 << 20
 #: The sizes at which every text generator runs: a value's length limit (validation.MAX_VALUE_LEN),

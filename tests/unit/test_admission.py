@@ -12,9 +12,9 @@ import random
 
 import pytest
 
-from vpnaas import admission, model, policy, relation_data
-from vpnaas import plan as planning
-from vpnaas.facts import Facts
+from vpnaas.core import admission, model, policy, relation_data
+from vpnaas.core import plan as planning
+from vpnaas.core.facts import Facts
 
 KEYS = ["{}{}=".format(c * 42, "A") for c in "BCDEFGH"]
 EPS = [model.TunnelEndpoint("vpn", "provider"), model.TunnelEndpoint("s6a", "provider")]
@@ -151,7 +151,7 @@ def test_a_memo_of_another_shape_is_no_memo(broken):
 def test_one_changed_peer_of_many_judges_and_settles_one_peer():
     """The work of a hook is proportional to the change: with 30 honest spokes, a spoke's new
     data judges one peer and settles one owner."""
-    from vpnaas import hookclock
+    from vpnaas.core import hookclock
     rels = [{"s{}/0".format(i): relation_data.encode("{}{}=".format(chr(65 + i % 26) * 41, "AB"[i // 26] + "A"),
                                                       "192.168.64.{}".format(i + 1), 51820,
                                                       "10.251.0.{}/24".format(i + 1), [])} for i in range(1, 31)]

@@ -8,7 +8,9 @@ import subprocess
 
 import pytest
 
-from vpnaas import config, dataplane, model, remote, rotation, status, validation
+from vpnaas.charm import status
+from vpnaas.core import config, model, rotation, validation
+from vpnaas.vnf import dataplane, remote
 
 
 @pytest.mark.parametrize("value", ["auto", "kernel", "wireguard-go", "boringtun"])

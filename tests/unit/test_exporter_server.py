@@ -13,9 +13,9 @@ import urllib.request
 
 import pytest
 
-from vpnaas import metrics
+from vpnaas.vnf import metrics
 
-VNF = os.path.join(os.path.dirname(metrics.__file__), "vnf")
+VNF = os.path.dirname(metrics.__file__)
 EXPORTER = os.path.join(VNF, "wg-exporter.py")
 FAKE_WG = "#!/bin/sh\nprintf 'wg-s6a\\tPRIV\\t(none)\\t51821\\toff\\n'\n"
 

@@ -7,7 +7,7 @@ import os
 import re
 
 from bundle import charmspec
-from vpnaas import registry
+from vpnaas.core import registry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIGURES = os.path.join(ROOT, "docs", "figures.md")
@@ -33,7 +33,7 @@ def test_every_statement_of_the_label_bound_is_the_registrys():
     pattern = re.compile(r"(?:name has|names? (?:must fit|of) (?:the label|at most)|at most) \(?(\d+) characters?"
                          r"[^.]{0,40}(?:LABEL_MAX|label)|label[^.]{0,120}?at most (\d+) characters")
     found = []
-    for path in _docs() + [os.path.join(ROOT, "charms", "vpnaas", "registry.yaml")]:
+    for path in _docs() + [os.path.join(ROOT, "charms", "vpnaas", "core", "registry.yaml")]:
         with open(path) as f:
             text = " ".join(f.read().split())
         for m in pattern.finditer(text):

@@ -1,4 +1,4 @@
-"""vpnaas.hookgate: a relation hook that can change nothing ends before ops is imported; every
+"""vpnaas.charm.hookgate: a relation hook that can change nothing ends before ops is imported; every
 other hook, and anything unexpected, runs the charm. The hook tools are replaced by a recorder
 that answers from a dict (tests/harness checks the gate against the charm's own decision, and
 the end-to-end tests run it through the built charms' dispatch)."""
@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from vpnaas import hookgate, relation_cache, unitstate
+from vpnaas.charm import hookgate, relation_cache
+from vpnaas.core import unitstate
 
 FIELDS = ["vpnaas-schema", "public-key", "endpoint", "tunnel-address", "service-prefixes", "wants-peer-keys"]
 BAG = {"vpnaas-schema": "1", "public-key": "A" * 43 + "=", "endpoint": "192.168.64.2:51820",
@@ -282,7 +283,7 @@ def _run_gate(env, tool_dir):
     """The gate as dispatch runs it: a new interpreter without site, real tool programs on PATH."""
     charms = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "charms")
     full = dict(env, PATH=tool_dir + os.pathsep + os.environ.get("PATH", ""), PYTHONPATH=charms)
-    return subprocess.run([sys.executable, "-S", "-m", "vpnaas.hookgate"], env=full, cwd=env["JUJU_CHARM_DIR"],
+    return subprocess.run([sys.executable, "-S", "-m", "vpnaas.charm.hookgate"], env=full, cwd=env["JUJU_CHARM_DIR"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
 
 

@@ -9,10 +9,12 @@ import re
 
 import pytest
 
-from vpnaas import instance, model, oai_cn5g, policy, relation_data, remote, validation, vnfscript, wgconfig
-from vpnaas import oai_validation as ov
-from vpnaas import plan as planning
-from vpnaas.facts import Facts
+from vpnaas.core import instance, model, policy, relation_data, validation, wgconfig
+from vpnaas.core import plan as planning
+from vpnaas.core.facts import Facts
+from vpnaas.oai import validation as ov
+from vpnaas.oai.cn5g import common as oai_cn5g
+from vpnaas.vnf import remote, vnfscript
 
 GOOD_KEY = "azyyD5rPNkvOsuPWj4SCDlqUDUSnTgq8EaHEHOOuukM="
 INJECT = "\n[Interface]\nPreUp = touch /tmp/pwned\n#"

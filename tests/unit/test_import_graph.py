@@ -1,54 +1,209 @@
-"""The shared package's import graph (TYPE_CHECKING imports included): no circle, and the data
-model at the bottom floor, importing nothing that computes with it."""
+"""The import graph of charms/ and scripts/ (every import: at module level, in a function, under
+TYPE_CHECKING): no circle anywhere, and the shared package's layers (docs/architecture.md)
+import only downwards:
+
+    oai (the OAI workloads: lte, cn5g)      may import everything below
+    charm (the glue on ops)                  may import vnf and core
+    vnf (what talks to the VNF's machine)    may import core; never ops
+    core (pure)                              imports no other layer; never ops, paramiko,
+                                             subprocess or socket
+
+plus: the LTE and 5G workloads do not import each other; the model at the core's bottom floor
+imports nothing that computes with it; what the charm's dispatch runs before ops (the hook gate
+and what it imports) imports no third-party module; a package's ``__init__`` imports nothing.
+"""
 import ast
 import os
+import sys
 
-PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                       "charms", "vpnaas")
-MODULES = sorted(n[:-3] for n in os.listdir(PACKAGE) if n.endswith(".py") and n != "__init__.py")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+#: Where each top-level name is imported from (PYTHONPATH of the tests, the testbed and the build).
+SOURCE_ROOTS = [os.path.join(ROOT, "charms"), os.path.join(ROOT, "scripts")]
+LAYERS = ["core", "vnf", "charm", "oai"]
+STANDARD = set(getattr(sys, "stdlib_module_names", ())) | {"typing", "os", "sys", "json", "hashlib"}
+
+
+def _modules():
+    """{dotted name: path} of every Python module under charms/ and scripts/ (a charm's
+    src/charm.py is ``<charm>.src.charm``, as mypy names it)."""
+    out = {}
+    for root in SOURCE_ROOTS:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", "venv") and "-" not in d)
+            rel = os.path.relpath(folder, root)
+            parts = [] if rel == "." else rel.split(os.sep)
+            for name in files:
+                if not name.endswith(".py") or "-" in name:
+                    continue
+                dotted = ".".join(parts + ([] if name == "__init__.py" else [name[:-3]]))
+                if dotted:
+                    out[dotted] = os.path.join(folder, name)
+    return out
+
+
+MODULES = _modules()
+
+
+def _resolve(name):
+    """The longest known module a dotted import name starts with (None: not ours)."""
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
 
 
 def imports_of(module):
-    with open(os.path.join(PACKAGE, module + ".py")) as f:
+    """(ours, foreign): the project's modules ``module`` imports, and the top-level names of the
+    others."""
+    path = MODULES[module]
+    with open(path) as f:
         tree = ast.parse(f.read())
-    out = set()
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    ours, foreign = set(), set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == "vpnaas":
-            out |= {a.name for a in node.names if a.name in MODULES}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("vpnaas."):
-            out.add(node.module.split(".")[1])
-        elif isinstance(node, ast.Import):
-            out |= {a.name.split(".")[1] for a in node.names if a.name.startswith("vpnaas.")}
-    return out - {module}
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            names = [base + "." + a.name for a in node.names] + [base]
+        for name in names:
+            found = _resolve(name)
+            if found is not None:
+                ours.add(found)
+            elif name:
+                foreign.add(name.split(".")[0])
+    return ours - {module}, foreign
 
 
-GRAPH = {m: imports_of(m) for m in MODULES}
+GRAPH = {}
+FOREIGN = {}
+for _m in MODULES:
+    GRAPH[_m], FOREIGN[_m] = imports_of(_m)
+SHARED = sorted(m for m in MODULES if m.startswith("vpnaas."))
+
+
+def layer(module):
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "vpnaas" and parts[1] in LAYERS else None
+
+
+def closure(module):
+    seen, todo = set(), list(GRAPH[module])
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo += GRAPH[m]
+    return seen
 
 
 def test_the_graph_was_read():
-    assert {"plan", "policy"} <= GRAPH["charm_base"] and "model" in GRAPH["plan"]
+    assert {"vpnaas.core.plan", "vpnaas.vnf.remote", "vpnaas.charm.base", "vpnaas.oai.lte.hss",
+            "testbed.lifecycle", "bundle.build_charms", "hss.src.charm"} <= set(MODULES)
+    assert {"vpnaas.core.plan", "vpnaas.core.policy"} <= closure("vpnaas.charm.base")
+    assert "vpnaas.core.model" in GRAPH["vpnaas.core.plan"]
+    assert "ops" in FOREIGN["vpnaas.charm.base"] and "paramiko" in FOREIGN["vpnaas.vnf.ssh"]
+    assert {"testbed.lifecycle_base", "testbed.lifecycle_scale"} <= GRAPH["testbed.lifecycle"]
 
 
-def test_no_module_reaches_itself():
-    circles = []
-    for start in MODULES:
-        seen, todo = set(), list(GRAPH[start])
-        while todo:
-            m = todo.pop()
-            if m == start:
-                circles.append(start)
-                break
-            if m not in seen:
-                seen.add(m)
-                todo += GRAPH.get(m, ())
-    assert circles == []
+def circles():
+    """Every strongly connected set of more than one module (Tarjan), each sorted."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(GRAPH[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * len(MODULES)))
+    for v in sorted(MODULES):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_circle_in_charms_and_scripts():
+    # A package's __init__ is imported with its modules; an import of the package itself by one
+    # of its modules is no circle of ours unless __init__ imports back (checked below: it imports
+    # nothing in the shared package).
+    assert circles() == []
+
+
+def test_each_layer_imports_only_downwards():
+    wrong = []
+    for m in SHARED:
+        own = layer(m)
+        if own is None:
+            continue
+        for d in sorted(GRAPH[m]):
+            theirs = layer(d)
+            if theirs is not None and LAYERS.index(theirs) > LAYERS.index(own):
+                wrong.append("{} ({}) imports {} ({})".format(m, own, d, theirs))
+    assert wrong == []
+
+
+def test_core_and_vnf_side_never_import_ops():
+    wrong = ["{} imports {}".format(m, sorted(FOREIGN[m] & {"ops", "paramiko", "subprocess", "socket"}))
+             for m in SHARED if layer(m) == "core" and FOREIGN[m] & {"ops", "paramiko", "subprocess", "socket"}]
+    wrong += ["{} imports ops".format(m) for m in SHARED if layer(m) == "vnf" and "ops" in FOREIGN[m]]
+    assert wrong == []
+
+
+def test_every_shared_module_is_in_a_layer():
+    assert [m for m in SHARED if layer(m) is None and m != "vpnaas"] == []
+
+
+def test_lte_and_5g_workloads_do_not_import_each_other():
+    wrong = []
+    for m in SHARED:
+        for a, b in (("vpnaas.oai.lte.", "vpnaas.oai.cn5g"), ("vpnaas.oai.cn5g.", "vpnaas.oai.lte")):
+            if m.startswith(a):
+                wrong += ["{} imports {}".format(m, d) for d in GRAPH[m] if d.startswith(b)]
+    assert wrong == []
+
+
+def test_the_charms_import_the_shared_package_not_each_other():
+    charms = [m for m in MODULES if m.endswith(".src.charm")]
+    assert len(charms) >= 10
+    assert [(m, d) for m in charms for d in GRAPH[m] if not d.startswith("vpnaas")] == []
 
 
 def test_the_model_imports_nothing_that_computes_with_it():
-    def closure(m, acc):
-        for d in GRAPH[m]:
-            if d not in acc:
-                acc.add(d)
-                closure(d, acc)
-        return acc
-    assert closure("model", set()) <= {"config", "instance", "refpoints", "registry", "validation", "facts"}
+    allowed = {"vpnaas.core." + n for n in ("config", "instance", "refpoints", "registry", "validation", "facts")}
+    assert closure("vpnaas.core.model") - {"vpnaas", "vpnaas.core"} <= allowed
+
+
+def test_what_dispatch_runs_before_ops_is_standard_library():
+    gate = {"vpnaas.charm.hookgate"} | closure("vpnaas.charm.hookgate")
+    assert "vpnaas.charm.relation_cache" in gate
+    foreign = set().union(*(FOREIGN[m] for m in gate))
+    assert foreign <= STANDARD, sorted(foreign - STANDARD)
+
+
+def test_package_faces_import_nothing():
+    faces = [m for m in SHARED + ["vpnaas"] if MODULES[m].endswith("__init__.py")]
+    assert len(faces) >= 7
+    assert {m: sorted(GRAPH[m] | FOREIGN[m]) for m in faces if GRAPH[m] | FOREIGN[m]} == {}

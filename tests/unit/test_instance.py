@@ -3,11 +3,11 @@ import ipaddress
 
 import pytest
 
-from vpnaas import config as charm_config
-from vpnaas import instance
-from vpnaas.model import TunnelEndpoint
-from vpnaas.plan import build_plan
-from vpnaas.validation import InvalidValue
+from vpnaas.core import config as charm_config
+from vpnaas.core import instance
+from vpnaas.core.model import TunnelEndpoint
+from vpnaas.core.plan import build_plan
+from vpnaas.core.validation import InvalidValue
 
 #: What LCM 19 passes (yaml.safe_dump(..., default_flow_style=True, width=256): keys sorted).
 OSM_1 = ("{count_index: 1, ip_address: 10.0.0.5, member_vnf_index: spgwu, "

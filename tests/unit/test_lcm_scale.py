@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from testbed import lcm, lcm_scale
-from vpnaas import instance
+from vpnaas.core import instance
 
 
 class Result(object):

@@ -1,4 +1,4 @@
-"""The tunnels' metrics without a VNF: the labels the charm gives the exporter (vpnaas.metrics)
+"""The tunnels' metrics without a VNF: the labels the charm gives the exporter (vpnaas.vnf.metrics)
 and the exporter's rendering (vnf/wg-exporter.py) of a `wg show all dump`. Runs on Python 3.6 too
 (make unit36): the exporter runs on the VNFs' Python 3.6. The real parser's verdict on a real
 VNF's output is tests/e2e/test_metrics_prometheus.py's."""
@@ -11,10 +11,11 @@ import subprocess
 
 import pytest
 
-from vpnaas import metrics, validation
-from vpnaas.model import MANUAL, Device, Peer, Plan
+from vpnaas.core import validation
+from vpnaas.core.model import MANUAL, Device, Peer, Plan
+from vpnaas.vnf import metrics
 
-COLLECTOR = os.path.join(os.path.dirname(metrics.__file__), "vnf", "wg-collect.py")
+COLLECTOR = os.path.join(os.path.dirname(metrics.__file__), "wg-collect.py")
 KEY_A = "A" * 43 + "="
 KEY_B = "B" * 43 + "="
 HOSTILE = ['evil"/0', "a\\b/1", "x\n# TYPE fake gauge\nfake 1", "}{", "\u00e9t\u00e9/0", "app/01", "App/0",
@@ -148,7 +149,7 @@ def test_a_user_plane_device_and_osms_labels_reach_every_sample():
     ("", ()),
 ])
 def test_osms_identity_comes_from_osm_instance(osm, labels):
-    from vpnaas import instance
+    from vpnaas.core import instance
     assert instance.osm_labels({"osm-instance": osm}) == labels
 
 

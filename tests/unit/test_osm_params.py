@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from bundle.lcm_osm_params import same
-from vpnaas import instance
-from vpnaas.validation import InvalidValue
+from vpnaas.core import instance
+from vpnaas.core.validation import InvalidValue
 
 # The texts below are LCM's own rendering (LCM of OSM 19, seltonlucas/osm-capk@35936ae, folder
 # LCM/): `python3 scripts/bundle/lcm_osm_params.py <LCM folder> --vectors` runs LCM's

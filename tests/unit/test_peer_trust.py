@@ -11,10 +11,11 @@ import time
 
 import pytest
 
-from vpnaas import config as charm_config
-from vpnaas import model, policy, relation_data, remote, validation, vnfscript
-from vpnaas import plan as planning
-from vpnaas.facts import Facts
+from vpnaas.core import config as charm_config
+from vpnaas.core import model, policy, relation_data, validation
+from vpnaas.core import plan as planning
+from vpnaas.core.facts import Facts
+from vpnaas.vnf import remote, vnfscript
 
 KEYS = ["{}{}=".format(c * 42, "A") for c in "BCDEFGHIJ"]
 MME = [model.TunnelEndpoint("s6a", "provider"), model.TunnelEndpoint("s11", "provider")]

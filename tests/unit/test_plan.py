@@ -1,7 +1,7 @@
 import pytest
 
-from vpnaas import model, relation_data
-from vpnaas import plan as p
+from vpnaas.core import model, relation_data
+from vpnaas.core import plan as p
 
 MME = [model.TunnelEndpoint("s6a", "provider"), model.TunnelEndpoint("s11", "provider")]
 BASE = {"ssh-hostname": "198.18.0.2", "tunnel-mtu": 1420, "persistent-keepalive": 25,

@@ -1,10 +1,10 @@
-"""The registry (charms/vpnaas/registry.yaml): what it says, and what a broken entry is told."""
+"""The registry (charms/vpnaas/core/registry.yaml): what it says, and what a broken entry is told."""
 import copy
 
 import pytest
 import yaml
 
-from vpnaas import refpoints, registry
+from vpnaas.core import refpoints, registry
 
 with open(registry.PATH) as f:
     DOC = yaml.safe_load(f)
@@ -53,10 +53,11 @@ def test_refpoints_defaults_are_the_registry_values():
 
 def test_a_component_ships_its_workload_and_its_own_modules_only():
     reg = registry.load()
-    assert reg.shipped_modules("enb") == ["oai", "oai_validation", "oai_workload", "oai_enb", "oai_ue"]
-    assert reg.shipped_modules("gnb") == ["oai", "oai_validation", "oai_workload", "oai_cn5g", "oai_gnb", "oai_nrue"]
+    oai = ["oai.component", "oai.validation", "oai.workload"]
+    assert reg.shipped_modules("enb") == oai + ["oai.lte.enb", "oai.lte.ue"]
+    assert reg.shipped_modules("gnb") == oai + ["oai.cn5g.common", "oai.cn5g.gnb", "oai.cn5g.nrue"]
     assert reg.shipped_modules("wireguard-proxy") == []
-    assert "oai_hss" in reg.all_component_modules() and "charm_base" not in reg.all_component_modules()
+    assert "oai.lte.hss" in reg.all_component_modules() and "charm.base" not in reg.all_component_modules()
 
 
 def test_descriptions_resolve_to_objects_of_the_shared_package():

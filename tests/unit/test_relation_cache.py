@@ -1,4 +1,4 @@
-"""vpnaas.relation_cache: a relation-changed with nothing new is skipped before the plan reads
+"""vpnaas.charm.relation_cache: a relation-changed with nothing new is skipped before the plan reads
 every relation; anything new (or a failed last reconcile) still reconciles."""
 import base64
 
@@ -7,8 +7,9 @@ import yaml
 from ops.testing import Harness
 
 from bundle.charmspec import charm_spec
-from vpnaas import charm_base, relation_cache
-from vpnaas.workload import Workload
+from vpnaas.charm import base as charm_base
+from vpnaas.charm import relation_cache
+from vpnaas.charm.workload import Workload
 
 SPEC = charm_spec("wireguard-proxy")
 pytestmark = pytest.mark.usefixtures("in_tmp_dir")    # the charms' unit state (the cache file)

@@ -1,6 +1,7 @@
 import pytest
 
-from vpnaas import SCHEMA_VERSION, relation_data, validation
+from vpnaas import SCHEMA_VERSION
+from vpnaas.core import relation_data, validation
 
 
 def test_roundtrip(wg_key):

@@ -1,4 +1,4 @@
-"""vpnaas.relation_memory: what a unit keeps of its tunnel relations across hooks is exactly what
+"""vpnaas.charm.relation_memory: what a unit keeps of its tunnel relations across hooks is exactly what
 the grammar read (kept and restored without loss), valid only for the code that made it, and
 gives the hook gate the same digests as the databags themselves. Pure modules: runs on Python
 3.6 too (``make unit36``)."""
@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from vpnaas import relation_cache, relation_data, relation_memory
+from vpnaas.charm import relation_cache, relation_memory
+from vpnaas.core import relation_data
 
 KEYS = ["{}{}=".format(c * 42, "A") for c in "BCDE"]
 

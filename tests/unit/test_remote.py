@@ -3,8 +3,9 @@ import subprocess
 
 import pytest
 
-from vpnaas import model, relation_data, remote, vnfscript, wgconfig
-from vpnaas import plan as p
+from vpnaas.core import model, relation_data, wgconfig
+from vpnaas.core import plan as p
+from vpnaas.vnf import remote, vnfscript
 
 EPS = [model.TunnelEndpoint("s6a", "provider")]
 CFG = {"ssh-hostname": "198.18.0.2", "tunnel-mtu": 1420, "persistent-keepalive": 25, "s6a-listen-port": 51821,

@@ -24,8 +24,9 @@ import random
 
 import pytest
 
-from vpnaas import model, relation_data, remote, rotation
-from vpnaas import plan as planning
+from vpnaas.core import model, relation_data, rotation
+from vpnaas.core import plan as planning
+from vpnaas.vnf import remote
 
 _KEYS = itertools.count(1)
 

@@ -3,7 +3,8 @@ files the charm owns, its route protocol, its hook scripts and service device (w
 renders them into wg-quick files, vnf/tunnels.sh acts on them)."""
 import subprocess
 
-from vpnaas import vnfscript, wgconfig
+from vpnaas.core import wgconfig
+from vpnaas.vnf import vnfscript
 
 
 def shell_value(name):
@@ -26,12 +27,13 @@ def test_the_relation_interface_is_specified_once_and_matches_what_the_code_writ
     import os
     import re
 
-    from vpnaas import relation_data, tunnel_relation
+    from vpnaas.charm import tunnel_relation
+    from vpnaas.core import relation_data
 
     specified = re.findall(r"^\| `([a-z-]+)` +\|", tunnel_relation.__doc__, re.M)
     assert specified == list(relation_data.PUBLISHED)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     with open(os.path.join(root, "README.md")) as f:
         readme = f.read()
-    assert "| `service-prefixes` |" not in readme and "charms/vpnaas/tunnel_relation.py" in readme
+    assert "| `service-prefixes` |" not in readme and "charms/vpnaas/charm/tunnel_relation.py" in readme
     assert "service-prefixes  " not in relation_data.__doc__

@@ -2,8 +2,8 @@ import base64
 
 import pytest
 
-from vpnaas import validation as v
-from vpnaas.validation import InvalidValue
+from vpnaas.core import validation as v
+from vpnaas.core.validation import InvalidValue
 
 GOOD_KEY = base64.b64encode(b"\x01" * 32).decode()
 

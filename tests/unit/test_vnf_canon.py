@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from vpnaas import vnfscript
+from vpnaas.vnf import vnfscript
 
 
 def canon_program():

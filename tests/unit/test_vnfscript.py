@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from vpnaas import vnfscript
+from vpnaas.vnf import vnfscript
 
 
 @pytest.fixture

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Proxy charm of the OAI eNB VNF: the generic VPNaaS charm composed with the OAI workload of
-vpnaas.oai_enb, which adds the optional UE of vpnaas.oai_ue (actions ue-attach and ue-iperf)."""
-from vpnaas import oai, oai_enb, oai_ue, vnfscript
-from vpnaas.charm_base import VpnaasCharm, main
-from vpnaas.oai_workload import UeWorkload
+vpnaas.oai.lte.enb, which adds the optional UE of vpnaas.oai.lte.ue (actions ue-attach and ue-iperf)."""
+from vpnaas.charm.base import VpnaasCharm, main
+from vpnaas.oai import component as oai
+from vpnaas.oai.lte import enb as oai_enb
+from vpnaas.oai.lte import ue as oai_ue
+from vpnaas.oai.workload import UeWorkload
+from vpnaas.vnf import vnfscript
 
 
 class EnbWorkload(UeWorkload):

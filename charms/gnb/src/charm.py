@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Proxy charm of the OAI gNB VNF (5G SA): the generic VPNaaS charm composed with the OAI workload
-of vpnaas.oai_gnb, which adds the optional nrUE of vpnaas.oai_nrue (actions ue-attach and ue-iperf)."""
-from vpnaas import oai, oai_gnb, oai_nrue, vnfscript
-from vpnaas.charm_base import VpnaasCharm, main
-from vpnaas.oai_workload import UeWorkload
+of vpnaas.oai.cn5g.gnb, which adds the optional nrUE of vpnaas.oai.cn5g.nrue (actions ue-attach and ue-iperf)."""
+from vpnaas.charm.base import VpnaasCharm, main
+from vpnaas.oai import component as oai
+from vpnaas.oai.cn5g import gnb as oai_gnb
+from vpnaas.oai.cn5g import nrue as oai_nrue
+from vpnaas.oai.workload import UeWorkload
+from vpnaas.vnf import vnfscript
 
 
 class GnbWorkload(UeWorkload):

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Proxy charm of the OAI HSS VNF: the generic VPNaaS charm composed with the OAI workload of
-vpnaas.oai_hss."""
-from vpnaas import oai_hss
-from vpnaas.charm_base import VpnaasCharm, main
-from vpnaas.oai_workload import OaiWorkload
+vpnaas.oai.lte.hss."""
+from vpnaas.charm.base import VpnaasCharm, main
+from vpnaas.oai.lte import hss as oai_hss
+from vpnaas.oai.workload import OaiWorkload
 
 
 class HssWorkload(OaiWorkload):

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Proxy charm of the OAI MME VNF: the generic VPNaaS charm composed with the OAI workload of
-vpnaas.oai_mme."""
-from vpnaas import oai_mme
-from vpnaas.charm_base import VpnaasCharm, main
-from vpnaas.oai_workload import OaiWorkload
+vpnaas.oai.lte.mme."""
+from vpnaas.charm.base import VpnaasCharm, main
+from vpnaas.oai.lte import mme as oai_mme
+from vpnaas.oai.workload import OaiWorkload
 
 
 class MmeWorkload(OaiWorkload):

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Proxy charm of the SMF VNF of the 5G core: the generic VPNaaS charm composed with the OAI workload
-of vpnaas.oai_smf."""
-from vpnaas import oai_smf
-from vpnaas.charm_base import VpnaasCharm, main
-from vpnaas.oai_workload import OaiWorkload
+of vpnaas.oai.cn5g.smf."""
+from vpnaas.charm.base import VpnaasCharm, main
+from vpnaas.oai.cn5g import smf as oai_smf
+from vpnaas.oai.workload import OaiWorkload
 
 
 class SmfWorkload(OaiWorkload):

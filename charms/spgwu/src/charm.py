@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Proxy charm of the OAI SPGW-U VNF: the generic VPNaaS charm composed with the OAI workload of
-vpnaas.oai_spgw."""
-from vpnaas import oai_spgw
-from vpnaas.charm_base import VpnaasCharm, main
-from vpnaas.oai_workload import OaiWorkload
+vpnaas.oai.lte.spgw."""
+from vpnaas.charm.base import VpnaasCharm, main
+from vpnaas.oai.lte import spgw as oai_spgw
+from vpnaas.oai.workload import OaiWorkload
 
 
 class SpgwuWorkload(OaiWorkload):

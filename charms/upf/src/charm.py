@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Proxy charm of the UPF VNF of the 5G core: the generic VPNaaS charm composed with the OAI workload
-of vpnaas.oai_upf."""
-from vpnaas import oai_upf
-from vpnaas.charm_base import VpnaasCharm, main
-from vpnaas.oai_workload import OaiWorkload
+of vpnaas.oai.cn5g.upf."""
+from vpnaas.charm.base import VpnaasCharm, main
+from vpnaas.oai.cn5g import upf as oai_upf
+from vpnaas.oai.workload import OaiWorkload
 
 
 class UpfWorkload(OaiWorkload):

@@ -22,7 +22,7 @@ SERVICE_HOOK=/etc/wireguard/vpnaas-service-addresses.sh
 WANTED_ADDRESSES=/etc/wireguard/vpnaas-service-addresses
 OWNED_ADDRESSES=/etc/wireguard/vpnaas-service-addresses.owned
 SERVICE_DEVICE=vpnaas0
-# The data plane (vpnaas/dataplane.py): the programs the charm installs, and per device the
+# The data plane (vpnaas/vnf/dataplane.py): the programs the charm installs, and per device the
 # implementation it was brought up with (/etc/wireguard/<dev>.impl).
 DATAPLANE_DIR=/usr/local/lib/vpnaas
 DATAPLANE_WRAPPER=$DATAPLANE_DIR/wg-quick-userspace

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Generic WireGuard proxy charm: the VPNaaS core with no component of its own."""
-from vpnaas.charm_base import VpnaasCharm, main
+from vpnaas.charm.base import VpnaasCharm, main
 
 
 class WireguardProxyCharm(VpnaasCharm):

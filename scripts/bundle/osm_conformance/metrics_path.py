@@ -190,7 +190,7 @@ def _get(url, **params):
 
 def live(ns, klass, name, pkg_dir, vnfd, work):
     """The exporter -> LCM's job -> Prometheus -> LCM's alarm rule, on loopback."""
-    from vpnaas import instance
+    from vpnaas.core import instance
     vnfr = vnfr_of(vnfd, "1", "127.0.0.1")
     osm = yaml.safe_dump(ns["get_osm_params"](vnfr), default_flow_style=True, width=256)
     labels = dict(instance.osm_labels({"osm-instance": osm}))

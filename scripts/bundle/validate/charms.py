@@ -8,7 +8,7 @@ import re
 
 from bundle import charmspec, descriptors
 from bundle.validate.problems import Problem
-from vpnaas import metrics
+from vpnaas.vnf import metrics
 
 PLACEHOLDER_RE = re.compile(r"^<([A-Za-z_][A-Za-z0-9_-]*)>$")
 OPTION_TYPES = {"string": "STRING", "int": "INTEGER", "boolean": "BOOLEAN", "float": "STRING"}

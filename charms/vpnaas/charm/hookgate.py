@@ -1,0 +1,89 @@
+"""The first thing a charm's ``dispatch`` runs: end a relation hook that can change nothing
+before ops is imported.
+
+Why before ops, and by hand: to restore a relation event, ops 1.5.4 (the last for Python 3.6,
+OSM's proxy machine) builds every relation of the hook's endpoint, one ``relation-list`` call per
+relation, and importing ops alone costs a tenth of a second or more. A hub related to k spokes
+runs about 3k relation hooks (created, joined, one changed per data change of each spoke), most
+of which can change nothing (``relation_cache``): through ops each costs O(k) hook-tool calls,
+O(k^2) in all, and the hub's hooks run one at a time. Here such a hook costs an interpreter
+start, a few hook-tool calls and a small file read, whatever k is. No library offers a
+decision made before the framework starts; the decision itself is ``relation_cache``'s, the
+same function the charm applies inside ops.
+
+Run as ``python3 -S -m vpnaas.charm.hookgate`` from the charm directory, with the hook's environment
+(``JUJU_UNIT_NAME`` names this unit: its own data on the relation is read back as Juju holds it,
+so that a hook whose earlier run's publication Juju dropped is never skipped).
+Exit status 0: nothing to do, the hook ends (successfully) here. 1: run the charm. Anything
+unexpected (a value of the wrong shape, a failing or slow tool call, an unreadable cache) means
+"run the charm": this gate can only ever skip what the charm would have skipped. It writes
+nothing, logs nothing, and passes values only as separate arguments (never through a shell).
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+from typing import Any, Mapping, Optional
+
+from vpnaas.charm import relation_cache
+from vpnaas.core import unitstate
+
+_HOOK = re.compile(r"hooks/([a-z][a-z0-9-]{0,62})-relation-(created|joined|changed)")
+_RELATION_ID = re.compile(r"(?:[a-z][a-z0-9-]{0,62}:)?([0-9]{1,9})")
+_UNIT = re.compile(r"[a-z][a-z0-9-]{0,62}/[0-9]{1,9}")
+TOOL_TIMEOUT = 30
+#: What a tool call that failed, timed out or answered no JSON returns.
+FAILED = object()
+
+
+def _tool(*args: str) -> Any:
+    """A hook tool's JSON answer (the format ops asks for), or FAILED."""
+    try:
+        proc = subprocess.run(list(args) + ["--format=json"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, universal_newlines=True, timeout=TOOL_TIMEOUT)
+    except (OSError, subprocess.SubprocessError):
+        return FAILED
+    if proc.returncode != 0:
+        return FAILED
+    try:
+        return json.loads(proc.stdout)
+    except ValueError:
+        return FAILED
+
+
+def _databag(relation_id: int, unit: str) -> Optional[Mapping[str, Any]]:
+    bag = _tool("relation-get", "-r", str(relation_id), "-", unit)
+    return bag if isinstance(bag, dict) and all(isinstance(v, str) for v in bag.values()) else None
+
+
+def _ssh_hostname() -> Any:
+    value = _tool("config-get", "ssh-hostname")
+    # Unset is null or ""; anything unreadable counts as set, so that the charm decides.
+    return value if value is None or isinstance(value, str) else "unreadable"
+
+
+def nothing_to_do(environ: Mapping[str, str]) -> bool:
+    """True when the hook ``environ`` describes can change nothing (see the module's docstring)."""
+    hook = _HOOK.fullmatch(environ.get("JUJU_DISPATCH_PATH", ""))
+    rid = _RELATION_ID.fullmatch(environ.get("JUJU_RELATION_ID", ""))
+    charm_dir = environ.get("JUJU_CHARM_DIR", "")
+    if not hook or not rid or not charm_dir or environ.get("JUJU_RELATION", "") != hook.group(1):
+        return False
+    unit = environ.get("JUJU_REMOTE_UNIT", "")
+    me = environ.get("JUJU_UNIT_NAME", "")
+    if (unit and not _UNIT.fullmatch(unit)) or not _UNIT.fullmatch(me):
+        return False
+    relation_id = int(rid.group(1))
+    state = relation_cache.load(unitstate.unit_state_dir(charm_dir))
+    return relation_cache.nothing_to_do(state, hook.group(2), hook.group(1), relation_id, unit or None,
+                                        lambda: _databag(relation_id, unit), _ssh_hostname,
+                                        lambda rid: _databag(rid, me))
+
+
+def main() -> int:
+    return 0 if nothing_to_do(os.environ) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""The bundle's registry (``registry.yaml`` beside this module): components, the reference points
+between them, and the code each component ships. Read once, checked, and handed out as plain
+values; nothing else in the bundle spells these facts out.
+
+Pure (PyYAML only, which every charm carries as a dependency of ops).
+"""
+import importlib
+import ipaddress
+import os
+import re
+from typing import Any, Dict, List, NamedTuple, Optional
+
+import yaml
+
+PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "registry.yaml")
+_NAME = re.compile(r"[a-z][a-z0-9-]{0,11}")
+#: A labelled reference point's name must fit an address label: IFNAMSIZ leaves 15 bytes, and the
+#: longer of the two label prefixes (vnf/tunnels.sh) is "lo:vpnaas-" (10), so 5 are left.
+LABEL_MAX = 5
+
+
+class RegistryError(ValueError):
+    pass
+
+#: The planes a reference point can belong to (registry ``plane``; default control).
+PLANES = ("control", "user")
+
+
+class ReferencePoint(NamedTuple):
+    name: str
+    provider: str
+    requirer: str
+    listen_port: int
+    tunnel_network: str
+    service_network: str
+    carries: str
+    #: Each service address on this reference point gets an address label of its own (``label``):
+    #: for network functions that bind by interface name (SIOCGIFADDR reads one address per name).
+    labelled: bool = False
+    #: ``user`` for a user-plane reference point (subscribers' traffic: GTP-U), else ``control``:
+    #: a tunnel of the user plane that is down is a critical alert (monitoring/, docs/metrics.md).
+    plane: str = "control"
+
+    @property
+    def label(self) -> str:
+        """The label suffix of its service addresses ("" when not labelled; see vnf/tunnels.sh)."""
+        return self.name if self.labelled else ""
+
+
+class Component(NamedTuple):
+    name: str
+    workload: str
+    modules: List[str]       # the shared package's modules it ships besides the core and its workload's
+    #                          (dotted below vpnaas: "oai.lte.hss")
+    vnfd: Optional[str]      # path of its VNFD source (None: no VNF package)
+    describe: str            # "module.attribute" of its description (an oai.Component), or ""
+
+    def description(self) -> Any:
+        """The object ``describe`` names (imported from the shared package)."""
+        if not self.describe:
+            raise RegistryError("component {} has no description".format(self.name))
+        module, _, attribute = self.describe.rpartition(".")
+        if module not in self.modules:
+            raise RegistryError("component {}: {} is not one of its modules".format(self.name, module))
+        return getattr(importlib.import_module("vpnaas." + module), attribute)
+
+
+class Workload(NamedTuple):
+    name: str
+    modules: List[str]
+    vnf: List[str]
+    fragments: List[str]
+
+
+class Registry(NamedTuple):
+    reference_points: Dict[str, ReferencePoint]
+    components: Dict[str, Component]
+    workloads: Dict[str, Workload]
+
+    def endpoints_of(self, component: str) -> List[ReferencePoint]:
+        """The reference points ``component`` provides or requires, in the registry's order."""
+        return [rp for rp in self.reference_points.values() if component in (rp.provider, rp.requirer)]
+
+    def with_vnfd(self) -> List[Component]:
+        return [c for c in self.components.values() if c.vnfd]
+
+    def of_workload(self, workload: str) -> List[Component]:
+        return [c for c in self.components.values() if c.workload == workload]
+
+    def shipped_modules(self, component: str) -> List[str]:
+        """The modules of the shared package that belong to a component or workload: a charm ships
+        the others (the core) plus only its own."""
+        comp = self.components[component]
+        return self.workloads[comp.workload].modules + comp.modules
+
+    def all_component_modules(self) -> List[str]:
+        out = []
+        for w in self.workloads.values():
+            out += w.modules
+        for c in self.components.values():
+            out += c.modules
+        return sorted(set(out))
+
+
+def parse(doc: Any) -> Registry:
+    """Check a registry document and return it as values (RegistryError names what is wrong)."""
+    if not isinstance(doc, dict):
+        raise RegistryError("the registry is not a mapping")
+    workloads = {}
+    for name, w in (doc.get("workloads") or {}).items():
+        workloads[name] = Workload(name, list(w.get("modules") or []), list(w.get("vnf") or []),
+                                   list(w.get("fragments") or ["_common"]))
+    components = {}
+    for name, c in (doc.get("components") or {}).items():
+        if c.get("workload") not in workloads:
+            raise RegistryError("component {}: unknown workload {!r}".format(name, c.get("workload")))
+        components[name] = Component(name, c["workload"], list(c.get("modules") or []), c.get("vnfd"),
+                                     str(c.get("describe") or ""))
+    rps: Dict[str, ReferencePoint] = {}
+    ports: Dict[int, str] = {}
+    for name, r in (doc.get("reference-points") or {}).items():
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise RegistryError("reference point {!r}: 1-12 lower-case letters, digits or '-'".format(name))
+        try:
+            rps[name] = _reference_point(name, r, components, ports)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            if isinstance(e, RegistryError):
+                raise
+            raise RegistryError("reference point {}: {}: {}".format(name, type(e).__name__, e)) from None
+    return Registry(rps, components, workloads)
+
+
+def _reference_point(name: str, r: Dict[str, Any], components: Dict[str, Component],
+                     ports: Dict[int, str]) -> ReferencePoint:
+    for side in ("provider", "requirer"):
+        if r.get(side) not in components:
+            raise RegistryError("reference point {}: {} {!r} is not a component".format(name, side, r.get(side)))
+    port = int(r["listen-port"])
+    if not 1 <= port <= 65535:
+        raise RegistryError("reference point {}: listen port {} is out of range".format(name, port))
+    if port in ports:
+        raise RegistryError("reference point {}: listen port {} is {}'s".format(name, port, ports[port]))
+    ports[port] = name
+    tunnel = ipaddress.ip_network(r["tunnel-network"])
+    if tunnel.num_addresses < 4:
+        raise RegistryError("reference point {}: the tunnel network needs two hosts".format(name))
+    service = str(ipaddress.ip_network(r["service-network"])) if r.get("service-network") else ""
+    labelled = r.get("labelled", False)
+    if not isinstance(labelled, bool):
+        raise RegistryError("reference point {}: labelled must be true or false".format(name))
+    if labelled and len(name) > LABEL_MAX:
+        raise RegistryError("reference point {}: a labelled name has at most {} characters (the address label "
+                            "lo:vpnaas-<name> must fit 15 bytes)".format(name, LABEL_MAX))
+    plane = r.get("plane", "control")
+    if plane not in PLANES:
+        raise RegistryError("reference point {}: plane must be one of {}".format(name, ", ".join(PLANES)))
+    return ReferencePoint(name, r["provider"], r["requirer"], port, str(tunnel), service, str(r.get("carries") or ""),
+                          labelled, plane)
+
+
+_CACHE: Dict[str, Registry] = {}
+
+
+def load(path: str = PATH) -> Registry:
+    if path not in _CACHE:
+        with open(path) as f:
+            _CACHE[path] = parse(yaml.safe_load(f))
+    return _CACHE[path]

@@ -1,0 +1,92 @@
+"""The OAI AMF of the 5G core (CN5G v2.0.0): build, configuration and service.
+
+It binds N2 (NGAP, SCTP 38412) and its SBI (HTTP/1, port 80) to its service addresses on n2 and
+n11, and reaches the SMF on n11 and MySQL on db. In the mini scenario
+(``enable_simple_scenario: yes``) it authenticates the UE itself from MySQL's ``users`` table
+(K, OPc, SQN), with no AUSF, UDM, UDR or NRF, and selects the one SMF from its ``nfs`` section.
+The database password travels in the configure step's data section and lands only in the
+generated file (mode 0600).
+"""
+
+from typing import Any, Dict, List, NamedTuple, Optional
+
+from vpnaas.core import model
+from vpnaas.oai import component as oai
+from vpnaas.oai import validation as ov
+from vpnaas.oai.cn5g import common as oai_cn5g
+from vpnaas.oai.cn5g.common import NO, YES
+
+
+class AmfValues(NamedTuple):
+    common: oai.Common
+    slice: oai_cn5g.Slice
+    n2: str          # own service addresses
+    n11: str
+    db: str
+    smf_ip: str      # the SMF's n11 address
+    mysql_ip: str    # MySQL's db address
+    db_user: str
+    db_password: str
+    region: str      # AMF region id (2 hex digits), set id (3), pointer (2)
+    set_id: str
+    pointer: str
+
+
+class Amf(oai_cn5g.Cn5gComponent[AmfValues]):
+    name = "amf"
+    title = "AMF"
+    repository = oai_cn5g.repository("amf")
+    ref = oai_cn5g.COMMITS["amf"]
+    program = "amf"
+    option_sources = ("src/oai_amf",)
+    build_labels = oai_cn5g.build_labels("AMF")
+    interfaces = ("n2", "n11")
+
+    def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> AmfValues:
+        return AmfValues(
+            common=oai.common_values(config),
+            slice=oai_cn5g.slice_values(config),
+            n2=oai_cn5g.address_of(config, "n2", self.title),
+            n11=oai_cn5g.address_of(config, "n11", self.title),
+            db=oai_cn5g.address_of(config, "db", self.title),
+            smf_ip=oai.peer_address(config, plan, "n11", "smf-address"),
+            mysql_ip=oai.peer_address(config, plan, "db", "mysql-address"),
+            db_user=ov.db_name(config.get("db-user"), "db-user"),
+            db_password=ov.secret_password(config.get("db-password"), "db-password"),
+            region=ov.hex_digits(config.get("amf-region-id"), "amf-region-id", 2),
+            set_id=ov.hex_bits(config.get("amf-set-id"), "amf-set-id", 3, 10),
+            pointer=ov.hex_bits(config.get("amf-pointer"), "amf-pointer", 2, 6),
+        )
+
+    def own_addresses(self, values: AmfValues) -> Dict[str, str]:
+        return {"n2": values.n2, "n11": values.n11, "db": values.db}
+
+    def secrets(self, values: AmfValues) -> List[str]:
+        return [values.db_password]
+
+    def document(self, v: AmfValues) -> Dict[str, Any]:
+        plmn = {"mcc": v.common.mcc, "mnc": v.common.mnc}
+        doc = oai_cn5g.header()
+        doc["nfs"] = {
+            "amf": {"host": v.n11, "sbi": oai_cn5g.sbi("n11"),
+                    "n2": {"interface_name": oai_cn5g.iface("n2"), "port": oai_cn5g.N2_PORT}},
+            "smf": oai_cn5g.peer(v.smf_ip),
+        }
+        doc["database"] = {"host": v.mysql_ip, "user": v.db_user, "type": "mysql", "password": v.db_password,
+                           "database_name": "oai_db", "generate_random": YES, "connection_timeout": 300}
+        doc["amf"] = {
+            "amf_name": "OAI-AMF",
+            "support_features_options": {"enable_simple_scenario": YES, "enable_nssf": NO,
+                                         "enable_smf_selection": NO},
+            "relative_capacity": 30,
+            "statistics_timer_interval": 20,
+            "emergency_support": NO,
+            "served_guami_list": [dict(plmn, amf_region_id=v.region, amf_set_id=v.set_id, amf_pointer=v.pointer)],
+            "plmn_support_list": [dict(plmn, tac=v.common.tac, nssai=[v.slice.as_dict()])],
+            "supported_integrity_algorithms": ["NIA0", "NIA1", "NIA2"],
+            "supported_encryption_algorithms": ["NEA0", "NEA1", "NEA2"],
+        }
+        return doc
+
+
+COMPONENT = Amf()

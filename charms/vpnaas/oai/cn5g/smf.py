@@ -1,0 +1,95 @@
+"""The OAI SMF of the 5G core (CN5G v2.0.0): build, configuration and service.
+
+It binds its SBI (HTTP/1, port 80) to its n11 service address, where the AMF reaches it, and N4
+(PFCP, UDP 8805) to its n4 address, from which it associates with the UPF. With local
+subscription data and local PCC rules it asks no UDM and no PCF. Its ``host`` is an IP literal,
+so its PFCP node id is its N4 address. The v2.0.0 SMF resolves the UPF when it starts; the
+service's restart (systemd ``Restart=on-failure``) covers a UPF that is not up yet.
+
+The UE's MTU (``ue-mtu``) is signalled to the UE: a full-size UE packet plus GTP-U's 44 bytes of
+outer IPv4, UDP, GTP-U and its PDU session container must fit the N3 tunnel's MTU (1420 by
+default), so the default is 1376 rather than OAI's 1500 (docs/cn5g.md).
+"""
+
+from typing import Any, Dict, NamedTuple, Optional
+
+from vpnaas.core import model
+from vpnaas.oai import component as oai
+from vpnaas.oai import validation as ov
+from vpnaas.oai.cn5g import common as oai_cn5g
+from vpnaas.oai.cn5g.common import NO, YES
+
+
+class SmfValues(NamedTuple):
+    common: oai.Common
+    slice: oai_cn5g.Slice
+    session: oai_cn5g.Session
+    n11: str        # own service addresses
+    n4: str
+    amf_ip: str     # the AMF's n11 address
+    upf_ip: str     # the UPF's n4 address
+    dns1: str
+    dns2: str
+    ue_mtu: int
+    five_qi: int
+    ambr_ul: str
+    ambr_dl: str
+
+
+class Smf(oai_cn5g.Cn5gComponent[SmfValues]):
+    name = "smf"
+    title = "SMF"
+    repository = oai_cn5g.repository("smf")
+    ref = oai_cn5g.COMMITS["smf"]
+    program = "smf"
+    option_sources = ("src/oai_smf",)
+    build_labels = oai_cn5g.build_labels("SMF")
+    interfaces = ("n4", "n11")
+
+    def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> SmfValues:
+        return SmfValues(
+            common=oai.common_values(config),
+            slice=oai_cn5g.slice_values(config),
+            session=oai_cn5g.session_values(config),
+            n11=oai_cn5g.address_of(config, "n11", self.title),
+            n4=oai_cn5g.address_of(config, "n4", self.title),
+            amf_ip=oai.peer_address(config, plan, "n11", "amf-address"),
+            upf_ip=oai.peer_address(config, plan, "n4", "upf-address"),
+            dns1=ov.ipv4(config.get("dns-primary"), "dns-primary"),
+            dns2=ov.ipv4(config.get("dns-secondary"), "dns-secondary"),
+            ue_mtu=ov.integer(config.get("ue-mtu", 1376), "ue-mtu", 1280, 1500),
+            # 1-254: the SMF's reader refuses 255 (qos_profile_config_value, smf_config_types.cpp).
+            five_qi=ov.integer(config.get("qos-5qi", 9), "qos-5qi", 1, 254),
+            ambr_ul=oai_cn5g.ambr(config.get("session-ambr-ul"), "session-ambr-ul"),
+            ambr_dl=oai_cn5g.ambr(config.get("session-ambr-dl"), "session-ambr-dl"),
+        )
+
+    def own_addresses(self, values: SmfValues) -> Dict[str, str]:
+        return {"n11": values.n11, "n4": values.n4}
+
+    def document(self, v: SmfValues) -> Dict[str, Any]:
+        doc = oai_cn5g.header()
+        doc["nfs"] = {
+            "amf": oai_cn5g.peer(v.amf_ip),
+            "smf": {"host": v.n11, "sbi": oai_cn5g.sbi("n11"),
+                    "n4": {"interface_name": oai_cn5g.iface("n4"), "port": oai_cn5g.N4_PORT}},
+        }
+        doc["smf"] = {
+            "ue_mtu": v.ue_mtu,
+            "support_features": {"use_local_subscription_info": YES, "use_local_pcc_rules": YES},
+            "upfs": [{"host": v.upf_ip, "port": oai_cn5g.N4_PORT, "config": {"enable_usage_reporting": NO},
+                      "upf_info": {"interfaceUpfInfoList": [
+                          {"interfaceType": "N3", "networkInstance": "access.oai.org"},
+                          {"interfaceType": "N6", "networkInstance": "core.oai.org"}]}}],
+            "ue_dns": {"primary_ipv4": v.dns1, "secondary_ipv4": v.dns2},
+            "ims": {"pcscf_ipv4": "127.0.0.1"},
+            "smf_info": oai_cn5g.served(v.slice, v.session, "Smf"),
+            "local_subscription_infos": [{
+                "single_nssai": v.slice.as_dict(), "dnn": v.session.dnn,
+                "qos_profile": {"5qi": v.five_qi, "session_ambr_ul": v.ambr_ul, "session_ambr_dl": v.ambr_dl}}],
+        }
+        doc["dnns"] = oai_cn5g.dnns(v.session)
+        return doc
+
+
+COMPONENT = Smf()
