@@ -10,8 +10,3 @@ This package is copied into every built charm under ``lib/vpnaas`` (of ``oai``, 
 own component); it must stay importable on Python 3.6 (OSM's bionic proxy machine). This file and
 every ``__init__`` below import nothing: ``dispatch`` runs ``vpnaas.charm.hookgate`` before ops.
 """
-
-SCHEMA_VERSION = "1"
-#: The make-before-break key rotation this release speaks (``rotation-protocol``; rotation.py).
-#: Optional fields an earlier release ignores: a peer without them rotates in place, as before.
-ROTATION_PROTOCOL = "1"

@@ -1,7 +1,8 @@
 import pytest
 
-from vpnaas import SCHEMA_VERSION
 from vpnaas.core import relation_data, validation
+
+SCHEMA_VERSION = relation_data.SCHEMA_VERSION
 
 
 def test_roundtrip(wg_key):

@@ -1,57 +1,7 @@
-"""The tunnel relation interface ``wireguard[-<reference point>]``, read and written in one place.
-
-Interface (schema version 1, ``vpnaas-schema``). Each unit writes only into its own unit
-databag, one per relation; the application databags are not used. Both sides publish the same
-fields, so the interface is symmetric; provider and requirer differ only in the default tunnel
-address (first and second host of the reference point's tunnel network).
-
-| field               | written by      | meaning                                                         |
-|---------------------|-----------------|-----------------------------------------------------------------|
-| `vpnaas-schema`     | each unit       | "1"; a reader refuses data of another version (Blocked)         |
-| `public-key`        | each unit       | WireGuard public key of its device for this endpoint            |
-| `endpoint`          | each unit       | underlay `host:port` the peer sends to                          |
-| `tunnel-address`    | each unit       | its device's address/prefix inside the tunnel                   |
-| `service-prefixes`  | each unit       | comma-separated prefixes behind it (subject to the peer's policy) |
-| `wants-peer-keys`   | waiting units   | "yes" when its component waits for its tunnels; absent otherwise |
-| `peer-keys`         | each unit       | keys of that relation's units it has configured as peers, written |
-|                     |                 | only for units that published `wants-peer-keys` or `next-key`   |
-| `rotation-protocol` | each unit       | "1": it rotates and follows rotations make-before-break; absent |
-|                     |                 | (an earlier release): its peers rotate in place                 |
-| `next-key`          | rotating units  | the new key, on its temporary device, while its rotation runs   |
-| `next-endpoint`     | rotating and    | `host:port` of its temporary device (same host as `endpoint`),  |
-|                     | following units | while it runs one                                               |
-| `next-peer-keys`    | rotating and    | keys of that relation's units its temporary device accepts and  |
-|                     | following units | that may route to it through that device                       |
-
-A unit publishes all fields at once, when its key exists on the VNF. A reader validates every
-value of a remote unit (``relation_data.decode``: nothing from a related unit is trusted, see
-docs/security.md) and reports what is missing (Waiting, naming the unit) or invalid (Blocked).
-``peer-keys`` wakes the peer (Juju runs its relation-changed) the moment the tunnel can
-handshake. A unit asks for it with ``wants-peer-keys`` when its
-charm has a component that waits for its tunnels (the OAI charms: a service starts once its
-tunnels have a handshake); a plain tunnel charm does not, and gets no such hook, so that a hub
-related to k spokes runs k fewer hooks, and so does each spoke. A unit of an earlier charm
-revision, which never asks, still gets its peers' tunnels; only a start waiting for them
-happens at the next update-status instead.
-
-Key rotation (rotation.py; the phases: docs/lifecycle.md). ``rotate-keys`` on a unit whose
-related units publish ``rotation-protocol`` makes the new key on a temporary device ``wr-<ep>``
-(a second listen port) and publishes it as ``next-key``; each such unit follows with a
-temporary device of its own that accepts the new key, and both move their routes onto that
-path (``next-peer-keys`` says it is accepted), the rotating unit's main device takes the new key,
-``public-key`` becomes it, the peers put it on their main devices (``peer-keys`` says so), the
-routes move back, and the temporary devices go. The ``rotation-*`` and ``next-*`` fields are
-optional additions, not a new schema: a unit of an earlier release ignores them and rotates in
-place, and its peers follow it the way they always did (a break of one relation round trip).
-No unit holds another up for long: a unit follows a rotation, and waits for its partners in its
-own, for a bounded time kept in its own state (rotation.py, ``DEADLINE``), after which the unit
-that did not finish is followed in place. The acknowledgements (``next-peer-keys``,
-``peer-keys``) name the rotation's new key, a fresh key per rotation: one cannot acknowledge
-another rotation, and every release that speaks ``rotation-protocol`` rewrites them whenever it
-publishes (docs/lifecycle.md, "Version skew").
-They are hostile input like every other field: a key or an endpoint that does not pass the
-grammar refuses the unit (Blocked), and a ``next-key`` is a key the unit claims on this VNF like
-its ``public-key`` (it may be neither this VNF's nor another unit's).
+"""The tunnel relations ``wireguard[-<reference point>]`` as a unit reads and writes them on ops'
+model: which relations and remote units there are, each remote unit's databag through the
+interface's codec, and this unit's own databag written back. The interface itself (its version,
+fields, schema and codec) is one module of the pure core: ``vpnaas.core.relation_data``.
 
 A relation in its own relation-broken hook is left out of reading and publishing: ops 1.5.4 still
 lists it, and Juju refuses writes to it.

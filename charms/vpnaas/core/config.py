@@ -6,6 +6,7 @@ target) works on the values below, each already checked by ``validation``. A bad
 later by OSM's ``config`` primitive raises ``MissingOption`` (the unit waits, it is not an error).
 """
 import ipaddress
+import itertools
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 from vpnaas.core import instance, refpoints, validation
@@ -177,6 +178,11 @@ def _tunnel_address(config: Dict[str, Any], name: str, role: str) -> Interface:
     net = refpoints.default_tunnel_network(name)
     if not net:
         raise MissingOption(key)
-    network = ipaddress.ip_network(net)
-    hosts = list(network.hosts())
-    return ipaddress.ip_interface("{}/{}".format(hosts[0] if role == "provider" else hosts[1], network.prefixlen))
+    return default_tunnel_address(ipaddress.ip_network(net), 0 if role == "provider" else 1)
+
+
+def default_tunnel_address(network: Network, host_index: int) -> Interface:
+    """Host ``host_index`` of a tunnel network (the provider's is the first, the requirer's the
+    second: ``relation_data.Provider``/``Requirer``), with the network's prefix."""
+    host = next(itertools.islice(network.hosts(), host_index, None))
+    return ipaddress.ip_interface("{}/{}".format(host, network.prefixlen))

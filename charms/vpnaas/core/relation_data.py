@@ -1,17 +1,126 @@
-"""The relation data codec: a unit's own fields encoded for its databag, and a remote unit's
-decoded through the strict grammar (nothing from a related unit is trusted). The interface
-itself (the fields, who writes them, what they mean) is specified in tunnel_relation.py's
-docstring, and only there.
-"""
-import ipaddress
-from typing import Any, Dict, List, Optional, Set, Tuple
+"""The tunnel relation interface ``wireguard[-<reference point>]``: its version, its fields and
+their schema, and its codec (a unit's own databag encoded, a remote unit's decoded through the
+strict grammar: nothing from a related unit is trusted). The one module of the interface, after
+the charm libraries' shape (``LIBAPI``/``LIBPATCH``, ``Provider``/``Requirer``, a schema).
 
-from vpnaas import ROTATION_PROTOCOL, SCHEMA_VERSION
-from vpnaas.core import validation
+Versions. ``LIBAPI`` is the schema version on the wire (``vpnaas-schema``: a reader refuses
+another). ``LIBPATCH`` counts the optional fields added to it (``FIELDS``: each names the patch
+that added it); a unit of a lower patch ignores the fields it does not know, and its peers treat
+the absence of one as that unit's old behaviour. A change that a unit of the previous patch
+cannot read is a new ``LIBAPI``, never a patch.
+
+Usage (both sides publish and read the same fields; ``charm/tunnel_relation.py`` does this on
+ops' model)::
+
+    from vpnaas.core import relation_data
+    side = relation_data.side(endpoint.role)            # Provider() or Requirer()
+    address = side.default_tunnel_address(network)      # first or second host
+    bag = relation_data.publication(device, public_key, units, wants_peer_keys, rotation, temp_key)
+    reading = relation_data.read(unit, remote_bag)       # .info, or why not: .incomplete, .invalid
+    relation_data.json_schema()                          # the databag as JSON Schema (draft 7)
+
+Interface (schema version 1, ``vpnaas-schema``). Each unit writes only into its own unit
+databag, one per relation; the application databags are not used. Both sides publish the same
+fields, so the interface is symmetric; provider and requirer differ only in the default tunnel
+address (first and second host of the reference point's tunnel network).
+
+| field               | written by      | meaning                                                         |
+|---------------------|-----------------|-----------------------------------------------------------------|
+| `vpnaas-schema`     | each unit       | "1"; a reader refuses data of another version (Blocked)         |
+| `public-key`        | each unit       | WireGuard public key of its device for this endpoint            |
+| `endpoint`          | each unit       | underlay `host:port` the peer sends to                          |
+| `tunnel-address`    | each unit       | its device's address/prefix inside the tunnel                   |
+| `service-prefixes`  | each unit       | comma-separated prefixes behind it (subject to the peer's policy) |
+| `wants-peer-keys`   | waiting units   | "yes" when its component waits for its tunnels; absent otherwise |
+| `peer-keys`         | each unit       | keys of that relation's units it has configured as peers, written |
+|                     |                 | only for units that published `wants-peer-keys` or `next-key`   |
+| `rotation-protocol` | each unit       | "1": it rotates and follows rotations make-before-break; absent |
+|                     |                 | (an earlier release): its peers rotate in place                 |
+| `next-key`          | rotating units  | the new key, on its temporary device, while its rotation runs   |
+| `next-endpoint`     | rotating and    | `host:port` of its temporary device (same host as `endpoint`),  |
+|                     | following units | while it runs one                                               |
+| `next-peer-keys`    | rotating and    | keys of that relation's units its temporary device accepts and  |
+|                     | following units | that may route to it through that device                       |
+
+A unit publishes all fields at once, when its key exists on the VNF. A reader validates every
+value of a remote unit (``decode``: nothing from a related unit is trusted, see
+docs/security.md) and reports what is missing (Waiting, naming the unit) or invalid (Blocked).
+``peer-keys`` wakes the peer (Juju runs its relation-changed) the moment the tunnel can
+handshake. A unit asks for it with ``wants-peer-keys`` when its
+charm has a component that waits for its tunnels (the OAI charms: a service starts once its
+tunnels have a handshake); a plain tunnel charm does not, and gets no such hook, so that a hub
+related to k spokes runs k fewer hooks, and so does each spoke. A unit of an earlier charm
+revision, which never asks, still gets its peers' tunnels; only a start waiting for them
+happens at the next update-status instead.
+
+Key rotation (core/rotation.py; the phases: docs/lifecycle.md). ``rotate-keys`` on a unit whose
+related units publish ``rotation-protocol`` makes the new key on a temporary device ``wr-<ep>``
+(a second listen port) and publishes it as ``next-key``; each such unit follows with a
+temporary device of its own that accepts the new key, and both move their routes onto that
+path (``next-peer-keys`` says it is accepted), the rotating unit's main device takes the new key,
+``public-key`` becomes it, the peers put it on their main devices (``peer-keys`` says so), the
+routes move back, and the temporary devices go. The ``rotation-*`` and ``next-*`` fields are
+optional additions, not a new schema: a unit of an earlier release ignores them and rotates in
+place, and its peers follow it the way they always did (a break of one relation round trip).
+No unit holds another up for long: a unit follows a rotation, and waits for its partners in its
+own, for a bounded time kept in its own state (rotation.py, ``DEADLINE``), after which the unit
+that did not finish is followed in place. The acknowledgements (``next-peer-keys``,
+``peer-keys``) name the rotation's new key, a fresh key per rotation: one cannot acknowledge
+another rotation, and every release that speaks ``rotation-protocol`` rewrites them whenever it
+publishes (docs/lifecycle.md, "Version skew").
+They are hostile input like every other field: a key or an endpoint that does not pass the
+grammar refuses the unit (Blocked), and a ``next-key`` is a key the unit claims on this VNF like
+its ``public-key`` (it may be neither this VNF's nor another unit's).
+"""
+
+import ipaddress
+from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
+
+from vpnaas.core import config, validation
 from vpnaas.core.model import MANUAL, Device, PeerRotation, Rotation
 from vpnaas.core.validation import Interface, Network
 
-KEYS = ("vpnaas-schema", "public-key", "endpoint", "tunnel-address", "service-prefixes")
+#: The schema version: ``vpnaas-schema`` on the wire.
+LIBAPI = 1
+#: The optional additions to it so far (see ``FIELDS``).
+LIBPATCH = 2
+SCHEMA_VERSION = str(LIBAPI)
+#: The make-before-break key rotation this release speaks (``rotation-protocol``; rotation.py).
+#: Optional fields an earlier release ignores: a peer without them rotates in place, as before.
+ROTATION_PROTOCOL = "1"
+
+
+class Field(NamedTuple):
+    """One field of a unit's databag: its name, whether a reader needs it, the patch of
+    ``LIBAPI`` that added it, the grammar its value passes (``validation``; for JSON Schema: the
+    largest length and the values it takes, where they are few)."""
+    name: str
+    required: bool
+    patch: int
+    grammar: str
+    max_length: int
+    values: Tuple[str, ...] = ()
+
+
+_KEY = 44            # a WireGuard public key: 32 bytes in base64
+_ENDPOINT = 255 + 8  # a host (name or address) and ":port", IPv6 in brackets
+_KEYS = 1024 * (_KEY + 1)
+#: The interface's schema, in the order a unit writes the fields (which is also the order of the
+#: digests the relation cache keeps: never reorder).
+FIELDS = (
+    Field("vpnaas-schema", True, 0, "the schema version", 8, (SCHEMA_VERSION,)),
+    Field("public-key", True, 0, "validation.public_key", _KEY),
+    Field("endpoint", True, 0, "validation.endpoint", _ENDPOINT),
+    Field("tunnel-address", True, 0, "validation.interface_address", 64),
+    Field("service-prefixes", False, 0, "validation.prefix_list", 64 * 1024),
+    Field("wants-peer-keys", False, 1, "'yes' or absent", 3, ("yes", "")),
+    Field("peer-keys", False, 1, "validation.public_key_list", _KEYS),
+    Field("rotation-protocol", False, 2, "validation.protocol_version", 8),
+    Field("next-key", False, 2, "validation.public_key", _KEY),
+    Field("next-endpoint", False, 2, "validation.endpoint, on the host of endpoint", _ENDPOINT),
+    Field("next-peer-keys", False, 2, "validation.public_key_list", _KEYS),
+)
+KEYS = tuple(f.name for f in FIELDS if f.patch == 0)
 WANTS_PEER_KEYS = "wants-peer-keys"
 PEER_KEYS = "peer-keys"
 ROTATION_PROTOCOL_KEY = "rotation-protocol"
@@ -20,10 +129,56 @@ NEXT_ENDPOINT = "next-endpoint"
 NEXT_PEER_KEYS = "next-peer-keys"
 #: The fields of make-before-break key rotation (optional: an earlier release neither writes
 #: nor reads them, and its peers rotate in place).
-ROTATION_KEYS = (ROTATION_PROTOCOL_KEY, NEXT_KEY, NEXT_ENDPOINT, NEXT_PEER_KEYS)
+ROTATION_KEYS = tuple(f.name for f in FIELDS if f.patch == 2)
 #: Every field a unit writes (what a dropped hook commit can lose: relation_cache).
-PUBLISHED = KEYS + (WANTS_PEER_KEYS, PEER_KEYS) + ROTATION_KEYS
+PUBLISHED = tuple(f.name for f in FIELDS)
 _YES = "yes"
+
+
+def json_schema() -> Dict[str, Any]:
+    """A unit's databag as JSON Schema (draft 7): every value a string; what a reader needs is
+    required; the bounds and the few fixed values of ``FIELDS``. Other keys are allowed (Juju
+    puts its own, e.g. ``ingress-address``, into every unit databag). The grammar itself is
+    ``decode``'s: the schema states the shape, the grammar decides."""
+    props = {}  # type: Dict[str, Any]
+    for f in FIELDS:
+        prop = {"type": "string", "maxLength": f.max_length,
+                "description": "{} (patch {})".format(f.grammar, f.patch)}  # type: Dict[str, Any]
+        if f.values:
+            prop["enum"] = list(f.values)
+        props[f.name] = prop
+    return {"$schema": "http://json-schema.org/draft-07/schema#",
+            "title": "wireguard tunnel relation, unit databag, schema {} patch {}".format(LIBAPI, LIBPATCH),
+            "type": "object", "properties": props,
+            "required": [f.name for f in FIELDS if f.required], "additionalProperties": True}
+
+
+class Side(object):
+    """One side of a tunnel relation. Both publish and read the same fields (``publication``,
+    ``read``); they differ only in their default tunnel address."""
+    role = ""
+    #: Which host of the reference point's tunnel network is its default tunnel address.
+    host_index = 0
+
+    def default_tunnel_address(self, network: Network) -> Interface:
+        return config.default_tunnel_address(network, self.host_index)
+
+
+class Provider(Side):
+    """The charm whose metadata ``provides`` the endpoint (the registry's ``provider``)."""
+    role = "provider"
+    host_index = 0
+
+
+class Requirer(Side):
+    """The charm whose metadata ``requires`` the endpoint: at most one related unit there."""
+    role = "requirer"
+    host_index = 1
+
+
+def side(role: str) -> Side:
+    """The side of ``role`` ("provider" or "requirer")."""
+    return {"provider": Provider, "requirer": Requirer}[role]()
 
 
 class PeerInfo(object):
