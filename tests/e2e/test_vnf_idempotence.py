@@ -5,7 +5,8 @@ the device on wireguard-go, the metrics exporter, an OAI component's start gate)
 network and mount namespace, once to apply and then twice more: after the first run, no file or
 folder the step writes -- under /etc/wireguard, the data plane's folder, /run/wireguard and the
 OAI component's folders -- changes its bytes, mode, inode or mtime, and nothing is created or
-removed beside them."""
+removed beside them. Every line each run printed is a line of the report protocol
+(vpnaas/vnf/report.py): the conformance of the real shell to the one specification."""
 import ipaddress
 import subprocess
 
@@ -15,6 +16,7 @@ from vpnaas.core import model, registry, relation_data
 from vpnaas.core import plan as planning
 from vpnaas.oai import component as oai
 from vpnaas.vnf import remote
+from vpnaas.vnf import report as vnf_report
 
 #: Run inside the namespace: learn the VNF's facts digest as the charm does (a first step stops
 #: after the facts), then run the step three times with it, listing every file after each run.
@@ -98,6 +100,8 @@ def test_a_step_that_changes_nothing_touches_no_file(tmp_path):
         assert "ERROR" not in report and "FAILED" not in report and "EXIT" not in report, report
         assert "FACTS changed" not in report and "UP wg-vpn" in report and "METRICS up 10.77.0.5:9586" in report
         assert "COMPONENT configured yes" in report
+        # The real shell speaks the report protocol (vpnaas/vnf/report.py), line by line.
+        assert vnf_report.problems(report) == [], report
     assert "APPLIED wg-vpn up" in runs["1"]
     assert "APPLIED wg-vpn unchanged" in runs["2"] and "APPLIED wg-vpn unchanged" in runs["3"]
     written = [line for line in files["1"].splitlines() if " f " in line]

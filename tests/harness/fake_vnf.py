@@ -14,7 +14,8 @@ be a second, untested model of iproute2 anyway. The model reads what the charm r
 command line (parsed with shlex: the values after ``vpnaas`` are the step's arguments) and the
 call lines at the end of the program (``apply_device "${2}" ...``) -- checks that the program is
 the shipped library and step file byte for byte, and answers in the report format of
-``vnf/tunnels.sh`` (INIT, IMPL, PUBKEY, FAILED, REFUSED, FACT, UP/DOWN, PEER, HOST, NOW, DONE).
+``vnf/tunnels.sh``, through the one specification of that protocol (``vpnaas.vnf.report``: every
+line it writes is checked there).
 What ``vnf/tunnels.sh`` does on a real machine is covered by the root end-to-end tests.
 
 Keys are real X25519 key pairs (cryptography); the model holds the private halves the way a VNF
@@ -31,7 +32,7 @@ import paramiko
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import x25519
 
-from vpnaas.vnf import vnfscript
+from vpnaas.vnf import report, vnfscript
 
 STEP_PREFIX = (vnfscript.load(vnfscript.LIBRARY) + "\n" + vnfscript.load("tunnels.sh") + "\n"
                + vnfscript.load("metrics.sh") + "\n")
@@ -200,7 +201,7 @@ class FakeVnf(object):
             return 3, "ERROR {} arrived with another sha256\n".format(name), ""
         self.programs[name] = want
         self.installs.append(name)
-        return 0, "INSTALLED {} {}\nDONE\n".format(name, want), ""
+        return 0, "\n".join([report.line("INSTALLED", name, want), report.line("DONE")]) + "\n", ""
 
     # ------------------------------------------------------------------ the step
     def run_step(self, args, program):
@@ -238,11 +239,13 @@ class FakeVnf(object):
             return 137, "\n".join(out) + "\n", "bash: line 1: 4242 Killed\n"
         except Stopped:
             pass
-        out.append("DONE")
+        out.append(report.line("DONE"))
+        # The model speaks the report protocol (vpnaas/vnf/report.py) as tunnels.sh does.
+        self.unexpected += ["the fake VNF's report: " + p for p in report.problems("\n".join(out))]
         return 0, "\n".join(out) + "\n", ""
 
     def step_tunnels_prepare(self, out, *shipped):
-        out += ["INIT " + self.init]
+        out.append(report.line("INIT", self.init))
         self.usable = {"wireguard-go"} if not self.kernel_wireguard else set()   # the VNF's own on PATH
         missing = False
         for name, digest, when in zip(shipped[0::3], shipped[1::3], shipped[2::3]):
@@ -251,7 +254,7 @@ class FakeVnf(object):
             if self.programs.get(name) == digest:
                 self.usable.add(name)
             else:
-                out.append("NEED " + name)
+                out.append(report.line("NEED", name))
                 missing = True
         if missing:
             raise Stopped()
@@ -290,7 +293,7 @@ class FakeVnf(object):
                 dev.private_key, dev.public_key = self.devices[source].private_key, self.devices[source].public_key
             for peer in dev.peers:   # a new private key drops the device's sessions
                 self.handshakes.pop(peer["public-key"], None)
-        out.append("PUBKEY {} {}".format(name, dev.public_key))
+        out.append(report.line("PUBKEY", name, dev.public_key))
         interface, peers = parse_wg_quick("[Interface]\n" + base64.b64decode(body64).decode())
         old_signature = dev.signature()
         dev.interface = interface
@@ -365,23 +368,23 @@ class FakeVnf(object):
     def step_facts_guard(self, out, expected, *names):
         lines = self.fact_lines(names)
         digest = hashlib.sha256(("\n".join(lines) + "\n").encode()).hexdigest()
-        out += ["FACT " + line for line in lines] + ["FACTS " + digest]
+        out += [report.line("FACT", line) for line in lines] + [report.line("FACTS", digest)]
         if expected != digest:
-            out.append("FACTS changed")
+            out.append(report.line("FACTS", "changed"))
             raise Stopped()
 
     def step_report(self, out, *names):
-        out += ["HOST " + self.hostname, "NOW {}".format(self.now)]
+        out += [report.line("HOST", self.hostname), report.line("NOW", str(self.now))]
         for name in names:
             dev = self.devices.get(name)
             if dev is None or not dev.up:
-                out.append("DOWN " + name)
+                out.append(report.line("DOWN", name))
                 continue
-            out.append("UP " + name)
+            out.append(report.line("UP", name))
             for p in dev.peers:
                 fields = [p["public-key"], "(none)", p["endpoint"] or "(none)", ",".join(p["allowed-ips"]) or "(none)",
                           str(self.handshakes.get(p["public-key"], 0)), "1024", "2048", p["keepalive"]]
-                out.append("PEER {} {}".format(name, "\t".join(fields)))
+                out.append(report.line("PEER", name, "\t".join(fields)))
 
     # ------------------------------------------------------------------ what tests look at
     def peer_keys(self, name):

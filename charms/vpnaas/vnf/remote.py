@@ -8,7 +8,9 @@ no longer wanted, and report public keys, peer state and the facts the route pol
 device is applied in isolation: one failing device never stops the others, the removal of stale
 devices or the report.
 
-The report never contains the private key: only peer lines of ``wg show dump`` are read.
+The report never contains the private key: only peer lines of ``wg show dump`` are read. Its
+lines and their grammar are specified in ``report.py``; ``parse_report`` reads the keywords it
+lists as read by the charm (``report.READ``).
 """
 import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
@@ -17,6 +19,7 @@ from vpnaas.core import rotation, validation, wgconfig
 from vpnaas.core.facts import Facts
 from vpnaas.core.model import Plan
 from vpnaas.vnf import dataplane, metrics, vnfscript
+from vpnaas.vnf import report as report_protocol
 
 TUNNEL_FILES = ("tunnels.sh", "metrics.sh")
 
@@ -147,18 +150,12 @@ class Observation(object):
 
 
 scrub = vnfscript.scrub
-#: The longest report read (a hub of 400 spokes reports about 100 kB); a longer one is refused.
-MAX_REPORT = 4 * 1024 * 1024
-#: The most lines a report may have (a hub of 400 spokes reports about 1,000).
-MAX_REPORT_LINES = 65536
-#: The most FACT lines read: a VNF's addresses, gateways and the addresses its peers' endpoint
-#: names resolve to are a few hundred. More are refused, never cut: a fact dropped would make the
-#: route policy less strict.
-MAX_FACTS = 4096
-#: The most allowed IPs of one peer read from ``wg show dump``.
-MAX_ALLOWED_IPS = 1024
-#: The most TIMING lines read (one per call of a profiled step).
-MAX_TIMINGS = 512
+#: The protocol's bounds (report.py, the one place of the report's grammar).
+MAX_REPORT = report_protocol.MAX_REPORT
+MAX_REPORT_LINES = report_protocol.MAX_REPORT_LINES
+MAX_FACTS = report_protocol.MAX_FACTS
+MAX_ALLOWED_IPS = report_protocol.MAX_ALLOWED_IPS
+MAX_TIMINGS = report_protocol.MAX_TIMINGS
 _COUNTER = re.compile(r"[0-9]{1,20}")
 _TIMING = re.compile(r"([a-z_][a-z0-9_]{0,63}) ([0-9]{1,12}(?:\.[0-9]{1,9})?) ([0-9]{1,12}(?:\.[0-9]{1,9})?)")
 
