@@ -1,5 +1,6 @@
 """The VNF-side step runner: values reach the program only as arguments or secrets, never as code."""
 import os
+import re
 import shutil
 import subprocess
 
@@ -121,3 +122,22 @@ def test_isolated_reports_a_failure_and_the_step_goes_on(vnf_dir):
     report = vnfscript.parse(proc.stdout, proc.returncode, proc.stderr)
     assert [k for k, _ in report.lines] == ["FAILED", "FINE", "AFTER"]
     assert report.of("FAILED")[0].startswith("wg-a step failed")
+
+
+def test_a_step_file_gets_its_parts_in_place_of_their_source_lines():
+    text = vnfscript.load("tunnels.sh")
+    assert "$VPNAAS_PARTS" not in text.replace("# shellcheck source=", "")
+    assert not re.search(r'^source "', text, re.M)
+    parts = sorted(os.listdir(os.path.join(vnfscript.VNF_DIR, "tunnels")))
+    assert parts == ["dataplane.sh", "devices.sh", "facts.sh", "hooks.sh", "routes.sh"]
+    for name in parts:
+        assert vnfscript.load("tunnels/" + name).rstrip("\n") in text
+    for function in ("vpnaas_routes()", "facts_guard()", "tunnels_prepare()", "device_sync()", "report()"):
+        assert text.count("\n" + function + " {") == 1, function
+
+
+def test_a_part_outside_the_vnf_folder_is_refused(tmp_path, monkeypatch):
+    (tmp_path / "step.sh").write_text('source "$VPNAAS_PARTS/../escape.sh"\n')
+    monkeypatch.setattr(vnfscript, "VNF_DIR", str(tmp_path))
+    with pytest.raises(vnfscript.ScriptError):
+        vnfscript.load("step.sh")

@@ -38,13 +38,22 @@ class ScriptError(ValueError):
     """A step could not be built (a value that is not fit for an argument, a missing file)."""
 
 
-def load(name: str) -> str:
-    """The text of a shipped VNF-side file (``vnf/<name>``)."""
+#: A step file's part (``tunnels.sh``: ``source "$VPNAAS_PARTS/tunnels/devices.sh"``): ``load``
+#: puts the part's text in place of the line, so the VNF gets one program and reads no file of
+#: ours; shellcheck follows the same line (its ``# shellcheck source=`` directive).
+_PART = re.compile(r'^source "\$VPNAAS_PARTS/([A-Za-z0-9_./-]+)"$', re.M)
+
+
+def load(name: str, _depth: int = 0) -> str:
+    """The text of a shipped VNF-side file (``vnf/<name>``), its parts put in place."""
     path = os.path.join(VNF_DIR, name)
     if os.path.dirname(os.path.normpath(name)).startswith("..") or os.path.isabs(name):
         raise ScriptError("not a VNF script name: {}".format(name))
+    if _depth > 4:
+        raise ScriptError("parts nested too deep at {}".format(name))
     with open(path) as f:
-        return f.read()
+        text = f.read()
+    return _PART.sub(lambda m: load(m.group(1), _depth + 1).rstrip("\n"), text)
 
 
 class Step(object):

@@ -1,0 +1,164 @@
+# shellcheck shell=bash
+# The tunnel step's part (sourced by tunnels.sh, after lib.sh): which WireGuard runs each device:
+# the kernel module or a shipped userspace program.
+
+declare -A USERSPACE=()    # implementation -> the program this step may start it with
+declare -A DP_VERSION=()   # implementation -> its version (asked once per step)
+
+tunnels_prepare() {  # [name sha256 always|nokernel]...: the shipped programs a device may need
+  require_tools wg wg-quick ip base64 sha256sum
+  if [ -d /run/systemd/system ]; then init=systemd; else init=none; fi
+  out "INIT $init"
+  ip link del vpnaas-probe 2>/dev/null || true   # left over if an earlier run was killed here
+  # The routes the VNF refuses during this step ("dev prefix" lines), and the data plane of each
+  # device ("dev implementation version"), for the metrics (metrics.sh).
+  TUNNELS_REFUSED_LOG=$(mktemp)
+  TUNNELS_DATAPLANE_LOG=$(mktemp)
+  # shellcheck disable=SC2064  # the file names are fixed now
+  trap "rm -f '$TUNNELS_REFUSED_LOG' '$TUNNELS_DATAPLANE_LOG'" EXIT
+  if ip link add vpnaas-probe type wireguard 2>/dev/null; then
+    ip link del vpnaas-probe
+    TUNNELS_KERNEL=1
+  fi
+  # A wireguard-go the charm did not ship: the one named by WG_QUICK_USERSPACE_IMPLEMENTATION, else
+  # the VNF's own on PATH (what releases before the shipped programs used).
+  local ug=${WG_QUICK_USERSPACE_IMPLEMENTATION:-} name digest when path missing=0
+  case "$(basename "${ug:-none}")" in wireguard-go*) ;; *) ug=$(command -v wireguard-go || true) ;; esac
+  if [ -n "$ug" ] && [ -x "$ug" ]; then USERSPACE[wireguard-go]=$ug; fi
+  # The shipped programs: used only when the installed copy is the charm's byte for byte. One
+  # that is missing or differs is asked for (NEED) and nothing is applied: the charm sends it in
+  # the same login and runs this step again.
+  while [ $# -ge 3 ]; do
+    name=$1 digest=$2 when=$3
+    shift 3
+    if [ "$when" = nokernel ] && [ "$TUNNELS_KERNEL" = 1 ]; then continue; fi
+    path=$DATAPLANE_DIR/$name
+    if [ -x "$path" ] && [ "$(sha256sum < "$path" | cut -d' ' -f1)" = "$digest" ]; then
+      USERSPACE[$name]=$path
+    else
+      out "NEED $name"
+      missing=1
+    fi
+  done
+  if [ "$missing" = 1 ]; then
+    out DONE
+    exit 0
+  fi
+  if [ "$TUNNELS_KERNEL" = 1 ]; then
+    out "IMPL kernel"
+  elif [ -n "${USERSPACE[wireguard-go]:-}" ]; then
+    TUNNELS_IMPL="userspace ${USERSPACE[wireguard-go]} $(dataplane_version wireguard-go)"
+    out "IMPL $TUNNELS_IMPL"
+  else
+    out "IMPL none"
+  fi
+  install_hooks
+}
+
+dataplane_version() {  # implementation: its version ("unknown" when it does not say)
+  local v=${DP_VERSION[$1]:-}
+  if [ -z "$v" ]; then
+    if [ "$1" = kernel ]; then
+      v=$(cat /sys/module/wireguard/version 2>/dev/null || true)
+    else
+      v=$("${USERSPACE[$1]}" --version 2>/dev/null | head -n 1 | awk '{print $2}' || true)
+    fi
+    case "$v" in ''|*[!0-9A-Za-z._+-]*) v=unknown ;; esac
+    DP_VERSION[$1]=$v
+  fi
+  printf '%s' "$v"
+}
+
+install_wrapper() {  # wg-quick on a userspace program, whether or not the kernel has WireGuard
+  # wg-quick makes a device with `ip link add <dev> type wireguard` and falls back to
+  # WG_QUICK_USERSPACE_IMPLEMENTATION only where that fails *and* no module is loaded: it cannot
+  # be told to use a userspace program on a kernel that has one. The wrapper runs wg-quick with a
+  # bash function `ip` (exported: a function wins over any PATH, and wg-quick puts its own
+  # directory first) that starts the program instead for exactly that call. WG_SUDO=true keeps
+  # boringtun's privileges as root (else it drops them and cannot configure the device; its
+  # command line parser takes true/false only, not 1).
+  local real wrapper
+  real=$(command -v ip)
+  mkdir -p "$DATAPLANE_DIR"
+  chmod 755 "$DATAPLANE_DIR"
+  wrapper=$(
+    printf '#!/bin/bash\n%s\nVPNAAS_IP=%q\n' "$MARKER" "$real"
+    cat <<'WRAPPER'
+# usage: wg-quick-userspace <program> up|down <device>
+set -e
+VPNAAS_USERSPACE=$1
+shift
+export VPNAAS_IP VPNAAS_USERSPACE WG_QUICK_USERSPACE_IMPLEMENTATION="$VPNAAS_USERSPACE" WG_SUDO=true
+export WG_LOG_FILE="/run/wireguard/vpnaas-${!#}.log"
+ip() {
+  if [ "$#" = 5 ] && [ "$1 $2 $4 $5" = "link add type wireguard" ]; then
+    "$VPNAAS_USERSPACE" "$3"
+    return
+  fi
+  "$VPNAAS_IP" "$@"
+}
+export -f ip
+exec wg-quick "$@"
+WRAPPER
+  )
+  write_if_changed "$DATAPLANE_WRAPPER" 755 "$wrapper"$'\n'
+}
+
+dataplane_resolve() {  # choice (auto|kernel|wireguard-go|boringtun): sets DP_IMPL and DP_PROGRAM, or fails
+  DP_IMPL=$1
+  DP_PROGRAM=
+  if [ "$DP_IMPL" = auto ]; then
+    if [ "$TUNNELS_KERNEL" = 1 ]; then DP_IMPL=kernel; else DP_IMPL=wireguard-go; fi
+  fi
+  case "$DP_IMPL" in
+    kernel)
+      [ "$TUNNELS_KERNEL" = 1 ] || fail "kernel: this VNF's kernel has no WireGuard module (choose auto, wireguard-go or boringtun)" ;;
+    wireguard-go|boringtun)
+      DP_PROGRAM=${USERSPACE[$DP_IMPL]:-}
+      [ -n "$DP_PROGRAM" ] || fail "$DP_IMPL is not installed on the VNF and the charm does not ship it" ;;
+    *) fail "unknown implementation $DP_IMPL" ;;
+  esac
+}
+
+dataplane_current() {  # dev: the implementation the running device was brought up with ("" if none runs)
+  local dev=$1 rec
+  timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1 || return 0
+  rec=$(cat "/etc/wireguard/$dev.impl" 2>/dev/null || true)
+  if [ -n "$rec" ]; then printf '%s' "$rec"; return 0; fi
+  # A device of a release before the choice: the kernel's, or wireguard-go (the only program then).
+  if grep -qx DEVTYPE=wireguard "/sys/class/net/$dev/uevent" 2>/dev/null; then printf kernel; else printf wireguard-go; fi
+}
+
+dataplane_dropin() {  # dev implementation program: systemd starts wg-quick@dev on that program
+  local dir="/etc/systemd/system/wg-quick@$1.service.d"
+  local f="$dir/$DATAPLANE_DROPIN"
+  if [ "$2" = kernel ]; then
+    if [ -e "$f" ]; then
+      rm -f "$f"
+      rmdir "$dir" 2>/dev/null || true
+      systemctl daemon-reload
+    fi
+    return 0
+  fi
+  mkdir -p "$dir"
+  write_if_changed "$f" 644 "$(printf '%s\n[Service]\nExecStart=\nExecStart=%s %s up %%i\n' "$MARKER" \
+    "$DATAPLANE_WRAPPER" "$3"; printf 'ExecStop=\nExecStop=%s %s down %%i' "$DATAPLANE_WRAPPER" "$3")"$'\n'
+  if [ "$WRITTEN" = 1 ]; then systemctl daemon-reload; fi
+}
+
+dataplane_report() {  # dev implementation: the DATAPLANE line, and the same for the metrics
+  local v
+  v=$(dataplane_version "$2")
+  out "DATAPLANE $1 $2 $v"
+  [ -z "${TUNNELS_DATAPLANE_LOG:-}" ] || printf '%s %s %s\n' "$1" "$2" "$v" >> "$TUNNELS_DATAPLANE_LOG"
+}
+
+dataplane_forget() {  # dev: its record and drop-in go with it
+  local dir="/etc/systemd/system/wg-quick@$1.service.d"
+  rm -f "/etc/wireguard/$1.impl"
+  if [ -e "$dir/$DATAPLANE_DROPIN" ]; then
+    rm -f "$dir/$DATAPLANE_DROPIN"
+    rmdir "$dir" 2>/dev/null || true
+    systemctl daemon-reload >/dev/null 2>&1 || true
+  fi
+}

@@ -1,0 +1,296 @@
+# shellcheck shell=bash
+# The tunnel step's part (sourced by tunnels.sh, after lib.sh): each device made as planned: its
+# key, its configuration (peer by peer), up or down.
+
+iface_signature() {  # the [Interface] settings that wg syncconf cannot change
+  grep -E '^(Address|MTU|Table|PreUp|PreDown|PostUp|PostDown) =' "$1" 2>/dev/null || true
+}
+
+device_down() {
+  if [ "${init:-}" = systemd ]; then systemctl disable --now "wg-quick@$1" >/dev/null 2>&1 || true; fi
+  wg-quick down "$1" >/dev/null 2>&1 || true
+  ip link del "$1" >/dev/null 2>&1 || true
+}
+
+device_up() {  # dev implementation program: (re)start the device on that implementation
+  local -a quick=(wg-quick)
+  if [ "$2" != kernel ]; then
+    install_wrapper   # only where a device runs on a userspace program
+    quick=("$DATAPLANE_WRAPPER" "$3")
+  fi
+  if [ "$init" = systemd ]; then
+    dataplane_dropin "$@"
+    systemctl enable "wg-quick@$1" >/dev/null 2>&1
+    # Stopped with what it runs on now (its old drop-in may be gone), so that a device moving
+    # between implementations never runs twice.
+    systemctl stop "wg-quick@$1" >/dev/null 2>&1 || true
+    wg-quick down "$1" >/dev/null 2>&1 || true
+    ip link del "$1" >/dev/null 2>&1 || true
+    systemctl restart "wg-quick@$1"
+  else
+    wg-quick down "$1" >/dev/null 2>&1 || true
+    ip link del "$1" >/dev/null 2>&1 || true
+    local msg
+    if ! msg=$("${quick[@]}" up "$1" 2>&1); then fail "wg-quick up $1 failed: $(printf '%s' "$msg" | tail -n 1)"; fi
+  fi
+  write_if_changed "/etc/wireguard/$1.impl" 600 "$2"$'\n'
+}
+
+wg_canon_wanted() {  # a stripped wg configuration on stdin: the canonical lines device_unchanged compares
+  # One line per fact, sorted by the caller: "key", "port", and per peer its preshared key,
+  # keepalive, each allowed prefix, and its endpoint when that is an address literal (a name is
+  # resolved by wg itself, and a peer without one is reached where it last sent from).
+  awk -F' = ' '
+    /^\[Interface\]/ { s = "i"; next }
+    /^\[Peer\]/ { s = "p"; next }
+    s == "i" && $1 == "PrivateKey" { print "key " $2 }
+    s == "i" && $1 == "ListenPort" { print "port " $2 }
+    s == "p" && $1 == "PublicKey" { p = $2; peers[p] = 1; psk[p] = "none"; ka[p] = "off" }
+    s == "p" && $1 == "PresharedKey" { psk[p] = $2 }
+    s == "p" && $1 == "PersistentKeepalive" { ka[p] = ($2 == 0 ? "off" : $2) }
+    s == "p" && $1 == "Endpoint" && ($2 ~ /^[0-9.]+:[0-9]+$/ || $2 ~ /^\[[0-9a-fA-F:.]+\]:[0-9]+$/) { print "peer " p " endpoint " $2 }
+    s == "p" && $1 == "AllowedIPs" { n = split($2, a, /, */); for (i = 1; i <= n; i++) if (a[i] != "") print "peer " p " allowed " a[i] }
+    END { for (q in peers) { print "peer " q " psk " psk[q]; print "peer " q " keepalive " ka[q] } }'
+}
+
+wg_canon_running() {  # dev endpoint-peers: the device's running configuration as wg_canon_wanted's lines
+  # Endpoints only of the peers named (those with a literal endpoint in the wanted configuration).
+  timeout "$WG_TIMEOUT" wg show "$1" dump 2>/dev/null | awk -F'\t' -v keep="$2" '
+    BEGIN { n = split(keep, k, " "); for (i = 1; i <= n; i++) K[k[i]] = 1 }
+    NR == 1 { print "key " $1; print "port " $3; next }
+    { print "peer " $1 " psk " ($2 == "(none)" ? "none" : $2); print "peer " $1 " keepalive " $8
+      if ($1 in K) print "peer " $1 " endpoint " $3
+      n = split($4, a, ","); for (i = 1; i <= n; i++) if (a[i] != "(none)") print "peer " $1 " allowed " a[i] }'
+}
+
+device_unchanged() {  # dev stripped-configuration: true when the running device already is that
+  # `wg syncconf` replaces every peer's allowed IPs even when they are the same, and the
+  # userspace implementations remove and insert them one call at a time: a packet to or from
+  # that peer in between finds no peer and is dropped (measured: 8-11 packets of 44,000 at 1,000
+  # per second over 1,500 syncconfs of an unchanged configuration, wireguard-go). A step that
+  # reconciles one tunnel would so cost the VNF's other tunnels an occasional packet. The private
+  # key never leaves this function's pipes.
+  local wanted peers running
+  wanted=$(printf '%s\n' "$2" | wg_canon_wanted | LC_ALL=C sort) || return 1
+  peers=$(printf '%s\n' "$wanted" | awk '$3 == "endpoint" { printf "%s ", $2 }')
+  running=$(wg_canon_running "$1" "$peers" | LC_ALL=C sort) || return 1
+  [ -n "$running" ] && [ "$wanted" = "$running" ]
+}
+
+wg_named_endpoints() {  # a wg configuration on stdin: "peer <key> name <host:port>" per endpoint that is a name
+  awk -F' = ' '
+    /^\[/ { s = ($0 ~ /^\[Peer\]/) ? "p" : "i"; next }
+    s == "p" && $1 == "PublicKey" { p = $2 }
+    s == "p" && $1 == "Endpoint" && !($2 ~ /^[0-9.]+:[0-9]+$/ || $2 ~ /^\[[0-9a-fA-F:.]+\]:[0-9]+$/) { print "peer " p " name " $2 }'
+}
+
+wg_peer_changes() {  # wanted running names old-names: what makes the running device the wanted one
+  # The first two are wg_canon_wanted's and wg_canon_running's sorted lines, the others
+  # wg_named_endpoints' of the wanted and of the previous configuration (a name is compared with
+  # the name it had: the running device shows only what it resolved to). One line per change,
+  # in this order: "key", "port <n>", "set <peer> <endpoint> <keepalive> <allowed,...> <psk>" for
+  # each peer to add or change ("-": leave that setting as it runs), "remove <peer>" for each
+  # peer that is not wanted, "resync" for what only a whole sync can set (a preshared key).
+  { printf '%s\n' "$1" | sed 's/^/W /'; printf '%s\n' "$2" | sed 's/^/R /'
+    printf '%s\n' "$3" | sed 's/^/N /'; printf '%s\n' "$4" | sed 's/^/O /'; } | awk '
+    { side = $1 }
+    side == "N" && $2 == "peer" { name[$3] = $5; next }
+    side == "O" && $2 == "peer" { old[$3] = $5; next }
+    $2 == "key" { key[side] = $3; next }
+    $2 == "port" { port[side] = $3; next }
+    $2 == "peer" {
+      k = $3
+      if (!((side, k) in has)) { has[side, k] = 1; if (side == "W") order[++n] = k; else rorder[++m] = k }
+      if ($4 == "allowed") al[side, k] = al[side, k] "," $5
+      else val[side, k, $4] = $5
+    }
+    END {
+      if (key["W"] != key["R"]) print "key"
+      if (port["W"] != port["R"]) print "port " port["W"]
+      for (i = 1; i <= n; i++) {
+        k = order[i]; new = !(("R", k) in has); e = "-"; ka = "-"; a = "-"; p = "-"
+        if (("W", k, "endpoint") in val) { if (new || val["W", k, "endpoint"] != val["R", k, "endpoint"]) e = val["W", k, "endpoint"] }
+        else if (k in name) { if (new || name[k] != old[k]) e = name[k] }
+        if (new || val["W", k, "keepalive"] != val["R", k, "keepalive"]) ka = val["W", k, "keepalive"]
+        if (new || al["W", k] != al["R", k]) a = (al["W", k] == "") ? "(none)" : substr(al["W", k], 2)
+        if (val["W", k, "psk"] != (new ? "none" : val["R", k, "psk"])) p = val["W", k, "psk"]
+        if (p != "-" && p != "none") { print "resync"; continue }
+        if (new || e != "-" || ka != "-" || a != "-" || p != "-") print "set " k " " e " " ka " " a " " p
+      }
+      for (i = 1; i <= m; i++) if (!(("W", rorder[i]) in has)) print "remove " rorder[i]
+    }'
+}
+
+device_sync() {  # dev stripped-configuration previous-names: the running device made that configuration, peer by peer
+  # Instead of `wg syncconf`, which replaces every peer's allowed IPs: the userspace
+  # implementations remove and insert them one call at a time, so a packet to or from any peer in
+  # between finds no peer and is lost (device_unchanged), on every spoke of a hub whenever one
+  # spoke joins. Here only the peers that differ from the configuration are set (added or
+  # changed: their endpoint, keepalive or allowed IPs, each only when it differs) and the peers
+  # that are not in it removed, in one `wg set`; the others are not touched. Then the device is
+  # compared whole once more, and synced whole only if it still differs. Sets SYNC_HOW:
+  # "unchanged", "set <n>" (the changes: key, port, each peer set or removed) or "syncconf". Not for boringtun, whose
+  # UAPI a partial update wedges (ensure_device gives it `wg setconf` instead).
+  local dev=$1 wanted peers running changes kind peer ep ka allowed psk n=0 whole=0
+  local -a args=() removals=()
+  wanted=$(printf '%s\n' "$2" | wg_canon_wanted | LC_ALL=C sort) || return 1
+  peers=$(printf '%s\n' "$wanted" | awk '$3 == "endpoint" { printf "%s ", $2 }')
+  running=$(wg_canon_running "$dev" "$peers" | LC_ALL=C sort) || return 1
+  changes=$(wg_peer_changes "$wanted" "$running" "$(printf '%s\n' "$2" | wg_named_endpoints)" "$3")
+  if [ -n "$running" ] && [ -z "$changes" ]; then
+    SYNC_HOW=unchanged
+    return 0
+  fi
+  while read -r kind peer ep ka allowed psk; do
+    case "$kind" in
+      key) args+=(private-key "/etc/wireguard/$dev.key"); n=$((n + 1)) ;;
+      port) args+=(listen-port "$peer"); n=$((n + 1)) ;;
+      remove) removals+=(peer "$peer" remove); n=$((n + 1)) ;;
+      set)
+        args+=(peer "$peer")
+        [ "$ep" = - ] || args+=(endpoint "$ep")
+        [ "$ka" = - ] || args+=(persistent-keepalive "$ka")
+        [ "$psk" = - ] || args+=(preshared-key /dev/null)
+        if [ "$allowed" = "(none)" ]; then args+=(allowed-ips ""); elif [ "$allowed" != - ]; then args+=(allowed-ips "$allowed"); fi
+        n=$((n + 1)) ;;
+      *) whole=1 ;;
+    esac
+  done <<< "$changes"
+  if [ "$whole" = 0 ] && [ -n "$running" ]; then
+    timeout "$WG_TIMEOUT" wg set "$dev" "${args[@]}" "${removals[@]}"
+    if device_unchanged "$dev" "$2"; then
+      SYNC_HOW="set $n"
+      return 0
+    fi
+  fi
+  wg syncconf "$dev" <(printf '%s\n' "$2")
+  SYNC_HOW=syncconf
+}
+
+drain_device() {  # dev: wait (at most 1 s) until dev has sent what was routed into it
+  # A key rotation moves a direction's routes off a device and, in the same step, changes that
+  # device's key (phase 3) or deletes it (phase 5). A packet routed into the device just before
+  # the move may still be inside the WireGuard implementation (read from its TUN, not yet
+  # encrypted and sent): a new key expires the session it would have used, a deleted device drops
+  # it. So wait until the device's transmitted bytes stop growing for one poll interval. A packet
+  # waiting for a handshake is never sent by this device anyway: the wait is bounded.
+  local before after _
+  before=$(timeout "$WG_TIMEOUT" wg show "$1" transfer 2>/dev/null | awk '{s += $3} END {print s + 0}') || return 0
+  for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+    sleep 0.05
+    after=$(timeout "$WG_TIMEOUT" wg show "$1" transfer 2>/dev/null | awk '{s += $3} END {print s + 0}') || return 0
+    [ "$after" != "$before" ] || return 0
+    before=$after
+  done
+}
+
+device_key() {  # dev mode(keep|fresh|copy) source-dev: the device's private key file as the mode says; its public key in PUB
+  local key="/etc/wireguard/$1.key" from want
+  if [ "$2" = copy ]; then
+    # A key rotation: a temporary device takes its main device's key, or a main device the new
+    # key of its temporary one. Copied only when it differs (a repeated step changes nothing),
+    # and never from a key file that wg refuses.
+    from="/etc/wireguard/$3.key"
+    if want=$(wg pubkey < "$from" 2>/dev/null) && [ "$want" != "$(wg pubkey < "$key" 2>/dev/null || true)" ]; then
+      KEY_COPIED=1
+      (umask 077 && cp "$from" "$key.vpnaas-tmp")
+      chmod 600 "$key.vpnaas-tmp"
+      mv -f "$key.vpnaas-tmp" "$key"
+    fi
+  fi
+  # A missing, empty or corrupt key (wg pubkey refuses it) is replaced by a new one. Made 0600
+  # whatever the step's umask (an OAI component's files set 022 for the step).
+  if [ "$2" = fresh ] || ! PUB=$(wg pubkey < "$key" 2>/dev/null); then
+    (umask 077 && wg genkey > "$key.vpnaas-tmp")
+    mv -f "$key.vpnaas-tmp" "$key"
+    PUB=$(wg pubkey < "$key")
+  elif [ "$(stat -c %a "$key")" != 600 ]; then
+    chmod 600 "$key"   # made by a release that left it to the umask
+  fi
+}
+
+ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementation: <name>_BODY (base64) in the data section
+  local dev=$1 restart=$4 body
+  local key="/etc/wireguard/$dev.key" conf="/etc/wireguard/$dev.conf" priv stripped wanted names
+  dataplane_resolve "${6:-auto}"
+  body=$(data_item "$5_BODY")
+  KEY_COPIED=0
+  device_key "$dev" "$2" "$3"
+  out "PUBKEY $dev $PUB"
+  priv=$(cat "$key")
+  # The configuration as it must be, compared with the file before anything is written (the key
+  # stays in this shell's memory: no copy of it lands anywhere but the file itself).
+  wanted=$(printf '[Interface]\nPrivateKey = %s\n' "$priv" && printf '%s' "$body" | base64 -d && printf x)
+  wanted=${wanted%x}
+  # A device runs on one implementation for its whole life: another choice re-creates it (a short
+  # break on this device only); the same choice never does.
+  # A userspace daemon that no longer answers (WG_TIMEOUT) counts as gone: it is started again.
+  if [ "$restart" = 0 ] && timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1 \
+     && [ "$(iface_signature "$conf")" = "$(iface_signature <(printf '%s' "$wanted"))" ] \
+     && [ "$(dataplane_current "$dev")" = "$DP_IMPL" ]; then
+    local how=syncconf
+    if [ "$DP_IMPL" = boringtun ]; then
+      # boringtun 0.7.1 answers the partial updates of `wg syncconf` and `wg set` with EPROTO and
+      # then never answers its UAPI socket again; a whole `wg setconf` it takes. So a changed
+      # configuration is set whole, and an unchanged one not at all: setconf replaces the peers,
+      # whose sessions then start over with a new handshake (docs/bench.md).
+      how=unchanged
+      cmp -s "$conf" <(printf '%s' "$wanted") || how=setconf
+    fi
+    names=$(wg_named_endpoints < "$conf" 2>/dev/null || true)   # what the running peers' names were
+    write_if_changed "$conf" 600 "$wanted"
+    write_if_changed "/etc/wireguard/$dev.impl" 600 "$DP_IMPL"$'\n'
+    # The routes this device lost in this step (stage_routes, the temporary device applied first)
+    # carry nothing new into it; what they already carried leaves before the new key expires its session.
+    if [ "$KEY_COPIED" = 1 ]; then drain_device "$dev"; fi
+    # strip first: a failure inside <(...) would go unnoticed and nothing would be applied
+    stripped=$(wg-quick strip "$dev")
+    if [ "$how" = syncconf ]; then
+      device_sync "$dev" "$stripped" "$names"
+      how=$SYNC_HOW
+    elif [ "$how" = setconf ]; then
+      wg setconf "$dev" <(printf '%s\n' "$stripped")
+    fi
+    apply_routes "$dev"
+    dataplane_report "$dev" "$DP_IMPL"
+    out "APPLIED $dev $how"
+  else
+    write_if_changed "$conf" 600 "$wanted"
+    device_up "$dev" "$DP_IMPL" "$DP_PROGRAM"
+    # PostUp already ran the hook; once more to report what it refused.
+    apply_routes "$dev"
+    dataplane_report "$dev" "$DP_IMPL"
+    out "APPLIED $dev up"
+  fi
+}
+
+apply_device() {  # as ensure_device; a failing device never stops the others or the report
+  isolated "$1" ensure_device "$@"
+}
+
+remove_stale_devices() {  # wanted devices as arguments; only files carrying our marker are touched
+  local f dev w keep
+  for f in /etc/wireguard/wg-*.conf /etc/wireguard/wr-*.conf; do
+    [ -e "$f" ] || continue
+    grep -qxF "$MARKER" "$f" || continue
+    dev=$(basename "$f" .conf)
+    keep=0
+    for w in "$@"; do [ "$w" = "$dev" ] && keep=1; done
+    [ "$keep" = 1 ] && continue
+    # A temporary device whose routes just went back to its main device may still hold packets.
+    case "$dev" in wr-*) drain_device "$dev" ;; esac
+    device_down "$dev"
+    dataplane_forget "$dev"
+    rm -f "$f" "/etc/wireguard/$dev.key" "/etc/wireguard/$dev.routes"
+    out "REMOVED $dev"
+  done
+}
+
+has_handshake() {  # every peer of every named device has completed a handshake
+  local dev
+  for dev in "$@"; do
+    wg show "$dev" latest-handshakes >/dev/null 2>&1 || return 1
+    [ -n "$(wg show "$dev" peers)" ] || return 1
+    wg show "$dev" latest-handshakes | awk '$2 == 0 {bad=1} END {exit bad}' || return 1
+  done
+}

@@ -1,0 +1,48 @@
+# shellcheck shell=bash
+# The tunnel step's part (sourced by tunnels.sh, after lib.sh): what the VNF reports about itself,
+# and the guard that applies nothing when it changed.
+
+fact_lines() {  # name...: what the route policy must never route into a tunnel, as this VNF sees it
+  local ifname cidr rest client name
+  ip -o addr show | while read -r _ ifname _ cidr rest; do
+    case "$ifname" in
+      "$SERVICE_DEVICE") continue ;;
+      wg-*|wr-*) grep -qxF "$MARKER" "/etc/wireguard/$ifname.conf" 2>/dev/null && continue ;;
+    esac
+    case "$rest" in *" lo:vpnaas"*) continue ;; esac
+    echo "addr $cidr"
+  done
+  { ip -4 route show default 2>/dev/null || true; ip -6 route show default 2>/dev/null || true; } \
+    | awk '{for (i = 1; i < NF; i++) if ($i == "via") print "gateway " $(i + 1)}'
+  client=${VPNAAS_SSH_CONNECTION%% *}
+  [ -z "$client" ] || echo "client $client"
+  if [ -e /proc/net/if_inet6 ] && [ "$(cat /proc/sys/net/ipv6/conf/all/disable_ipv6 2>/dev/null || echo 1)" = 0 ]; then
+    echo "ipv6 on"
+  else
+    echo "ipv6 off"
+  fi
+  # The peers' endpoint names as this VNF resolves them (what wg would send to): a peer's prefix
+  # must not capture them either. "-" when a name does not resolve.
+  for name in "$@"; do
+    { timeout 10 getent ahosts "$name" 2>/dev/null || true; } | awk -v n="$name" '{print "resolve " n " " $1}' \
+      | sort -u | grep . || echo "resolve $name -"
+  done
+}
+
+facts_guard() {  # expected-digest name...: report the facts; apply nothing unless they are as expected
+  # The charm planned with the facts whose digest it passes ("-": none yet). Facts that differ
+  # (first contact, a VNF rebuilt at the same address, a new gateway or address, an endpoint
+  # name that resolves elsewhere) end the step here, before anything is applied: the charm plans
+  # again with what the VNF reports now and sends the step again in the same login.
+  local expected=$1 lines digest
+  shift
+  lines=$(fact_lines "$@" | sort)
+  digest=$(printf '%s\n' "$lines" | sha256sum | cut -d' ' -f1)
+  printf '%s\n' "$lines" | while IFS= read -r line; do out "FACT $line"; done
+  out "FACTS $digest"
+  if [ "$expected" != "$digest" ]; then
+    out "FACTS changed"
+    out DONE
+    exit 0
+  fi
+}
