@@ -84,12 +84,30 @@ oai-conformance: venv ## check the OAI charms against OAI's sources at the pinne
 pycompat: venv ## prove the charm runtime code runs on Python 3.6
 	$(VENV)/bin/vermin -q --no-tips --violations -t=3.6- $$(find charms -name '*.py')
 
-test: deps venv hookclient wireguard-go boringtun lint pycompat unit36 ## everything CI runs: lint, 3.6 checks, unit, charm, descriptor, package and end-to-end tests
-	$(PY) -m pytest -q -p no:cacheprovider --durations=10 $(PYTEST_ARGS) tests
-
-unit: venv hookclient wireguard-go boringtun ## every test that needs no root, on every core (pytest-xdist): the everyday loop (well under a minute)
-	@bash scripts/check-unit-deps.sh
+# The unit tier: every test but tests/e2e, on every core (pytest-xdist; --dist loadgroup keeps the
+# order tests/conftest.py gives and the modules that share a costly fixture on one worker). What the
+# system lacks of what it needs is unpacked into build/sysroot first (no root; scripts/unpack-deps.sh).
+UNIT_TIER = bash scripts/unpack-deps.sh && eval "$$(bash scripts/unpack-deps.sh --env)" && \
+	bash scripts/check-unit-deps.sh && \
 	$(PY) -m pytest -q -p no:cacheprovider -n auto --dist loadgroup $(PYTEST_ARGS) tests --ignore=tests/e2e
+
+# The end-to-end tier: each testbed in namespaces of its own, so two modules run at once (one per
+# worker: a module's testbed is its fixture; the longest first, tests/e2e/conftest.py FIRST), then
+# the tests that measure (ALONE there) one at a time.
+E2E_TIER = $(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder --durations=25 \
+	-m "not alone" $(PYTEST_ARGS) \
+	tests/e2e && $(PY) -m pytest -q -p no:cacheprovider --durations=10 -m alone $(PYTEST_ARGS) tests/e2e
+
+# The system packages first; then what needs them, as many at a time as make -j allows (.ci/run:
+# -j2, so that the boringtun build, the longest, starts first and runs beside the venvs, the lint
+# and the 3.6 tier).
+test: deps ## everything CI runs: lint, 3.6 checks, the unit tier on every core, then the end-to-end tier
+	@$(MAKE) --no-print-directory boringtun venv hookclient wireguard-go lint pycompat unit36
+	@$(UNIT_TIER) --durations=15
+	$(E2E_TIER)
+
+unit: venv hookclient wireguard-go boringtun ## every test that needs no root, on every core (pytest-xdist): the everyday loop (under a minute)
+	@$(UNIT_TIER)
 
 unit36: $(VENV36)/.done ## the pure core, the hostile-value corpus, the OAI steps and the charms under Harness on Python 3.6 (the shipped charms' Python)
 	$(VENV36)/bin/python -m pytest -q -p no:cacheprovider tests/unit/test_hostile_values.py \

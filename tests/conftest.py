@@ -1,22 +1,52 @@
 """Shared fixtures. Paths come from pyproject (pythonpath = scripts, charms)."""
 import base64
+import fcntl
+import json
 import os
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-#: Fixtures that build the shipped charms and packages into the project's build/ folder.
-SHIPPED_BUILDS = ("shipped_charms", "shipped_packages")
 
 
-@pytest.hookimpl(tryfirst=True)
+def _once_per_run(tmp_path_factory, name, build):
+    """``build(folder)``'s result (JSON), computed once per test run however many pytest-xdist
+    workers ask: the first takes a lock in the run's own temporary folder (the one every worker's
+    folder is in) and builds (``folder``: a path there it may use); the others wait for it and read
+    what it recorded. A build that fails records nothing, so the next worker that asks builds again
+    (and reports the failure again)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    done = root / (name + ".json")
+    with open(str(root / (name + ".lock")), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists():
+            return json.loads(done.read_text())
+        result = build(root / name)
+        done.write_text(json.dumps(result))
+        return result
+
+
+#: Fixtures whose first use builds something for the whole run (seconds of CPU each).
+BUILDS = ("shipped_packages", "shipped_charms", "charm_dependencies")
+
+
 def pytest_collection_modifyitems(items):
-    """`make unit` runs on several pytest-xdist workers with ``--dist loadgroup``: every test that
-    uses a shipped build goes to one worker, so the build runs once and no two workers write
-    build/charms at the same time. (tryfirst: xdist reads the marker in the same hook.)"""
-    for item in items:
-        if any(name in getattr(item, "fixturenames", ()) for name in SHIPPED_BUILDS):
-            item.add_marker(pytest.mark.xdist_group("shipped-builds"))
+    """The order pytest-xdist hands tests out in (``--dist loadgroup`` keeps it, after the groups):
+    one test that needs the package build first, so that one worker builds while the others run
+    tests that need nothing built, and the other tests that need a build last, when it is there."""
+    needs_build = [i for i in items if set(BUILDS) & set(getattr(i, "fixturenames", ()))]
+    if needs_build:
+        first = next((i for i in needs_build if "shipped_packages" in i.fixturenames), needs_build[0])
+        rest = [i for i in items if i not in set(needs_build)]
+        items[:] = [first] + rest + [i for i in needs_build if i is not first]
+
+
+@pytest.fixture(scope="session")
+def once_per_run(tmp_path_factory):
+    """once_per_run(name, build): ``build(folder)``'s result, once per test run (``_once_per_run``)."""
+    return lambda name, build: _once_per_run(tmp_path_factory, name, build)
 
 
 @pytest.fixture
@@ -40,18 +70,43 @@ def wg_key():
 
 
 @pytest.fixture(scope="session")
-def shipped_charms():
-    """{name: path of the .charm} as `make charms` builds them (ubuntu@18.04), built once per
-    session for every test that reads the built charms: a build takes seconds, mostly deflate."""
+def charm_dependencies(once_per_run):
+    """The pinned dependencies of the shipped charms (build/venvs/...; fetched from PyPI by the first
+    build on a machine), installed once per test run before anything builds charms."""
     from bundle import build_charms
 
-    return build_charms.build_all("ubuntu@18.04")
+    return once_per_run("charm-dependencies-18.04",
+                        lambda _out: build_charms.dependency_tree("ubuntu@18.04"))
 
 
 @pytest.fixture(scope="session")
-def shipped_packages(tmp_path_factory, shipped_charms):
-    """(folder, catalog) of `make packages`, built once per session from ``shipped_charms``."""
+def shipped_charms(once_per_run, charm_dependencies):
+    """{name: path of the .charm} as `make charms` builds them (ubuntu@18.04), built once per test
+    run (``once_per_run``) into the run's temporary folder, for every test that reads them."""
+    from bundle import build_charms
+
+    return once_per_run("charms-ubuntu-18.04",
+                        lambda out: build_charms.build_all("ubuntu@18.04", out_dir=str(out)))
+
+
+@pytest.fixture(scope="session")
+def local_charms_dir(once_per_run):
+    """The folder of the charms `make charms-local` builds (this machine's Python: the testbed's),
+    built once per test run like ``shipped_charms``, into build/charms-local as the testbed expects."""
+    from bundle import build_charms
+
+    def build(_out):
+        build_charms.build_all("local")
+        return build_charms.output_dir("local")
+    return once_per_run("charms-local", build)
+
+
+@pytest.fixture(scope="session")
+def shipped_packages(once_per_run, shipped_charms):
+    """(folder, catalog) of `make packages` from ``shipped_charms``, built once per test run."""
     from bundle import packages
 
-    out = str(tmp_path_factory.mktemp("pkgs") / "packages")
-    return out, packages.build(out, os.path.dirname(next(iter(shipped_charms.values()))))
+    def build(out):
+        return [str(out), packages.build(str(out), os.path.dirname(next(iter(shipped_charms.values()))))]
+    out, catalog = once_per_run("packages", build)
+    return out, catalog

@@ -5,7 +5,8 @@ actions.yaml, manifest.yaml, dispatch, src/, lib/ with the shared package, venv/
 dependencies) and the same tree zipped as ``<name>.charm``. For the default base the wheels are
 the cp36 manylinux builds that run on OSM's Ubuntu 18.04 proxy machine, fetched with pip's
 platform options; ``--base local`` builds for this machine's Python (tests and the testbed).
-The zip has sorted entries, fixed timestamps and modes, so the same sources give the same bytes.
+The zip has fixed timestamps and modes and a fixed order (the trees every charm of a base shares
+first, then the charm's own entries, each sorted), so the same sources give the same bytes.
 """
 import argparse
 import ast
@@ -48,6 +49,9 @@ TOOLS_DIR = os.path.join(BUILD_DIR, "tools")
 #: The newest glibc of the VNFs' Ubuntu 18.04: a shipped program must run there.
 VNF_GLIBC = "2.27"
 EXCLUDE = {"__pycache__", ".unit-state.db"}
+#: The trees that are the same in every charm of one base (the pinned dependencies and the userspace
+#: WireGuard programs, about 95% of a charm's bytes): deflated once per build, not once per charm.
+SHARED_TREES = ("venv", dataplane.CHARM_FOLDER)
 
 
 class BuildError(Exception):
@@ -172,11 +176,14 @@ def _local_channel():
     return "22.04"
 
 
-def build_charm(name, base, deps):
+def build_charm(name, base, deps, out_dir=None, shared=None):
+    """Build charm ``name`` into ``out_dir`` (default: ``output_dir(base)``) as a directory and a
+    ``.charm``. ``shared``: a dict the caller keeps across the charms of one build (``build_all``),
+    in which the zip of ``SHARED_TREES`` is made once."""
     spec = charmspec.charm_spec(name)
     if not os.path.isfile(os.path.join(CHARMS_DIR, name, "src", "charm.py")):
         raise BuildError("charms/{}/src/charm.py is missing".format(name))
-    out = os.path.join(output_dir(base), name)
+    out = os.path.join(out_dir or output_dir(base), name)
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     metadata = dict(spec["metadata"])
@@ -195,7 +202,10 @@ def build_charm(name, base, deps):
     _copy_tree(deps, os.path.join(out, "venv"))
     os.remove(os.path.join(out, "venv", ".complete"))
     charm_file = out + ".charm"
-    pack(out, charm_file)
+    if shared is not None and "zip" not in shared:
+        shared["zip"] = os.path.join(os.path.dirname(out), ".shared-trees.zip")
+        write_zip(_entries(out, SHARED_TREES), shared["zip"])
+    pack(out, charm_file, shared["zip"] if shared else None)
     return charm_file
 
 
@@ -250,8 +260,9 @@ def ship_programs(target, base, programs=None):
         f.write("\n")
 
 
-def pack(directory, charm_file):
-    """Zip ``directory`` deterministically (what charmcraft pack would upload)."""
+def _entries(directory, trees=None):
+    """[(name in the zip, path)] of ``directory``'s files, sorted: only those under ``trees``
+    (top-level folder names) when given."""
     entries = []
     for root, dirs, files in os.walk(directory):
         dirs[:] = sorted(d for d in dirs if d not in EXCLUDE)
@@ -259,21 +270,42 @@ def pack(directory, charm_file):
             if name in EXCLUDE or name.endswith(".pyc"):
                 continue
             path = os.path.join(root, name)
-            entries.append((os.path.relpath(path, directory), path))
-    tmp = charm_file + ".tmp"
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
-        for arcname, path in sorted(entries):
+            arcname = os.path.relpath(path, directory)
+            if trees is None or arcname.split(os.sep)[0] in trees:
+                entries.append((arcname.replace(os.sep, "/"), path))
+    return sorted(entries)
+
+
+def write_zip(entries, zip_file, mode="w"):
+    """Write (or with ``mode="a"`` append) the entries, deflated, with fixed dates and modes."""
+    with zipfile.ZipFile(zip_file, mode, zipfile.ZIP_DEFLATED) as zf:
+        for arcname, path in entries:
             info = zipfile.ZipInfo(arcname, ZIP_DATE)
-            mode = 0o755 if os.access(path, os.X_OK) else 0o644
-            info.external_attr = (0o100000 | mode) << 16
+            mode_bits = 0o755 if os.access(path, os.X_OK) else 0o644
+            info.external_attr = (0o100000 | mode_bits) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             with open(path, "rb") as f:
                 zf.writestr(info, f.read())
+
+
+def pack(directory, charm_file, shared_zip=None):
+    """Zip ``directory`` deterministically (what charmcraft pack would upload). ``shared_zip``: the
+    zip of its ``SHARED_TREES`` already written (for another charm of the same build, whose trees
+    are the same files); the charm's zip starts as a copy of it and gets the charm's own entries
+    appended. Without it the trees are zipped here: the bytes are the same either way."""
+    tmp = charm_file + ".tmp"
+    if shared_zip is None:
+        write_zip(_entries(directory, SHARED_TREES), tmp)
+    else:
+        shutil.copyfile(shared_zip, tmp)
+    own = [(n, p) for n, p in _entries(directory) if n.split("/")[0] not in SHARED_TREES]
+    write_zip(own, tmp, mode="a")
     os.replace(tmp, charm_file)
 
 
-def build_all(base="ubuntu@18.04", names=None):
-    """Build ``names`` (default: every charm) for ``base``; returns {name: path of the .charm}."""
+def build_all(base="ubuntu@18.04", names=None, out_dir=None):
+    """Build ``names`` (default: every charm) for ``base`` into ``out_dir`` (default:
+    ``output_dir(base)``); returns {name: path of the .charm}."""
     if base not in BASES:
         raise BuildError("unknown base {!r}; choose one of {}".format(base, ", ".join(BASES)))
     names = names or charmspec.charm_names()
@@ -285,10 +317,14 @@ def build_all(base="ubuntu@18.04", names=None):
     absent = "; NOT shipped: {} (make {}; an endpoint set to it is Blocked)".format(
         ", ".join(missing), " ".join(missing)) if missing else ""
     print("  shipping {}{}".format(listed, absent), flush=True)
-    built = {}
-    for i, name in enumerate(names, 1):
-        print("  [{}/{}] {} ({})".format(i, len(names), name, base), flush=True)
-        built[name] = build_charm(name, base, deps)
+    built, shared = {}, {}
+    try:
+        for i, name in enumerate(names, 1):
+            print("  [{}/{}] {} ({})".format(i, len(names), name, base), flush=True)
+            built[name] = build_charm(name, base, deps, out_dir, shared)
+    finally:
+        if "zip" in shared and os.path.exists(shared["zip"]):
+            os.remove(shared["zip"])
     return built
 
 

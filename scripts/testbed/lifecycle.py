@@ -50,7 +50,7 @@ import sys
 import time
 
 from bundle import BUILD_DIR, build_charms, descriptors
-from testbed import cli, demo, lcm, lcm_upgrade, lifecycle_heal, lifecycle_scale, vim
+from testbed import cli, demo, lcm, lcm_upgrade, lifecycle_faults, lifecycle_heal, lifecycle_scale, vim
 from testbed.lifecycle_base import (  # noqa: F401 - the helpers' home; kept importable from here
     CONVERGE_TIMEOUT,
     Context,
@@ -58,6 +58,7 @@ from testbed.lifecycle_base import (  # noqa: F401 - the helpers' home; kept imp
     device_key,
     interface_indexes,
     leftovers,
+    peer_keys_published,
     start_probes,
     stop_probes,
     strict_rp_filter,
@@ -66,6 +67,7 @@ from testbed.lifecycle_base import (  # noqa: F401 - the helpers' home; kept imp
     wait_converged,
 )
 from testbed.lifecycle_base import record as _record
+from testbed.lifecycle_base import rotate as _rotate
 
 OUT_DIR = os.path.join(BUILD_DIR, "lifecycle")
 OPERATIONS = ("rotate-keys-previous-peers", "upgrade-charm", "rotate-keys", "commit-failure", "agent-restart", "heal",
@@ -111,48 +113,6 @@ def op_upgrade_charm(ctx):
     recreated = sorted("{} {}".format(*k) for k in before if before[k] != after.get(k))
     return _record("upgrade-charm", started, converged, results, ctx.tb, rps, devices_recreated=recreated,
                    lcm19=lcm19, upgraded_by=upgraded_by)
-
-
-def _rotate(ctx, name, app, fault=None, published=None):
-    """rotate-keys on ``app``; ``fault(model)`` arms a fault first. Converged when every tunnel of
-    ``app`` is up with the new keys, no temporary device is left, and ``published()`` (what the
-    peers had to publish) holds."""
-    rps = ctx.refpoints(app)
-    apps = sorted({app} | {rp.provider for rp in rps} | {rp.requirer for rp in rps})
-    old = {rp.name: device_key(ctx.tb.vnfs[app], "wg-" + rp.name) for rp in rps}
-    injected, retries = dict(ctx.model.faults.injected), sum(ctx.model.retries.values())
-    hooks = len(ctx.model.hook_log)
-    if fault:
-        fault(ctx.model)
-    probes = start_probes(ctx.tb, rps)
-    started = time.monotonic()
-    result = ctx.model.run_action(app + "/0", "rotate-keys", {}, wait=False)
-    if result.status != "completed":
-        raise LifecycleError("rotate-keys on {} failed: {}".format(app, result.message))
-    ctx.model.settle()      # no update-status: only the hooks Juju runs for the change
-
-    def rotated():
-        return (all(device_key(ctx.tb.vnfs[app], "wg-" + rp.name) != old[rp.name] for rp in rps)
-                and not temporary_devices(ctx.tb, apps) and (published is None or published(ctx)))
-    converged = wait_converged(ctx.tb, rps, since=started, extra=rotated)
-    results = stop_probes(probes)
-    now = ctx.model.faults.injected
-    return _record(name, started, converged, results, ctx.tb, rps, rotation=result.results.get(
-                       "rotation-wg-" + rps[0].name, ""), temporary_devices_after=temporary_devices(ctx.tb, apps),
-                   faults_injected={k: now[k] - injected.get(k, 0) for k in now if now[k] != injected.get(k, 0)},
-                   hook_retries=sum(ctx.model.retries.values()) - retries,
-                   hooks_run=len(ctx.model.hook_log) - hooks)
-
-
-def peer_keys_published(ctx, publisher, subject, refpoint):
-    """True when ``publisher``'s relation data on ``refpoint`` lists ``subject``'s current key in
-    ``peer-keys`` (what a unit whose component waits for its tunnels is woken by)."""
-    rid = next(r for r, rel in ctx.model._state["relations"].items()
-               if {a for a, _ep in rel["endpoints"]} == {publisher, subject}
-               and any(ep == refpoint for _a, ep in rel["endpoints"]))
-    key = device_key(ctx.tb.vnfs[subject], "wg-" + refpoint)
-    bag = ctx.model.relation_data(rid).get(publisher + "/0", {})
-    return key in bag.get("peer-keys", "").split(",")
 
 
 def op_rotate_keys(ctx):
@@ -233,13 +193,8 @@ def remove_previous(work):
     shutil.rmtree(tree, ignore_errors=True)
 
 
-def _with_fault_operations():
-    """lifecycle_faults' operations in the tables above (imported here: it imports this module)."""
-    from testbed import lifecycle_faults
-    return lifecycle_faults.register(OPERATIONS, NEEDS_PREVIOUS, OPERATION_FUNCTIONS)
-
-
-OPERATIONS, NEEDS_PREVIOUS = _with_fault_operations()
+# lifecycle_faults' operations in the tables above.
+OPERATIONS, NEEDS_PREVIOUS = lifecycle_faults.register(OPERATIONS, NEEDS_PREVIOUS, OPERATION_FUNCTIONS)
 
 
 # ---------------------------------------------------------------------- a run

@@ -2,8 +2,10 @@
 what an operation left behind, the probes, the testbed under test and one operation's record.
 
 Kept apart from ``lifecycle`` (which runs the operations in order) so that the modules holding
-operations (``lifecycle_heal``, ``lifecycle_scale``) import this one and ``lifecycle`` imports
-them: no module imports back the one that imports it.
+operations (``lifecycle_heal``, ``lifecycle_scale``, ``lifecycle_faults``) import this one and
+``lifecycle`` imports them: no module imports back the one that imports it (``python -m
+testbed.lifecycle`` runs that file as ``__main__``: a module importing ``testbed.lifecycle`` back
+would load it a second time, half-way through the first).
 """
 import time
 
@@ -130,3 +132,46 @@ def record(name, started, converged, results, tb, rps, **more):
            "seconds_total": round(time.monotonic() - started, 3)}
     rec.update(more)
     return rec
+
+
+def rotate(ctx, name, app, fault=None, published=None):
+    """rotate-keys on ``app`` (the rotating operations of lifecycle and lifecycle_faults);
+    ``fault(model)`` arms a fault first. Converged when every tunnel of ``app`` is up with the new
+    keys, no temporary device is left, and ``published()`` (what the peers had to publish)
+    holds."""
+    rps = ctx.refpoints(app)
+    apps = sorted({app} | {rp.provider for rp in rps} | {rp.requirer for rp in rps})
+    old = {rp.name: device_key(ctx.tb.vnfs[app], "wg-" + rp.name) for rp in rps}
+    injected, retries = dict(ctx.model.faults.injected), sum(ctx.model.retries.values())
+    hooks = len(ctx.model.hook_log)
+    if fault:
+        fault(ctx.model)
+    probes = start_probes(ctx.tb, rps)
+    started = time.monotonic()
+    result = ctx.model.run_action(app + "/0", "rotate-keys", {}, wait=False)
+    if result.status != "completed":
+        raise LifecycleError("rotate-keys on {} failed: {}".format(app, result.message))
+    ctx.model.settle()      # no update-status: only the hooks Juju runs for the change
+
+    def rotated():
+        return (all(device_key(ctx.tb.vnfs[app], "wg-" + rp.name) != old[rp.name] for rp in rps)
+                and not temporary_devices(ctx.tb, apps) and (published is None or published(ctx)))
+    converged = wait_converged(ctx.tb, rps, since=started, extra=rotated)
+    results = stop_probes(probes)
+    now = ctx.model.faults.injected
+    return record(name, started, converged, results, ctx.tb, rps, rotation=result.results.get(
+                      "rotation-wg-" + rps[0].name, ""), temporary_devices_after=temporary_devices(ctx.tb, apps),
+                  faults_injected={k: now[k] - injected.get(k, 0) for k in now if now[k] != injected.get(k, 0)},
+                  hook_retries=sum(ctx.model.retries.values()) - retries,
+                  hooks_run=len(ctx.model.hook_log) - hooks)
+
+
+def peer_keys_published(ctx, publisher, subject, refpoint):
+    """True when ``publisher``'s relation data on ``refpoint`` lists ``subject``'s current key in
+    ``peer-keys`` (what a unit whose component waits for its tunnels is woken by)."""
+    rid = next(r for r, rel in ctx.model._state["relations"].items()
+               if {a for a, _ep in rel["endpoints"]} == {publisher, subject}
+               and any(ep == refpoint for _a, ep in rel["endpoints"]))
+    key = device_key(ctx.tb.vnfs[subject], "wg-" + refpoint)
+    bag = ctx.model.relation_data(rid).get(publisher + "/0", {})
+    return key in bag.get("peer-keys", "").split(",")

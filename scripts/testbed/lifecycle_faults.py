@@ -25,7 +25,7 @@ Every one converges without update-status.
 import os
 import time
 
-from testbed import lifecycle as lc
+from testbed import lifecycle_base as lc
 from testbed import lifecycle_scale, vca
 from vpnaas.charm_base import RECONCILE_SESSION
 
@@ -63,7 +63,7 @@ def op_hook_error_retry(ctx):
         # then find nothing to do).
         m.when(unit, "relation-changed", lambda: asked.append(m.queue_action(unit, "get-ssh-public-key")),
                failed=True)
-    rec = lc._rotate(ctx, "hook-error-retry", "enb", fault, lambda c: lc.peer_keys_published(c, "spgwu", "enb", "s1u"))
+    rec = lc.rotate(ctx, "hook-error-retry", "enb", fault, lambda c: lc.peer_keys_published(c, "spgwu", "enb", "s1u"))
     failed = model.hook_errors[errors:]
     runs = [r for r in model.hook_log[hooks:] if r.unit == unit]
 
@@ -95,7 +95,7 @@ def op_downgrade_mid_rotation(ctx):
             m.upgrade_charm("hss", previous, wait=False)
             downgraded.append(len(m.hook_log))
         m.when("hss/0", "relation-changed", downgrade, failed=False)
-    rec = lc._rotate(ctx, "downgrade-mid-rotation", "mme", fault)
+    rec = lc.rotate(ctx, "downgrade-mid-rotation", "mme", fault)
     after = [r.hook for r in model.hook_log[downgraded[0]:] if r.unit == "hss/0"] if downgraded else []
     rec.update(downgraded="hss/0 to the previous revision's charm" if downgraded else None,
                hss_hooks_after_downgrade=after,
@@ -163,7 +163,7 @@ def op_action_interrupted(ctx):
     back = lifecycle_scale.op_scale_in(ctx)
     event("scale-in done")
     update_status = sum(1 for r in model.hook_log[hooks:] if r.hook == "hooks/update-status")
-    rec = lc._record("action-interrupted", started, converged, results + out["probes"] + back["probes"], tb, rps,
+    rec = lc.record("action-interrupted", started, converged, results + out["probes"] + back["probes"], tb, rps,
                      actions_interrupted=model.faults.injected["action-interrupted"] - injected,
                      rotate_keys_run_again=again.status, rotation=again.results.get("rotation-wg-" + rps[0].name, ""),
                      left_by_the_interrupted_action=left,

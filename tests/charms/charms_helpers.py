@@ -1,6 +1,7 @@
 """Shared fixtures of the OAI charm tests: component configs, plans, and a fake VNF over SSH."""
 
 import base64
+import functools
 import importlib.util
 import os
 import subprocess
@@ -114,9 +115,15 @@ CONFIGS = {
 }
 
 
+@functools.lru_cache(maxsize=None)
+def _spec(name):
+    """charm_spec(name), read once per test process (it parses a dozen YAML files); read only."""
+    return charm_spec(name)
+
+
 def config_for(name, **overrides):
     """The charm's defaults (merged spec) + the EPS-with-WireGuard values + overrides."""
-    spec = charm_spec(name)["config"]["options"]
+    spec = _spec(name)["config"]["options"]
     cfg = {k: v.get("default") for k, v in spec.items()}
     cfg.update(COMMON)
     cfg.update(CONFIGS[name])
@@ -183,6 +190,7 @@ def bash_syntax_ok(script):
     return result.returncode == 0, result.stderr.decode()
 
 
+@functools.lru_cache(maxsize=None)
 def load_charm_class(name):
     path = os.path.join(ROOT, "charms", name, "src", "charm.py")
     spec = importlib.util.spec_from_file_location("charm_" + name.replace("-", "_"), path)
@@ -194,16 +202,17 @@ def load_charm_class(name):
                 if k.endswith("Charm") and getattr(v, "__module__", "") == module.__name__)
 
 
+@functools.lru_cache(maxsize=None)
+def _spec_texts(name):
+    spec = _spec(name)
+    return yaml.safe_dump(spec["metadata"]), yaml.safe_dump(spec["config"]), yaml.safe_dump(spec["actions"])
+
+
 def harness_for(name):
     from ops.testing import Harness
 
-    spec = charm_spec(name)
-    return Harness(
-        load_charm_class(name),
-        meta=yaml.safe_dump(spec["metadata"]),
-        config=yaml.safe_dump(spec["config"]),
-        actions=yaml.safe_dump(spec["actions"]),
-    )
+    meta, config, actions = _spec_texts(name)
+    return Harness(load_charm_class(name), meta=meta, config=config, actions=actions)
 
 
 @pytest.fixture(params=sorted(COMPONENTS))

@@ -16,7 +16,6 @@ import subprocess
 import e2e_pairs as pairs
 import pytest
 
-from bundle import build_charms
 from testbed import vca, vim
 
 MARKER_DIR = "/tmp"
@@ -33,14 +32,16 @@ def python36():
 @pytest.fixture(scope="module", params=["local", "ubuntu@18.04"])
 def hostile(request, environment_ready, tmp_path_factory):
     base = request.param
-    build_charms.build_all(base)
+    # Built once per test run (tests/conftest.py), whichever worker asks first.
+    charms_dir = request.getfixturevalue("local_charms_dir") if base == "local" else os.path.dirname(
+        next(iter(request.getfixturevalue("shipped_charms").values())))
     interpreter = python36() if base != "local" else None
     work = tmp_path_factory.mktemp("hostile")
     tb = vim.Testbed(str(work / "tb"), tb_id=None, userspace_wireguard=vim.userspace_wireguard())
     tb.create()
     try:
         model = vca.Model(str(work / "vca"), runner=tb.runner(), interpreter=interpreter)
-        pairs.bring_up(tb, model, build_charms.output_dir(base))
+        pairs.bring_up(tb, model, charms_dir)
         a = tb.vnfs["a"]
         # What the operator put on the VNF by hand: the charm must never touch it.
         a.exec(["ip", "addr", "add", "172.31.99.1/32", "dev", "lo"])

@@ -1,5 +1,6 @@
 """The offline charm build: what OSM deploys on its Ubuntu 18.04 / Python 3.6 proxy machine."""
 import hashlib
+import os
 import re
 import zipfile
 
@@ -39,12 +40,40 @@ def test_binary_wheels_are_for_python_3_6_only(built):
         assert re.search(r"(cpython-36m|abi3)", name), name
 
 
-def test_build_is_byte_for_byte_reproducible(built):
-    # Two charms are enough to prove the packing deterministic (all six share the same code path).
+def _sha(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def test_build_is_byte_for_byte_reproducible(built, tmp_path):
+    # Two charms are enough to prove the packing deterministic (every charm shares the same code
+    # path), built alone: a charm's bytes do not depend on which others the same build makes.
     names = ["wireguard-proxy", "hss"]
-    first = {n: hashlib.sha256(open(built[n], "rb").read()).hexdigest() for n in names}
-    again = build_charms.build_all("ubuntu@18.04", names)
-    assert {n: hashlib.sha256(open(p, "rb").read()).hexdigest() for n, p in again.items()} == first
+    again = build_charms.build_all("ubuntu@18.04", names, out_dir=str(tmp_path))
+    assert {n: _sha(p) for n, p in again.items()} == {n: _sha(built[n]) for n in names}
+
+
+def test_every_file_of_the_charm_directory_is_in_its_zip_and_nothing_else(built):
+    for name, path in built.items():
+        folder = path[:-len(".charm")]
+        files = sorted(os.path.relpath(os.path.join(root, f), folder).replace(os.sep, "/")
+                       for root, _dirs, names in os.walk(folder) for f in names
+                       if not f.endswith(".pyc") and not set(root.split(os.sep)) & build_charms.EXCLUDE)
+        with zipfile.ZipFile(path) as z:
+            assert z.testzip() is None, name
+            assert sorted(z.namelist()) == files, name
+            for member in ("metadata.yaml", "venv/ops/main.py", "dataplane/manifest.json"):
+                with open(os.path.join(folder, member), "rb") as f:
+                    assert z.read(member) == f.read(), (name, member)
+
+
+def test_a_charm_packed_alone_is_the_charm_packed_with_the_shared_trees_of_its_build(built, tmp_path):
+    # build_all deflates the trees every charm shares once (build_charms.SHARED_TREES); the bytes
+    # are those of a charm packed on its own.
+    folder = built["hss"][:-len(".charm")]
+    alone = str(tmp_path / "hss.charm")
+    build_charms.pack(folder, alone)
+    assert _sha(alone) == _sha(built["hss"])
 
 
 def test_unknown_base_is_refused():

@@ -15,6 +15,8 @@ from bundle.osm_conformance import cli_report, clients, corpus
 HERE = os.path.dirname(os.path.abspath(__file__))
 PARSER = os.path.join(os.path.dirname(os.path.dirname(HERE)), "scripts", "bundle", "osm_conformance", "cli_parse.py")
 VARIANTS = ["eps_wg", "sa_wg", "slices", "eps_wg_osm10"]
+#: One worker runs this module: its module-scoped fixture is built once (tests/conftest.py).
+pytestmark = pytest.mark.xdist_group("cli-conformance")
 
 
 @pytest.fixture(scope="module")

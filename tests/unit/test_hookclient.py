@@ -14,12 +14,15 @@ CLIENTS = ["python"] + (["compiled"] if shutil.which("go") else [])
 
 
 @pytest.fixture(scope="session")
-def compiled_client():
-    """Build the compiled client as `make hookclient` does (a no-op when it is up to date)."""
-    if shutil.which("go"):
-        subprocess.run(["bash", os.path.join(ROOT, "scripts", "build-hookclient.sh")], check=True,
-                       stdout=subprocess.DEVNULL)
-    return toolserver.COMPILED_CLIENT
+def compiled_client(once_per_run):
+    """Build the compiled client as `make hookclient` does (a no-op when it is up to date), once per
+    test run whichever worker asks first."""
+    def build(_out):
+        if shutil.which("go"):
+            subprocess.run(["bash", os.path.join(ROOT, "scripts", "build-hookclient.sh")], check=True,
+                           stdout=subprocess.DEVNULL)
+        return toolserver.COMPILED_CLIENT
+    return once_per_run("hookclient", build)
 
 
 @pytest.fixture(params=CLIENTS)

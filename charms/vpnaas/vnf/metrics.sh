@@ -10,6 +10,8 @@ METRICS_COLLECT=/etc/wireguard/vpnaas-metrics-collect.py
 METRICS_LABELS=/etc/wireguard/vpnaas-metrics.json
 METRICS_REFUSED=/etc/wireguard/vpnaas-metrics.refused
 METRICS_IMPL=/etc/wireguard/vpnaas-metrics.impl
+# The collector compiled by an exporter of an earlier revision, which let Python cache it there.
+METRICS_PYCACHE=/etc/wireguard/__pycache__
 METRICS_SERVICE=vpnaas-wg-exporter
 METRICS_UNIT=/etc/systemd/system/vpnaas-wg-exporter.service
 METRICS_RUN=/run/wireguard
@@ -91,6 +93,7 @@ metrics_ensure() {  # port: serve the tunnels' metrics on <management address>:p
   text=$(data_item METRICS_COLLECT | base64 -d && printf x)
   write_if_changed "$METRICS_COLLECT" 600 "${text%x}"
   if [ "$WRITTEN" = 1 ]; then changed=1; fi
+  if [ -d "$METRICS_PYCACHE" ]; then metrics_forget_bytecode; fi
   if [ "${init:-none}" = systemd ]; then
     text=$(
       printf '%s\n' "$MARKER" '[Unit]' 'Description=VPNaaS WireGuard metrics exporter (Prometheus text format)'
@@ -136,6 +139,11 @@ metrics_apply() {  # port: as metrics_ensure; a failure is reported (FAILED metr
   rm -f "${TUNNELS_REFUSED_LOG:-}" "${TUNNELS_DATAPLANE_LOG:-}"
 }
 
+metrics_forget_bytecode() {  # what an earlier revision's exporter left beside the collector
+  rm -f "$METRICS_PYCACHE"/vpnaas-metrics-collect.*.pyc
+  rmdir "$METRICS_PYCACHE" 2>/dev/null || true
+}
+
 metrics_remove() {  # the exporter and every file of it go
   if [ -e "$METRICS_UNIT" ]; then
     systemctl disable --now "$METRICS_SERVICE" >/dev/null 2>&1 || true
@@ -145,4 +153,5 @@ metrics_remove() {  # the exporter and every file of it go
   metrics_stop_daemon
   rm -f "$METRICS_EXPORTER" "$METRICS_COLLECT" "$METRICS_LABELS" "$METRICS_REFUSED" "$METRICS_IMPL" \
     "$METRICS_LOG" "$METRICS_LOG.1" "$METRICS_LOG.stderr"
+  metrics_forget_bytecode
 }
