@@ -238,15 +238,21 @@ def hub_specs(charms_dir, k, hub_last=True):
         "ssh-hostname": "<rw_mgmt_ip>", "ssh-username": "root", "vpn-endpoint-address": "192.168.64.1",
         "vpn-tunnel-address": STAR_TUNNEL.format(1), "vpn-service-addresses": HUB_SVC,
         "vpn-service-network": STAR_SERVICE_NET})
-    spokes = []
-    for i in range(1, k + 1):
-        spokes.append(lcm.VnfSpec("s{}".format(i), charm, {STAR_LINK: "192.168.64.{}/24".format(i + 1)}, {
-            "ssh-hostname": "<rw_mgmt_ip>", "ssh-username": "root",
-            "vpn-peer-endpoint-address": "192.168.64.{}".format(i + 1),
-            "vpn-peer-tunnel-address": STAR_TUNNEL.format(i + 1), "vpn-peer-service-addresses": SPOKE_SVC.format(i),
-            "vpn-peer-service-network": STAR_SERVICE_NET}))
+    spokes = [spoke_spec(charms_dir, i) for i in range(1, k + 1)]
     relations = [("hub:vpn", "{}:vpn-peer".format(s.name)) for s in spokes]
     return (spokes + [hub] if hub_last else [hub] + spokes), relations
+
+
+def spoke_spec(charms_dir, i):
+    """Spoke i of the star (1-249): ``s<i>`` at .(i+1) of the link, of the tunnel network and with
+    service address 172.17.1.<i>."""
+    return lcm.VnfSpec("s{}".format(i), os.path.join(charms_dir, "wireguard-proxy"),
+                       {STAR_LINK: "192.168.64.{}/24".format(i + 1)}, {
+                           "ssh-hostname": "<rw_mgmt_ip>", "ssh-username": "root",
+                           "vpn-peer-endpoint-address": "192.168.64.{}".format(i + 1),
+                           "vpn-peer-tunnel-address": STAR_TUNNEL.format(i + 1),
+                           "vpn-peer-service-addresses": SPOKE_SVC.format(i),
+                           "vpn-peer-service-network": STAR_SERVICE_NET})
 
 
 def hub_hook_costs(hook_log, hub="hub/0"):

@@ -10,6 +10,7 @@ tool) by the hook's context id.
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -102,11 +103,13 @@ def _ssh_timing(charm, runner):
 
 # --------------------------------------------------------------------------- a hub hook by phase
 
-#: The phases a profiled charm run reports (hookclock.py), in the order a hook goes through them;
-#: "startup" is the hook's time before the charm's clock started (interpreter, ops, the event),
-#: "charm other" what the charm did outside every marked phase.
-PHASES = ("startup", "reads", "plan", "policy", "rotation", "render", "ssh_login", "ssh_step", "vnf",
-          "report_parse", "publish", "relation_cache", "charm_other")
+#: The phases a profiled charm run reports (hookclock.py), in the order a hook goes through them:
+#: "startup" is the hook's time before the charm's clock started (the interpreter, importing ops),
+#: "imports" the charm's own modules, "ops" what ops does around the handler (restoring the event:
+#: a relation-list per relation of the endpoint; committing), "charm" the handler's own code outside
+#: the other phases, "charm other" what the clock saw outside every phase.
+PHASES = ("startup", "imports", "ops", "charm", "reads", "plan", "policy", "rotation", "render", "ssh_login",
+          "ssh_step", "vnf", "report_parse", "publish", "relation_cache", "charm_other")
 
 
 def load_records(directory):
@@ -132,7 +135,8 @@ def hook_phases(run, record):
     phases = dict.fromkeys(PHASES, 0.0)
     phases["startup"] = max(0.0, run.seconds - record["total"])
     for name, seconds in record["phases"].items():
-        phases[name if name in phases else "charm_other"] = phases.get(name, 0.0) + seconds
+        key = name if name in phases else "charm_other"
+        phases[key] += seconds
     vnf = sum(record.get("vnf", {}).values())
     phases["vnf"] = min(vnf, phases["ssh_step"])
     phases["ssh_step"] -= phases["vnf"]
@@ -276,8 +280,13 @@ def main(argv=None):
         print("testbed.hookprofile needs root (network namespaces)", file=sys.stderr)
         return 2
     os.makedirs(args.out, exist_ok=True)
-    from testbed import demo
-    result = run_profile(args, demo.Progress())
+    from testbed import bench, demo
+    signal.signal(signal.SIGTERM, bench._terminate)     # torn down like the bench, also on SIGTERM
+    try:
+        result = run_profile(args, demo.Progress())
+    except KeyboardInterrupt:
+        print("interrupted; everything was torn down", file=sys.stderr)
+        return 130
     result["load_average"] = os.getloadavg()
     path = os.path.join(args.out, "hookprofile.json")
     with open(path, "w") as f:

@@ -209,7 +209,9 @@ class Model(vcaops.ModelOperations, uniter.Uniter):
         charm_dir = os.path.join(self._unit_dir(unit), "charm")
         with self._lock:
             logged = len(self._state["units"][unit].get("log", []))
-        context = "{}-{}".format(unit, next(self._context_ids))
+        # Unique across models too (Juju's carry the unit and a random number): the profiler joins a
+        # charm run's record to its hook by it, and may run two models at once.
+        context = "{}-{}-{}".format(self.name, unit, next(self._context_ids))
         with self._lock:
             self._contexts[context] = ctx
         started = time.monotonic()

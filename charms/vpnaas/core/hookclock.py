@@ -53,6 +53,10 @@ class Clock(object):
     def _add(self, name: str, seconds: float) -> None:
         self.phases[name] = self.phases.get(name, 0.0) + seconds
 
+    def since_start(self, name: str) -> None:
+        """Everything from the clock's start until now is ``name`` (the imports after this module's)."""
+        self._add(name, time.perf_counter() - self.started)
+
     def count(self, name: str, n: int = 1) -> None:
         self.counts[name] = self.counts.get(name, 0) + n
 
