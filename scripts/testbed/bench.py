@@ -41,7 +41,7 @@ from testbed import (
     vca,
     vim,
 )
-from vpnaas import hookclock
+from vpnaas.core import hookclock
 
 OUT_DIR = os.path.join(BUILD_DIR, "bench")
 SIZES = (2, 8, 32)
@@ -57,10 +57,6 @@ WORK_MARKER = ".vpnaas-bench-work"
 
 class BenchError(Exception):
     pass
-
-
-def _terminate(signum, _frame):
-    raise KeyboardInterrupt("signal {}".format(signum))
 
 
 #: Ids of the testbeds this process created (the teardown check looks at these only).
@@ -398,7 +394,7 @@ def main(argv=None):
     if os.geteuid() != 0:
         print("make bench needs root (network namespaces): run `sudo make bench`", file=sys.stderr)
         return 2
-    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGTERM, cli.terminate)
     progress = demo.Progress()
     removed = vim.cleanup_stale()
     if removed:

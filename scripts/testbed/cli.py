@@ -55,3 +55,9 @@ def check_out_dir(parser, out):
         parent = os.path.dirname(parent)
     if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
         parser.error("--out {}: {} is not a writable directory".format(out, parent))
+
+
+def terminate(signum, _frame):
+    """SIGTERM's handler of a command that brings up a testbed: raise KeyboardInterrupt, so that
+    its teardown runs as on Ctrl-C."""
+    raise KeyboardInterrupt("signal {}".format(signum))

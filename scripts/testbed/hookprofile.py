@@ -280,8 +280,8 @@ def main(argv=None):
         print("testbed.hookprofile needs root (network namespaces)", file=sys.stderr)
         return 2
     os.makedirs(args.out, exist_ok=True)
-    from testbed import bench, demo
-    signal.signal(signal.SIGTERM, bench._terminate)     # torn down like the bench, also on SIGTERM
+    from testbed import demo
+    signal.signal(signal.SIGTERM, cli.terminate)     # torn down like the bench, also on SIGTERM
     try:
         result = run_profile(args, demo.Progress())
     except KeyboardInterrupt:

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from testbed import bench, vim
-from vpnaas import relation_cache
+from vpnaas.charm import relation_cache
 
 pytestmark = pytest.mark.timeout(120)
 
