@@ -27,7 +27,7 @@ The code talks to a ``vnfm`` with three methods -- ``instances(member)`` (the co
 scaled VDU), ``scale(member, aspect, out)`` (returns when OSM's operation ended) and
 ``action(member, primitive, params, count_index)`` (the results, or raises) -- : ``OsmVnfm``
 below drives the ``osm`` CLI, the testbed's emulated LCM implements the same three
-(testbed/lcm_scale.py), so ``make lifecycle`` runs this very code.
+(testbed/emulators/lcm_scale.py), so ``make lifecycle`` runs this very code.
 """
 
 import ipaddress

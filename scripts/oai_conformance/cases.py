@@ -65,7 +65,7 @@ def maximal(name):
 def from_params(variant, names):
     """[(case label, {charm name: config})] of one NS variant: one case per NS instance (an NSI
     has one per slice), each charm's defaults with the config primitive OSM would send."""
-    from testbed import lcm, nsmodel
+    from testbed.emulators import lcm, nsmodel
 
     out = []
     for inst in nsmodel.load(variant, "/nonexistent", dict(ENV)):

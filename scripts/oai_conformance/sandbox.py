@@ -1,5 +1,5 @@
 """A sandbox VNF for the executed conformance run: the testbed's VNF (network namespace, private mount
-namespace, a real sshd; scripts/testbed/vim.py) made to look like a fresh Ubuntu 18.04 VM.
+namespace, a real sshd; scripts/testbed/emulators/vim.py) made to look like a fresh Ubuntu 18.04 VM.
 
 Inside the VNF's mount namespace only: writable overlays over /usr, /etc, /opt and /var (their
 changes land in the run's work folder, never on this machine), an empty /root, a fresh /run, the
@@ -25,7 +25,7 @@ import subprocess
 import threading
 
 from oai_conformance.source import Tree
-from testbed import vim
+from testbed.emulators import vim
 from vpnaas.vnf import ssh
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -25,22 +25,9 @@ import tempfile
 import time
 
 from bundle import BUILD_DIR, build_charms
-from testbed import (
-    benchreport,
-    cli,
-    convergence,
-    dataplane,
-    demo,
-    hookprofile,
-    lcm,
-    nsmodel,
-    pair,
-    spokejoin,
-    traffic,
-    tunnels,
-    vca,
-    vim,
-)
+from testbed import cli, dataplane, demo, hookprofile, pair, tunnels
+from testbed.emulators import lcm, nsmodel, vca, vim
+from testbed.measurement import benchreport, convergence, spokejoin, traffic
 from vpnaas.core import hookclock
 
 OUT_DIR = os.path.join(BUILD_DIR, "bench")

@@ -15,7 +15,9 @@ import json
 import os
 import time
 
-from testbed import benchstats, loadcheck, traffic, tunnels, vim
+from testbed import tunnels
+from testbed.emulators import vim
+from testbed.measurement import benchstats, loadcheck, traffic
 
 IPERF_PORT = 5301           # not demo's 5201: a bench and a demo may run side by side
 #: Fixed-rate overhead test: 100 Mbit/s of UDP datagrams whose inner IP packet (payload + 28)

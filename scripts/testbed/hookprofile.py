@@ -17,7 +17,9 @@ import tempfile
 import time
 
 from bundle import BUILD_DIR, build_charms
-from testbed import benchstats, cli, convergence, toolserver, vca, vim
+from testbed import cli
+from testbed.emulators import toolserver, vca, vim
+from testbed.measurement import benchstats, convergence
 from vpnaas.core import hookclock
 
 

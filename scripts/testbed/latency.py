@@ -12,7 +12,9 @@ import shutil
 import sys
 import tempfile
 
-from testbed import benchstats, cli, traffic, tunnels, vim
+from testbed import cli, tunnels
+from testbed.emulators import vim
+from testbed.measurement import benchstats, traffic
 
 A_UNDERLAY, B_UNDERLAY = "192.168.9.2", "192.168.9.3"
 

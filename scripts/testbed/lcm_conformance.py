@@ -27,7 +27,7 @@ import sys
 import yaml
 
 from bundle import descriptors, params
-from testbed import lcm_data
+from testbed.emulators import lcm_data
 
 ENV = {"MGMT_NETWORK": "mgmt", "LTE_K": "0" * 32, "LTE_OP": "1" * 32, "NR_K": "2" * 32, "NR_OP": "3" * 32,
        "MYSQL_PASSWORD": "abcdefghijklmnop", "VIM_ACCOUNT": "vim", "VIM_ACCOUNT_SITE2": "vim2"}

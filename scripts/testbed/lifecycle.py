@@ -50,7 +50,8 @@ import sys
 import time
 
 from bundle import BUILD_DIR, build_charms, descriptors
-from testbed import cli, demo, lcm, lcm_upgrade, lifecycle_faults, lifecycle_heal, lifecycle_scale, vim
+from testbed import cli, demo, lifecycle_faults, lifecycle_heal, lifecycle_scale
+from testbed.emulators import lcm, lcm_upgrade, vim
 from testbed.lifecycle_base import (  # noqa: F401 - the helpers' home; kept importable from here
     CONVERGE_TIMEOUT,
     Context,

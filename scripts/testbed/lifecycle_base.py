@@ -9,7 +9,7 @@ would load it a second time, half-way through the first).
 """
 import time
 
-from testbed import probe
+from testbed.measurement import probe
 
 CONVERGE_TIMEOUT = 60
 

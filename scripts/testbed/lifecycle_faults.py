@@ -26,7 +26,8 @@ import os
 import time
 
 from testbed import lifecycle_base as lc
-from testbed import lifecycle_scale, vca
+from testbed import lifecycle_scale
+from testbed.emulators import vca
 from vpnaas.charm.base import RECONCILE_SESSION
 
 OPERATIONS = ("hook-error-retry", "downgrade-mid-rotation", "action-interrupted")

@@ -18,7 +18,8 @@ up with its current keys, measured from the end of LCM's operation.
 """
 import time
 
-from testbed import demo, lcm_heal
+from testbed import demo
+from testbed.emulators import lcm_heal
 from testbed.lifecycle_base import record, start_probes, stop_probes, wait_converged
 
 #: The one action the docs give for a heal after which OSM ran nothing on the unit (no day-1, or a

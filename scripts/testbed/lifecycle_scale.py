@@ -9,8 +9,10 @@ import time
 
 from bundle import build_charms
 from deploy import scale
-from testbed import demo, lcm_scale, probe
+from testbed import demo
 from testbed import lifecycle_base as lc
+from testbed.emulators import lcm_scale
+from testbed.measurement import probe
 from vpnaas.core import config as charm_config
 
 SCALED = "spgwu"

@@ -2,7 +2,7 @@
 topology of the VPNaaS core (end-to-end tests and the data-plane bench)."""
 import os
 
-from testbed import lcm
+from testbed.emulators import lcm
 
 LINK, CIDR = "link", "192.168.8.0/24"
 A_ADDR, B_ADDR = "192.168.8.2/24", "192.168.8.129/24"

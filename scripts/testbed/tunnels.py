@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import time
 
-from testbed import vim
+from testbed.emulators import vim
 
 
 class TunnelError(Exception):

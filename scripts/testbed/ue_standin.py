@@ -17,7 +17,7 @@ import subprocess
 
 import measure_parse
 
-from testbed import traffic
+from testbed.measurement import traffic
 
 LABEL = "stand-in (no OAI build here)"
 UE_IF = "oaitun_ue1"  # the name the eNB charm's ue-iperf reads the UE's address from

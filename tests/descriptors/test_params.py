@@ -236,8 +236,8 @@ def test_substitution_does_not_inject_yaml():
 
 
 def test_testbed_reads_the_nsi_subnet_form_and_refuses_the_old_one():
-    """scripts/testbed/nsmodel.py takes a subnet's plan from its netslice-subnet item, as NBI does."""
-    from testbed import nsmodel
+    """scripts/testbed/emulators/nsmodel.py takes a subnet's plan from its netslice-subnet item, as NBI does."""
+    from testbed.emulators import nsmodel
 
     env = {"MGMT_NETWORK": "m", "LTE_K": "0" * 32, "LTE_OP": "1" * 32}
     data = params.render(NSI, env)

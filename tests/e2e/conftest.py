@@ -9,14 +9,14 @@ import shutil
 
 import pytest
 
-from testbed import vca, vim
+from testbed.emulators import vca, vim
 
 #: The modules (or tests, ``module::test``) that measure what another testbed on the same two cores
 #: would disturb (the bench's throughput against a bare pair, the seconds and hook runs from config
 #: to handshake that docs/figures.md reports): marked ``alone``. `make test` runs the other modules on two workers,
 #: one module per worker (each testbed in namespaces of its own, with a random id), then these one
 #: at a time. test_lifecycle.py is not among them: its probe counts only packets that never came
-#: back (a late reply is a reply: testbed/probe.py), so a busy machine cannot fail it, and it is
+#: back (a late reply is a reply: testbed/measurement/probe.py), so a busy machine cannot fail it, and it is
 #: the longest module.
 ALONE = {"test_bench_smoke.py", "test_core_sequences.py::test_figures_from_both_configured_to_handshake"}
 #: The order the workers take the modules in (``--no-loadscope-reorder``): the longest first, so

@@ -1,5 +1,5 @@
 """Two VNFs joined by one link, each with the generic wireguard-proxy charm (issue: VPNaaS core)."""
-from testbed import lcm
+from testbed.emulators import lcm
 from testbed.pair import A_ADDR, A_SVC, B_ADDR, B_SVC, CIDR, LINK, specs  # noqa: F401 (used by the tests)
 
 

@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from testbed import bench, vim
+from testbed import bench
+from testbed.emulators import vim
 from vpnaas.charm import relation_cache
 
 pytestmark = pytest.mark.timeout(120)

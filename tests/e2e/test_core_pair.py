@@ -11,7 +11,8 @@ import time
 import e2e_pairs as pairs
 import pytest
 
-from testbed import capture, lcm, vca, vim, vnf_login
+from testbed.emulators import lcm, vca, vim, vnf_login
+from testbed.measurement import capture
 from vpnaas.vnf import ssh
 
 

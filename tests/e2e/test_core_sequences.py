@@ -7,7 +7,7 @@ import time
 
 import e2e_pairs as pairs
 
-from testbed import lcm
+from testbed.emulators import lcm
 
 
 def state_of(vnf):

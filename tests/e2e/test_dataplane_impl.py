@@ -13,7 +13,7 @@ import e2e_pairs as pairs
 import pytest
 
 from bundle import build_charms
-from testbed import lcm, vca, vim
+from testbed.emulators import lcm, vca, vim
 
 DIR = vim.DATAPLANE_DIR
 #: a's second endpoint, with an operator's peer only: a device on the same VNF that must not move.

@@ -6,7 +6,9 @@ import os
 
 import pytest
 
-from testbed import capture, demo, ue_standin, vim
+from testbed import demo, ue_standin
+from testbed.emulators import vim
+from testbed.measurement import capture
 
 REFPOINTS = ("s6a", "s11", "s1c", "sxab", "s1u")
 

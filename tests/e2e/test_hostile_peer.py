@@ -16,7 +16,7 @@ import subprocess
 import e2e_pairs as pairs
 import pytest
 
-from testbed import vca, vim
+from testbed.emulators import vca, vim
 
 MARKER_DIR = "/tmp"
 

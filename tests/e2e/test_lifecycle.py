@@ -8,7 +8,8 @@ across every tunnel an operation touches, on VNFs with strict reverse-path filte
 its report checked operation by operation."""
 import pytest
 
-from testbed import demo, lcm_data, lifecycle
+from testbed import demo, lifecycle
+from testbed.emulators import lcm_data
 
 
 @pytest.fixture(scope="module")

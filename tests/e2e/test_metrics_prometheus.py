@@ -11,7 +11,8 @@ import e2e_pairs as pairs
 import pytest
 import yaml
 
-from testbed import dashboard, prometheus, vim
+from testbed.emulators import vim
+from testbed.measurement import dashboard, prometheus
 
 PORT = 9586
 FETCH = ("import sys, urllib.request\n"

@@ -5,7 +5,9 @@ import os
 
 import pytest
 
-from testbed import capture, demo, ue_standin, vim
+from testbed import demo, ue_standin
+from testbed.emulators import vim
+from testbed.measurement import capture
 from vpnaas.core import refpoints
 
 REFPOINTS = ("n2", "n3", "n4", "n11", "db")

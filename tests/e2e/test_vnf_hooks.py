@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from testbed import vim
+from testbed.emulators import vim
 from vpnaas.core import wgconfig
 from vpnaas.core.model import Device, Peer
 from vpnaas.vnf import vnfscript

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from testbed import tunnels, vim
+from testbed import tunnels
+from testbed.emulators import vim
 
 HOLD = ("import socket, sys\n"
         "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"

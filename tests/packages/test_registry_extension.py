@@ -235,7 +235,7 @@ READERS = """
 import json
 from bundle import charmspec, descriptors
 from deploy import microstack, measure
-from testbed import nsmodel
+from testbed.emulators import nsmodel
 from vpnaas.core import refpoints
 from vpnaas.core import registry
 reg = registry.load()

@@ -3,7 +3,7 @@ test_lcm_upgrade): a VIM and a VCA that record every call, and the bundle's real
 VNFDs and params the packages carry, through nsmodel as the testbed reads them)."""
 import copy
 
-from testbed import nsmodel
+from testbed.emulators import nsmodel
 
 ENV = {"MGMT_NETWORK": "m", "LTE_K": "0" * 32, "LTE_OP": "1" * 32, "NR_K": "2" * 32, "NR_OP": "3" * 32,
        "MYSQL_PASSWORD": "abcdefghijklmnop", "VIM_ACCOUNT": "v", "VIM_ACCOUNT_SITE2": "v2"}

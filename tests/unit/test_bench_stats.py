@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from testbed import benchstats as bs
+from testbed.measurement import benchstats as bs
 
 
 def test_summarize_median_min_max_ignores_none():
@@ -100,7 +100,7 @@ class _FakeWindow(object):
 
 
 def test_sampled_repeats_a_disturbed_sample_and_keeps_the_quiet_one(monkeypatch):
-    from testbed import loadcheck
+    from testbed.measurement import loadcheck
     monkeypatch.setattr(loadcheck, "Window", _FakeWindow)
     _FakeWindow.loads = [0.9, 0.1]
     results = iter(["noisy", "quiet"])
@@ -108,7 +108,7 @@ def test_sampled_repeats_a_disturbed_sample_and_keeps_the_quiet_one(monkeypatch)
 
 
 def test_sampled_keeps_the_least_disturbed_when_all_are_disturbed(monkeypatch):
-    from testbed import loadcheck
+    from testbed.measurement import loadcheck
     monkeypatch.setattr(loadcheck, "Window", _FakeWindow)
     _FakeWindow.loads = [0.9, 0.6, 1.2]
     results = iter(["a", "b", "c"])
@@ -119,7 +119,7 @@ def test_window_counts_its_own_busy_loop_as_its_own():
     """A busy loop of this process is the bench's own work: other load stays well below it."""
     import time
 
-    from testbed import loadcheck
+    from testbed.measurement import loadcheck
     with loadcheck.Window([]) as w:
         t_end = time.monotonic() + 0.5
         while time.monotonic() < t_end:
@@ -145,7 +145,7 @@ def test_derived_ratios_are_per_round():
 
 
 def test_summary_json_headline_figures():
-    from testbed import benchreport
+    from testbed.measurement import benchreport
     dp = bs.summarize_rounds([{"charm_over_bare_tcp1": 0.97, "charm_over_best_openvpn_tcp1": 4.0,
                                "charm_added_rtt_ms": 0.4, "ovpn-aes_added_rtt_ms": 0.3,
                                "ovpn-chacha_added_rtt_ms": 0.25}])
@@ -170,7 +170,7 @@ def test_summary_json_headline_figures():
 
 
 def test_summary_pools_every_paired_round_of_the_pair_and_the_interfaces():
-    from testbed import benchreport
+    from testbed.measurement import benchreport
     pair = [{"charm_over_bare_tcp1": x} for x in (0.90, 1.00, None)]
     s6a = [{"charm_over_bare_tcp1": x} for x in (0.94, 1.02)]
     s1u = [{"charm_over_bare_tcp1": x} for x in (0.97, 1.05, 1.01)]
@@ -188,7 +188,7 @@ def test_summary_pools_every_paired_round_of_the_pair_and_the_interfaces():
 
 
 def test_cpu_record_is_the_busy_time_between_two_readings():
-    from testbed import convergence, loadcheck
+    from testbed.measurement import convergence, loadcheck
     tick = float(loadcheck.TICK)
     rec = convergence.cpu_record((100, 7), (100 + int(3 * tick), 7 + int(tick)), 2.0)
     assert rec["cpu_seconds"] == pytest.approx(3.0) and rec["cpu_steal_seconds"] == pytest.approx(1.0)
@@ -207,7 +207,7 @@ def test_synthetic_sizes_run_interleaved():
 def test_report_prints_the_growth_with_each_interleaved_rounds_ratio():
     import io
 
-    from testbed import benchreport, convergence
+    from testbed.measurement import benchreport, convergence
     sizes = {}
     for k, times in (("8", (10.0, 14.0)), ("32", (30.0, 56.0))):
         runs = [{"seconds_after_first_config": t, "seconds_after_last_config": t / 2} for t in times]
@@ -219,7 +219,7 @@ def test_report_prints_the_growth_with_each_interleaved_rounds_ratio():
 
 
 def test_summary_json_has_the_join_probe_the_eps_figure_and_each_phases_growth():
-    from testbed import benchreport, convergence
+    from testbed.measurement import benchreport, convergence
     eps = [{"seconds_after_last_config": x, "max_hooks_per_unit_relation": 3, "logins_per_session": 1.0}
            for x in (4.0, 6.0, 5.0)]
 

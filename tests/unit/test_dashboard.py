@@ -3,12 +3,12 @@ panel's query, its variables expanded as Grafana would, is accepted by Prometheu
 (`promtool check rules` over them as recording rules), the per-reference-point row repeats on the
 refpoint variable, and the panels cover what an operator asks per reference point. That each
 query returns data from a real Prometheus: tests/e2e/test_metrics_prometheus.py and the demo
-(testbed/dashboard.py)."""
+(testbed/measurement/dashboard.py)."""
 import subprocess
 
 import yaml
 
-from testbed import dashboard
+from testbed.measurement import dashboard
 
 
 def test_every_query_parses_with_prometheus_own_parser(tmp_path):

@@ -1,10 +1,10 @@
-"""The demo's report (testbed/report.py): only the NS's reference points in the table and the
+"""The demo's report (testbed/measurement/report.py): only the NS's reference points in the table and the
 picture, and the picture's timeline of handshake ages and the stale alert from Prometheus."""
 import json
 
 import measure_parse as mp
 
-from testbed import report
+from testbed.measurement import report
 
 
 def _report():

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from testbed import hookclient, toolserver, vca
+from testbed.emulators import hookclient, toolserver, vca
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLIENTS = ["python"] + (["compiled"] if shutil.which("go") else [])

@@ -6,7 +6,8 @@ import types
 
 import pytest
 
-from testbed import lcm_conformance, lcm_data
+from testbed import lcm_conformance
+from testbed.emulators import lcm_data
 
 
 def standin(**changes):

@@ -1,4 +1,4 @@
-"""What the emulated LCM reads from a VNFD (testbed/lcm_data.py), point by point against the LCM 19
+"""What the emulated LCM reads from a VNFD (testbed/emulators/lcm_data.py), point by point against the LCM 19
 function it follows (seltonlucas/osm-capk@35936ae, LCM/osm_lcm; each test names it), on the
 bundle's own VNFDs."""
 import copy
@@ -7,7 +7,7 @@ import pytest
 import yaml
 from lcm_fakes import specs
 
-from testbed import lcm_data
+from testbed.emulators import lcm_data
 
 EPS, SA = specs("eps_wg"), specs("sa_wg")
 EVERY_VNF = [(v, m) for v, group in (("eps_wg", EPS), ("sa_wg", SA)) for m in group]

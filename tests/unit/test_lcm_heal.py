@@ -1,4 +1,4 @@
-"""The emulated LCM's heal (testbed/lcm_heal.py), step by step against LCM 19's ``heal()``,
+"""The emulated LCM's heal (testbed/emulators/lcm_heal.py), step by step against LCM 19's ``heal()``,
 ``heal_RO``, ``_heal_n2vc`` and ``heal_N2VC`` (seltonlucas/osm-capk@35936ae, LCM/osm_lcm/ns.py),
 on the bundle's real VNFDs; the VIM and the VCA record what they are asked. The e2e lifecycle
 test runs the same function on the namespace testbed with real charms."""
@@ -7,7 +7,7 @@ import copy
 import pytest
 from lcm_fakes import Vca, Vim, spec, specs
 
-from testbed import lcm_data, lcm_heal, lcm_scale
+from testbed.emulators import lcm_data, lcm_heal, lcm_scale
 
 
 def setup(*members, variant="eps_wg"):

@@ -1,4 +1,4 @@
-"""The emulated LCM's scale-out/in (testbed/lcm_scale.py), point by point against LCM 19's scale() as
+"""The emulated LCM's scale-out/in (testbed/emulators/lcm_scale.py), point by point against LCM 19's scale() as
 OSM's code has it (docs/lifecycle.md): the VIM and the VCA are recording stand-ins here; the
 e2e lifecycle test runs the same functions on the namespace testbed with real charms."""
 import threading
@@ -6,7 +6,7 @@ import threading
 import pytest
 import yaml
 
-from testbed import lcm, lcm_scale
+from testbed.emulators import lcm, lcm_scale
 from vpnaas.core import instance
 
 

@@ -1,4 +1,4 @@
-"""The emulated LCM's charm upgrade (testbed/lcm_upgrade.py), step by step against LCM 19's
+"""The emulated LCM's charm upgrade (testbed/emulators/lcm_upgrade.py), step by step against LCM 19's
 ``NsLcm.update`` with CHANGE_VNFPKG and ``_ns_charm_upgrade`` (seltonlucas/osm-capk@35936ae,
 LCM/osm_lcm/ns.py), N2VC's ``upgrade_charm`` and libjuju's ``upgrade_charm``/``resolve_application``
 (LCM/osm_lcm/n2vc/), on the bundle's real VNFDs: what happens to each VNF of every variant with
@@ -8,7 +8,7 @@ import copy
 import pytest
 from lcm_fakes import Vca, spec, specs
 
-from testbed import lcm_data, lcm_upgrade
+from testbed.emulators import lcm_data, lcm_upgrade
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from testbed import faults, scheduler, vca
+from testbed.emulators import faults, scheduler, vca
 
 DISPATCH = r"""#!/bin/sh
 # Waits where a gate file is named and missing; fails a hook while its fail file holds a count.

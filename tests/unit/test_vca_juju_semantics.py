@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from testbed import scheduler, vca
+from testbed.emulators import scheduler, vca
 
 DISPATCH = r"""#!/bin/sh
 # Logs what each hook sees; on a trigger file, writes and then waits for a gate file.

@@ -5,7 +5,7 @@ import os
 import threading
 import time
 
-from testbed import scheduler, vca
+from testbed.emulators import scheduler, vca
 
 DISPATCH = """#!/bin/sh
 # A charm in five lines: log every hook; publish this unit's name when a relation is joined.

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from testbed import scheduler
+from testbed.emulators import scheduler
 
 
 def _recorder(log, lock, unit, i, pause=0.0, running=None, peak=None):

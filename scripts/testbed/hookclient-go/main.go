@@ -1,6 +1,6 @@
 // Command vca-hookclient is the compiled hook-tool client of the emulated VCA.
 //
-// It speaks the protocol of scripts/testbed/hookclient.py (that file describes it) and exists
+// It speaks the protocol of scripts/testbed/emulators/hookclient.py (that file describes it) and exists
 // for one reason: a tool call of a hook costs an interpreter start with the Python client
 // (about 12 ms) and about 1 ms with this one. ops 1.5.4 calls relation-list once per relation
 // of an endpoint in every relation hook, so a hub with k relations makes k calls per hook; on

@@ -39,8 +39,13 @@ import threading
 import time
 import weakref
 
-from testbed import faults, hookcontext, hooktool, scheduler, toolserver, uniter, vcaops
-from testbed.uniter import MAX_HOOK_FAILURES, MAX_RETRIES, HookError, VcaError  # noqa: F401 - their home is uniter
+from testbed.emulators import faults, hookcontext, hooktool, scheduler, toolserver, uniter, vcaops
+from testbed.emulators.uniter import (  # noqa: F401 - their home is uniter
+    MAX_HOOK_FAILURES,
+    MAX_RETRIES,
+    HookError,
+    VcaError,
+)
 
 JUJU_VERSION = "2.9.43"
 MAX_HOOKS_PER_SETTLE = 500

@@ -10,7 +10,7 @@ that would stay empty on the dashboard. The demo runs it after its measurements
 import json
 import os
 
-from testbed import vim
+from testbed.emulators import vim
 
 DASHBOARD = "monitoring/grafana/vpnaas-wireguard.json"
 

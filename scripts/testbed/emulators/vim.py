@@ -21,7 +21,7 @@ import signal
 import subprocess
 import time
 
-from testbed import vnf_login
+from testbed.emulators import vnf_login
 
 NETNS_PREFIX = "vpnaas-tb"
 #: One file per live testbed, naming the process that owns it: cleanup_stale leaves those alone.
@@ -29,7 +29,7 @@ OWNERS_DIR = "/run/vpnaas-testbed"
 MGMT_CIDR = "198.18.0.0/24"   # RFC 2544 benchmarking range: never a real network
 #: Where the charms install the userspace WireGuard programs they ship (vpnaas/vnf/dataplane.py).
 DATAPLANE_DIR = "/usr/local/lib/vpnaas"
-REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
 class VimError(Exception):

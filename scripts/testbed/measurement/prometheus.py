@@ -25,7 +25,7 @@ import time
 
 import yaml
 
-from testbed import vim
+from testbed.emulators import vim
 
 RULES_FILE = "monitoring/vpnaas-wireguard.rules.yml"
 JOB_TEMPLATE = "monitoring/exporter-endpoint/prometheus.j2"

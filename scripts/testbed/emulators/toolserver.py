@@ -12,13 +12,13 @@ import socket
 import socketserver
 import sys
 
-from testbed import hookclient
+from testbed.emulators import hookclient
 
 HOOK_TOOLS = ("config-get", "is-leader", "relation-ids", "relation-list", "relation-get", "relation-set",
               "status-set", "status-get", "action-get", "action-set", "action-fail", "action-log",
               "juju-log", "application-version-set", "goal-state")
 #: The compiled hook-tool client `make hookclient` builds (Go); without it, hookclient.py.
-COMPILED_CLIENT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+COMPILED_CLIENT = os.path.join(os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")),
                                "build", "tools", "vca-hookclient")
 
 

@@ -32,7 +32,7 @@ without LCM's 15 s pause.
 """
 import time
 
-from testbed import lcm, lcm_data, nsmodel
+from testbed.emulators import lcm, lcm_data, nsmodel
 
 
 class HealReport(lcm.Report):

@@ -4,9 +4,9 @@ import os
 
 import measure_parse
 
-from testbed import thesis
+from testbed.measurement import thesis
 
-#: The alert the demo stops a peer for (testbed/monitor.py ALERT).
+#: The alert the demo stops a peer for (testbed/measurement/monitor.py ALERT).
 ALERT_NAME = "WireGuardHandshakeStale"
 
 

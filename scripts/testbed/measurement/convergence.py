@@ -14,7 +14,9 @@ import os
 import re
 import time
 
-from testbed import benchstats, demo, lcm, loadcheck, vca, vim
+from testbed import demo
+from testbed.emulators import lcm, vca, vim
+from testbed.measurement import benchstats, loadcheck
 from vpnaas.charm.base import RECONCILE_SESSION
 from vpnaas.charm.proxy_actions import VERIFY_SESSION
 

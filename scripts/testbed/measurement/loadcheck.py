@@ -12,7 +12,7 @@ with other work for the whole sample.
 import os
 import time
 
-from testbed import vim
+from testbed.emulators import vim
 
 TICK = os.sysconf("SC_CLK_TCK")
 

@@ -10,7 +10,8 @@ alert clears. Every wait is bounded and reports its progress.
 import os
 import time
 
-from testbed import dashboard, prometheus, tunnels
+from testbed import tunnels
+from testbed.measurement import dashboard, prometheus
 
 ALERT = "WireGuardHandshakeStale"
 POLL = 2.0

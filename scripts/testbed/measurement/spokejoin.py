@@ -11,7 +11,8 @@ between is lost.
 import concurrent.futures
 import time
 
-from testbed import convergence, lcm, probe
+from testbed.emulators import lcm
+from testbed.measurement import convergence, probe
 
 #: Seconds between the probe's echoes (root may ping this fast).
 INTERVAL = 0.001

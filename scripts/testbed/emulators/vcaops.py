@@ -10,7 +10,7 @@ import shutil
 
 import yaml
 
-from testbed import hookcontext, scheduler
+from testbed.emulators import hookcontext, scheduler
 
 
 class ModelOperations(object):

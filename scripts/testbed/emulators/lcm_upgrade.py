@@ -25,7 +25,7 @@ import hashlib
 import os
 import traceback
 
-from testbed import lcm, lcm_data
+from testbed.emulators import lcm, lcm_data
 
 
 class Package(object):

@@ -10,7 +10,7 @@ import ipaddress
 import os
 
 from bundle import descriptors, params
-from testbed import lcm
+from testbed.emulators import lcm
 from vpnaas.core import refpoints, registry
 
 #: Primitives that need the internet (OAI sources and the builds made from them): never run here,

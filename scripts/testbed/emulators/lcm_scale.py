@@ -11,7 +11,7 @@ import time
 
 import yaml
 
-from testbed.lcm import InstantiationFailed, Report, configure, remaining_primitives
+from testbed.emulators.lcm import InstantiationFailed, Report, configure, remaining_primitives
 
 
 class ScaleRefused(InstantiationFailed):

@@ -3,7 +3,7 @@ import json
 import os
 import sys
 
-from testbed import benchstats
+from testbed.measurement import benchstats
 
 PATH_LABELS = {"plain": "plain link (a)", "wg-bare": "bare wireguard-go pair (b)", "charm": "charms' tunnel (c)",
                "boringtun": "bare boringtun pair", "ovpn-aes": "OpenVPN AES-256-GCM",

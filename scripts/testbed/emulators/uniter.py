@@ -12,7 +12,7 @@ run; the retry timer, or the resolved mode with automatically-retry-hooks off);
 import collections
 import time
 
-from testbed import scheduler
+from testbed.emulators import scheduler
 
 #: Runs of one hook whose run or commit did not complete, before the emulation gives up.
 MAX_RETRIES = 20
