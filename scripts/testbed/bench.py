@@ -25,9 +25,9 @@ import tempfile
 import time
 
 from bundle import BUILD_DIR, build_charms
-from testbed import cli, dataplane, demo, hookprofile, pair, tunnels
+from testbed import cli, convergence, dataplane, demo, hookprofile, pair, spokejoin, tunnels
 from testbed.emulators import lcm, nsmodel, vca, vim
-from testbed.measurement import benchreport, convergence, spokejoin, traffic
+from testbed.measurement import benchreport, traffic
 from vpnaas.core import hookclock
 
 OUT_DIR = os.path.join(BUILD_DIR, "bench")

@@ -24,9 +24,9 @@ import time
 import measure_parse
 
 from bundle import BUILD_DIR, build_charms
-from testbed import cli, implchoice, standin, tunnels, ue_standin
+from testbed import cli, implchoice, monitor, standin, tunnels, ue_standin
 from testbed.emulators import lcm, nsmodel, vca, vim
-from testbed.measurement import benchstats, capture, monitor, prometheus, report, thesis, traffic
+from testbed.measurement import benchstats, capture, prometheus, report, thesis, traffic
 from vpnaas.core import config as charm_config
 from vpnaas.core import refpoints
 

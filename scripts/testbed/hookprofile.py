@@ -17,9 +17,9 @@ import tempfile
 import time
 
 from bundle import BUILD_DIR, build_charms
-from testbed import cli
+from testbed import cli, convergence
 from testbed.emulators import toolserver, vca, vim
-from testbed.measurement import benchstats, convergence
+from testbed.measurement import benchstats
 from vpnaas.core import hookclock
 
 

@@ -5,8 +5,8 @@ The built charms through the emulated OSM and Juju, real OpenSSH, real wireguard
 traced inside the hub VNF's own mount namespace."""
 import pytest
 
+from testbed import convergence, spokejoin
 from testbed.emulators import vim
-from testbed.measurement import convergence, spokejoin
 
 pytestmark = pytest.mark.timeout(600)
 

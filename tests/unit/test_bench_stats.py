@@ -188,7 +188,8 @@ def test_summary_pools_every_paired_round_of_the_pair_and_the_interfaces():
 
 
 def test_cpu_record_is_the_busy_time_between_two_readings():
-    from testbed.measurement import convergence, loadcheck
+    from testbed import convergence
+    from testbed.measurement import loadcheck
     tick = float(loadcheck.TICK)
     rec = convergence.cpu_record((100, 7), (100 + int(3 * tick), 7 + int(tick)), 2.0)
     assert rec["cpu_seconds"] == pytest.approx(3.0) and rec["cpu_steal_seconds"] == pytest.approx(1.0)
@@ -207,7 +208,8 @@ def test_synthetic_sizes_run_interleaved():
 def test_report_prints_the_growth_with_each_interleaved_rounds_ratio():
     import io
 
-    from testbed.measurement import benchreport, convergence
+    from testbed import convergence
+    from testbed.measurement import benchreport
     sizes = {}
     for k, times in (("8", (10.0, 14.0)), ("32", (30.0, 56.0))):
         runs = [{"seconds_after_first_config": t, "seconds_after_last_config": t / 2} for t in times]
@@ -219,7 +221,8 @@ def test_report_prints_the_growth_with_each_interleaved_rounds_ratio():
 
 
 def test_summary_json_has_the_join_probe_the_eps_figure_and_each_phases_growth():
-    from testbed.measurement import benchreport, convergence
+    from testbed import convergence
+    from testbed.measurement import benchreport
     eps = [{"seconds_after_last_config": x, "max_hooks_per_unit_relation": 3, "logins_per_session": 1.0}
            for x in (4.0, 6.0, 5.0)]
 

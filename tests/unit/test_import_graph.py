@@ -207,3 +207,18 @@ def test_package_faces_import_nothing():
     faces = [m for m in SHARED + ["vpnaas"] if MODULES[m].endswith("__init__.py")]
     assert len(faces) >= 7
     assert {m: sorted(GRAPH[m] | FOREIGN[m]) for m in faces if GRAPH[m] | FOREIGN[m]} == {}
+
+
+def test_the_testbeds_emulators_and_measurement_import_nothing_above_them():
+    """scripts/testbed: the emulators (VCA, LCM, VIM) import only each other; what measures
+    imports the emulators and itself; the commands and the testbed at the top use both."""
+    def group(m):
+        parts = m.split(".")
+        return parts[1] if len(parts) > 1 and parts[0] == "testbed" and parts[1] in ("emulators", "measurement") \
+            else "top"
+    testbed = [m for m in MODULES if m.startswith("testbed.") and group(m) in ("emulators", "measurement")]
+    assert len([m for m in testbed if group(m) == "emulators"]) >= 15
+    allowed = {"emulators": {"emulators"}, "measurement": {"emulators", "measurement"}}
+    wrong = ["{} imports {}".format(m, d) for m in sorted(testbed) for d in sorted(GRAPH[m])
+             if d.startswith("testbed.") and group(d) not in allowed[group(m)]]
+    assert wrong == []

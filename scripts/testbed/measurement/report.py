@@ -6,7 +6,7 @@ import measure_parse
 
 from testbed.measurement import thesis
 
-#: The alert the demo stops a peer for (testbed/measurement/monitor.py ALERT).
+#: The alert the demo stops a peer for (testbed/monitor.py ALERT).
 ALERT_NAME = "WireGuardHandshakeStale"
 
 

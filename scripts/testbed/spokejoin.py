@@ -11,8 +11,9 @@ between is lost.
 import concurrent.futures
 import time
 
+from testbed import convergence
 from testbed.emulators import lcm
-from testbed.measurement import convergence, probe
+from testbed.measurement import probe
 
 #: Seconds between the probe's echoes (root may ping this fast).
 INTERVAL = 0.001
