@@ -94,6 +94,7 @@ class VpnaasCharm(CharmBase):
         self.state_dir = unitstate.unit_state_dir(str(self.charm_dir))
         # Left by a run that did not end normally (its state was never committed): never a cache.
         relation_cache.discard_pending(self.state_dir)
+        unitstate.discard_vnf_confirmation(self.state_dir)
         self.keystore = ssh.KeyStore(self.state_dir)
         on = self.on
         for event in (on.install, on.start, on.config_changed, on.upgrade_charm, on.update_status,
@@ -196,7 +197,7 @@ class VpnaasCharm(CharmBase):
         """relation_cache's decision, inside ops (the charm's dispatch asked hookgate the same
         question before ops started; this covers what reaches the charm another way)."""
         kind = next((name for cls, name in _ARRIVING if isinstance(event, cls)), None)
-        if kind is None:
+        if kind is None or unitstate.vnf_unconfirmed(self.state_dir):
             return False
         state = relation_cache.load(self.state_dir) or relation_cache.make(
             (ep.name for ep in self.endpoints), self.cache_fields(), "", {})
@@ -267,8 +268,10 @@ class VpnaasCharm(CharmBase):
             raise ReconcileFailed("no SSH credentials")
         keys = json.loads(self._stored.public_keys)
         options = {"rotate": list(rotate), "restart": restart, "fresh_next": list(fresh_next)}
+        # A run that stepped the VNF and died before its commit (an agent restart) left the VNF
+        # with what no stored state knows and nobody was told: contact it whatever the plan.
         if (not force and not any(options.values()) and plan.fingerprint() == self._stored.applied
-                and not self.workload.wants_session(plan)):
+                and not self.workload.wants_session(plan) and not unitstate.vnf_unconfirmed(self.state_dir)):
             if not self.tunnels.published(plan, keys):
                 # The VNF holds the plan, but Juju dropped what this unit published (a hook whose
                 # commit failed, or one that died): publish again, no session needed.
@@ -279,6 +282,7 @@ class VpnaasCharm(CharmBase):
         if plan.devices:
             self.unit.status = MaintenanceStatus("applying {} tunnel(s) on {}".format(len(plan.devices), target.host))
         logger.info("%s %s (%d device(s))", RECONCILE_SESSION, target.host, len(plan.devices))
+        unitstate.mark_vnf_unconfirmed(self.state_dir)
         try:
             with ssh.Session(target, self.keystore) as session:
                 plan, obs = self._apply(session, target, plan, options)
@@ -308,6 +312,7 @@ class VpnaasCharm(CharmBase):
         self._stored.implementation = (obs.implementation + " " + obs.implementation_detail).strip()
         self.workload.observed(plan, obs)
         self._set_status(self.workload.status(plan, obs, self._status_from(plan, obs)))
+        unitstate.vnf_confirmed_pending(self.state_dir)
         return plan, obs
 
     def _blocked_by_config(self, plan: model.Plan) -> None:
@@ -438,10 +443,12 @@ class Outcome(object):
 
 def main(charm_class: Any) -> None:
     """Run ``charm_class`` for this hook with ops, then let the relation cache this run wrote
-    become the cache (``relation_cache``): only now, when ops has committed the charm's stored
-    state. A run that raises, or is killed before, leaves its pending copy unused."""
+    become the cache (``relation_cache``) and its finished session confirm the VNF
+    (``unitstate.confirm_vnf``): only now, when ops has committed the charm's stored state. A run
+    that raises, or is killed before, leaves its pending copies unused."""
     from ops.main import main as ops_main
 
     ops_main(charm_class)
     charm_dir = os.environ.get("JUJU_CHARM_DIR") or os.path.dirname(os.path.dirname(os.path.realpath(sys.argv[0])))
     relation_cache.promote(unitstate.unit_state_dir(charm_dir))
+    unitstate.confirm_vnf(unitstate.unit_state_dir(charm_dir))
