@@ -125,6 +125,11 @@ class Context(object):
 
 
 def record(name, started, converged, results, tb, rps, **more):
+    """One operation's record; each probe's start is given in seconds from ``started`` (its gaps
+    count from its own start: probe.py)."""
+    for r in results:
+        if "started" in r:
+            r["started_s"] = round(r.pop("started") - started, 2)
     rec = {"name": name, "seconds_to_converge": round(converged, 3) if converged is not None else None,
            "packets_lost": sum(r["lost"] for r in results), "packets_sent": sum(r["sent"] for r in results),
            "tunnels_up_after": sum(1 for rp in rps if tunnel_ok(tb, rp)), "tunnels": len(rps),

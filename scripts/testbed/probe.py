@@ -4,7 +4,11 @@ addresses, so that an operation's packet loss is counted, not guessed.
 The probe runs ``ping`` inside the source VNF (its network namespace), from its service address
 to the peer's, i.e. through the tunnel. Loss is read from the replies by sequence number: every
 sequence number up to the last one answered that got no reply was lost (a packet still in flight
-when the probe stops is not counted either way). ``ping -i 0.01`` needs root, as the testbed does.
+when the probe stops is not counted either way). Each run of lost packets is also placed in time
+(``gaps``: from the last reply before it to the first after, seconds since the probe started; its
+``started`` is a time.monotonic()), so that a loss can be put beside the operation's steps
+afterwards (a run whose report kept only counts could not be: docs/lifecycle.md). ``ping -i
+0.01`` needs root, as the testbed does.
 """
 import re
 import signal
@@ -21,11 +25,14 @@ class Probe(object):
         self.interval = interval
         self._proc = None
         self._replies = set()
+        self._times = {}          # sequence number -> time.monotonic() of its reply
+        self._started = 0.0
         self._last_reply = 0.0
         self._reader = None
 
     def start(self):
         argv = ["ping", "-n", "-i", str(self.interval), "-W", "1", "-I", self.source, self.destination]
+        self._started = time.monotonic()
         self._proc = self.vnf.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True)
         self._reader = threading.Thread(target=self._read, name="probe-" + self.label, daemon=True)
         self._reader.start()
@@ -35,15 +42,17 @@ class Probe(object):
         for line in self._proc.stdout:
             m = _REPLY.search(line)
             if m:
-                self._replies.add(int(m.group(1)))
                 self._last_reply = time.monotonic()
+                self._times.setdefault(int(m.group(1)), self._last_reply)
+                self._replies.add(int(m.group(1)))
 
     def answering(self, within=1.0):
         """True when a reply came in the last ``within`` seconds."""
         return time.monotonic() - self._last_reply < within
 
     def stop(self):
-        """Stop and count: {"sent", "received", "lost", "lost_sequences"} (up to the last reply)."""
+        """Stop and count: {"sent", "received", "lost", "lost_sequences", "gaps", "started"} (up to
+        the last reply)."""
         if self._proc is not None and self._proc.poll() is None:
             self._proc.send_signal(signal.SIGINT)
             try:
@@ -56,7 +65,28 @@ class Probe(object):
         last = max(self._replies) if self._replies else 0
         lost = sorted(set(range(1, last + 1)) - self._replies)
         return {"label": self.label, "sent": last, "received": len(self._replies), "lost": len(lost),
-                "lost_sequences": _ranges(lost)}
+                "lost_sequences": _ranges(lost), "gaps": gaps(lost, dict(self._times), self._started),
+                "started": self._started}
+
+
+#: At most this many gaps are placed in time (the report stays small when a tunnel flaps).
+MAX_GAPS = 10
+
+
+def gaps(lost, times, started):
+    """[[from, to, packets]] per run of consecutive lost sequence numbers: the seconds since
+    ``started`` of the last reply before the run and of the first after it (None when there is
+    none: the run began with the probe)."""
+    out, run = [], []
+    for n in lost + [None]:
+        if run and (n is None or n != run[-1] + 1):
+            before, after = times.get(run[0] - 1), times.get(run[-1] + 1)
+            out.append([round(before - started, 2) if before is not None else None,
+                        round(after - started, 2) if after is not None else None, len(run)])
+            run = []
+        if n is not None:
+            run.append(n)
+    return out[:MAX_GAPS]
 
 
 def _ranges(numbers):
