@@ -5,7 +5,6 @@ contact the VNF and bring it and what the unit published back together, without 
 (which comes every five minutes) and without the operator running the action again."""
 import pytest
 from harness_helpers import peer_data
-from test_key_rotation import partner
 
 from vpnaas import unitstate
 
@@ -48,7 +47,7 @@ def test_a_key_rotated_in_place_by_an_interrupted_rotate_keys_is_published_by_th
 
 
 def test_the_temporary_device_of_an_interrupted_rotation_goes_at_the_next_hook(ready, vnf):
-    rel = ready.relate("vpn", "b/0", partner())
+    rel = ready.relate("vpn", "b/0", dict(peer_data(), **{"rotation-protocol": "1"}))
     interrupted(ready, "rotate-keys")
     assert "wr-vpn" in vnf.devices and "next-key" not in ready.published(rel)
     ready.harness.update_relation_data(rel, "b/0", {"unrelated": "x"})
