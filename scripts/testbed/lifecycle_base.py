@@ -98,7 +98,8 @@ def leftovers(tb, model, apps):
 
 # ---------------------------------------------------------------------- probes
 def start_probes(tb, rps):
-    return [probe.Probe(tb.vnfs[rp.provider], rp.service[rp.provider], rp.service[rp.requirer], rp.name).start()
+    return [probe.Probe(tb.vnfs[rp.provider], rp.service[rp.provider], rp.service[rp.requirer], rp.name,
+                        ends=(tb.vnfs[rp.provider], tb.vnfs[rp.requirer])).start()
             for rp in rps]
 
 

@@ -7,7 +7,10 @@ sequence number up to the last one answered that got no reply was lost (a packet
 when the probe stops is not counted either way). Each run of lost packets is also placed in time
 (``gaps``: from the last reply before it to the first after, seconds since the probe started; its
 ``started`` is a time.monotonic()), so that a loss can be put beside the operation's steps
-afterwards (a run whose report kept only counts could not be: docs/lifecycle.md). ``ping -i
+afterwards (a run whose report kept only counts could not be: docs/lifecycle.md). A probe that
+knows both ends of its tunnel (``ends``) also records, when it has heard nothing for a second,
+what both ends' WireGuard devices and routes are at that moment (``silences``, at most
+MAX_SILENCES, never a private key): the state that causes a loss, taken while it lasts. ``ping -i
 0.01`` needs root, as the testbed does.
 """
 import re
@@ -20,9 +23,11 @@ _REPLY = re.compile(r"icmp_seq=(\d+)")
 
 
 class Probe(object):
-    def __init__(self, vnf, source, destination, label, interval=0.01):
+    def __init__(self, vnf, source, destination, label, interval=0.01, ends=()):
         self.vnf, self.source, self.destination, self.label = vnf, source, destination, label
         self.interval = interval
+        self.ends = list(ends)    # the Vnfs at both ends: their state is taken while the probe hears nothing
+        self._silences = []
         self._proc = None
         self._replies = set()
         self._times = {}          # sequence number -> time.monotonic() of its reply
@@ -36,7 +41,28 @@ class Probe(object):
         self._proc = self.vnf.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True)
         self._reader = threading.Thread(target=self._read, name="probe-" + self.label, daemon=True)
         self._reader.start()
+        if self.ends:
+            threading.Thread(target=self._watch, name="probe-watch-" + self.label, daemon=True).start()
         return self
+
+    def _watch(self):
+        """While the probe runs: once per silence (no reply for SILENCE s after one came), both
+        ends' state, at most MAX_SILENCES times."""
+        silent = False
+        while self._proc.poll() is None and len(self._silences) < MAX_SILENCES:
+            time.sleep(SILENCE / 4)
+            quiet = self._last_reply > 0 and not self.answering(SILENCE)
+            if quiet and not silent:
+                at = time.monotonic()
+                state = {}
+                for vnf in self.ends:
+                    try:
+                        state[str(vnf.name)] = tunnel_state(vnf)
+                    except Exception as e:  # noqa: BLE001 - a diagnosis must never fail the probe
+                        state[str(vnf.name)] = "unreadable: {}".format(e)
+                self._silences.append({"at": round(at - self._started, 2),
+                                       "since": round(self._last_reply - self._started, 2), "state": state})
+            silent = quiet
 
     def _read(self):
         for line in self._proc.stdout:
@@ -66,11 +92,33 @@ class Probe(object):
         lost = sorted(set(range(1, last + 1)) - self._replies)
         return {"label": self.label, "sent": last, "received": len(self._replies), "lost": len(lost),
                 "lost_sequences": _ranges(lost), "gaps": gaps(lost, dict(self._times), self._started),
-                "started": self._started}
+                "silences": list(self._silences), "started": self._started}
 
 
 #: At most this many gaps are placed in time (the report stays small when a tunnel flaps).
 MAX_GAPS = 10
+#: Seconds without a reply after which a probe with ``ends`` takes their state; at most this
+#: many times per probe.
+SILENCE, MAX_SILENCES = 1.0, 3
+
+
+def tunnel_state(vnf):
+    """A VNF's WireGuard devices (public key, port, each peer's key, endpoint, allowed IPs, last
+    handshake) and the charms' routes, as text: what decides where a packet goes. Read per device
+    through ``wg_show`` (which asks a userspace daemon only once its socket listens), and never the
+    dump's first line, which holds the private key."""
+    lines = []
+    for dev in sorted(vnf.exec(["ip", "-o", "link", "show"], check=False).stdout.split("\n")):
+        name = dev.split(":")[1].strip().split("@")[0] if dev.count(":") >= 2 else ""
+        if not name.startswith(("wg-", "wr-")):
+            continue
+        dump = vnf.wg_show(name, "dump").splitlines()
+        lines.append("{} public-key {}".format(name, vnf.wg_show(name, "public-key").strip()))
+        lines.append("{} listen-port {}".format(name, vnf.wg_show(name, "listen-port").strip()))
+        lines += ["{} peer {}".format(name, " ".join(line.split("\t")[:1] + line.split("\t")[2:5]))
+                  for line in dump[1:]]
+    lines += vnf.exec(["ip", "-o", "route", "show", "proto", "148"], check=False).stdout.splitlines()
+    return "\n".join(lines)
 
 
 def gaps(lost, times, started):
