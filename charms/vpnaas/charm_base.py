@@ -236,11 +236,10 @@ class VpnaasCharm(CharmBase):
         return hashlib.sha256(text.encode()).hexdigest()
 
     def _config_is_new(self) -> bool:
-        """True unless the last SSH session already ran with exactly this config and key. Juju
-        hands a hook the current config, so a relation hook that runs between ``juju config``
-        and its config-changed (a busy unit: OSM configures the VNFs while their relations'
-        hooks run) has already made the VNF match it; checking it again seconds later is an
-        SSH session for nothing. update-status stays the periodic check."""
+        """True unless the last SSH session already ran with exactly this config and key. Juju hands a
+        hook the current config, so a relation hook that runs between ``juju config`` and its
+        config-changed (a busy unit: OSM configures the VNFs while their relations' hooks run) has
+        already made the VNF match it: checking it again seconds later is an SSH session for nothing."""
         return self._config_digest() != self._stored.session_config
 
     def reconcile(self, force: bool = False, rotate: Iterable[str] = (), restart: bool = False,
@@ -268,8 +267,6 @@ class VpnaasCharm(CharmBase):
             raise ReconcileFailed("no SSH credentials")
         keys = json.loads(self._stored.public_keys)
         options = {"rotate": list(rotate), "restart": restart, "fresh_next": list(fresh_next)}
-        # A run that stepped the VNF and died before its commit (an agent restart) left the VNF
-        # with what no stored state knows and nobody was told: contact it whatever the plan.
         if (not force and not any(options.values()) and plan.fingerprint() == self._stored.applied
                 and not self.workload.wants_session(plan) and not unitstate.vnf_unconfirmed(self.state_dir)):
             if not self.tunnels.published(plan, keys):
@@ -442,10 +439,9 @@ class Outcome(object):
 
 
 def main(charm_class: Any) -> None:
-    """Run ``charm_class`` for this hook with ops, then let the relation cache this run wrote
-    become the cache (``relation_cache``) and its finished session confirm the VNF
-    (``unitstate.confirm_vnf``): only now, when ops has committed the charm's stored state. A run
-    that raises, or is killed before, leaves its pending copies unused."""
+    """Run ``charm_class`` for this hook with ops, then let this run's relation cache become the
+    cache and its finished session confirm the VNF (``unitstate``): only now, when ops has
+    committed the charm's stored state. A run that raises or is killed leaves both unused."""
     from ops.main import main as ops_main
 
     ops_main(charm_class)
