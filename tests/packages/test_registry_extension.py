@@ -39,18 +39,6 @@ PROBE_CHARM = {
         """,
     "charms/probe/config.yaml": "options: {}\n",
     "charms/probe/actions.yaml": "{}\n",
-    "charms/probe/src/charm.py": """\
-        #!/usr/bin/env python3
-        from vpnaas.charm_base import VpnaasCharm, main
-
-
-        class ProbeCharm(VpnaasCharm):
-            pass
-
-
-        if __name__ == "__main__":
-            main(ProbeCharm)
-        """,
 }
 
 PROBE_TEST = '''\
