@@ -40,6 +40,9 @@ class ReferencePoint(NamedTuple):
     #: ``user`` for a user-plane reference point (subscribers' traffic: GTP-U), else ``control``:
     #: a tunnel of the user plane that is down is a critical alert (monitoring/, docs/metrics.md).
     plane: str = "control"
+    #: The side that is the client of the measurements (iperf3 -c, ping: make deploy's measure,
+    #: the testbed): ``requirer`` unless the registry says ``provider``.
+    client: str = "requirer"
 
     @property
     def label(self) -> str:
@@ -181,8 +184,11 @@ def _reference_point(name: str, r: Dict[str, Any], components: Dict[str, Compone
     plane = r.get("plane", "control")
     if plane not in PLANES:
         raise RegistryError("reference point {}: plane must be one of {}".format(name, ", ".join(PLANES)))
+    client = r.get("client", "requirer")
+    if client not in ("provider", "requirer"):
+        raise RegistryError("reference point {}: client must be provider or requirer".format(name))
     return ReferencePoint(name, r["provider"], r["requirer"], port, str(tunnel), service, str(r.get("carries") or ""),
-                          labelled, plane)
+                          labelled, plane, client)
 
 
 _CACHE: Dict[str, Registry] = {}

@@ -78,6 +78,7 @@ def test_descriptions_resolve_to_objects_of_the_shared_package():
     ({"reference_points__abcdefghijklm__provider": "mme"}, "1-12 lower-case letters"),
     ({"components__hss__workload": "cn5g"}, "component hss: unknown workload 'cn5g'"),
     ({"components__mme__describe": "oai_hss.COMPONENT"}, "oai_hss is not one of its modules"),
+    ({"reference_points__s6a__client": "hss"}, "reference point s6a: client must be provider or requirer"),
 ])
 def test_a_broken_entry_is_named(changes, message):
     with pytest.raises((registry.RegistryError, ValueError), match=message):
@@ -101,3 +102,23 @@ def test_a_document_that_is_no_mapping_is_refused():
 def test_a_missing_or_malformed_field_is_a_registry_error(changes, message):
     with pytest.raises(registry.RegistryError, match=message):
         parsed(**changes)
+
+
+def test_the_user_plane_and_the_measurement_client_are_the_registry_fields(monkeypatch):
+    """implchoice's userplane group, the UE stand-in and make deploy's measure read ``plane`` and
+    ``client``; a reference point added with them is taken up with no change of theirs."""
+    from deploy import measure
+    from testbed import implchoice
+
+    reg = parsed(reference_points__x9__provider="mme", reference_points__x9__requirer="enb",
+                 reference_points__x9__listen_port=51898, reference_points__x9__tunnel_network="10.250.98.0/30",
+                 reference_points__x9__carries="GTP-U but control", reference_points__x9__plane="control",
+                 reference_points__x9__client="provider")
+    monkeypatch.setattr(registry, "load", lambda path=registry.PATH: reg)
+    assert not implchoice.is_user_plane("x9") and implchoice.is_user_plane("s1u")
+
+    class Tunnel:
+        refpoint, provider, requirer = "x9", "mme", "enb"
+    assert measure.plan(Tunnel, {}, {}, False)["client"] == "mme"
+    Tunnel.refpoint = "s11"
+    assert measure.plan(Tunnel, {}, {}, False)["client"] == "enb"
