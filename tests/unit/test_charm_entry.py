@@ -70,3 +70,28 @@ def test_a_description_outside_the_components_modules_is_a_registry_error():
     doc["components"]["hss"]["ue"] = "oai_ue.UE"
     with pytest.raises(registry.RegistryError, match="component hss: ue oai_ue is not one of its modules"):
         registry.parse(doc)
+
+
+def test_the_listen_port_reaches_the_charm_by_its_option_only():
+    """One route: the build writes the registry's port as the option's default; no module the
+    charm runs asks the registry for it (refpoints.default_port)."""
+    import ast
+
+    from bundle import charmspec
+    from vpnaas import refpoints
+
+    package = os.path.join(CHARMS_DIR, "vpnaas")
+    readers = []
+    for name in sorted(os.listdir(package)):
+        if name.endswith(".py") and name not in ("refpoints.py", "registry.py"):
+            with open(os.path.join(package, name)) as f:
+                tree = ast.parse(f.read())
+            used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+            used |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+            if "default_port" in used:
+                readers.append(name)
+    assert readers == []
+    for name, rp in registry.load().reference_points.items():
+        spec = charmspec.charm_spec(rp.provider)
+        default = spec["config"]["options"][name + "-listen-port"]["default"]
+        assert default == rp.listen_port == refpoints.default_port(name)

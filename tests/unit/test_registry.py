@@ -110,3 +110,42 @@ def test_the_user_plane_and_the_measurement_client_are_the_registry_fields(monke
     assert measure.plan(Tunnel, {}, {}, False)["client"] == "mme"
     Tunnel.refpoint = "s11"
     assert measure.plan(Tunnel, {}, {}, False)["client"] == "enb"
+
+
+#: The calls of the OAI modules that name a reference point, and where in their arguments.
+RP_ARGUMENT = {"own_address": 1, "address_of": 1, "peer_address": 2, "sbi": 0}
+
+
+def test_the_oai_modules_name_only_their_components_reference_points():
+    """An OAI module names a reference point where its NF's configuration binds to it or reaches a
+    peer over it: each name is one of the registry's that the component is an end of (a renamed
+    or removed reference point fails here, not on a VNF). Its own addresses are the registry's
+    list (oai_cn5g.Cn5gComponent.own_addresses)."""
+    import ast
+    import os
+
+    reg = registry.load()
+    ends = {}       # module -> the reference points of the components it describes
+    for comp in reg.components.values():
+        if comp.describe:
+            ends.setdefault(comp.describe.partition(".")[0], set()).update(
+                rp.name for rp in reg.endpoints_of(comp.name))
+    checked = 0
+    for module, its in sorted(ends.items()):
+        path = os.path.join(os.path.dirname(registry.PATH), module + ".py")
+        with open(path) as f:
+            text = f.read()
+        named = []
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+                at = RP_ARGUMENT.get(name)
+                if at is not None and len(node.args) > at and isinstance(node.args[at], ast.Constant):
+                    named.append(node.args[at].value)
+            elif isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == ["interfaces"]:
+                named += [e.value for e in node.value.elts]
+        assert set(named) <= its, (module, sorted(set(named) - its))
+        checked += len(named)
+        if module in ("oai_amf", "oai_smf", "oai_upf"):
+            assert "def own_addresses" not in text, module
+    assert checked > 20
