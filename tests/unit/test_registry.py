@@ -99,7 +99,7 @@ def test_the_user_plane_and_the_measurement_client_are_the_registry_fields(monke
     from testbed import implchoice
 
     reg = parsed(reference_points__x9__provider="mme", reference_points__x9__requirer="enb",
-                 reference_points__x9__listen_port=51898, reference_points__x9__tunnel_network="10.250.98.0/30",
+                 reference_points__x9__listen_port=61898, reference_points__x9__tunnel_network="10.251.98.0/30",
                  reference_points__x9__carries="GTP-U but control", reference_points__x9__plane="control",
                  reference_points__x9__client="provider")
     monkeypatch.setattr(registry, "load", lambda path=registry.PATH: reg)
