@@ -45,9 +45,11 @@ def test_vnf_profile_vnfd_id_must_be_listed(bundle):
 
 
 def test_vnfd_id_must_be_a_vnfd_of_the_bundle(bundle):
-    find(bundle, "nsd", "oai-eps-wg").body["vnfd-id"].append("oai-ue")
+    members = find(bundle, "nsd", "oai-eps-wg").body["vnfd-id"]
+    members.append("oai-ue")
     assert_problem(
-        problems_of(bundle), EPS_WG, "nsd.nsd[0].vnfd-id[5]", "'oai-ue' is not a VNFD of the bundle"
+        problems_of(bundle), EPS_WG, "nsd.nsd[0].vnfd-id[{}]".format(len(members) - 1),
+        "'oai-ue' is not a VNFD of the bundle"
     )
 
 
