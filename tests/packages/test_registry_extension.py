@@ -42,8 +42,8 @@ MEMBERS_AFTER = "  eps: [hss, mme, spgwc, spgwu, enb, probe]\n"
 #: Every file the additions touch (measured here; docs/architecture.md states these numbers): the
 #: component's folders, its registry entry, its membership line, its own test, and the pin file.
 TOUCHED = ["charms/probe/actions.yaml", "charms/probe/config.yaml", "charms/probe/metadata.yaml",
-           "charms/vpnaas/registry.yaml", "ns/variants.yaml", "tests/harness/test_probe.py", "tests/pins.yaml",
-           "vnf/probe/README.md", "vnf/probe/probe_vnfd.yaml"]
+           "charms/vpnaas/registry.yaml", "docs/figures.md", "ns/variants.yaml", "tests/harness/test_probe.py",
+           "tests/pins.yaml", "vnf/probe/README.md", "vnf/probe/probe_vnfd.yaml"]
 
 PROBE_CHARM = {
     "charms/probe/metadata.yaml": """\
@@ -112,7 +112,7 @@ def _probe_vnfd():
     text = yaml.safe_dump(doc).replace("hss", "probe").replace("HSS", "probe")
     vnfd = yaml.safe_load(text)
     body = vnfd["vnfd"]
-    body["id"] = body["product-name"] = "probe"      # a generic component's id: no oai- prefix
+    body["id"] = body["product-name"] = "probe-vnf"  # a generic component's id: no oai- prefix, not its VDU's
     body["ext-cpd"] = [c for c in body["ext-cpd"] if "mgmt" in c["id"]]
     body["vdu"][0]["int-cpd"] = [c for c in body["vdu"][0]["int-cpd"] if "mgmt" in c["id"]]
     body["vdu"][0].pop("cloud-init-file")
@@ -167,6 +167,19 @@ def _pin(copy):
             ns["tunnels"] += [rp for rp in ("x1", "x2") if ns["tunnels"]]
     with open(path, "w") as f:
         yaml.safe_dump(pins, f, sort_keys=False)
+
+
+def _figures(copy):
+    """docs/figures.md's counts of the build (checked against it): one charm and two VNF packages
+    (the component's and its -osm10 form) more."""
+    path = os.path.join(copy, "docs", "figures.md")
+    with open(path) as f:
+        text = f.read()
+    for label, more in (("charms (`make charms`)", 1), ("VNF packages (`make packages`)", 2)):
+        text = re.sub(r"(?m)^(\| {} \| )(\d+)( \|)".format(re.escape(label)),
+                      lambda m, more=more: "{}{}{}".format(m.group(1), int(m.group(2)) + more, m.group(3)), text)
+    with open(path, "w") as f:
+        f.write(text)
 
 
 def _extend(copy):
@@ -226,6 +239,7 @@ def extended(tmp_path_factory, charm_dependencies):
     _copy_project(copy)
     _extend(copy)
     _pin(copy)
+    _figures(copy)
     with open(os.path.join(os.path.dirname(copy), "touched.json"), "w") as f:
         json.dump(_touched(copy), f)
     os.makedirs(os.path.join(copy, "build"))
@@ -258,6 +272,8 @@ def test_the_additions_touch_only_the_files_the_guide_names(extended):
         assert json.load(f) == TOUCHED
     assert "charms/probe/src/charm.py" not in TOUCHED       # a component has no code of its own
     assert len([t for t in TOUCHED if t.startswith(("charms/probe/", "vnf/probe/"))]) == 5
+    out = _run(extended, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n0", "tests/unit/test_figures.py")
+    assert re.search(r"\b\d+ passed\b", out.strip().splitlines()[-1]) and "failed" not in out, out[-3000:]
 
 
 def test_the_reference_point_between_existing_components_reaches_their_charms(extended):
@@ -289,7 +305,7 @@ def test_the_membership_line_puts_the_component_into_every_eps_ns(extended):
     out = _packages(extended)
     eps_wg = _nsd(out, "oai-eps-wg")
     shipped = descriptors.load_bundle().nsd("oai-eps-wg").body        # the project's, without the additions
-    assert eps_wg["vnfd-id"] == shipped["vnfd-id"] + ["probe"]
+    assert eps_wg["vnfd-id"] == shipped["vnfd-id"] + ["probe-vnf"]
     probe = next(p for p in eps_wg["df"][0]["vnf-profile"] if p["id"] == "probe")
     assert probe["virtual-link-connectivity"] == [{"virtual-link-profile-id": "mgmtnet", "constituent-cpd-id": [
         {"constituent-base-element-id": "probe", "constituent-cpd-id": "probe-mgmt-ext"}]}]
@@ -302,9 +318,9 @@ def test_the_membership_line_puts_the_component_into_every_eps_ns(extended):
     osm10 = _nsd(out, "oai-eps-wg-osm10")
     assert [e["id"] for r in osm10["ns-configuration"]["relation"] if r["name"] == "x1" for e in r["entities"]] == [
         "probe", "spgwu"]
-    assert "probe" in _nsd(out, "oai-eps")["vnfd-id"] and "ns-configuration" not in _nsd(out, "oai-eps")
+    assert "probe-vnf" in _nsd(out, "oai-eps")["vnfd-id"] and "ns-configuration" not in _nsd(out, "oai-eps")
     sa_wg = _nsd(out, "oai-sa-wg")
-    assert "probe" not in sa_wg["vnfd-id"] and {"x1", "x2"}.isdisjoint(
+    assert "probe-vnf" not in sa_wg["vnfd-id"] and {"x1", "x2"}.isdisjoint(
         r["name"] for r in sa_wg["ns-configuration"]["relation"])
 
 
@@ -334,8 +350,8 @@ def test_the_extended_bundle_validates_and_packages_the_new_vnf(extended):
     out = _packages(extended)
     with open(os.path.join(out, "catalog.json")) as f:
         catalog = json.load(f)
-    assert [v["package"] for v in catalog["vnf"] if v["id"] == "probe"] == ["probe_vnf.tar.gz"]
-    assert os.path.isdir(os.path.join(out, "probe_vnf"))
+    assert [v["package"] for v in catalog["vnf"] if v["id"] == "probe-vnf"] == ["probe-vnf_vnf.tar.gz"]
+    assert os.path.isdir(os.path.join(out, "probe-vnf_vnf"))
 
 
 def test_the_new_components_own_test_passes_in_the_copy(extended):
