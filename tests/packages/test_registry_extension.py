@@ -36,9 +36,9 @@ REGISTRY_ADDITIONS = {
     "components": {"probe": {"workload": "generic", "modules": [], "vnfd": "vnf/probe/probe_vnfd.yaml"}},
 }
 
-#: The membership line: the EPS's, with the probe appended (ns/variants.yaml).
-MEMBERS_BEFORE = "  eps: [hss, mme, spgwc, spgwu, enb]\n"
-MEMBERS_AFTER = "  eps: [hss, mme, spgwc, spgwu, enb, probe]\n"
+#: The membership line: the EPS's (ns/variants.yaml ``members``), with this component appended.
+MEMBERS_LINE = re.compile(r"(?m)^(  eps: \[[^\]\n]*)\]$")
+NEW_MEMBER = "probe"
 #: Every file the additions touch (measured here; docs/architecture.md states these numbers): the
 #: component's folders, its registry entry, its membership line, its own test, and the pin file.
 TOUCHED = ["charms/probe/actions.yaml", "charms/probe/config.yaml", "charms/probe/metadata.yaml",
@@ -186,9 +186,9 @@ def _extend(copy):
     variants = os.path.join(copy, "ns", "variants.yaml")
     with open(variants) as f:
         text = f.read()
-    assert text.count(MEMBERS_BEFORE) == 1
+    assert len(MEMBERS_LINE.findall(text)) == 1
     with open(variants, "w") as f:
-        f.write(text.replace(MEMBERS_BEFORE, MEMBERS_AFTER))
+        f.write(MEMBERS_LINE.sub(lambda m: "{}, {}]".format(m.group(1), NEW_MEMBER), text))
     path = os.path.join(copy, "charms", "vpnaas", "registry.yaml")
     with open(path) as f:
         doc = yaml.safe_load(f)
