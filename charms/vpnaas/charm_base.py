@@ -20,6 +20,7 @@ from ops.charm import (
     RelationBrokenEvent,
     RelationChangedEvent,
     RelationCreatedEvent,
+    RelationEvent,
     RelationJoinedEvent,
 )
 from ops.framework import StoredState
@@ -27,10 +28,12 @@ from ops.model import BlockedStatus, MaintenanceStatus, StatusBase, WaitingStatu
 
 from vpnaas import (
     dataplane,
+    hookclock,
     model,
     policy,
     relation_cache,
     relation_data,
+    relation_memory,
     remote,
     rotation,
     ssh,
@@ -38,17 +41,19 @@ from vpnaas import (
     unitstate,
     validation,
     vnfscript,
+    vnfsession,
     wgconfig,
 )
 from vpnaas import plan as planning
 from vpnaas.facts import Facts
+from vpnaas.hookclock import CLOCK
 from vpnaas.proxy_actions import ProxyActions
-from vpnaas.tunnel_relation import TunnelRelations, tunnel_endpoints
+from vpnaas.tunnel_relation import EVERY_UNIT, TunnelRelations, tunnel_endpoints
 from vpnaas.workload import Workload
 
 logger = logging.getLogger(__name__)
 
-REMOTE_TIMEOUT = 120
+REMOTE_TIMEOUT = vnfsession.REMOTE_TIMEOUT
 #: The log lines of every SSH session the charm opens on its own (the bench counts them against
 #: the VNF's sshd logins): one per reconcile that contacts the VNF, one per credential check.
 RECONCILE_SESSION = "reconcile: ssh session to"
@@ -59,9 +64,6 @@ RECONCILE_SESSION = "reconcile: ssh session to"
 _FORCING_EVENTS = ("update_status", "upgrade_charm", "start")
 #: The relation hooks that may find nothing to do (relation_cache), by their kind there.
 _ARRIVING = ((RelationCreatedEvent, "created"), (RelationJoinedEvent, "joined"), (RelationChangedEvent, "changed"))
-#: Tunnel steps one session may send while the VNF keeps reporting other facts than the plan was
-#: made with (the first contact needs two: learn the facts, then apply).
-FACTS_ATTEMPTS = 3
 #: What the planning and the step builder may raise on values that passed the grammar but do not
 #: fit (a step over its size bound, a value the renderer refuses): a Blocked status, never a hook
 #: that fails and is retried for ever.
@@ -90,8 +92,13 @@ class VpnaasCharm(CharmBase):
         self.hook_time, self._rotation_expires = time.time(), None  # type: float, Optional[float]
         self.workload = self.workload_type(self)
         self.endpoints = tunnel_endpoints(self.meta)
-        self.tunnels = TunnelRelations(self.model, self.endpoints, wants_peer_keys=self.workload.waits_for_tunnels)
         self.state_dir = unitstate.unit_state_dir(str(self.charm_dir))
+        #: What earlier hooks read and wrote on the tunnel relations (relation_memory): saved when
+        #: ops commits this run (a run that fails leaves the memory of the run before).
+        self.memory = relation_memory.load(self.state_dir)
+        self.tunnels = TunnelRelations(self.model, self.endpoints, wants_peer_keys=self.workload.waits_for_tunnels,
+                                       memory=self.memory)
+        self.framework.observe(self.framework.on.pre_commit, self._on_pre_commit)
         # Left by a run that did not end normally (its state was never committed): never a cache.
         relation_cache.discard_pending(self.state_dir)
         unitstate.discard_vnf_confirmation(self.state_dir)
@@ -122,11 +129,13 @@ class VpnaasCharm(CharmBase):
     def build_plan(self, manual_peers: Optional[model.ManualPeers] = None) -> model.Plan:
         """The plan from config, relation data (without a relation being broken in this hook),
         the manual peers and what this very VNF reported about itself last time."""
-        plan = planning.build_plan(dict(self.config), self.endpoints, self.tunnels.snapshot(),
-                                   self._manual_peers() if manual_peers is None else manual_peers,
-                                   facts=self._known_facts(), incumbents=json.loads(self._stored.claims),
-                                   own_keys=set(json.loads(self._stored.public_keys).values()), own=self.own_rotation())
-        plan.errors += dataplane.plan_errors(plan, self.programs)
+        with CLOCK.phase("plan"):
+            plan = planning.build_plan(dict(self.config), self.endpoints, self.tunnels.snapshot(),
+                                       self._manual_peers() if manual_peers is None else manual_peers,
+                                       facts=self.known_facts(), incumbents=json.loads(self._stored.claims),
+                                       own_keys=set(json.loads(self._stored.public_keys).values()),
+                                       own=self.own_rotation(), memo=self.memory.admission)
+            plan.errors += dataplane.plan_errors(plan, self.programs)
         return plan
 
     @property
@@ -159,18 +168,23 @@ class VpnaasCharm(CharmBase):
             return {"host": host, "hostkey": ""}
         return {"host": host, "hostkey": self.keystore.pinned(name, port) if name else ""}
 
-    def _known_facts(self) -> Optional[Facts]:
+    def known_facts(self) -> Optional[Facts]:
         stored = json.loads(self._stored.facts)
         identity = self._vnf_identity()
         if any(stored.get(k) != v for k, v in identity.items()):
             return None
         return Facts.from_dict(stored.get("facts"))
 
-    def _remember_facts(self, facts: Facts) -> None:
+    def remember_facts(self, facts: Facts) -> None:
         self._stored.facts = json.dumps(dict(self._vnf_identity(), facts=facts.as_dict()), sort_keys=True)
 
     # ------------------------------------------------------------------ reconcile
     def _on_event(self, event: Any) -> None:
+        with CLOCK.phase("charm"):
+            self._handle(event)
+
+    def _handle(self, event: Any) -> None:
+        self.tunnels.begin_run()
         if self._nothing_to_do(event):
             return  # no VNF yet, or one relation's unchanged data: not worth reading all k relations
         kind = event.handle.kind
@@ -178,11 +192,28 @@ class VpnaasCharm(CharmBase):
         # ops 1.5.4 still lists a relation in its own relation-broken hook (and Juju refuses
         # writes to it): it is left out of the plan and of publishing for this hook.
         self.tunnels.breaking = event.relation.id if isinstance(event, RelationBrokenEvent) else None
+        # A relation hook reads its own remote unit; the others' data is what the memory kept
+        # (Juju refreshes only that unit's settings: relation_memory). The checks of the VNF
+        # read back everything this unit published too.
+        if isinstance(event, RelationEvent):
+            self.tunnels.fresh = (event.relation.id, event.unit.name if event.unit is not None else None)
+        self.tunnels.check_own = "all" if kind in _FORCING_EVENTS else "written"
         try:
             self.reconcile(force=force)
-            self._remember_relations()
+            with CLOCK.phase("relation_cache"):
+                self._remember_relations()
         except ReconcileFailed:
             pass  # status already says what is wrong; the next event retries
+        finally:
+            self.tunnels.fresh, self.tunnels.check_own = EVERY_UNIT, "written"
+
+    def _on_pre_commit(self, _event: Any) -> None:
+        """ops is about to commit this run's state: the relation memory goes with it."""
+        try:
+            self.memory.save(self.state_dir)
+        except OSError as e:
+            relation_memory.forget(self.state_dir)      # no memory is safe; a stale one would not be
+            logger.warning("the relation memory was not saved: %s", e)
 
     # ------------------------------------------------------------------ relation cache
     def cache_fields(self) -> List[str]:
@@ -204,20 +235,21 @@ class VpnaasCharm(CharmBase):
         if state["applied"] != self._stored.applied:
             state = dict(state, applied="")     # taken for another plan: only the no-VNF rule holds
         unit = event.unit
+        relations = {rel.id: rel for ep in self.endpoints for rel in self.model.relations[ep.name]}
         return relation_cache.nothing_to_do(state, kind, event.relation.name, event.relation.id,
                                             unit.name if unit is not None else None,
                                             lambda: event.relation.data[unit], lambda: self.config.get("ssh-hostname"),
-                                            lambda: event.relation.data[self.unit])
+                                            lambda rid: relations[rid].data[self.unit] if rid in relations else None)
 
     def _remember_relations(self) -> None:
-        """After a reconcile that did not fail: the digests of every remote unit's data as it
-        read them, for the plan the VNF holds now."""
-        rels = [rel for ep in self.endpoints for rel in self.tunnels.live(ep.name)]
-        bags = {relation_cache.slot(rel.id, unit.name): rel.data[unit] for rel in rels for unit in rel.units}
-        own = {rel.id: rel.data[self.unit] for rel in rels}
+        """After a reconcile that did not fail: the digests of every remote unit's data as the plan
+        took it (relation_memory), and of what this unit asked Juju to hold on each relation, for
+        the plan the VNF holds now."""
+        fields = self.cache_fields()
         relation_cache.save(self.state_dir, relation_cache.make(
-            (ep.name for ep in self.endpoints), self.cache_fields(), self._stored.applied, bags,
-            relation_data.PUBLISHED, own, until=self._rotation_expires))
+            (ep.name for ep in self.endpoints), fields, self._stored.applied, {}, relation_data.PUBLISHED,
+            until=self._rotation_expires, digests=self.memory.gate_digests(fields),
+            own_digests=self.tunnels.own_digests(), written=self.memory.written))
 
     def _set_applied(self, fingerprint: str) -> None:
         """Record the fingerprint of the plan the VNF holds ("": unknown). The relation cache is
@@ -269,10 +301,11 @@ class VpnaasCharm(CharmBase):
         options = {"rotate": list(rotate), "restart": restart, "fresh_next": list(fresh_next)}
         if (not force and not any(options.values()) and plan.fingerprint() == self._stored.applied
                 and not self.workload.wants_session(plan) and not unitstate.vnf_unconfirmed(self.state_dir)):
-            if not self.tunnels.published(plan, keys):
-                # The VNF holds the plan, but Juju dropped what this unit published (a hook whose
-                # commit failed, or one that died): publish again, no session needed.
-                self.tunnels.publish(plan, keys)
+            with CLOCK.phase("publish"):
+                if not self.tunnels.published(plan, keys):
+                    # The VNF holds the plan, but Juju dropped what this unit published (a hook whose
+                    # commit failed, or one that died): publish again, no session needed.
+                    self.tunnels.publish(plan, keys)
             logger.debug("reconcile: plan unchanged, VNF not contacted")
             return plan, None
         target = self._ssh_target(plan)
@@ -281,8 +314,8 @@ class VpnaasCharm(CharmBase):
         logger.info("%s %s (%d device(s))", RECONCILE_SESSION, target.host, len(plan.devices))
         unitstate.mark_vnf_unconfirmed(self.state_dir)
         try:
-            with ssh.Session(target, self.keystore) as session:
-                plan, obs = self._apply(session, target, plan, options)
+            with vnfsession.login(target, self.keystore) as session:
+                plan, obs = vnfsession.apply(self, session, target, plan, options)
         except (ssh.SshError, remote.RemoteError) as e:
             self._set_applied("")
             self._stored.session_config = ""
@@ -297,8 +330,9 @@ class VpnaasCharm(CharmBase):
             self._set_applied("")
             self._blocked_by_config(plan)
         # A temporary device that failed offers no path: its key is not published (rotation.py).
-        self.tunnels.publish(plan, {d: k for d, k in obs.public_keys.items()
-                                    if d not in obs.failed or not d.startswith(rotation.TEMP_PREFIX)})
+        with CLOCK.phase("publish"):
+            self.tunnels.publish(plan, {d: k for d, k in obs.public_keys.items()
+                                        if d not in obs.failed or not d.startswith(rotation.TEMP_PREFIX)})
         self._set_applied(plan.fingerprint() if not (obs.failed or obs.refused) else "")
         self._stored.session_config = self._config_digest()
         self._stored.claims = json.dumps(policy.claims(plan))
@@ -316,68 +350,9 @@ class VpnaasCharm(CharmBase):
         self._set_status(BlockedStatus("config: " + "; ".join(plan.errors)))
         raise ReconcileFailed("; ".join(plan.errors))
 
-    def _apply(self, session: ssh.Session, target: ssh.Target, plan: model.Plan,
-               options: Dict[str, Any]) -> Tuple[model.Plan, remote.Observation]:
-        """Send the tunnel step for ``plan`` with the digest of the facts it was made with. The
-        VNF applies nothing when its facts differ (first contact, a VNF rebuilt at the same
-        address, a new gateway or address, a peer's endpoint name that resolves elsewhere): then
-        the plan is made again with what it reported, and sent again in the same login. A plan
-        that the VNF's facts make invalid (an operator's address on its management network) is
-        returned with its errors, nothing applied. A VNF that lacks a shipped program a device
-        needs (``NEED``) gets it on a second channel of the same login, then the step again
-        (dataplane.py)."""
-        installed: List[str] = []
-        for _ in range(FACTS_ATTEMPTS + len(dataplane.PROGRAMS)):
-            known = self._known_facts()
-            obs = self.run_vnf_step(session, target, self._tunnel_step(plan, known.digest if known else "", options))
-            self._remember_facts(obs.facts)
-            if obs.needs and not obs.facts_changed:
-                self._install_programs(session, target, obs.needs, installed)
-                continue
-            if not obs.facts_changed:
-                return plan, obs
-            plan = self.build_plan()
-            if plan.errors:
-                return plan, obs
-        raise ssh.SshError("the VNF reported other facts {} times in one session (its addresses are changing); "
-                           "retrying at the next event".format(FACTS_ATTEMPTS), transient=True)
-
-    def _install_programs(self, session: ssh.Session, target: ssh.Target, names: List[str],
-                          installed: List[str]) -> None:
-        """Send the programs the VNF asked for (``NEED``; dataplane.py), each at most once per
-        session: a VNF that asks again for what it just received cannot keep it (a full disk)."""
-        programs = self.programs
-        wanted = dataplane.needed(programs, names)
-        if wanted is None:
-            raise remote.RemoteError("the VNF asked for a program this charm does not ship: {}".format(
-                remote.scrub(" ".join(names))[:80]))
-        for program in wanted:
-            if program.name in installed:
-                raise remote.RemoteError("the VNF still lacks {} after it was installed (is {} writable?)".format(
-                    program.name, dataplane.VNF_DIR))
-            logger.info("installing %s %s on %s", program.name, program.version, target.host)
-            try:
-                dataplane.upload(session, target.username, program)
-            except dataplane.DataplaneError as e:
-                raise remote.RemoteError(str(e)) from None
-            installed.append(program.name)
-
-    def _tunnel_step(self, plan: model.Plan, digest: str, options: Dict[str, Any]) -> vnfscript.Step:
-        return remote.tunnel_step(plan, digest, component=lambda step: self.workload.step(plan, step),
-                                  programs=self.programs, **options)
-
     def run_vnf_step(self, session: ssh.Session, target: ssh.Target, step: vnfscript.Step) -> remote.Observation:
-        """Run one VNF-side step in an open session and read its report."""
-        rc, out, err = session.run(step.command(target.username, REMOTE_TIMEOUT - 10),
-                                   step.program().encode(), REMOTE_TIMEOUT)
-        if rc != 0 and "a password is required" in err:
-            raise remote.RemoteError("{} cannot run sudo without a password".format(target.username))
-        try:
-            return remote.parse_report(out, rc, err)
-        except remote.RemoteError:
-            if err.strip():
-                logger.warning("remote step stderr: %s", remote.scrub(err.strip()[-500:]))
-            raise
+        """Run one VNF-side step in an open session and read its report (vnfsession.run_step)."""
+        return vnfsession.run_step(session, target, step)
 
     # ------------------------------------------------------------------ removal
     def _on_teardown(self, event: Any) -> None:
@@ -420,6 +395,7 @@ class VpnaasCharm(CharmBase):
     def after_action(self, force: bool = True, **kwargs: Any) -> "Outcome":
         """Every action ends with a reconcile, which checks the VNF unless ``force`` is false;
         its outcome (plan, observation or None, error)."""
+        self.tunnels.begin_run()
         try:
             plan, obs = self.reconcile(force=force, **kwargs)
             return Outcome(plan, obs, "")
@@ -442,9 +418,14 @@ def main(charm_class: Any) -> None:
     """Run ``charm_class`` for this hook with ops, then let this run's relation cache become the
     cache and its finished session confirm the VNF (``unitstate``): only now, when ops has
     committed the charm's stored state. A run that raises or is killed leaves both unused."""
+    CLOCK.since_start("imports")
     from ops.main import main as ops_main
 
-    ops_main(charm_class)
+    # What ops does itself: the event restored (a relation-list per relation of its endpoint, in
+    # ops 1.5.4), the charm made, the handler called, the state committed.
+    with CLOCK.phase("ops"):
+        ops_main(charm_class)
     charm_dir = os.environ.get("JUJU_CHARM_DIR") or os.path.dirname(os.path.dirname(os.path.realpath(sys.argv[0])))
     relation_cache.promote(unitstate.unit_state_dir(charm_dir))
     unitstate.confirm_vnf(unitstate.unit_state_dir(charm_dir))
+    hookclock.dump()

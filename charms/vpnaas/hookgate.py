@@ -7,7 +7,7 @@ relation, and importing ops alone costs a tenth of a second or more. A hub relat
 runs about 3k relation hooks (created, joined, one changed per data change of each spoke), most
 of which can change nothing (``relation_cache``): through ops each costs O(k) hook-tool calls,
 O(k^2) in all, and the hub's hooks run one at a time. Here such a hook costs an interpreter
-start, at most three hook-tool calls and a small file read, whatever k is. No library offers a
+start, a few hook-tool calls and a small file read, whatever k is. No library offers a
 decision made before the framework starts; the decision itself is ``relation_cache``'s, the
 same function the charm applies inside ops.
 
@@ -80,7 +80,7 @@ def nothing_to_do(environ: Mapping[str, str]) -> bool:
     state = relation_cache.load(directory)
     return relation_cache.nothing_to_do(state, hook.group(2), hook.group(1), relation_id, unit or None,
                                         lambda: _databag(relation_id, unit), _ssh_hostname,
-                                        lambda: _databag(relation_id, me))
+                                        lambda rid: _databag(rid, me))
 
 
 def main() -> int:

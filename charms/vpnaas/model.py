@@ -19,7 +19,8 @@ from vpnaas.validation import Interface, Network
 MANUAL = "manual"
 
 #: {endpoint: [{remote unit: databag}]}, one dict per relation
-Relations = Dict[str, List[Dict[str, Dict[str, str]]]]
+#: (the databag, or what relation_data.read made of it)
+Relations = Dict[str, List[Dict[str, Any]]]
 ManualPeers = Dict[str, List[Dict[str, Any]]]
 
 

@@ -6,25 +6,30 @@ match the plan.
 """
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
+from vpnaas import admission, policy, relation_data, rotation, validation
 from vpnaas import config as charm_config
-from vpnaas import policy, relation_data, rotation, validation
 from vpnaas.facts import Facts
+from vpnaas.hookclock import CLOCK
 from vpnaas.model import MANUAL, Device, ManualPeers, Peer, Plan, Relations, TunnelEndpoint
 
 
 def build_plan(config: Dict[str, Any], endpoints: List[TunnelEndpoint], relations: Relations,
                manual_peers: ManualPeers, facts: Optional[Facts] = None, incumbents: Iterable[str] = (),
-               own_keys: Iterable[str] = (), own: Optional[rotation.Own] = None) -> Plan:
+               own_keys: Iterable[str] = (), own: Optional[rotation.Own] = None,
+               memo: Optional[Dict[str, Any]] = None) -> Plan:
     """Compute the plan.
 
     config        -- charm config (dict)
     endpoints     -- TunnelEndpoint list
-    relations     -- {endpoint name: [{remote unit name: databag dict}, ...]} one dict per relation
+    relations     -- {endpoint name: [{remote unit name: databag dict or relation_data.Reading}, ...]}
+                     one dict per relation
     manual_peers  -- {endpoint name: [{"public-key", "endpoint", "allowed-ips"}]} from add-peer
     facts         -- facts.Facts the VNF reported (None: not known yet)
     incumbents    -- policy.claims() kept from the plan applied before
     own_keys      -- this VNF's own public keys
     own           -- this unit's key rotations and its devices' keys (rotation.Own)
+    memo          -- the route policy's memo of the last plan (admission.py: the same policy,
+                     computed incrementally; updated in place); None: the policy computed whole
     """
     plan = Plan()
     facts = facts or Facts()
@@ -60,22 +65,7 @@ def build_plan(config: Dict[str, Any], endpoints: List[TunnelEndpoint], relation
         dev = Device(ep.name, port, epc.address, cfg.mtu, cfg.keepalive, epc.service_addresses, epc.publish_host,
                      epc.allowance, epc.service_network, implementation=epc.implementation)
         related[dev.name] = [unit for units in rels for unit in units]
-        for units in rels:
-            for unit in sorted(units):
-                try:
-                    info = relation_data.decode(unit, units[unit])
-                except relation_data.Incomplete as e:
-                    dev.waiting.append(str(e))
-                    continue
-                except validation.InvalidValue as e:
-                    dev.problems.append("invalid data from {}: {}".format(unit, e))
-                    continue
-                allowed = info.allowed_ips()
-                dev.peers.append(Peer(info.public_key, validation.format_endpoint(*info.endpoint),
-                                      allowed, unit, tunnel=allowed[0], wants_peer_keys=info.wants_peer_keys,
-                                      rotation=info.rotation))
-            if not units:
-                dev.waiting.append("waiting for the remote unit to join")
+        _add_related_peers(dev, rels)
         for entry in manual:
             try:
                 dev.peers.append(_manual_peer(entry))
@@ -84,9 +74,44 @@ def build_plan(config: Dict[str, Any], endpoints: List[TunnelEndpoint], relation
         names.update(policy.endpoint_host(p.endpoint) for p in dev.peers)
         plan.devices.append(dev)
     plan.endpoint_names = sorted(n for n in names if n and not policy.is_ip(n))
-    policy.admit(plan, facts, incumbents, own_keys, related)
-    rotation.apply(plan, own or rotation.Own())
+    with CLOCK.phase("policy"):
+        if memo is None:
+            policy.admit(plan, facts, incumbents, own_keys, related)
+        else:
+            admission.admit(plan, facts, incumbents, own_keys, related, memo)
+    with CLOCK.phase("rotation"):
+        rotation.apply(plan, own or rotation.Own())
     return plan
+
+
+def _add_related_peers(dev: Device, rels: List[Dict[str, Any]]) -> None:
+    """The peers the related units published on ``dev``'s endpoint (one dict per relation), or
+    why they are not peers yet (waiting) or cannot be (problems)."""
+    for units in rels:
+        for unit in sorted(units):
+            reading = _reading(unit, units[unit])
+            if reading.incomplete:
+                dev.waiting.append(reading.incomplete)
+                continue
+            if reading.info is None:
+                dev.problems.append("invalid data from {}: {}".format(unit, reading.invalid))
+                continue
+            info = reading.info
+            allowed = info.allowed_ips()
+            dev.peers.append(Peer(info.public_key, validation.format_endpoint(*info.endpoint),
+                                  allowed, unit, tunnel=allowed[0], wants_peer_keys=info.wants_peer_keys,
+                                  rotation=info.rotation))
+        if not units:
+            dev.waiting.append("waiting for the remote unit to join")
+
+
+def _reading(unit: str, value: Any) -> relation_data.Reading:
+    """A remote unit's data as the plan takes it: already read (the unit's relation memory), or a
+    databag to decode now."""
+    if isinstance(value, relation_data.Reading):
+        return value
+    CLOCK.count("peers_validated")
+    return relation_data.read(unit, value)
 
 
 def _manual_peer(entry: Dict[str, Any]) -> Peer:

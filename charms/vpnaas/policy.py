@@ -212,55 +212,106 @@ def admit(plan: Plan, facts: Facts, incumbents: Iterable[str] = (), own_keys: It
 
     ``incumbents`` are the claims kept from before (``claims``); ``own_keys`` are this VNF's own
     public keys; ``related`` names, per device, the units related on its endpoint now (their
-    claims are retained while they are not admitted; None: nobody's)."""
+    claims are retained while they are not admitted; None: nobody's).
+
+    This is the policy's definition, computed whole; the charm computes the same incrementally
+    (admission.py: each peer judged once while its data and the VNF's do not change, conflicts
+    settled again only where a change can reach), and a test holds the two to the same answer."""
     held = set(incumbents)
     _admit_each(plan, facts, set(own_keys))
+    retained = retained_claims(plan, held, related)
+    _resolve(plan, [c for c in retained if c.kind == "key"], held, _key_claims, "its public key")
+    _resolve(plan, [c for c in retained if c.kind != "key"], held, _address_claims, "")
+    keep_routable(plan)
+
+
+def keep_routable(plan: Plan) -> None:
+    """The last step: a peer keeps its place only with prefixes left, its tunnel address among them."""
+    for dev in plan.devices:
+        dev.peers = [p for p in dev.peers if p.allowed_ips and (p.tunnel is None or p.tunnel in p.allowed_ips)]
+
+
+def retained_claims(plan: Plan, held: Set[str], related: Optional[Mapping[str, Iterable[str]]]) -> List["Claim"]:
+    """The kept claims of the units related now that are not admitted (``plan.retained`` is set)."""
     admitted = {(dev.name, peer.source) for dev in plan.devices for peer in dev.peers}
     related_now = {dev: set(units) for dev, units in (related or {}).items()}
     retained = [c for c in (parse_record(r) for r in sorted(held)) if c is not None and c.source != MANUAL
                 and (c.dev, c.source) not in admitted and c.source in related_now.get(c.dev, ())]
     plan.retained = sorted(c.record for c in retained)
-    _resolve(plan, [c for c in retained if c.kind == "key"], held, _key_claims, "its public key")
-    _resolve(plan, [c for c in retained if c.kind != "key"], held, _address_claims, "")
-    for dev in plan.devices:
-        dev.peers = [p for p in dev.peers if p.allowed_ips and (p.tunnel is None or p.tunnel in p.allowed_ips)]
+    return retained
+
+
+class Verdict(object):
+    """A peer judged on its own (``judge``): whether it stays, with which prefixes and endpoint
+    addresses, and what is said about it (in the device's problems, waiting, refused prefixes)."""
+    __slots__ = ("kept", "allowed", "hosts", "problems", "waiting", "refused")
+
+    def __init__(self) -> None:
+        self.kept = False
+        self.allowed: List[Network] = []
+        self.hosts: List[Network] = []
+        self.problems: List[str] = []
+        self.waiting: List[str] = []
+        self.refused: List[Tuple[str, str]] = []
+
+
+def own_forbidden(plan: Plan, facts: Facts) -> Forbidden:
+    """Everything of this VNF no peer prefix may overlap."""
+    return _own_forbidden(plan) + facts.forbidden()
+
+
+def judge(dev: Device, peer: Peer, forbidden: Forbidden, facts: Facts, own: Set[str]) -> Verdict:
+    """``peer`` of ``dev`` judged on its own: refused prefixes dropped, a peer that cannot be kept
+    dropped whole (its tunnel address or key refused, its endpoint unusable)."""
+    v = Verdict()
+    if peer.tunnel is not None and not _inside(peer.tunnel, dev.address.network):
+        v.problems.append("refused {} from {}: its tunnel address {} is outside {}'s tunnel network {}"
+                          .format(dev.name, peer.source, peer.tunnel.network_address, dev.name, dev.address.network))
+        return v
+    if own.intersection(keys_of(peer)):
+        v.problems.append("refused {} on {}: it announces this VNF's own key".format(peer.source, dev.name))
+        return v
+    hosts, unusable = endpoint_hosts(peer, facts)
+    if unusable:
+        if unusable.startswith("waiting"):
+            v.waiting.append("{}: {}".format(peer.source, unusable))
+        else:
+            v.problems.append("refused {} on {}: {}".format(peer.source, dev.name, unusable))
+        return v
+    probe = Peer(peer.public_key, peer.endpoint, peer.allowed_ips, peer.source, peer.tunnel)
+    probe.endpoint_hosts = hosts
+    refusals = [(p, prefix_refusal(dev, probe, p, forbidden, facts)) for p in peer.allowed_ips]
+    bad = [(p, why) for p, why in refusals if why]
+    for p, why in bad:
+        v.problems.append("refused {} from {} on {}: {}".format(p, peer.source, dev.name, why))
+        v.refused.append((peer.source, str(p)))
+    if peer.tunnel is not None and any(p == peer.tunnel for p, _ in bad):
+        return v
+    v.allowed = [p for p, why in refusals if not why]
+    v.hosts = hosts
+    v.kept = bool(v.allowed)
+    return v
+
+
+def apply_verdict(dev: Device, peer: Peer, v: Verdict) -> bool:
+    """Record ``v`` on ``dev`` and ``peer``; True when the peer stays."""
+    dev.problems += v.problems
+    dev.waiting += v.waiting
+    dev.refused_prefixes += v.refused
+    if v.kept:
+        peer.allowed_ips = list(v.allowed)
+        peer.endpoint_hosts = list(v.hosts)
+    return v.kept
 
 
 def _admit_each(plan: Plan, facts: Facts, own: Set[str]) -> None:
     """Each peer judged on its own: refused prefixes dropped, peers that cannot be kept dropped."""
-    forbidden = _own_forbidden(plan) + facts.forbidden()
+    forbidden = own_forbidden(plan, facts)
     for dev in plan.devices:
-        kept = []
-        for peer in dev.peers:
-            if peer.tunnel is not None and not _inside(peer.tunnel, dev.address.network):
-                dev.problems.append("refused {} from {}: its tunnel address {} is outside {}'s tunnel network {}"
-                                    .format(dev.name, peer.source, peer.tunnel.network_address, dev.name,
-                                            dev.address.network))
-                continue
-            if own.intersection(_keys(peer)):
-                dev.problems.append("refused {} on {}: it announces this VNF's own key".format(peer.source, dev.name))
-                continue
-            peer.endpoint_hosts, unusable = endpoint_hosts(peer, facts)
-            if unusable:
-                if unusable.startswith("waiting"):
-                    dev.waiting.append("{}: {}".format(peer.source, unusable))
-                else:
-                    dev.problems.append("refused {} on {}: {}".format(peer.source, dev.name, unusable))
-                continue
-            refusals = [(p, prefix_refusal(dev, peer, p, forbidden, facts)) for p in peer.allowed_ips]
-            bad = [(p, why) for p, why in refusals if why]
-            for p, why in bad:
-                dev.problems.append("refused {} from {} on {}: {}".format(p, peer.source, dev.name, why))
-                dev.refused_prefixes.append((peer.source, str(p)))
-            if peer.tunnel is not None and any(p == peer.tunnel for p, _ in bad):
-                continue
-            peer.allowed_ips = [p for p, why in refusals if not why]
-            if peer.allowed_ips:
-                kept.append(peer)
-        dev.peers = kept
+        dev.peers = [peer for peer in dev.peers if apply_verdict(dev, peer, judge(dev, peer, forbidden, facts, own))]
 
 
-def _keys(peer: Peer) -> List[str]:
+def keys_of(peer: Peer) -> List[str]:
     """A peer's public key, and the new key it rotates to (it holds both, on this whole VNF)."""
     nxt = peer.rotation.next_key if peer.rotation.protocol else ""
     return [peer.public_key] + ([nxt] if nxt and nxt != peer.public_key else [])
@@ -268,7 +319,7 @@ def _keys(peer: Peer) -> List[str]:
 
 def _key_claims(plan: Plan) -> List[Claim]:
     return [Claim(dev.name, peer.source, peer, "key", key) for dev in plan.devices for peer in dev.peers
-            for key in _keys(peer)]
+            for key in keys_of(peer)]
 
 
 def _address_claims(plan: Plan) -> List[Claim]:
@@ -380,7 +431,7 @@ def claims(plan: Plan) -> List[str]:
     out = set(plan.retained)
     for dev in plan.devices:
         for peer in dev.peers:
-            out.update("{}|{}|key:{}".format(dev.name, peer.source, key) for key in _keys(peer))
+            out.update("{}|{}|key:{}".format(dev.name, peer.source, key) for key in keys_of(peer))
             out.update("{}|{}|{}".format(dev.name, peer.source, p) for p in peer.allowed_ips)
             out.update("{}|{}|endpoint:{}".format(dev.name, peer.source, h.network_address)
                        for h in peer.endpoint_hosts)

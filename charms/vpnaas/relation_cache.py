@@ -25,7 +25,8 @@ charm's ``dispatch`` asks ``hookgate`` first, which decides with ``nothing_to_do
 ops is imported (ops 1.5.4 builds every relation of the endpoint to restore one event). The file
 holds the tunnel endpoints, the digested fields, the fingerprint of the plan the VNF held when
 the digests were taken (``applied``), one digest per relation and remote unit, and one digest per
-relation of what this unit itself published there (``own``).
+relation of what this unit itself published there (``own``), and the relations the last charm run
+wrote (``written``).
 
 It is only valid while three things hold, and each has its own guard:
 
@@ -37,9 +38,9 @@ It is only valid while three things hold, and each has its own guard:
   leaves its pending copy behind, which is never read and is removed by the next run;
 * Juju holds what this unit published: Juju flushes a hook's ``relation-set`` only when the hook
   succeeded and its commit reached the controller, and retries it otherwise. So a hook is
-  skipped only when this unit's own fields on that relation, as Juju hands them to the new hook,
-  still have the digest recorded with the cache; a dropped commit always reaches the charm,
-  which publishes again;
+  skipped only when this unit's own fields on that relation, and on every relation the last
+  charm run wrote, as Juju hands them to the new hook, still have the digests recorded with the
+  cache; a dropped commit always reaches the charm, which publishes again;
 * no rotation deadline of that plan has run out (``until``, a time.time(); rotation.py): a hook
   after it reaches the charm, which plans without the rotation whose time is up.
 
@@ -54,7 +55,7 @@ from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence
 
 from vpnaas import unitstate
 
-FORMAT = 2
+FORMAT = 3
 FILE_NAME = "relation-cache.json"
 PENDING_NAME = "relation-cache.pending.json"
 #: Relation hooks that may find nothing to do; departed and broken always reconcile.
@@ -63,10 +64,26 @@ ARRIVING = ("created", "joined", "changed")
 State = Dict[str, Any]
 
 
+def field_digest(value: Any) -> str:
+    """The digest of one field's value."""
+    return hashlib.sha256(json.dumps(value).encode()).hexdigest()[:32]
+
+
+def combine(digests: Mapping[str, str], fields: Sequence[str]) -> Optional[str]:
+    """One digest of ``fields`` made of their field digests (None when one of them is not known):
+    so the charm's relation memory, which keeps the field digests of every databag it read, gives
+    the digest over whichever fields matter without keeping the data (relation_memory)."""
+    picked = {}
+    for k in fields:
+        if k not in digests:
+            return None
+        picked[k] = digests[k]
+    return hashlib.sha256(json.dumps(picked, sort_keys=True).encode()).hexdigest()[:32]
+
+
 def digest(data: Mapping[str, Any], fields: Sequence[str]) -> str:
     """A short digest of ``fields`` of one databag (missing keys count as empty)."""
-    picked = dict((k, data.get(k, "")) for k in fields)
-    return hashlib.sha256(json.dumps(picked, sort_keys=True).encode()).hexdigest()[:32]
+    return combine({k: field_digest(data.get(k, "")) for k in fields}, fields) or ""
 
 
 def slot(relation_id: int, unit_name: str) -> str:
@@ -95,7 +112,8 @@ def load(directory: str) -> Optional[State]:
     if not (isinstance(state, dict) and state.get("format") == FORMAT and isinstance(state.get("applied"), str)
             and _strings(state.get("endpoints")) and _strings(state.get("fields"))
             and _strings(state.get("own_fields")) and _digests(state.get("digests"))
-            and _digests(state.get("own")) and isinstance(state.get("until", 0.0), (int, float))):
+            and _digests(state.get("own")) and _strings(state.get("written"))
+            and isinstance(state.get("until", 0.0), (int, float))):
         return None
     return state
 
@@ -106,14 +124,21 @@ def _digests(value: Any) -> bool:
 
 def make(endpoints: Iterable[str], fields: Sequence[str], applied: str,
          databags: Mapping[str, Mapping[str, Any]], own_fields: Sequence[str] = (),
-         own: Optional[Mapping[int, Mapping[str, Any]]] = None, until: Optional[float] = None) -> State:
-    """A cache of ``databags`` ({slot: remote unit's databag}) taken while the VNF held ``applied``,
-    with this unit's own databags as it published them ({relation id: databag}), valid until
+         own: Optional[Mapping[int, Mapping[str, Any]]] = None, until: Optional[float] = None,
+         digests: Optional[Mapping[str, str]] = None, own_digests: Optional[Mapping[str, str]] = None,
+         written: Iterable[str] = ()) -> State:
+    """A cache of ``databags`` ({slot: remote unit's databag}; or their ``digests`` over ``fields``)
+    taken while the VNF held ``applied``, with this unit's own databags as it published them
+    ({relation id: databag}; or their ``own_digests`` over ``own_fields``), the relations the
+    charm run wrote (``written``: a hook is skipped only once Juju holds those writes), valid until
     ``until`` (a time.time(); None: no deadline)."""
+    slots = {s: digest(bag, fields) for s, bag in databags.items()}
+    slots.update(digests or {})
+    mine = {str(rid): digest(bag, own_fields) for rid, bag in (own or {}).items()}
+    mine.update(own_digests or {})
     state: State = {"format": FORMAT, "applied": applied, "endpoints": sorted(endpoints), "fields": list(fields),
-                    "digests": {s: digest(bag, fields) for s, bag in databags.items()},
-                    "own_fields": list(own_fields),
-                    "own": {str(rid): digest(bag, own_fields) for rid, bag in (own or {}).items()}}
+                    "digests": slots, "own_fields": list(own_fields), "own": mine,
+                    "written": sorted(set(str(r) for r in written))}
     if until is not None:
         state["until"] = until
     return state
@@ -148,24 +173,40 @@ def forget(directory: str) -> None:
             pass
 
 
+#: The most relations whose last writes the gate reads back; after more (a unit that published on
+#: every relation: a new key), the charm does, once.
+MAX_WRITTEN = 4
+
+
 def nothing_to_do(state: Optional[State], kind: str, endpoint: str, relation_id: int, unit: Optional[str],
                   remote_data: Callable[[], Optional[Mapping[str, Any]]], ssh_hostname: Callable[[], Any],
-                  own_data: Callable[[], Optional[Mapping[str, Any]]] = lambda: None) -> bool:
+                  own_data: Callable[[int], Optional[Mapping[str, Any]]] = lambda rid: None) -> bool:
     """True when the relation hook ``kind`` (created, joined, changed ...) of ``endpoint`` can
     change nothing: a relation-changed whose remote ``unit``'s data (``remote_data()``, None if
-    unreadable) has the digest the cache holds while this unit's own data on the relation
-    (``own_data()``, as Juju holds it) has the digest recorded with it, or any arriving hook while
-    ``ssh_hostname()`` is empty. ``state`` is the loaded cache; without one nothing is skipped.
-    The callables are only called when needed (each may be a hook-tool call)."""
+    unreadable) has the digest the cache holds while this unit's own data (``own_data(rid)``, as
+    Juju holds it) has the digest recorded with it on the relation and on every relation the last
+    charm run wrote (a dropped commit lost those writes: the hook is run again, and must reach the
+    charm), or any arriving hook while ``ssh_hostname()`` is empty. ``state`` is the loaded cache;
+    without one nothing is skipped. The callables are only called when needed (each may be a
+    hook-tool call)."""
     if state is None or kind not in ARRIVING or endpoint not in state["endpoints"]:
         return False
     if kind == "changed" and unit and state["applied"] and time.time() < state.get("until", float("inf")):
         known = state["digests"].get(slot(relation_id, unit))
-        own = state["own"].get(str(relation_id))
-        if known is not None and own is not None:
-            data = remote_data()
-            if data is not None and known == digest(data, state["fields"]):
-                mine = own_data()
-                if mine is not None and own == digest(mine, state["own_fields"]):
-                    return True
+        data = remote_data() if known is not None else None
+        if data is not None and known == digest(data, state["fields"]) and _holds_own(state, relation_id, own_data):
+            return True
     return not ssh_hostname()
+
+
+def _holds_own(state: State, relation_id: int, own_data: Callable[[int], Optional[Mapping[str, Any]]]) -> bool:
+    """Juju holds what this unit published on ``relation_id`` and on every relation written last."""
+    rids = sorted({str(relation_id)} | set(state["written"]))
+    if len(rids) > MAX_WRITTEN + 1:
+        return False
+    for rid in rids:
+        recorded = state["own"].get(rid)
+        mine = own_data(int(rid)) if recorded is not None else None
+        if mine is None or recorded != digest(mine, state["own_fields"]):
+            return False
+    return True

@@ -3,6 +3,7 @@ decoded through the strict grammar (nothing from a related unit is trusted). The
 itself (the fields, who writes them, what they mean) is specified in tunnel_relation.py's
 docstring, and only there.
 """
+import ipaddress
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from vpnaas import ROTATION_PROTOCOL, SCHEMA_VERSION, validation
@@ -81,6 +82,64 @@ def decode(unit: str, data: Dict[str, str]) -> PeerInfo:
         wants_peer_keys=_flag(data.get(WANTS_PEER_KEYS, ""), "{} {}".format(unit, WANTS_PEER_KEYS)),
         rotation=_rotation(unit, data, endpoint[0]),
     )
+
+
+class Reading(object):
+    """What ``decode`` made of one remote unit's databag: its data, or why there is none
+    (``incomplete``: it has not published everything yet; ``invalid``: the grammar refused it).
+    A reading can be kept (``as_dict``) and restored (``from_dict``) without the databag: the
+    unit's relation memory keeps it across hooks, keyed by the digest of the databag it came from."""
+    __slots__ = ("unit", "info", "incomplete", "invalid")
+
+    def __init__(self, unit: str, info: Optional[PeerInfo] = None, incomplete: str = "", invalid: str = "") -> None:
+        self.unit, self.info, self.incomplete, self.invalid = unit, info, incomplete, invalid
+
+    def as_dict(self) -> Dict[str, Any]:
+        info = self.info
+        if info is None:
+            return {"incomplete": self.incomplete} if self.incomplete else {"invalid": self.invalid}
+        rot = info.rotation
+        return {"public-key": info.public_key, "endpoint": [info.endpoint[0], info.endpoint[1]],
+                "tunnel-address": str(info.tunnel_address),
+                "service-prefixes": [str(p) for p in info.service_prefixes], "wants-peer-keys": info.wants_peer_keys,
+                "rotation": {"protocol": rot.protocol, "next-key": rot.next_key, "next-endpoint": rot.next_endpoint,
+                             "next-peer-keys": sorted(rot.next_peer_keys), "peer-keys": sorted(rot.peer_keys)}}
+
+    @classmethod
+    def from_dict(cls, unit: str, doc: Any) -> "Reading":
+        """A kept reading, rebuilt; ValueError (KeyError, TypeError) when ``doc`` is not one that
+        ``as_dict`` wrote. The values were the grammar's output when kept: only their types are
+        rebuilt here (the memory is the unit's own state, and is dropped whole when it was made by
+        another grammar: relation_memory)."""
+        if not isinstance(doc, dict):
+            raise ValueError("not a reading")
+        for kind in ("incomplete", "invalid"):
+            if kind in doc:
+                if not isinstance(doc[kind], str):
+                    raise ValueError("not a reading")
+                return cls(unit, **{kind: doc[kind]})
+        host, port = doc["endpoint"]
+        rot = doc["rotation"]
+        strings = [doc["public-key"], host, rot["next-key"], rot["next-endpoint"]] + list(rot["next-peer-keys"]) \
+            + list(rot["peer-keys"])
+        if not all(isinstance(v, str) for v in strings) or not isinstance(port, int) or \
+                not all(isinstance(v, bool) for v in (doc["wants-peer-keys"], rot["protocol"])):
+            raise ValueError("not a reading")
+        return cls(unit, PeerInfo(
+            unit, doc["public-key"], (host, port), ipaddress.ip_interface(doc["tunnel-address"]),
+            [ipaddress.ip_network(p) for p in doc["service-prefixes"]], doc["wants-peer-keys"],
+            PeerRotation(rot["protocol"], rot["next-key"], rot["next-endpoint"], rot["next-peer-keys"],
+                         rot["peer-keys"])))
+
+
+def read(unit: str, data: Dict[str, str]) -> Reading:
+    """``decode``, with what it refused or misses as a value."""
+    try:
+        return Reading(unit, decode(unit, data))
+    except Incomplete as e:
+        return Reading(unit, incomplete=str(e))
+    except validation.InvalidValue as e:
+        return Reading(unit, invalid=str(e))
 
 
 def _rotation(unit: str, data: Dict[str, str], host: str) -> PeerRotation:

@@ -124,6 +124,8 @@ class Observation(object):
         self.dataplane: Dict[str, Tuple[str, str]] = {}
         #: shipped programs the VNF lacks: it applied nothing (dataplane.py)
         self.needs: List[str] = []
+        #: seconds per function of the step, when it was profiled (TIMING lines; hookclock.py)
+        self.timings: Dict[str, float] = {}
 
     def as_tunnels(self, plan: Plan) -> List[Dict[str, Any]]:
         """The tunnel-status document: one entry per planned device (a temporary one, while a key
@@ -154,7 +156,10 @@ MAX_REPORT_LINES = 65536
 MAX_FACTS = 4096
 #: The most allowed IPs of one peer read from ``wg show dump``.
 MAX_ALLOWED_IPS = 1024
+#: The most TIMING lines read (one per call of a profiled step).
+MAX_TIMINGS = 512
 _COUNTER = re.compile(r"[0-9]{1,20}")
+_TIMING = re.compile(r"([a-z_][a-z0-9_]{0,63}) ([0-9]{1,12}(?:\.[0-9]{1,9})?) ([0-9]{1,12}(?:\.[0-9]{1,9})?)")
 
 
 def short(text: str, limit: int) -> str:
@@ -237,6 +242,8 @@ def _observation(report: vnfscript.Report) -> Observation:
             obs.hostname = short(rest, 255)
         elif kind == "NOW":
             obs.now = _counter(rest, "time")
+        elif kind == "TIMING":
+            _timing(obs, rest)
         elif kind == "PEER":
             dev, _, dump = rest.partition(" ")
             dev = short(dev, 20)
@@ -244,6 +251,16 @@ def _observation(report: vnfscript.Report) -> Observation:
             obs.peers.setdefault(dev, []).append(_peer_from_dump(dump, obs.now, impl))
     obs.facts = Facts.from_lines(facts, digest)
     return obs
+
+
+def _timing(obs: Observation, text: str) -> None:
+    """``function start end`` of a profiled step: summed per function; anything else is ignored
+    (a profile is no input to any decision)."""
+    m = _TIMING.fullmatch(text)
+    if m is None or (len(obs.timings) >= MAX_TIMINGS and m.group(1) not in obs.timings):
+        return
+    seconds = max(0.0, float(m.group(3)) - float(m.group(2)))
+    obs.timings[m.group(1)] = obs.timings.get(m.group(1), 0.0) + seconds
 
 
 def _counter(text: str, what: str) -> int:

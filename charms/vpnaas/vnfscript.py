@@ -55,6 +55,8 @@ class Step(object):
         self.args: List[str] = []
         self.secrets: Dict[str, str] = {}
         self.blobs: Dict[str, str] = {}
+        #: Each call reports how long it took (``TIMING <function> <start> <end>``; hookclock.py).
+        self.timed = False
 
     def call(self, function: str, *args: object) -> "Step":
         """Add a call ``function "$i" "$j" ...``: the function name is code, the args are values."""
@@ -86,7 +88,8 @@ class Step(object):
     def program(self) -> str:
         parts = [load(LIBRARY)] + [load(name) for name in self.files]
         for function, first, count in self.calls:
-            parts.append(" ".join([function] + ['"${{{}}}"'.format(i) for i in range(first, first + count)]))
+            parts.append(" ".join((["vpnaas_timed"] if self.timed else []) + [function]
+                                  + ['"${{{}}}"'.format(i) for i in range(first, first + count)]))
         parts.append("out DONE")
         parts.append("exit 0")
         text = "\n".join(parts) + "\n"

@@ -9,7 +9,9 @@ Parts (``--only``):
               set on both ends, the device re-created): added RTT and throughput per
               implementation per interface
   control     instantiations of the real EPS NS: convergence, hook runs, SSH sessions
-  synthetic   hub-and-spoke topologies of 2, 8 and 32 tunnels: how convergence grows
+  synthetic   hub-and-spoke topologies of 2, 8 and 32 tunnels: how convergence grows, each hub
+              relation hook by phase (hookprofile.py), and on the first 8-tunnel star, 8 more
+              spokes joining while an existing one pings the hub (spokejoin.py)
 followed by a profile of a hook (hookprofile.py). Writes bench.json, summary.json and
 bench.png into ``--out`` and prints the tables (benchreport.py). Everything is torn down, also
 on Ctrl-C, SIGTERM or failure; only the work directory this run created is removed.
@@ -33,18 +35,22 @@ from testbed import (
     lcm,
     nsmodel,
     pair,
+    spokejoin,
     traffic,
     tunnels,
     vca,
     vim,
 )
+from vpnaas import hookclock
 
 OUT_DIR = os.path.join(BUILD_DIR, "bench")
 SIZES = (2, 8, 32)
 PARTS = ("dataplane", "interfaces", "control", "synthetic")
 PAIR_PATHS = ("plain", "wg-bare", "charm", "boringtun", "ovpn-aes", "ovpn-chacha")
 SETTINGS = ("rounds", "seconds", "pings", "if_rounds", "if_seconds", "if_pings", "impl_rounds", "max_other_load",
-            "retries", "parallel", "big", "big_runs", "implementation", "charm_implementations")
+            "retries", "parallel", "big", "big_runs", "implementation", "charm_implementations", "join")
+#: The star size whose first run gets the spoke-join probe (the smallest one measured if absent).
+JOIN_SIZE = 8
 #: A file in the work directory naming this tool: only such a directory is ever removed.
 WORK_MARKER = ".vpnaas-bench-work"
 
@@ -244,9 +250,25 @@ def run(args, progress, work, result):
         result["synthetic"] = {"topology": "hub-and-spoke, hub configured {}".format(
             "first" if args.hub_first else "last"), "parallel_hooks": args.parallel, "sizes": {}}
         runs = {k: args.rounds if k <= args.big else args.big_runs for k in args.sizes}
+        join_size = JOIN_SIZE if JOIN_SIZE in args.sizes else min(args.sizes)
 
         def once(k, i):
-            rec = convergence.run_synthetic_once(runner, k, hub_last=not args.hub_first)
+            records = os.path.join(work, "hook-profile-{}-{}".format(k, i))
+            os.makedirs(records)
+            os.environ[hookclock.ENV] = records      # every charm run of this star records its phases
+
+            def then(star, rec):
+                rec["hub_phases"] = hookprofile.phase_summary(hookprofile.profiled_runs(
+                    star.model.hook_log, hookprofile.load_records(records), "hub/0", ("session",)))
+                if args.join and k == join_size and i == 0:
+                    rec["spoke_join"] = spokejoin.join(star, args.join, progress=progress)
+                    progress("spoke join: {} of {} echoes of s1 lost while {} spokes joined ({:.1f} s)".format(
+                        rec["spoke_join"]["lost"], rec["spoke_join"]["probe"]["sent"], args.join,
+                        rec["spoke_join"]["seconds"]))
+            try:
+                rec = convergence.run_synthetic_once(runner, k, hub_last=not args.hub_first, then=then)
+            finally:
+                del os.environ[hookclock.ENV]
             progress(convergence.conv_line("synthetic {} tunnels run {}/{}".format(k, i + 1, runs[k]), rec))
             return rec
 
@@ -347,6 +369,9 @@ def parse_args(argv):
                    help="interfaces part: implementations the charms' tunnels are measured on besides their default "
                    "(comma-separated: wireguard-go, boringtun, kernel; empty: none)")
     p.add_argument("--hub-first", action="store_true", help="configure the hub before the spokes")
+    p.add_argument("--join", type=int, default=8, choices=range(0, 201), metavar="N",
+                   help="spokes that join the first 8-tunnel star once it converged, while an existing spoke pings "
+                   "the hub (default 8; 0: none)")
     p.add_argument("--no-profile", action="store_true", help="skip the hook profile")
     p.add_argument("--out", default=OUT_DIR, help="output directory (default build/bench)")
     args = p.parse_args(argv)

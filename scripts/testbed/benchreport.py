@@ -51,6 +51,13 @@ def summary(result):
         # The same growth in the CPU time the machine spent converging: on a machine whose cores
         # stay busy, convergence_32_over_8 is this figure, whatever the scheduling.
         "convergence_cpu_32_over_8": benchstats.growth(cpu, 8, 32),
+        "eps_seconds_up_after_last_config": _median((result.get("eps") or {}).get("summary"),
+                                                    "seconds_after_last_config"),
+        # Spokes joining a converged hub while an existing spoke pings it (spokejoin.py): echoes lost.
+        "spoke_join_packets_lost_on_existing": _join(result, "lost"),
+        "spoke_join_packets_sent": _join(result, "sent"),
+        # Each phase of the hub's relation hooks that opened a session, 32 tunnels over 8 (medians).
+        "hub_hook_phase_32_over_8": _phase_growth(sizes),
         "spread": {
             "charm_over_bare_tcp1_per_interface": c_over_b,
             "charm_over_bare_tcp1_pair": pair,
@@ -76,6 +83,27 @@ def summary(result):
                                  for r in (result.get("dataplane") or {}).get("rounds", [])),
     }
     return out
+
+
+def _join(result, key):
+    """The spoke-join probes' ``key`` (lost, sent) summed over every run that had one (None: none)."""
+    joins = [r["spoke_join"] for v in ((result.get("synthetic") or {}).get("sizes") or {}).values()
+             for r in v["runs"] if r.get("spoke_join")]
+    return sum(j["probe"][key] for j in joins) if joins else None
+
+
+def _phase_growth(sizes, small="8", big="32"):
+    """{phase, "hook_seconds", "tool_calls": median at 32 / median at 8} of the hub's session
+    hooks (the runs' ``hub_phases``; {} when they were not profiled)."""
+    def medians(k):
+        runs = [r["hub_phases"] for r in (sizes.get(k) or {}).get("runs", []) if r.get("hub_phases")]
+        keys = {p for r in runs for p in r["phases"]}
+        out = {p: benchstats.summarize([r["phases"].get(p) for r in runs])["median"] for p in keys}
+        for key in ("hook_seconds", "tool_calls"):
+            out[key] = benchstats.summarize([r.get(key) for r in runs])["median"]
+        return out
+    a, b = medians(small), medians(big)
+    return {p: benchstats.ratio(b[p], a[p]) for p in sorted(set(a) & set(b)) if a[p] and b[p] is not None}
 
 
 def _pooled_rounds(result, metric):
@@ -114,6 +142,10 @@ def targets(result):
         out.append(benchstats.check_target("logins_per_session", max(sessions)))
     if s["convergence_32_over_8"] is not None:
         out.append(benchstats.check_target("synthetic_32_over_8", s["convergence_32_over_8"]))
+    if s["convergence_cpu_32_over_8"] is not None:
+        out.append(benchstats.check_target("synthetic_cpu_32_over_8", s["convergence_cpu_32_over_8"]))
+    if s["spoke_join_packets_lost_on_existing"] is not None:
+        out.append(benchstats.check_target("spoke_join_packets_lost", s["spoke_join_packets_lost_on_existing"]))
     if result.get("seconds_total") is not None:
         out.append(benchstats.check_target("bench_minutes", result["seconds_total"] / 60.0))
     return out
@@ -221,6 +253,15 @@ def _conv_table(result, w):
         per_round = s["spread"]["convergence_32_over_8_per_round"]["per_round"]
         w("  32 / 8 tunnels, time from the first config: {} (ratio of the medians); per interleaved round: {}\n".format(
             benchstats.fmt(s["convergence_32_over_8"], 2), ", ".join(benchstats.fmt(x, 2) for x in per_round)))
+    if s["convergence_cpu_32_over_8"] is not None:
+        w("  32 / 8 tunnels, CPU work from the first config: {}\n".format(
+            benchstats.fmt(s["convergence_cpu_32_over_8"], 2)))
+    if s["hub_hook_phase_32_over_8"]:
+        w("  the hub's session hooks, 32 / 8 per phase: {}\n".format(", ".join(
+            "{} {}".format(p, benchstats.fmt(r, 2)) for p, r in s["hub_hook_phase_32_over_8"].items())))
+    if s["spoke_join_packets_lost_on_existing"] is not None:
+        w("  spokes joining a converged hub: {} of {} echoes of an existing spoke lost\n".format(
+            s["spoke_join_packets_lost_on_existing"], s["spoke_join_packets_sent"]))
 
 
 def _digits(metric):

@@ -4,17 +4,19 @@ Kept apart from bench.py so that the arithmetic is unit-tested without root or n
 """
 import statistics
 
-#: The issue's targets (measured on the 2-core development machine).
+#: The issues' targets (measured on the 2-core development machine; the convergence ones: issue 37).
 TARGETS = {
     "tcp1_ratio": ("TCP 1 stream, charms' tunnel / plain link (same run)", ">=", 0.15),
     "product_vs_bare": ("TCP 1 stream, charms' tunnel / bare WireGuard pair (worst EPS interface, else the pair)",
                         ">=", 0.95),
     "added_rtt_ms": ("added average RTT through the charms' tunnel (ms)", "<=", 0.2),
-    "eps_seconds_after_last_config": ("all 5 EPS tunnels up after the last config primitive (s)", "<=", 15.0),
+    "eps_seconds_after_last_config": ("all 5 EPS tunnels up after the last config primitive (s)", "<=", 5.0),
     "eps_max_hooks_per_unit_relation": ("hook runs per unit and relation (EPS, worst)", "<=", 3),
     "logins_per_session": ("SSH logins per session the charms opened (sshd logins / reconciles + checks)",
                            "<=", 1.0),
-    "synthetic_32_over_8": ("32-tunnel / 8-tunnel convergence time", "<=", 4.0),
+    "synthetic_32_over_8": ("32-tunnel / 8-tunnel convergence time", "<=", 3.0),
+    "synthetic_cpu_32_over_8": ("32-tunnel / 8-tunnel convergence CPU work", "<=", 4.0),
+    "spoke_join_packets_lost": ("echoes an existing spoke lost while spokes joined its hub", "<=", 0),
     "bench_minutes": ("make bench duration (minutes)", "<=", 15.0),
 }
 

@@ -238,15 +238,21 @@ def hub_specs(charms_dir, k, hub_last=True):
         "ssh-hostname": "<rw_mgmt_ip>", "ssh-username": "root", "vpn-endpoint-address": "192.168.64.1",
         "vpn-tunnel-address": STAR_TUNNEL.format(1), "vpn-service-addresses": HUB_SVC,
         "vpn-service-network": STAR_SERVICE_NET})
-    spokes = []
-    for i in range(1, k + 1):
-        spokes.append(lcm.VnfSpec("s{}".format(i), charm, {STAR_LINK: "192.168.64.{}/24".format(i + 1)}, {
-            "ssh-hostname": "<rw_mgmt_ip>", "ssh-username": "root",
-            "vpn-peer-endpoint-address": "192.168.64.{}".format(i + 1),
-            "vpn-peer-tunnel-address": STAR_TUNNEL.format(i + 1), "vpn-peer-service-addresses": SPOKE_SVC.format(i),
-            "vpn-peer-service-network": STAR_SERVICE_NET}))
+    spokes = [spoke_spec(charms_dir, i) for i in range(1, k + 1)]
     relations = [("hub:vpn", "{}:vpn-peer".format(s.name)) for s in spokes]
     return (spokes + [hub] if hub_last else [hub] + spokes), relations
+
+
+def spoke_spec(charms_dir, i):
+    """Spoke i of the star (1-249): ``s<i>`` at .(i+1) of the link, of the tunnel network and with
+    service address 172.17.1.<i>."""
+    return lcm.VnfSpec("s{}".format(i), os.path.join(charms_dir, "wireguard-proxy"),
+                       {STAR_LINK: "192.168.64.{}/24".format(i + 1)}, {
+                           "ssh-hostname": "<rw_mgmt_ip>", "ssh-username": "root",
+                           "vpn-peer-endpoint-address": "192.168.64.{}".format(i + 1),
+                           "vpn-peer-tunnel-address": STAR_TUNNEL.format(i + 1),
+                           "vpn-peer-service-addresses": SPOKE_SVC.format(i),
+                           "vpn-peer-service-network": STAR_SERVICE_NET})
 
 
 def hub_hook_costs(hook_log, hub="hub/0"):
@@ -263,34 +269,58 @@ def hub_hook_costs(hook_log, hub="hub/0"):
             "hub_charm_hook_tool_calls": benchstats.summarize([r.tool_calls for r in charm])["median"]}
 
 
-def run_synthetic_once(runner, k, hub_last=True):
-    if not 1 <= k <= 250:
-        raise ConvergenceError("synthetic topology size {} is outside 1-250 (one /24 link)".format(k))
-    specs, relations = hub_specs(runner.charms_dir, k, hub_last)
-    tb = runner.testbed("tb-syn{}".format(k))
-    model = None
-    try:
-        model = runner.model(tb, "syn{}".format(k))
+class Star(object):
+    """The hub-and-spoke topology of ``k`` tunnels (``hub_specs``), brought up by ``up`` and kept
+    until ``down``: the bench measures its convergence, the hook profiler and the spoke-join probe
+    act on it once converged."""
 
-        def checks(tb_):
-            return [(tb_.vnfs["hub"], "wg-vpn", k)] + [(tb_.vnfs[s.name], "wg-vpn-peer", 1) for s in specs
-                                                        if s.name != "hub"]
+    def __init__(self, runner, k, hub_last=True):
+        if not 1 <= k <= 250:
+            raise ConvergenceError("synthetic topology size {} is outside 1-250 (one /24 link)".format(k))
+        self.runner, self.k, self.hub_last = runner, k, hub_last
+        self.specs, self.relations = hub_specs(runner.charms_dir, k, hub_last)
+        self.tb = self.model = None
 
+    def checks(self, tb):
+        return [(tb.vnfs["hub"], "wg-vpn", self.k)] + [(tb.vnfs[s.name], "wg-vpn-peer", 1) for s in self.specs
+                                                       if s.name != "hub"]
+
+    def up(self):
+        """Instantiate and wait for every handshake; the convergence record."""
+        self.tb = self.runner.testbed("tb-syn{}".format(self.k))
+        self.model = self.runner.model(self.tb, "syn{}".format(self.k))
         t0 = time.monotonic()
-        rec = instantiate_measured(tb, model, {STAR_LINK: STAR_CIDR}, specs, relations, checks, runner.progress)
+        rec = instantiate_measured(self.tb, self.model, {STAR_LINK: STAR_CIDR}, self.specs, self.relations,
+                                   self.checks, self.runner.progress)
+        k = self.k
         rec["seconds_instantiation"] = time.monotonic() - t0
-        rec["tunnels"], rec["vnfs"], rec["hub_last"] = k, k + 1, hub_last
+        rec["tunnels"], rec["vnfs"], rec["hub_last"] = k, k + 1, self.hub_last
         rec["hub_hooks"] = rec["hooks"]["per_unit"].get("hub/0", 0)
         rec["hooks_per_tunnel"] = rec["hooks_after_first_config"] / float(k)
         rec["charm_hooks_per_tunnel"] = rec["charm_hooks_after_first_config"] / float(k)
-        rec.update(hub_hook_costs(model.hook_log))
+        rec.update(hub_hook_costs(self.model.hook_log))
         rec["sessions_per_tunnel"] = rec["sessions"] / float(k)
         rec["cpu_seconds_per_vnf"] = rec["cpu_seconds"] / float(k + 1)
         return rec
+
+    def down(self):
+        if self.model:
+            self.model.close()
+        if self.tb:
+            self.tb.teardown()
+
+
+def run_synthetic_once(runner, k, hub_last=True, then=None):
+    """One instantiation of the star of ``k`` tunnels; ``then(star, record)`` runs on the
+    converged star before teardown."""
+    star = Star(runner, k, hub_last)
+    try:
+        rec = star.up()
+        if then:
+            then(star, rec)
+        return rec
     finally:
-        if model:
-            model.close()
-        tb.teardown()
+        star.down()
 
 
 def conv_line(label, rec):

@@ -1,14 +1,24 @@
-"""Where a hook's time goes: interpreter start, ``import ops``, paramiko, an SSH connection.
+"""Where a hook's time goes: interpreter start, ``import ops``, paramiko, an SSH connection; and
+a hub's relation hook by phase.
 
 From the hook log of the convergence runs (hooks that opened an SSH session and hooks that
-did not) and from timing each piece alone.
+did not) and from timing each piece alone. With ``VPNAAS_HOOK_PROFILE`` set, every charm run
+records its phases (``vpnaas.hookclock``) and the VNF-side step its functions' times; the
+functions below join those records to the emulated VCA's hook log (duration, hook-tool calls by
+tool) by the hook's context id.
 """
+import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 
-from testbed import benchstats, toolserver, vca, vim
+from bundle import BUILD_DIR, build_charms
+from testbed import benchstats, cli, convergence, toolserver, vca, vim
+from vpnaas import hookclock
 
 
 def _timed(argv, cwd=None, env=None, repeat=3):
@@ -89,3 +99,202 @@ def _ssh_timing(charm, runner):
         return {"ssh_connect_s": med[1], "ssh_exec_true_s": med[2]}
     finally:
         tb.teardown()
+
+
+# --------------------------------------------------------------------------- a hub hook by phase
+
+#: The phases a profiled charm run reports (hookclock.py), in the order a hook goes through them:
+#: "startup" is the hook's time before the charm's clock started (the interpreter, importing ops),
+#: "imports" the charm's own modules, "ops" what ops does around the handler (restoring the event:
+#: a relation-list per relation of the endpoint; committing), "charm" the handler's own code outside
+#: the other phases, "charm other" what the clock saw outside every phase.
+PHASES = ("startup", "imports", "ops", "charm", "reads", "plan", "policy", "rotation", "render", "ssh_login",
+          "ssh_step", "vnf", "report_parse", "publish", "relation_cache", "charm_other")
+
+
+def load_records(directory):
+    """{JUJU_CONTEXT_ID: record} of every profiled charm run in ``directory`` (hookclock.dump)."""
+    out = {}
+    for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
+        if not name.endswith(".jsonl"):
+            continue
+        with open(os.path.join(directory, name)) as f:
+            for line in f:
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict) and rec.get("context"):
+                    out[rec["context"]] = rec
+    return out
+
+
+def hook_phases(run, record):
+    """One hook run's seconds per phase: the charm's record, the VNF-side time taken out of the SSH
+    step (``vnf``), and the time before the charm started (the hook's duration minus the record's)."""
+    phases = dict.fromkeys(PHASES, 0.0)
+    phases["startup"] = max(0.0, run.seconds - record["total"])
+    for name, seconds in record["phases"].items():
+        key = name if name in phases else "charm_other"
+        phases[key] += seconds
+    vnf = sum(record.get("vnf", {}).values())
+    phases["vnf"] = min(vnf, phases["ssh_step"])
+    phases["ssh_step"] -= phases["vnf"]
+    phases["charm_other"] += max(0.0, record["total"] - sum(record["phases"].values()))
+    return phases
+
+
+def profiled_runs(hook_log, records, unit, kinds=("session", "charm")):
+    """(run, record) of ``unit``'s relation hooks that ran the charm and were profiled."""
+    return [(r, records[r.context]) for r in hook_log
+            if r.unit == unit and r.relation != "" and r.context in records and convergence.hook_kind(r) in kinds]
+
+
+def phase_summary(pairs):
+    """Medians over hook runs ((run, record) pairs; record None: a run that ended in the hook gate,
+    all of it "startup"): seconds per phase, per VNF-side function, hook-tool calls by tool and in
+    all, the charm's counters, and the hook's duration."""
+    def med(values):
+        return benchstats.summarize(values)["median"]
+    pairs = [(run, rec or {"total": 0.0, "phases": {}}) for run, rec in pairs]
+    phases = [hook_phases(run, rec) for run, rec in pairs]
+    tools = sorted({t for run, _ in pairs for t in run.tools})
+    funcs = sorted({f for _, rec in pairs for f in rec.get("vnf", {})})
+    counts = sorted({c for _, rec in pairs for c in rec.get("counts", {})})
+    return {"n": len(pairs), "hook_seconds": med([run.seconds for run, _ in pairs]),
+            "phases": {p: med([ph[p] for ph in phases]) for p in PHASES},
+            "vnf_functions": {f: med([rec.get("vnf", {}).get(f, 0.0) for _, rec in pairs]) for f in funcs},
+            "tool_calls": med([run.tool_calls for run, _ in pairs]),
+            "tools": {t: med([run.tools.get(t, 0) for run, _ in pairs]) for t in tools},
+            "counts": {c: med([rec.get("counts", {}).get(c, 0) for _, rec in pairs]) for c in counts}}
+
+
+def growth_table(by_size, small, big, stream=sys.stdout):
+    """Print each phase's median at two sizes and its growth."""
+    a, b = by_size.get(small), by_size.get(big)
+    if not a or not b or not a["n"] or not b["n"]:
+        return
+    rows = []
+    sections = [("phases", PHASES)] + [(s, sorted(set(a[s]) | set(b[s]))) for s in ("vnf_functions", "tools")]
+    for section, keys in sections:
+        for k in keys:
+            x, y = a[section].get(k), b[section].get(k)
+            digits = 0 if section == "tools" else 3
+            rows.append(["{} {}".format(section.replace("_", " "), k), benchstats.fmt(x, digits),
+                         benchstats.fmt(y, digits), benchstats.fmt(benchstats.ratio(y, x), 2)])
+    for key in ("hook_seconds", "tool_calls"):
+        rows.append([key.replace("_", " "), benchstats.fmt(a[key]), benchstats.fmt(b[key]),
+                     benchstats.fmt(benchstats.ratio(b[key], a[key]), 2)])
+    stream.write(benchstats.table(("median", str(small), str(big), "{}/{}".format(big, small)), rows) + "\n")
+
+
+# --------------------------------------------------------------------------- the profiler mode
+
+#: What is done to a converged star, and which of the hub's hooks it profiles: a spoke's data
+#: changes (its relation-changed on the hub opens a session), a relation-changed whose data did
+#: not change, and update-status (the full check).
+OPERATIONS = ("changed", "unchanged", "update-status")
+_SPOKE_ADDRESSES = ("172.17.1.1/32", "172.17.1.1/32,172.17.2.1/32")
+
+
+def operate(model, op, i):
+    """Do ``op`` (round ``i``) on a converged star; returns the hub's hook runs it caused."""
+    start = len(model.hook_log)
+    if op == "changed":
+        model.set_config("s1", {"vpn-peer-service-addresses": _SPOKE_ADDRESSES[(i + 1) % 2]})
+    elif op == "unchanged":
+        rid = model._relations_of("s1/0")[0]
+        model.run_hook("hub/0", "vpn", "relation-changed", rid=rid, remote="s1/0")
+        model.settle()
+    else:
+        model.update_status(["hub/0"])
+    return [r for r in model.hook_log[start:] if r.unit == "hub/0"]
+
+
+def run_profile(args, progress):
+    records_dir = os.path.join(args.out, "records")
+    os.makedirs(records_dir, exist_ok=True)
+    for name in os.listdir(records_dir):
+        os.remove(os.path.join(records_dir, name))
+    os.environ[hookclock.ENV] = records_dir     # every hook of the testbeds below is profiled
+    work = tempfile.mkdtemp(prefix="work-", dir=args.out)
+    runner = convergence.Runner(build_charms.output_dir("local"), work, vim.userspace_wireguard(), args.parallel,
+                                progress)
+    stars, result = {}, {"command": "python -m testbed.hookprofile " + " ".join(args.argv), "sizes": {}}
+    try:
+        for k in args.sizes:
+            stars[k] = convergence.Star(runner, k)
+            rec = stars[k].up()
+            progress(convergence.conv_line("star of {} tunnels".format(k), rec))
+            result["sizes"][str(k)] = {"instantiation": {m: rec[m] for m in convergence.CONV_METRICS if m in rec},
+                                       "runs": {op: [] for op in OPERATIONS}}
+        for i in range(args.rounds):
+            for k in args.sizes:
+                for op in OPERATIONS:
+                    result["sizes"][str(k)]["runs"][op] += [r.context for r in operate(stars[k].model, op, i)]
+            progress("round {}/{} done".format(i + 1, args.rounds))
+        records = load_records(records_dir)
+        for k in args.sizes:
+            log = stars[k].model.hook_log
+            by_context = {r.context: r for r in log}
+            entry = result["sizes"][str(k)]
+            # The hub's relation hooks that opened a session while the star came up (its real workload).
+            entry["instantiation_hooks"] = phase_summary(profiled_runs(log, records, "hub/0", ("session",)))
+            entry["operations"] = {op: phase_summary([(by_context[c], records.get(c)) for c in entry["runs"][op]
+                                                      if c in by_context])
+                                   for op in OPERATIONS}
+    finally:
+        for star in stars.values():
+            star.down()
+        shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def print_profile(result, sizes, stream=sys.stdout):
+    if len(sizes) < 2:
+        return
+    small, big = sizes[0], sizes[-1]
+    per = result["sizes"]
+    stream.write("\nThe hub's relation hooks that opened a session while the star came up\n")
+    growth_table({k: per[str(k)]["instantiation_hooks"] for k in sizes}, small, big, stream)
+    for op in OPERATIONS:
+        stream.write("\nThe hub's hooks for: {}\n".format(op))
+        growth_table({k: per[str(k)]["operations"][op] for k in sizes}, small, big, stream)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    p = cli.OneLineParser(prog="testbed.hookprofile",
+                          description="A hub's relation hooks by phase at two or more star sizes (root).")
+    p.add_argument("--sizes", default="8,32", help="star sizes (tunnels, 1-250; default 8,32)")
+    p.add_argument("--rounds", type=cli.positive_int, default=5, help="rounds of each operation (default 5)")
+    p.add_argument("--parallel", type=cli.positive_int, default=4, help="VCA parallelism (default 4)")
+    p.add_argument("--out", default=os.path.join(BUILD_DIR, "hookprofile"), help="output directory")
+    args = p.parse_args(argv)
+    args.sizes = cli.parse_list(p, "--sizes", args.sizes, convert=cli.positive_int)
+    if any(k > 250 for k in args.sizes):
+        p.error("--sizes: at most 250 tunnels (one /24 link)")
+    cli.check_out_dir(p, args.out)
+    args.out, args.argv = os.path.abspath(args.out), list(argv)
+    if os.geteuid() != 0:
+        print("testbed.hookprofile needs root (network namespaces)", file=sys.stderr)
+        return 2
+    os.makedirs(args.out, exist_ok=True)
+    from testbed import bench, demo
+    signal.signal(signal.SIGTERM, bench._terminate)     # torn down like the bench, also on SIGTERM
+    try:
+        result = run_profile(args, demo.Progress())
+    except KeyboardInterrupt:
+        print("interrupted; everything was torn down", file=sys.stderr)
+        return 130
+    result["load_average"] = os.getloadavg()
+    path = os.path.join(args.out, "hookprofile.json")
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1, sort_keys=True)
+    print_profile(result, args.sizes)
+    print("\nresults: {}".format(path))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -60,8 +60,9 @@ class ActionResult(object):
 
 #: One delivered hook or action: ``started``/``ended`` are time.monotonic() values, ``relation``
 #: the relation id ("" for other hooks), ``log`` the juju-log messages the hook wrote,
-#: ``tool_calls`` the hook-tool calls it made.
-HookRun = collections.namedtuple("HookRun", "started ended unit hook seconds relation log tool_calls")
+#: ``tool_calls`` the hook-tool calls it made, ``tools`` them by tool ({tool: calls}), ``context`` its
+#: JUJU_CONTEXT_ID (what a profiled charm run names in its record: hookclock.py).
+HookRun = collections.namedtuple("HookRun", "started ended unit hook seconds relation log tool_calls tools context")
 
 
 class Model(vcaops.ModelOperations, uniter.Uniter):
@@ -94,6 +95,7 @@ class Model(vcaops.ModelOperations, uniter.Uniter):
         self.hook_runs = collections.Counter()        # unit -> hooks run
         self.tool_calls = collections.Counter()       # (unit, tool) -> hook tool calls answered
         self._context_calls = collections.Counter()   # JUJU_CONTEXT_ID -> hook tool calls answered
+        self._context_tools = collections.Counter()   # (JUJU_CONTEXT_ID, tool) -> calls answered
         self.hook_log = []                            # [HookRun], in the order they ended
         #: The order among a unit's relations (Go's map order on Juju) is drawn with this seed.
         self.seed = int(os.environ.get("VPNAAS_VCA_SEED", "0")) if seed is None else seed
@@ -131,6 +133,7 @@ class Model(vcaops.ModelOperations, uniter.Uniter):
         with self._lock:
             self.tool_calls[(env.get("JUJU_UNIT_NAME", ""), tool)] += 1
             self._context_calls[context] += 1
+            self._context_tools[(context, tool)] += 1
             ctx = self._contexts.get(context)
         if ctx is not None and self.faults.kill_at(ctx, tool):
             return 1, "", "ERROR the unit agent is restarting\n"
@@ -206,7 +209,9 @@ class Model(vcaops.ModelOperations, uniter.Uniter):
         charm_dir = os.path.join(self._unit_dir(unit), "charm")
         with self._lock:
             logged = len(self._state["units"][unit].get("log", []))
-        context = "{}-{}".format(unit, next(self._context_ids))
+        # Unique across models too (Juju's carry the unit and a random number): the profiler joins a
+        # charm run's record to its hook by it, and may run two models at once.
+        context = "{}-{}-{}".format(self.name, unit, next(self._context_ids))
         with self._lock:
             self._contexts[context] = ctx
         started = time.monotonic()
@@ -220,9 +225,11 @@ class Model(vcaops.ModelOperations, uniter.Uniter):
         new_log = [msg for _level, msg in self.logs(unit, logged)]
         with self._lock:
             self.hook_runs[unit] += 1
+            tools = {tool: self._context_tools.pop((ctx_, tool)) for ctx_, tool in list(self._context_tools)
+                     if ctx_ == context}
             self.hook_log.append(HookRun(started, ended, unit, dispatch_path, ended - started,
                                          extra.get("JUJU_RELATION_ID", ""), new_log,
-                                         self._context_calls.pop(context, 0)))
+                                         self._context_calls.pop(context, 0), tools, context))
         if ctx.killed:
             self._views[unit].restart()
             self.hook_retry.reset(unit)     # a new uniter: its retry timer starts again

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from testbed import bench, vim
+from vpnaas import relation_cache
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -70,7 +71,8 @@ def test_bench_smallest_settings(environment_ready, local_charms, tmp_path):
 def test_bench_synthetic_smallest_settings(environment_ready, local_charms, tmp_path):
     """The control-plane path: two sizes interleaved, the CPU window, the hook profile."""
     out = str(tmp_path / "bench")
-    rc = bench.main(["--only", "synthetic", "--sizes", "2,1", "--rounds", "1", "--parallel", "2", "--out", out])
+    rc = bench.main(["--only", "synthetic", "--sizes", "2,1", "--rounds", "1", "--parallel", "2", "--join", "1",
+                     "--out", out])
     assert rc == 0
     with open(os.path.join(out, "bench.json")) as f:
         result = json.load(f)
@@ -85,11 +87,19 @@ def test_bench_synthetic_smallest_settings(environment_ready, local_charms, tmp_
         assert run["sessions"] == run["reconcile_sessions"] + run["verify_sessions"]
         # The hub's relation hooks before its config (created, joined, changed per spoke) end in the
         # hook gate, before ops: one hook-tool call each (two for an unchanged relation-changed:
-        # the remote's data and this unit's own), whatever the number of relations.
-        assert run["hub_gate_hooks"] >= 3 * int(k) and run["hub_gate_hook_tool_calls"] <= 2
+        # the remote's data and this unit's own, and one more per relation the last charm run
+        # wrote, at most relation_cache.MAX_WRITTEN), whatever the number of relations.
+        assert run["hub_gate_hooks"] >= 3 * int(k)
+        assert run["hub_gate_hook_tool_calls"] <= 2 + relation_cache.MAX_WRITTEN
         # Juju's created and joined, before the config, never reach the charm.
         assert run["max_charm_hooks_per_unit_relation"] <= run["max_hooks_per_unit_relation"] - 2
         assert set(run["hook_kinds"]) <= {"gate", "charm", "session", "verify"} and "session" in run["hook_kinds"]
+        assert run["hub_phases"]["n"] >= 1 and run["hub_phases"]["phases"]["vnf"] > 0
+    join = sizes["1"]["runs"][0]["spoke_join"]
+    assert join["joined"] == 1 and join["probe"]["sent"] > 500 and join["lost"] == 0, join
+    with open(os.path.join(out, "summary.json")) as f:
+        summary = json.load(f)
+    assert summary["spoke_join_packets_lost_on_existing"] == 0 and summary["spoke_join_packets_sent"] > 500
     assert result["profile"]["hook_tool_call_s"] > 0
     assert result["profile"]["hook_in_gate_s"]["n"] >= 3 * 3
     assert result["left_behind"] == []

@@ -2,6 +2,7 @@
 and mount namespace: the charm changes only what it created, never a connected, static or
 operator route, never an address it did not add (IPv4 or IPv6, on lo or the service device)."""
 import ipaddress
+import shutil
 import subprocess
 
 import pytest
@@ -300,25 +301,31 @@ def _applied(text):
 
 @pytest.mark.parametrize("between, second", [
     ("true", "APPLIED wg-t unchanged"),
-    ("wg set wg-t peer {second_key} allowed-ips 10.250.9.6/32,10.9.9.9/32", "APPLIED wg-t syncconf"),
-    ("wg set wg-t listen-port 51998", "APPLIED wg-t syncconf"),
-    ("wg set wg-t peer {first_key} endpoint 192.0.2.9:51820", "APPLIED wg-t syncconf"),
-    ("wg set wg-t peer {second_key} remove", "APPLIED wg-t syncconf"),
+    ("wg set wg-t peer {second_key} allowed-ips 10.250.9.6/32,10.9.9.9/32", "APPLIED wg-t set 1"),
+    ("wg set wg-t listen-port 51998", "APPLIED wg-t set 1"),
+    ("wg set wg-t peer {first_key} endpoint 192.0.2.9:51820", "APPLIED wg-t set 1"),
+    ("wg set wg-t peer {second_key} remove", "APPLIED wg-t set 1"),
+    ("wg set wg-t peer {third_key} allowed-ips 10.250.9.10/32 peer {first_key} persistent-keepalive off",
+     "APPLIED wg-t set 2"),
+    ("wg set wg-t private-key <(wg genkey)", "APPLIED wg-t set 1"),
+    ("wg set wg-t peer {first_key} preshared-key <(wg genpsk)", "APPLIED wg-t set 1"),
 ])
 def test_a_device_whose_configuration_did_not_change_is_not_touched(between, second):
     """`wg syncconf` replaces every peer's allowed IPs even when they are unchanged, and the
     userspace implementations drop a packet to or from that peer in between: a device already as
     wanted is left alone (`unchanged`); one that drifted (an allowed prefix, the port, a literal
-    endpoint, a peer changed behind the charm's back) is synced back. Real wireguard-go, the step
-    run twice in one fresh namespace."""
-    first_key, second_key = _public_key(), _public_key()
+    endpoint, a peer changed, removed or added behind the charm's back, its key) is set back, the
+    differing settings only (`set <n>`). Real wireguard-go, the step run twice in one fresh
+    namespace."""
+    first_key, second_key, third_key = _public_key(), _public_key(), _public_key()
     peers = [(first_key, "192.0.2.2:51820", ["10.250.9.2/32", "172.16.6.2/32"]), (second_key, "", ["10.250.9.6/32"])]
     data = {"D1_BODY": vnfscript.b64(_device_body(peers)), "D1_ROUTES": vnfscript.b64("")}
     calls = [("tunnels_prepare",), ("stage_routes", "wg-t", "D1"), ("ensure_device", "wg-t", "keep", "-", "0", "D1")]
     # Deleting the device ends its wireguard-go, which would otherwise outlive the namespace.
     after = ('{}; echo SECOND; bash "$f" "$@"; echo RUNNING; wg show wg-t dump | tail -n +2 | cut -f1,3,4 | sort; '
-             'ip link del wg-t'
-             .format(between.format(first_key=first_key, second_key=second_key)))
+             'wg show wg-t private-key | wg pubkey; cat /etc/wireguard/wg-t.key | wg pubkey; wg show wg-t dump | '
+             'tail -n +2 | cut -f8; ip link del wg-t'
+             .format(between.format(first_key=first_key, second_key=second_key, third_key=third_key)))
     # The data plane's directory as on a testbed VNF: private (what the step installs stays here).
     setup = ("mount -t tmpfs tmpfs /run/wireguard; mkdir -p {0}; mount -t tmpfs tmpfs {0}"
              .format(vim.DATAPLANE_DIR))
@@ -327,5 +334,52 @@ def test_a_device_whose_configuration_did_not_change_is_not_touched(between, sec
     assert _applied(report) == ["APPLIED wg-t up"]
     rerun, _, running = routes.partition("SECOND\n")[2].partition("RUNNING\n")
     assert _applied(rerun) == [second]
-    assert sorted(running.split()) == sorted([first_key, "192.0.2.2:51820", "10.250.9.2/32,172.16.6.2/32",
-                                              second_key, "(none)", "10.250.9.6/32"]), running
+    lines = running.split("\n")
+    assert sorted(" ".join(lines[:2]).split()) == sorted([first_key, "192.0.2.2:51820", "10.250.9.2/32,172.16.6.2/32",
+                                                         second_key, "(none)", "10.250.9.6/32"]), running
+    assert lines[2] == lines[3], "the device runs on the key of its file"
+    assert lines[4:6] == ["25", "25"], "every peer's keepalive as configured"
+
+
+def test_a_peer_that_joins_leaves_or_changes_is_set_alone_and_the_others_are_not_touched(tmp_path):
+    """A hub's spoke joins, another leaves, a third changes its prefixes: each step sets exactly
+    those peers with one `wg set` (never `wg syncconf`, which re-inserts every peer's allowed IPs:
+    a packet to another spoke in between is lost), and the device ends as configured. `wg` is
+    traced in the VNF's own mount namespace. Real wireguard-go."""
+    keys = [_public_key() for _ in range(3)]
+    steps = [[(keys[0], "192.0.2.2:51820", ["10.250.9.2/32"]), (keys[1], "192.0.2.3:51820", ["10.250.9.3/32"])],
+             [(keys[0], "192.0.2.2:51820", ["10.250.9.2/32"]), (keys[1], "192.0.2.3:51820", ["10.250.9.3/32"]),
+              (keys[2], "192.0.2.4:51820", ["10.250.9.4/32"])],
+             [(keys[1], "192.0.2.3:51820", ["10.250.9.3/32", "172.16.6.3/32"]),
+              (keys[2], "192.0.2.4:51820", ["10.250.9.4/32"])]]
+    for i, peers in enumerate(steps):
+        step = vnfscript.Step(["tunnels.sh"])
+        step.data("D1_BODY", vnfscript.b64(_device_body(peers)))
+        step.data("D1_ROUTES", vnfscript.b64(""))
+        step.call("tunnels_prepare").call("stage_routes", "wg-t", "D1").call("ensure_device", "wg-t", "keep", "-",
+                                                                              "0", "D1")
+        (tmp_path / "step{}.sh".format(i)).write_text(step.program())
+        args = " ".join(step.args)
+    trace = "/etc/wireguard/trace.log"
+    wrapper = "#!/bin/sh\necho \"$*\" >> {}\nexec {} \"$@\"\n".format(trace, shutil.which("wg"))
+    outer = ("set -e; mount -t tmpfs tmpfs /etc/wireguard; mount -t tmpfs tmpfs /usr/local/sbin; "
+             "mount -t tmpfs tmpfs /run/wireguard; mkdir -p {dp}; mount -t tmpfs tmpfs {dp}; ip link set lo up; "
+             "printf '%s' \"$1\" > /usr/local/sbin/wg; chmod 755 /usr/local/sbin/wg; "
+             "for i in 0 1 2; do : > {t}; bash {d}/step$i.sh {a}; echo \"---TRACE $i\"; "
+             "grep -E '^(set|syncconf|setconf|addconf)' {t} || true; echo \"---END $i\"; done; "
+             "echo ---RUNNING; wg show wg-t dump | tail -n +2 | cut -f1,4 | sort; "
+             "ip link del wg-t").format(dp=vim.DATAPLANE_DIR, t=trace, d=tmp_path, a=args)
+    proc = subprocess.run(["unshare", "--net", "--mount", "--propagation", "private", "bash", "-c", outer, "x",
+                           wrapper], universal_newlines=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    out = proc.stdout
+    applied = [_applied(out.split("---END {}".format(i - 1))[-1].split("---TRACE {}".format(i))[0]) for i in range(3)]
+    assert applied == [["APPLIED wg-t up"], ["APPLIED wg-t set 1"], ["APPLIED wg-t set 2"]], out
+    traced = [out.split("---TRACE {}\n".format(i))[1].split("---END")[0].splitlines() for i in range(3)]
+    assert traced[1] == ["set wg-t peer {} endpoint 192.0.2.4:51820 persistent-keepalive 25 allowed-ips "
+                         "10.250.9.4/32".format(keys[2])], out
+    assert traced[2] == ["set wg-t peer {} allowed-ips 10.250.9.3/32,172.16.6.3/32 peer {} remove".format(
+        keys[1], keys[0])], out
+    running = proc.stdout.split("---RUNNING\n")[1].split()
+    assert sorted(running) == sorted([keys[1], "10.250.9.3/32,172.16.6.3/32", keys[2], "10.250.9.4/32"])

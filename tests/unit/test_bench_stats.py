@@ -41,7 +41,10 @@ def test_summarize_rounds_per_metric_with_gaps():
     ("tcp1_ratio", 0.2, True), ("tcp1_ratio", 0.1, False), ("tcp1_ratio", 0.15, True),
     ("added_rtt_ms", 0.2, True), ("added_rtt_ms", 0.3, False),
     ("product_vs_bare", 0.96, True), ("product_vs_bare", 0.9, False),
-    ("synthetic_32_over_8", 4.0, True), ("synthetic_32_over_8", 4.1, False),
+    ("synthetic_32_over_8", 3.0, True), ("synthetic_32_over_8", 3.1, False),
+    ("synthetic_cpu_32_over_8", 4.0, True), ("synthetic_cpu_32_over_8", 4.1, False),
+    ("spoke_join_packets_lost", 0, True), ("spoke_join_packets_lost", 1, False),
+    ("eps_seconds_after_last_config", 5.0, True), ("eps_seconds_after_last_config", 5.1, False),
     ("eps_max_hooks_per_unit_relation", 3, True), ("eps_max_hooks_per_unit_relation", 5, False),
 ])
 def test_check_target_direction(name, value, met):
@@ -213,3 +216,31 @@ def test_report_prints_the_growth_with_each_interleaved_rounds_ratio():
     benchreport.print_tables({"synthetic": {"sizes": sizes}}, out)
     assert ("32 / 8 tunnels, time from the first config: 3.58 (ratio of the medians); "
             "per interleaved round: 3.00, 4.00") in out.getvalue()
+
+
+def test_summary_json_has_the_join_probe_the_eps_figure_and_each_phases_growth():
+    from testbed import benchreport, convergence
+    eps = [{"seconds_after_last_config": x, "max_hooks_per_unit_relation": 3, "logins_per_session": 1.0}
+           for x in (4.0, 6.0, 5.0)]
+
+    def run(t, phases, join=None):
+        rec = {"seconds_after_first_config": t, "cpu_seconds": 2 * t,
+               "hub_phases": {"phases": phases, "hook_seconds": sum(phases.values()), "tool_calls": 40}}
+        if join is not None:
+            rec["spoke_join"] = {"lost": join, "probe": {"lost": join, "sent": 12000}}
+        return rec
+    syn = {"8": {"runs": [run(10.0, {"reads": 0.01, "vnf": 0.3}, join=0), run(12.0, {"reads": 0.01, "vnf": 0.3})]},
+           "32": {"runs": [run(30.0, {"reads": 0.02, "vnf": 0.33}), run(30.0, {"reads": 0.02, "vnf": 0.33})]}}
+    for v in syn.values():
+        v["summary"] = convergence.conv_summary([])
+    result = {"eps": {"summary": convergence.conv_summary(eps)}, "synthetic": {"sizes": syn}}
+    s = benchreport.summary(result)
+    assert s["eps_seconds_up_after_last_config"] == 5.0
+    assert s["spoke_join_packets_lost_on_existing"] == 0 and s["spoke_join_packets_sent"] == 12000
+    growth = s["hub_hook_phase_32_over_8"]
+    assert growth["reads"] == pytest.approx(2.0) and growth["vnf"] == pytest.approx(1.1)
+    assert growth["tool_calls"] == pytest.approx(1.0)
+    names = {t["name"]: t["met"] for t in benchreport.targets(result)}
+    assert names["spoke_join_packets_lost"] is True and names["synthetic_cpu_32_over_8"] is True
+    assert names["synthetic_32_over_8"] is True        # 30 / 11
+    assert benchreport.summary({})["spoke_join_packets_lost_on_existing"] is None

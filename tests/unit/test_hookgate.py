@@ -344,3 +344,43 @@ def test_a_hook_after_a_rotation_deadline_runs_the_charm(unit, monkeypatch):
     with open(relation_cache.path(unit[1]), "w") as f:
         f.write(text.replace('"until": ', '"until": "soon", "x": '))
     assert relation_cache.load(unit[1]) is None, "an until that is no number makes no cache"
+
+
+def _save_written(state, written, own=None):
+    own = own or {rid: OWN for rid in ["2"] + list(written)}
+    relation_cache.save(state, relation_cache.make(["vpn"], FIELDS, "fp-1", {"2/s1/0": BAG}, OWN_FIELDS, own,
+                                                   written=written))
+    relation_cache.promote(state)
+
+
+def test_what_the_last_run_wrote_on_other_relations_is_read_back_before_skipping(unit, monkeypatch):
+    """The last charm run wrote on relations 3 and 4 too (a dropped commit loses all its writes):
+    the gate skips only once Juju holds them."""
+    _save_written(unit[1], ["3", "4"])
+    tools = Tools(monkeypatch, data={"2": {"s1/0": dict(BAG), "hub/0": dict(OWN)}, "3": {"hub/0": dict(OWN)},
+                                     "4": {"hub/0": dict(OWN)}})
+    assert hookgate.nothing_to_do(env_for(unit[0]))
+    assert [c[2] for c in tools.calls] == ["2", "2", "3", "4"]
+    Tools(monkeypatch, data={"2": {"s1/0": dict(BAG), "hub/0": dict(OWN)}, "3": {"hub/0": dict(OWN)},
+                             "4": {"hub/0": {}}})
+    assert not hookgate.nothing_to_do(env_for(unit[0]))
+
+
+def test_after_a_run_that_wrote_on_many_relations_the_charm_reads_them_back(unit, monkeypatch):
+    written = [str(r) for r in range(3, 4 + relation_cache.MAX_WRITTEN)]
+    _save_written(unit[1], written)
+    tools = Tools(monkeypatch, data=dict({"2": {"s1/0": dict(BAG), "hub/0": dict(OWN)}},
+                                         **{r: {"hub/0": dict(OWN)} for r in written}))
+    assert not hookgate.nothing_to_do(env_for(unit[0]))
+    assert [c[0] for c in tools.calls] == ["relation-get", "config-get"], "the gate read none of them"
+
+
+def test_a_cache_with_written_relations_of_the_wrong_shape_is_no_cache(unit):
+    _save_written(unit[1], ["3"])
+    path = relation_cache.path(unit[1])
+    with open(path) as f:
+        state = json.load(f)
+    state["written"] = [3]
+    with open(path, "w") as f:
+        json.dump(state, f)
+    assert relation_cache.load(unit[1]) is None

@@ -32,9 +32,11 @@ def _bag(n, peer_keys=""):
 
 
 class CountingCharm(charm_base.VpnaasCharm):
-    """The real event handler; the reconcile only counts (no VNF here)."""
+    """The real event handler; the reconcile only counts (no VNF here), and publishes
+    ``publishes`` as this unit's public key (through the charm's own write path) when set."""
     calls = []
     fail = False
+    publishes = ""
 
     def _on_event(self, event):
         self._event = event   # the reconcile no longer sees the event; the count needs its kind
@@ -46,6 +48,9 @@ class CountingCharm(charm_base.VpnaasCharm):
             self._set_applied("")
             raise charm_base.ReconcileFailed("ssh down")
         self.tunnels.snapshot()
+        if type(self).publishes:
+            for rel in self.tunnels.live("vpn"):
+                self.tunnels.write(rel, {"public-key": type(self).publishes})
         self._set_applied("fingerprint-1")
         return None, None
 
@@ -62,7 +67,7 @@ class WaitingComponent(CountingCharm):
 
 
 def _hub(cls, spokes=3):
-    cls.calls, cls.fail = [], False
+    cls.calls, cls.fail, cls.publishes = [], False, ""
     h = Harness(cls, meta=yaml.safe_dump(SPEC["metadata"]), actions=yaml.safe_dump(SPEC["actions"]),
                 config=yaml.safe_dump(SPEC["config"]))
     h.begin()
@@ -151,11 +156,27 @@ def test_a_publication_juju_dropped_is_published_again_by_the_next_hook(monkeypa
     Juju retries: the retry must reach the charm, which publishes again, without update-status."""
     h, rids = _hub(CountingCharm)
     mine = h.charm.unit.name
-    h.update_relation_data(rids[0], mine, {"public-key": "published"})
-    h.update_relation_data(rids[0], "s1/0", {"endpoint": "192.168.64.60:51820"})   # reconciled: cache taken
+    CountingCharm.publishes = "published"
+    h.update_relation_data(rids[0], "s1/0", {"endpoint": "192.168.64.60:51820"})   # reconciled: published, cache taken
+    assert h.get_relation_data(rids[0], mine)["public-key"] == "published"
     n = len(CountingCharm.calls)
     h.update_relation_data(rids[0], "s1/0", {"peer-keys": "1"})
     assert len(CountingCharm.calls) == n, "nothing new, and Juju holds the publication: skipped"
     h.update_relation_data(rids[0], mine, {"public-key": ""})       # what Juju holds after the drop
     h.update_relation_data(rids[0], "s1/0", {"peer-keys": "2"})     # the retried hook: nothing new from s1/0
+    assert len(CountingCharm.calls) == n + 1
+
+
+def test_the_writes_of_the_last_run_on_other_relations_are_read_back_before_a_hook_is_skipped():
+    """A run that wrote on relations other than its hook's (a new key: every relation): a dropped
+    commit loses those writes too, so the gate reads them back (a few at most) before it skips."""
+    h, rids = _hub(CountingCharm)
+    mine = h.charm.unit.name
+    CountingCharm.publishes = "published"
+    h.update_relation_data(rids[0], "s1/0", {"endpoint": "192.168.64.60:51820"})   # writes on all three
+    assert relation_cache.load(h.charm.state_dir)["written"] == sorted(str(r) for r in rids)
+    n = len(CountingCharm.calls)
+    h.update_relation_data(rids[0], mine, {"public-key": ""})       # dropped: on rids[2] too
+    h.update_relation_data(rids[2], mine, {"public-key": ""})
+    h.update_relation_data(rids[1], "s2/0", {"peer-keys": "2"})     # a hook on a relation it did not lose
     assert len(CountingCharm.calls) == n + 1

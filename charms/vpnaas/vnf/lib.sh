@@ -71,13 +71,27 @@ write_file() {  # path mode base64-content: as write_if_changed, the content giv
   write_if_changed "$1" "$2" "${content%x}"
 }
 
+# The data section is base64 of NAME=value lines, after the line __VPNAAS_DATA__ of this file:
+# decoded once, here, by the step's own shell, into memory (data_item runs inside $(...): a
+# subshell could not keep what it decoded). A tunnel step reads one item per device and several
+# for the exporter; decoding the whole section for each cost four programs each time.
+VPNAAS_DATA=()
+mapfile -t VPNAAS_DATA < <(sed -n '/^__VPNAAS_DATA__$/,$p' "$0" | tail -n +2 | base64 -d 2>/dev/null || true)
+
 data_item() {  # name: a value from the program's data section (never an argument)
-  # The data section is base64 of NAME=value lines, after the line __VPNAAS_DATA__ of this file.
   local line
-  line=$(sed -n '/^__VPNAAS_DATA__$/,$p' "$0" | tail -n +2 | base64 -d | grep -m 1 "^$1=" || true)
-  printf '%s' "${line#*=}"
+  for line in "${VPNAAS_DATA[@]}"; do
+    case "$line" in "$1="*) printf '%s' "${line#*=}"; return 0 ;; esac
+  done
 }
 
 secret() {  # name: the value of a secret (LTE K/OP) from the data section
   data_item "$1"
+}
+
+vpnaas_timed() {  # function args...: run it, then report its start and end (a profiled step only: hookclock.py)
+  # bash 5's EPOCHREALTIME costs no fork; an older bash asks date.
+  local started=${EPOCHREALTIME:-$(date +%s.%N)}
+  "$@"
+  out "TIMING $1 $started ${EPOCHREALTIME:-$(date +%s.%N)}"
 }

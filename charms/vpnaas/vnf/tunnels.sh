@@ -546,6 +546,96 @@ device_unchanged() {  # dev stripped-configuration: true when the running device
   [ -n "$running" ] && [ "$wanted" = "$running" ]
 }
 
+wg_named_endpoints() {  # a wg configuration on stdin: "peer <key> name <host:port>" per endpoint that is a name
+  awk -F' = ' '
+    /^\[/ { s = ($0 ~ /^\[Peer\]/) ? "p" : "i"; next }
+    s == "p" && $1 == "PublicKey" { p = $2 }
+    s == "p" && $1 == "Endpoint" && !($2 ~ /^[0-9.]+:[0-9]+$/ || $2 ~ /^\[[0-9a-fA-F:.]+\]:[0-9]+$/) { print "peer " p " name " $2 }'
+}
+
+wg_peer_changes() {  # wanted running names old-names: what makes the running device the wanted one
+  # The first two are wg_canon_wanted's and wg_canon_running's sorted lines, the others
+  # wg_named_endpoints' of the wanted and of the previous configuration (a name is compared with
+  # the name it had: the running device shows only what it resolved to). One line per change,
+  # in this order: "key", "port <n>", "set <peer> <endpoint> <keepalive> <allowed,...> <psk>" for
+  # each peer to add or change ("-": leave that setting as it runs), "remove <peer>" for each
+  # peer that is not wanted, "resync" for what only a whole sync can set (a preshared key).
+  { printf '%s\n' "$1" | sed 's/^/W /'; printf '%s\n' "$2" | sed 's/^/R /'
+    printf '%s\n' "$3" | sed 's/^/N /'; printf '%s\n' "$4" | sed 's/^/O /'; } | awk '
+    { side = $1 }
+    side == "N" && $2 == "peer" { name[$3] = $5; next }
+    side == "O" && $2 == "peer" { old[$3] = $5; next }
+    $2 == "key" { key[side] = $3; next }
+    $2 == "port" { port[side] = $3; next }
+    $2 == "peer" {
+      k = $3
+      if (!((side, k) in has)) { has[side, k] = 1; if (side == "W") order[++n] = k; else rorder[++m] = k }
+      if ($4 == "allowed") al[side, k] = al[side, k] "," $5
+      else val[side, k, $4] = $5
+    }
+    END {
+      if (key["W"] != key["R"]) print "key"
+      if (port["W"] != port["R"]) print "port " port["W"]
+      for (i = 1; i <= n; i++) {
+        k = order[i]; new = !(("R", k) in has); e = "-"; ka = "-"; a = "-"; p = "-"
+        if (("W", k, "endpoint") in val) { if (new || val["W", k, "endpoint"] != val["R", k, "endpoint"]) e = val["W", k, "endpoint"] }
+        else if (k in name) { if (new || name[k] != old[k]) e = name[k] }
+        if (new || val["W", k, "keepalive"] != val["R", k, "keepalive"]) ka = val["W", k, "keepalive"]
+        if (new || al["W", k] != al["R", k]) a = (al["W", k] == "") ? "(none)" : substr(al["W", k], 2)
+        if (val["W", k, "psk"] != (new ? "none" : val["R", k, "psk"])) p = val["W", k, "psk"]
+        if (p != "-" && p != "none") { print "resync"; continue }
+        if (new || e != "-" || ka != "-" || a != "-" || p != "-") print "set " k " " e " " ka " " a " " p
+      }
+      for (i = 1; i <= m; i++) if (!(("W", rorder[i]) in has)) print "remove " rorder[i]
+    }'
+}
+
+device_sync() {  # dev stripped-configuration previous-names: the running device made that configuration, peer by peer
+  # Instead of `wg syncconf`, which replaces every peer's allowed IPs: the userspace
+  # implementations remove and insert them one call at a time, so a packet to or from any peer in
+  # between finds no peer and is lost (device_unchanged), on every spoke of a hub whenever one
+  # spoke joins. Here only the peers that differ from the configuration are set (added or
+  # changed: their endpoint, keepalive or allowed IPs, each only when it differs) and the peers
+  # that are not in it removed, in one `wg set`; the others are not touched. Then the device is
+  # compared whole once more, and synced whole only if it still differs. Sets SYNC_HOW:
+  # "unchanged", "set <n>" (the changes: key, port, each peer set or removed) or "syncconf". Not for boringtun, whose
+  # UAPI a partial update wedges (ensure_device gives it `wg setconf` instead).
+  local dev=$1 wanted peers running changes kind peer ep ka allowed psk n=0 whole=0
+  local -a args=() removals=()
+  wanted=$(printf '%s\n' "$2" | wg_canon_wanted | LC_ALL=C sort) || return 1
+  peers=$(printf '%s\n' "$wanted" | awk '$3 == "endpoint" { printf "%s ", $2 }')
+  running=$(wg_canon_running "$dev" "$peers" | LC_ALL=C sort) || return 1
+  changes=$(wg_peer_changes "$wanted" "$running" "$(printf '%s\n' "$2" | wg_named_endpoints)" "$3")
+  if [ -n "$running" ] && [ -z "$changes" ]; then
+    SYNC_HOW=unchanged
+    return 0
+  fi
+  while read -r kind peer ep ka allowed psk; do
+    case "$kind" in
+      key) args+=(private-key "/etc/wireguard/$dev.key"); n=$((n + 1)) ;;
+      port) args+=(listen-port "$peer"); n=$((n + 1)) ;;
+      remove) removals+=(peer "$peer" remove); n=$((n + 1)) ;;
+      set)
+        args+=(peer "$peer")
+        [ "$ep" = - ] || args+=(endpoint "$ep")
+        [ "$ka" = - ] || args+=(persistent-keepalive "$ka")
+        [ "$psk" = - ] || args+=(preshared-key /dev/null)
+        if [ "$allowed" = "(none)" ]; then args+=(allowed-ips ""); elif [ "$allowed" != - ]; then args+=(allowed-ips "$allowed"); fi
+        n=$((n + 1)) ;;
+      *) whole=1 ;;
+    esac
+  done <<< "$changes"
+  if [ "$whole" = 0 ] && [ -n "$running" ]; then
+    timeout "$WG_TIMEOUT" wg set "$dev" "${args[@]}" "${removals[@]}"
+    if device_unchanged "$dev" "$2"; then
+      SYNC_HOW="set $n"
+      return 0
+    fi
+  fi
+  wg syncconf "$dev" <(printf '%s\n' "$2")
+  SYNC_HOW=syncconf
+}
+
 drain_device() {  # dev: wait (at most 1 s) until dev has sent what was routed into it
   # A key rotation moves a direction's routes off a device and, in the same step, changes that
   # device's key (phase 3) or deletes it (phase 5). A packet routed into the device just before
@@ -610,7 +700,7 @@ device_key() {  # dev mode(keep|fresh|copy) source-dev: the device's private key
 
 ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementation: <name>_BODY (base64) in the data section
   local dev=$1 restart=$4 body
-  local key="/etc/wireguard/$dev.key" conf="/etc/wireguard/$dev.conf" priv stripped wanted
+  local key="/etc/wireguard/$dev.key" conf="/etc/wireguard/$dev.conf" priv stripped wanted names
   dataplane_resolve "${6:-auto}"
   body=$(data_item "$5_BODY")
   KEY_COPIED=0
@@ -636,16 +726,19 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementati
       how=unchanged
       cmp -s "$conf" <(printf '%s' "$wanted") || how=setconf
     fi
+    names=$(wg_named_endpoints < "$conf" 2>/dev/null || true)   # what the running peers' names were
     write_if_changed "$conf" 600 "$wanted"
     write_if_changed "/etc/wireguard/$dev.impl" 600 "$DP_IMPL"$'\n'
     # The routes this device lost in this step (stage_routes, the temporary device applied first)
     # carry nothing new into it; what they already carried leaves before the new key expires its session.
     if [ "$KEY_COPIED" = 1 ]; then drain_device "$dev"; fi
-    # strip first: a failure inside <(...) would go unnoticed and syncconf would apply nothing
+    # strip first: a failure inside <(...) would go unnoticed and nothing would be applied
     stripped=$(wg-quick strip "$dev")
-    if [ "$how" = syncconf ] && device_unchanged "$dev" "$stripped"; then how=unchanged; fi
-    if [ "$how" != unchanged ]; then
-      wg "$how" "$dev" <(printf '%s\n' "$stripped")
+    if [ "$how" = syncconf ]; then
+      device_sync "$dev" "$stripped" "$names"
+      how=$SYNC_HOW
+    elif [ "$how" = setconf ]; then
+      wg setconf "$dev" <(printf '%s\n' "$stripped")
     fi
     apply_routes "$dev"
     dataplane_report "$dev" "$DP_IMPL"

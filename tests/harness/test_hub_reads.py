@@ -1,0 +1,106 @@
+"""A hub's relation hook reads and validates only what it is about (relation_memory): its own
+remote unit's databag and the relations it must read back, while update-status and the other
+checks read everything. Membership is relation-list's in every hook, and nothing unvalidated is
+used. The real charm, logged in to a fake VNF."""
+import pytest
+from fake_vnf import keypair
+from harness_helpers import peer_data
+
+from vpnaas import relation_cache, relation_memory
+from vpnaas.hookclock import CLOCK
+
+SPOKES = 6
+
+
+@pytest.fixture
+def hub(ready, vnf):
+    ready.configure(**{"vpn-tunnel-address": "10.9.0.1/24"})
+    rels = {}
+    for i in range(1, SPOKES + 1):
+        unit = "s{}/0".format(i)
+        rels[unit] = ready.relate("vpn", unit, peer_data(keypair()[1], endpoint="192.168.8.{}:51820".format(20 + i),
+                                                        tunnel="10.9.0.{}/24".format(1 + i),
+                                                        service="172.16.3.{}/32".format(i)))
+    assert len(vnf.peer_keys("wg-vpn")) == SPOKES
+    return ready, rels
+
+
+class Reads(object):
+    """The hook-tool reads of databags a run makes: remote units' and this unit's own."""
+
+    def __init__(self, harness):
+        self.remote, self.own = [], []
+        backend = harness._backend
+        original = backend.relation_get
+        me = harness.charm.unit.name
+
+        def relation_get(relation_id, member_name, is_app):
+            (self.own if member_name == me else self.remote).append(member_name)
+            return original(relation_id, member_name, is_app)
+        backend.relation_get = relation_get
+        self.undo = lambda: setattr(backend, "relation_get", original)
+
+
+def test_a_spokes_relation_changed_reads_and_validates_that_spoke_only(hub, vnf):
+    unit, rels = hub
+    reads = Reads(unit.harness)
+    CLOCK.counts.clear()
+    new = peer_data(keypair()[1], endpoint="192.168.8.23:51820", tunnel="10.9.0.4/24", service="172.16.3.3/32")
+    unit.harness.update_relation_data(rels["s3/0"], "s3/0", new)
+    assert new["public-key"] in vnf.peer_keys("wg-vpn") and len(vnf.peer_keys("wg-vpn")) == SPOKES
+    assert set(reads.remote) == {"s3/0"}, reads.remote
+    assert CLOCK.counts.get("peers_validated") == 1 and CLOCK.counts.get("peers_judged") == 1
+    assert len(set(reads.own)) <= 2, "this hook's relation, and what the last run wrote"
+    reads.undo()
+
+
+def test_update_status_reads_every_spoke_and_everything_this_unit_published(hub, vnf):
+    unit, rels = hub
+    CLOCK.counts.clear()
+    unit.charm.on.update_status.emit()
+    # (Harness keeps the databags ops loaded in earlier events: the charm's own count is the measure.)
+    assert CLOCK.counts.get("databags_read") == SPOKES and CLOCK.counts.get("own_databags_read") == SPOKES
+    assert not CLOCK.counts.get("peers_validated"), "unchanged databags (same digests) are not validated again"
+
+
+def test_another_spokes_data_is_what_its_own_last_hook_read_as_juju_hands_it(hub, vnf):
+    """Juju 2.9 refreshes only the hook's own remote unit: a spoke's new data reaches the hub with
+    that spoke's relation-changed. Until then the hub plans with what it read before (as Juju
+    would answer it), and takes the news in the spoke's hook."""
+    unit, rels = hub
+    old = set(vnf.peer_keys("wg-vpn"))
+    moved = peer_data(keypair()[1], endpoint="192.168.8.25:51820", tunnel="10.9.0.6/24", service="172.16.3.5/32")
+    unit.harness.disable_hooks()
+    unit.harness.update_relation_data(rels["s5/0"], "s5/0", moved)
+    unit.harness.enable_hooks()
+    unit.harness.update_relation_data(rels["s1/0"], "s1/0", {"wants-peer-keys": "yes"})
+    assert set(vnf.peer_keys("wg-vpn")) == old
+    unit.harness.update_relation_data(rels["s5/0"], "s5/0", {"peer-keys": ""})     # s5/0's own hook
+    assert moved["public-key"] in vnf.peer_keys("wg-vpn")
+
+
+def test_a_departed_spoke_is_gone_from_the_plan_and_from_the_memory(hub, vnf):
+    unit, rels = hub
+    gone = unit.harness.get_relation_data(rels["s2/0"], "s2/0")["public-key"]
+    unit.harness.remove_relation_unit(rels["s2/0"], "s2/0")
+    assert gone not in vnf.peer_keys("wg-vpn") and len(vnf.peer_keys("wg-vpn")) == SPOKES - 1
+    assert not any(slot.endswith("/s2/0") for slot in unit.charm.memory.units)
+
+
+def test_invalid_data_is_never_used_even_when_remembered(hub, vnf):
+    """A spoke that publishes a key the grammar refuses is refused in its hook, and stays refused
+    (the memory keeps the refusal, not the data) until it publishes good data again."""
+    unit, rels = hub
+    unit.harness.update_relation_data(rels["s4/0"], "s4/0", {"public-key": "not-a-key"})
+    assert any("invalid data from s4/0" in p for p in unit.charm.build_plan().device("vpn").problems)
+    unit.harness.update_relation_data(rels["s1/0"], "s1/0", {"wants-peer-keys": "yes"})
+    plan = unit.charm.build_plan()
+    assert "s4/0" not in {p.source for p in plan.device("vpn").peers}
+    assert unit.charm.memory.units[relation_cache.slot(rels["s4/0"], "s4/0")]["reading"].get("invalid")
+
+
+def test_the_memory_goes_through_its_file_and_back(hub, tmp_path):
+    unit, _rels = hub
+    unit.charm.memory.save(str(tmp_path))
+    again = relation_memory.load(str(tmp_path))
+    assert again.as_dict() == unit.charm.memory.as_dict()
