@@ -70,7 +70,7 @@ lint: venv shellcheck typecheck ## ruff over all Python, shellcheck over every s
 	  (cd scripts/testbed/hookclient-go && go vet ./...); \
 	else echo "no Go toolchain: gofmt/go vet of the hook-tool client not run"; fi
 
-typecheck: venv ## mypy over everything a charm ships (the shared package, every src/charm.py), all of it annotated
+typecheck: venv ## mypy over everything a charm ships (the shared package; each src/charm.py is the build's one call into it), all of it annotated
 	$(VENV)/bin/mypy
 
 shellcheck: ## shellcheck (Debian's package) over the VNF-side scripts and the project's own

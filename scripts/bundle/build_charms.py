@@ -188,6 +188,51 @@ def missing_imports(src, target):
     return out
 
 
+#: Every charm's src/charm.py: its class is composed from its registry entry, so no component
+#: states its description, workload or UE anywhere but in registry.yaml.
+ENTRY_POINT = """#!/usr/bin/env python3
+\"\"\"The proxy charm of component {name}: written by scripts/bundle/build_charms.py; the charm
+class is composed from the component's entry in vpnaas/core/registry.yaml (vpnaas/charm/entry.py).\"\"\"
+from vpnaas.charm.entry import main
+
+if __name__ == "__main__":
+    main({name!r})
+"""
+
+
+def entry_point(name):
+    return ENTRY_POINT.format(name=name)
+
+
+def check_entry(name):
+    """The component's entry names a description, UE and workload class its charm ships (read
+    without importing ops), and its folder holds no code of its own: a charms/<name>/src would
+    state a second time what the registry says."""
+    reg = registry.load()
+    comp = reg.components[name]
+    if os.path.exists(os.path.join(CHARMS_DIR, name, "src")):
+        raise BuildError("charms/{}/src: a charm's code is its registry entry (charms/vpnaas/core/registry.yaml); the "
+                         "build writes src/charm.py".format(name))
+    kind = reg.workloads[comp.workload]
+    shipped = set(reg.shipped_modules(name)) | {"charm.workload"}
+    for what, dotted in (("describe", comp.describe), ("ue", comp.ue), ("workload class", kind.cls)):
+        module, _, attribute = dotted.rpartition(".")
+        if not dotted:
+            continue
+        path = os.path.join(CHARMS_DIR, SHARED_PACKAGE, *module.split(".")) + ".py"
+        if module not in shipped or not os.path.isfile(path):
+            raise BuildError("charm {}: its {} {} is in no module it ships".format(name, what, dotted))
+        with open(path) as f:
+            tree = ast.parse(f.read())
+        defined = {t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                   for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                   if isinstance(t, ast.Name)}
+        defined |= {node.name for node in tree.body if isinstance(node, (ast.ClassDef, ast.FunctionDef))}
+        if attribute not in defined:
+            raise BuildError("charm {}: its {} {}: {}.py defines no {}".format(name, what, dotted,
+                                                                                module.replace(".", "/"), attribute))
+
+
 def _dump(path, data):
     with open(path, "w") as f:
         yaml.safe_dump(data, f, sort_keys=True, default_flow_style=False)
@@ -208,8 +253,7 @@ def build_charm(name, base, deps, out_dir=None, shared=None):
     ``.charm``. ``shared``: a dict the caller keeps across the charms of one build (``build_all``),
     in which the zip of ``SHARED_TREES`` is made once."""
     spec = charmspec.charm_spec(name)
-    if not os.path.isfile(os.path.join(CHARMS_DIR, name, "src", "charm.py")):
-        raise BuildError("charms/{}/src/charm.py is missing".format(name))
+    check_entry(name)
     out = os.path.join(out_dir or output_dir(base), name)
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
@@ -222,7 +266,9 @@ def build_charm(name, base, deps, out_dir=None, shared=None):
     with open(os.path.join(out, "dispatch"), "w") as f:
         f.write(DISPATCH)
     os.chmod(os.path.join(out, "dispatch"), 0o755)
-    _copy_tree(os.path.join(CHARMS_DIR, name, "src"), os.path.join(out, "src"))
+    os.makedirs(os.path.join(out, "src"))
+    with open(os.path.join(out, "src", "charm.py"), "w") as f:
+        f.write(entry_point(name))
     os.chmod(os.path.join(out, "src", "charm.py"), 0o755)
     copy_shared_package(name, os.path.join(out, "lib", SHARED_PACKAGE))
     ship_programs(os.path.join(out, dataplane.CHARM_FOLDER), base)

@@ -11,7 +11,7 @@ import os
 
 import yaml
 
-from bundle import ROOT
+from bundle import ROOT, membership
 from bundle.yamlfile import SAFE_LOADER, load_mapping
 from vpnaas.core import registry
 
@@ -197,7 +197,9 @@ def make_ns_variant(src, name, spec, vnf_ids, vnfd_bodies=None):
         cidr = cidrs.get(vlp["virtual-link-desc-id"])
         if cidr:
             vlp["virtual-link-protocol-data"]["l3-protocol-data"]["cidr"] = cidr
-    nsd["vnfd-id"] = sorted({p["vnfd-id"] for p in df["vnf-profile"]}, key=_vnfd_order)
+    component_of = {v: k[0] for k, v in vnf_ids.items()}
+    nsd["vnfd-id"] = sorted({p["vnfd-id"] for p in df["vnf-profile"]},
+                            key=lambda v: (_vnfd_order(component_of.get(v)), v))
     if spec.get("relations", True) is False:
         nsd.pop("ns-configuration", None)
     else:
@@ -249,11 +251,9 @@ def _relation_end(member, endpoint, vdu_of):
     return end
 
 
-def _vnfd_order(vnfd_id):
-    for i, name in enumerate(VNF_NAMES):
-        if vnfd_id == "oai-" + name or vnfd_id.startswith("oai-{}-".format(name)):
-            return (i, vnfd_id)
-    return (len(VNF_NAMES), vnfd_id)
+def _vnfd_order(component):
+    """A VNFD's place in an NSD's vnfd-id list: its component's in the registry (whatever its id)."""
+    return VNF_NAMES.index(component) if component in VNF_NAMES else len(VNF_NAMES)
 
 
 def make_vnf_osm10(src, spec):
@@ -340,10 +340,13 @@ class Bundle:
 
 
 def load_sources():
-    """({component: VNFD}, {source name: NSD source}, {slice: NST}, variants.yaml)."""
+    """({component: VNFD}, {source name: NSD source}, {slice: NST}, variants.yaml); each NSD source
+    with a member profile for every component its ``members`` line names (membership.py)."""
     vnfs = {c.name: Descriptor("vnfd", load_yaml(c.vnfd), c.vnfd, c.vnfd) for c in registry.load().with_vnfd()}
     spec = load_yaml(VARIANTS_FILE)
     ns_srcs = {name: Descriptor("nsd", load_yaml(path), path, path) for name, path in spec["sources"].items()}
+    for name, src in ns_srcs.items():
+        membership.add_members(src, name, (spec.get("members") or {}).get(name), vnfs, DescriptorError)
     for key, nspec in spec["ns-variants"].items():
         if nspec.get("source") not in ns_srcs:
             raise DescriptorError("{}: ns-variant {} names source {!r}, not one of {}".format(

@@ -23,8 +23,6 @@ from deploy.runner import Progress, quote_argv
 from deploy.wait import parse_tunnels, tunnel_report
 from vpnaas.core import refpoints, registry
 
-CLIENT_IS_PROVIDER = {"s6a": True}
-
 
 def _first_address(value):
     if not value:
@@ -65,7 +63,7 @@ def tunnel_address(refpoint, provider_side):
 def plan(tunnel, rendered, mgmt, wireguard):
     """The client/server members and the address pairs for one reference point."""
     rp = tunnel.refpoint
-    client_is_provider = CLIENT_IS_PROVIDER.get(rp, False)
+    client_is_provider = registry.load().reference_points[rp].client == "provider"
     client = tunnel.provider if client_is_provider else tunnel.requirer
     server = tunnel.requirer if client_is_provider else tunnel.provider
     out = {"refpoint": rp, "client": client, "server": server, "wg": None, "plain": None}

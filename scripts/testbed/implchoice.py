@@ -4,9 +4,9 @@ config primitive), and what the demo reports about it.
 
 IMPL is a comma-separated list of ``[who=]implementation``:
   boringtun                       every interface
-  signalling=boringtun            the signalling interfaces (every reference point that does not
-                                  carry GTP-U: s6a, s11, s1c, sxab; n2, n4, n11, db)
-  userplane=wireguard-go          the user-plane ones (s1u; n3)
+  signalling=boringtun            the signalling interfaces (every reference point of the control
+                                  plane: the registry's `plane`)
+  userplane=wireguard-go          the user-plane ones (registry `plane: user`)
   s6a=boringtun,s1u=kernel        one interface each
 Later items win: ``boringtun,s1u=wireguard-go``. Empty: the charms' default (auto).
 """
@@ -23,7 +23,7 @@ class ChoiceError(ValueError):
 
 def is_user_plane(rp_name):
     rp = registry.load().reference_points.get(rp_name)
-    return bool(rp and rp.carries.startswith("GTP-U"))
+    return bool(rp and rp.plane == "user")
 
 
 def parse(text, rp_names):

@@ -98,7 +98,8 @@ def leftovers(tb, model, apps):
 
 # ---------------------------------------------------------------------- probes
 def start_probes(tb, rps):
-    return [probe.Probe(tb.vnfs[rp.provider], rp.service[rp.provider], rp.service[rp.requirer], rp.name).start()
+    return [probe.Probe(tb.vnfs[rp.provider], rp.service[rp.provider], rp.service[rp.requirer], rp.name,
+                        ends=(tb.vnfs[rp.provider], tb.vnfs[rp.requirer])).start()
             for rp in rps]
 
 
@@ -125,6 +126,11 @@ class Context(object):
 
 
 def record(name, started, converged, results, tb, rps, **more):
+    """One operation's record; each probe's start is given in seconds from ``started`` (its gaps
+    count from its own start: probe.py)."""
+    for r in results:
+        if "started" in r:
+            r["started_s"] = round(r.pop("started") - started, 2)
     rec = {"name": name, "seconds_to_converge": round(converged, 3) if converged is not None else None,
            "packets_lost": sum(r["lost"] for r in results), "packets_sent": sum(r["sent"] for r in results),
            "tunnels_up_after": sum(1 for rp in rps if tunnel_ok(tb, rp)), "tunnels": len(rps),

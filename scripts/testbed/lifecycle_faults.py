@@ -171,6 +171,9 @@ def op_action_interrupted(ctx):
                      measurement_run_again=measured.status, measurement_return_code=measured.results.get("return-code"),
                      temporary_devices_after=lc.temporary_devices(tb, apps), update_status_runs=update_status,
                      events=events,
+                     # Every hook and action of the operation, to place a loss (its probes' gaps).
+                     hooks=[[round(r.started - started, 2), round(r.ended - started, 2), r.unit, r.hook]
+                            for r in model.hook_log[hooks:]],
                      scale_out={key: out.get(key) for key in ("instance", "seconds_to_converge", "tunnels_up_after",
                                                               "tunnels", "packets_lost", "seconds_total")},
                      scale_in={key: back.get(key) for key in ("instance", "seconds_to_converge", "leftovers",

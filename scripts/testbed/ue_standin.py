@@ -18,6 +18,7 @@ import subprocess
 import measure_parse
 
 from testbed.measurement import traffic
+from vpnaas.core import registry
 
 LABEL = "stand-in (no OAI build here)"
 UE_IF = "oaitun_ue1"  # the name the eNB charm's ue-iperf reads the UE's address from
@@ -29,8 +30,9 @@ def _failed_or_results(result):
     return {"status": "failed", "message": result.message}
 
 
-#: The user-plane reference point between the RAN and its gateway: the EPS's S1-U, the 5G SA's N3.
-USER_PLANE = ("s1u", "n3")
+#: The user-plane reference points (registry ``plane: user``): between the RAN and its gateway,
+#: the EPS's S1-U, the 5G SA's N3.
+USER_PLANE = tuple(rp.name for rp in registry.load().reference_points.values() if rp.plane == "user")
 
 
 def run(tb, r, seconds, progress):

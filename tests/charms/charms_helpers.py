@@ -2,10 +2,8 @@
 
 import base64
 import functools
-import importlib.util
 import os
 import subprocess
-import sys
 
 import pytest
 import yaml
@@ -192,14 +190,10 @@ def bash_syntax_ok(script):
 
 @functools.lru_cache(maxsize=None)
 def load_charm_class(name):
-    path = os.path.join(ROOT, "charms", name, "src", "charm.py")
-    spec = importlib.util.spec_from_file_location("charm_" + name.replace("-", "_"), path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # Harness looks the class's file up through sys.modules
-    spec.loader.exec_module(module)
-    # The charm class defined in charm.py itself (not VpnaasCharm, which it imports).
-    return next(v for k, v in vars(module).items()
-                if k.endswith("Charm") and getattr(v, "__module__", "") == module.__name__)
+    """The charm class a built charm's src/charm.py runs: composed from the registry entry."""
+    from vpnaas.charm.entry import charm_class
+
+    return charm_class(name)
 
 
 @functools.lru_cache(maxsize=None)

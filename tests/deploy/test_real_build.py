@@ -9,8 +9,10 @@ import pytest
 import yaml
 from deploy_helpers import ROOT, Printed, base_env, no_subprocess
 
+from bundle import membership
 from deploy.catalog import Catalog
 from deploy.cli import main
+from vpnaas.core import registry
 
 
 @pytest.fixture(scope="session")
@@ -72,12 +74,8 @@ def test_real_variant_dry_run(real_catalog, variant):
         for a in printed.reads("osm", "ns-action")
         if a[a.index("--action_name") + 1] == "tunnel-status"
     }
-    if variant in ("epc", "sa"):
-        assert members == set()
-    elif variant.startswith("sa"):
-        assert members == {"mysql", "amf", "smf", "upf", "gnb"}
-    else:
-        assert members == {"hss", "mme", "spgwc", "spgwu", "enb"}
+    rps = registry.load().reference_points
+    assert members == {end for rp in membership.of_variant(variant)[1] for end in (rps[rp].provider, rps[rp].requirer)}
 
 
 def test_real_multisite_uses_second_vim(real_catalog):

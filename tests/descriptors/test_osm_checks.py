@@ -45,9 +45,11 @@ def test_vnf_profile_vnfd_id_must_be_listed(bundle):
 
 
 def test_vnfd_id_must_be_a_vnfd_of_the_bundle(bundle):
-    find(bundle, "nsd", "oai-eps-wg").body["vnfd-id"].append("oai-ue")
+    members = find(bundle, "nsd", "oai-eps-wg").body["vnfd-id"]
+    members.append("oai-ue")
     assert_problem(
-        problems_of(bundle), EPS_WG, "nsd.nsd[0].vnfd-id[5]", "'oai-ue' is not a VNFD of the bundle"
+        problems_of(bundle), EPS_WG, "nsd.nsd[0].vnfd-id[{}]".format(len(members) - 1),
+        "'oai-ue' is not a VNFD of the bundle"
     )
 
 
@@ -151,3 +153,13 @@ def test_virtual_link_connectivity_must_name_a_virtual_link(bundle):
         "nsd.nsd[0].df[0].vnf-profile[0].virtual-link-connectivity[1].virtual-link-profile-id",
         "no virtual-link-desc 's6b'",
     )
+
+
+def test_a_day12_id_that_is_the_vnfd_id_and_a_vdu_id_is_named(bundle):
+    """LCM looks the entry up for the VNF and again for each VDU: one id that is both would deploy
+    the proxy charm twice (found when a generic component's VNFD was named after its VDU)."""
+    hss = find(bundle, "vnfd", "oai-hss").body
+    hss["vdu"][0]["id"] = "oai-hss"
+    assert_problem(problems_of(bundle), "vnf/hss/hss_vnfd.yaml",
+                   "vnfd.df[0].lcm-operations-configuration.operate-vnf-op-config.day1-2[0].id",
+                   "day1-2 id 'oai-hss' is both the vnfd id and a vdu id")

@@ -296,3 +296,22 @@ def test_enb_vnfd_offers_the_ue_actions_as_day2_primitives(bundle):
         "server": True, "seconds": False}
     config = {p["name"]: p["value"] for p in entry["initial-config-primitive"][0]["parameter"]}
     assert config["ue-imsi"] == "<ue_imsi>" and config["ue-lte-k"] == "<ue_lte_k>"
+
+
+def test_a_service_address_outside_the_registrys_service_network_is_named(bundle):
+    """The IP plan's service networks are the registry's: a params file is checked against them."""
+    def move(t):
+        t["additionalParamsForVnf"][0]["additionalParams"]["s6a_service_addresses"] = "172.16.7.129/32"
+
+    at = "additionalParamsForVnf[0].additionalParams.s6a_service_addresses"
+    assert_problem(run(bundle, EPS_WG, move), EPS_WG, at,
+                   "172.16.7.129/32 is outside s6a's service network 172.16.6.0/24")
+
+
+def test_service_addresses_on_a_reference_point_the_member_is_no_end_of_are_named(bundle):
+    def stray(t):
+        t["additionalParamsForVnf"][0]["additionalParams"]["s1u_service_addresses"] = "192.168.248.7/32"
+
+    at = "additionalParamsForVnf[0].additionalParams.s1u_service_addresses"
+    assert_problem(run(bundle, EPS_WG, stray), EPS_WG, at,
+                   "hss is no end of reference point s1u (spgwu provides, enb requires")

@@ -6,11 +6,13 @@ import os
 
 import pytest
 
+from bundle import membership
 from testbed import demo, ue_standin
 from testbed.emulators import vim
 from testbed.measurement import capture
 
-REFPOINTS = ("s6a", "s11", "s1c", "sxab", "s1u")
+#: Its tunnels: the registry's reference points between its members (pinned: tests/pins.yaml).
+REFPOINTS = tuple(membership.of_variant("eps_wg")[1])
 
 
 @pytest.fixture(scope="module")

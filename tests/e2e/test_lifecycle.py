@@ -8,8 +8,12 @@ across every tunnel an operation touches, on VNFs with strict reverse-path filte
 its report checked operation by operation."""
 import pytest
 
+from bundle import membership
 from testbed import demo, lifecycle
 from testbed.emulators import lcm_data
+
+#: The EPS's tunnels (its reference points; pinned: tests/pins.yaml).
+TUNNELS = len(membership.of_variant("eps_wg")[1])
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +29,7 @@ def test_every_operation_ran_in_order(report):
 
 def test_upgrading_the_charms_loses_nothing_and_recreates_no_device(report):
     op = report["upgrade-charm"]
-    assert op["devices_recreated"] == [] and op["tunnels_up_after"] == op["tunnels"] == 5
+    assert op["devices_recreated"] == [] and op["tunnels_up_after"] == op["tunnels"] == TUNNELS
     assert op["packets_sent"] > 1000 and op["packets_lost"] == 0
     assert op["seconds_to_converge"] is not None
 
@@ -85,7 +89,7 @@ def test_a_healed_vnf_comes_back_without_update_status_and_its_peers_follow(repo
     op = report[name]
     assert op["healed"] == [healed] and op["relations_added"] == [] and op["update_status_runs"] == 0
     assert op["seconds_to_converge"] is not None, op
-    assert op["tunnels_up_after"] == op["tunnels"] == 5
+    assert op["tunnels_up_after"] == op["tunnels"] == TUNNELS
     assert op["packets_lost_on_other_tunnels"] == 0, op["probes"]
 
 

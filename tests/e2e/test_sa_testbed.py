@@ -5,12 +5,14 @@ import os
 
 import pytest
 
+from bundle import membership
 from testbed import demo, ue_standin
 from testbed.emulators import vim
 from testbed.measurement import capture
 from vpnaas.core import refpoints
 
-REFPOINTS = ("n2", "n3", "n4", "n11", "db")
+#: Its tunnels: the registry's reference points between its members (pinned: tests/pins.yaml).
+REFPOINTS = tuple(membership.of_variant("sa_wg")[1])
 #: The NFs bind by interface name: each service address is found by its own label (SIOCGIFADDR).
 SIOCGIFADDR = ("import fcntl, socket, struct, sys\n"
                "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"

@@ -17,6 +17,7 @@ import pytest
 from fake_vnf import CLOCK, FakeNetwork, FakeVnf, keypair
 
 from vpnaas.charm import relation_cache
+from vpnaas.core import unitstate
 from vpnaas.vnf import ssh
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "charms"))
@@ -152,6 +153,9 @@ def proxy(vnf, monkeypatch, tmp_path, caplog):
     # relation cache becomes the cache at once (in a charm it does when ops has committed).
     save = relation_cache.save
     monkeypatch.setattr(relation_cache, "save", lambda d, state: (save(d, state), relation_cache.promote(d)))
+    # ... and each finished session confirms the VNF at once (unitstate.confirm_vnf).
+    pending = unitstate.vnf_confirmed_pending
+    monkeypatch.setattr(unitstate, "vnf_confirmed_pending", lambda d: (pending(d), unitstate.confirm_vnf(d)))
     harness = harness_for("wireguard-proxy")
     harness.set_leader(True)
     harness.begin()

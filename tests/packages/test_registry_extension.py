@@ -1,10 +1,13 @@
-"""Adding a component and a reference point is a registry entry, the component's own folders and
-its tests (docs/architecture.md). Proved in a temporary copy of the project: a synthetic
-component ``probe`` with a VNF package, and a reference point ``x1`` it provides to the SPGW-U,
-are added exactly that way; then the copy's own build, validator, package build, deploy tool
-and the new component's own test run there, and their outputs carry the new facts everywhere the
-registry feeds (the charms, the package catalog, the deploy tool's security group, the testbed's
-ends of each reference point)."""
+"""Adding a component to an NS is its folders, its registry entry and one membership line; a
+reference point between existing components is a registry entry (docs/architecture.md, "Adding
+..."; both with the pin file's lines for review). Proved in a temporary copy of the project: a
+synthetic component ``probe`` (a VNF package whose id has no ``oai-`` prefix, a charm folder with
+no code) joins the EPS, with a reference point ``x1`` it provides to the SPGW-U, and a reference
+point ``x2`` joins the existing HSS and SPGW-C, exactly that way (``TOUCHED`` lists every file);
+then the copy's own build, validator, package build, deploy tool, pin test and the new
+component's own test run there, and their outputs carry the new facts everywhere the registry
+feeds (the charms, the NS packages' members and relations, the package catalog, the deploy
+tool's security group, the testbed's ends of each reference point)."""
 import json
 import os
 import re
@@ -17,6 +20,8 @@ import zipfile
 import pytest
 import yaml
 
+from bundle import descriptors, membership
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 #: One worker runs this module: its module-scoped fixture is built once (tests/conftest.py).
 pytestmark = pytest.mark.xdist_group("registry-extension")
@@ -25,9 +30,20 @@ REGISTRY_ADDITIONS = {
     "reference-points": {
         "x1": {"provider": "probe", "requirer": "spgwu", "listen-port": 51899, "tunnel-network": "10.250.99.0/30",
                "service-network": "172.31.99.0/24", "carries": "a synthetic test interface"},
+        "x2": {"provider": "hss", "requirer": "spgwc", "listen-port": 51898, "tunnel-network": "10.250.98.0/30",
+               "service-network": "172.31.98.0/24", "carries": "a synthetic interface between existing components"},
     },
     "components": {"probe": {"workload": "generic", "modules": [], "vnfd": "vnf/probe/probe_vnfd.yaml"}},
 }
+
+#: The membership line: the EPS's (ns/variants.yaml ``members``), with this component appended.
+MEMBERS_LINE = re.compile(r"(?m)^(  eps: \[[^\]\n]*)\]$")
+NEW_MEMBER = "probe"
+#: Every file the additions touch (measured here; docs/architecture.md states these numbers): the
+#: component's folders, its registry entry, its membership line, its own test, and the pin file.
+TOUCHED = ["charms/probe/actions.yaml", "charms/probe/config.yaml", "charms/probe/metadata.yaml",
+           "charms/vpnaas/core/registry.yaml", "docs/figures.md", "ns/variants.yaml", "tests/harness/test_probe.py",
+           "tests/pins.yaml", "vnf/probe/README.md", "vnf/probe/probe_vnfd.yaml"]
 
 PROBE_CHARM = {
     "charms/probe/metadata.yaml": """\
@@ -39,18 +55,6 @@ PROBE_CHARM = {
         """,
     "charms/probe/config.yaml": "options: {}\n",
     "charms/probe/actions.yaml": "{}\n",
-    "charms/probe/src/charm.py": """\
-        #!/usr/bin/env python3
-        from vpnaas.charm.base import VpnaasCharm, main
-
-
-        class ProbeCharm(VpnaasCharm):
-            pass
-
-
-        if __name__ == "__main__":
-            main(ProbeCharm)
-        """,
 }
 
 PROBE_TEST = '''\
@@ -108,16 +112,17 @@ def _probe_vnfd():
     text = yaml.safe_dump(doc).replace("hss", "probe").replace("HSS", "probe")
     vnfd = yaml.safe_load(text)
     body = vnfd["vnfd"]
+    body["id"] = body["product-name"] = "probe-vnf"  # a generic component's id: no oai- prefix, not its VDU's
     body["ext-cpd"] = [c for c in body["ext-cpd"] if "mgmt" in c["id"]]
     body["vdu"][0]["int-cpd"] = [c for c in body["vdu"][0]["int-cpd"] if "mgmt" in c["id"]]
     body["vdu"][0].pop("cloud-init-file")
     config = body["df"][0]["lcm-operations-configuration"]["operate-vnf-op-config"]["day1-2"][0]
+    config["id"] = body["id"]                        # its VNF-level execution environment
     config["initial-config-primitive"] = [{
         "seq": 1, "name": "config", "execution-environment-ref": "proxy-ee",
         "parameter": [{"name": "ssh-hostname", "value": "<rw_mgmt_ip>"},
                       {"name": "ssh-username", "value": "ubuntu"},
-                      {"name": "osm-instance", "value": "<OSM>"},   # OSM's identity for the metrics
-                      {"name": "x1-service-addresses", "value": "<x1_service_addresses>"}]}]
+                      {"name": "osm-instance", "value": "<OSM>"}]}]   # OSM's identity for the metrics
     return vnfd
 
 
@@ -132,7 +137,58 @@ def _copy_project(dest):
         shutil.copy2(src, os.path.join(dest, rel))
 
 
+def _touched(copy):
+    """The files of the copy that differ from the project's or are new (before anything is built)."""
+    out = []
+    for folder, dirs, files in os.walk(copy):
+        dirs[:] = [d for d in dirs if d not in ("__pycache__", "build")]
+        for name in files:
+            rel = os.path.relpath(os.path.join(folder, name), copy)
+            mine = os.path.join(ROOT, rel)
+            with open(os.path.join(copy, rel), "rb") as f:
+                data = f.read()
+            if not os.path.isfile(mine) or open(mine, "rb").read() != data:
+                out.append(rel)
+    return sorted(out)
+
+
+def _pin(copy):
+    """The pin file's lines for the additions (what a reviewer reads)."""
+    path = os.path.join(copy, "tests", "pins.yaml")
+    with open(path) as f:
+        pins = yaml.safe_load(f)
+    for name, rp in REGISTRY_ADDITIONS["reference-points"].items():
+        pins["reference-points"][name] = [rp["provider"], rp["requirer"]]
+    pins["vnf-packages"].append("probe")
+    pins["charms"] = sorted(pins["charms"] + ["probe"])
+    for variant, ns in pins["ns"].items():
+        if variant.startswith(("epc", "eps")):
+            ns["members"].append("probe")
+            ns["tunnels"] += [rp for rp in ("x1", "x2") if ns["tunnels"]]
+    with open(path, "w") as f:
+        yaml.safe_dump(pins, f, sort_keys=False)
+
+
+def _figures(copy):
+    """docs/figures.md's counts of the build (checked against it): one charm and two VNF packages
+    (the component's and its -osm10 form) more."""
+    path = os.path.join(copy, "docs", "figures.md")
+    with open(path) as f:
+        text = f.read()
+    for label, more in (("charms (`make charms`)", 1), ("VNF packages (`make packages`)", 2)):
+        text = re.sub(r"(?m)^(\| {} \| )(\d+)( \|)".format(re.escape(label)),
+                      lambda m, more=more: "{}{}{}".format(m.group(1), int(m.group(2)) + more, m.group(3)), text)
+    with open(path, "w") as f:
+        f.write(text)
+
+
 def _extend(copy):
+    variants = os.path.join(copy, "ns", "variants.yaml")
+    with open(variants) as f:
+        text = f.read()
+    assert len(MEMBERS_LINE.findall(text)) == 1
+    with open(variants, "w") as f:
+        f.write(MEMBERS_LINE.sub(lambda m: "{}, {}]".format(m.group(1), NEW_MEMBER), text))
     path = os.path.join(copy, "charms", "vpnaas", "core", "registry.yaml")
     with open(path) as f:
         doc = yaml.safe_load(f)
@@ -182,6 +238,10 @@ def extended(tmp_path_factory, charm_dependencies):
     copy = str(tmp_path_factory.mktemp("extended") / "project")
     _copy_project(copy)
     _extend(copy)
+    _pin(copy)
+    _figures(copy)
+    with open(os.path.join(os.path.dirname(copy), "touched.json"), "w") as f:
+        json.dump(_touched(copy), f)
     os.makedirs(os.path.join(copy, "build"))
     os.symlink(os.path.join(ROOT, "build", "venvs"), os.path.join(copy, "build", "venvs"))
     _run(copy, "-m", "bundle.build_charms")
@@ -207,6 +267,78 @@ def test_the_new_component_and_reference_point_reach_both_charms(extended):
     assert "empty: 10.250.99.2/30" in spgwu_config["options"]["x1-tunnel-address"]["description"]
 
 
+def test_the_additions_touch_only_the_files_the_guide_names(extended):
+    with open(os.path.join(os.path.dirname(extended), "touched.json")) as f:
+        assert json.load(f) == TOUCHED
+    assert "charms/probe/src/charm.py" not in TOUCHED       # a component has no code of its own
+    assert len([t for t in TOUCHED if t.startswith(("charms/probe/", "vnf/probe/"))]) == 5
+    out = _run(extended, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n0", "tests/unit/test_figures.py")
+    assert re.search(r"\b\d+ passed\b", out.strip().splitlines()[-1]) and "failed" not in out, out[-3000:]
+
+
+def test_the_reference_point_between_existing_components_reaches_their_charms(extended):
+    hss, _ = _charm_yaml(extended, "hss", "metadata.yaml")
+    assert hss["provides"]["x2"] == {"interface": "wireguard-x2"}
+    spgwc, _ = _charm_yaml(extended, "spgwc", "metadata.yaml")
+    assert spgwc["requires"]["x2"] == {"interface": "wireguard-x2", "limit": 1}
+    config, _ = _charm_yaml(extended, "hss", "config.yaml")
+    assert config["options"]["x2-listen-port"]["default"] == 51898
+    with zipfile.ZipFile(os.path.join(extended, "build", "charms", "probe.charm")) as z:
+        assert "main('probe')" in z.read("src/charm.py").decode()
+
+
+def _packages(copy):
+    out = os.path.join(copy, "build", "packages")
+    if not os.path.exists(os.path.join(out, "catalog.json")):
+        _run(copy, "-m", "bundle.packages", "--out", out, "--charms", _stand_in_charms(copy))
+    return out
+
+
+def _nsd(packages, nsd_id):
+    with open(os.path.join(packages, nsd_id + "_ns", nsd_id + "_nsd.yaml")) as f:
+        return yaml.safe_load(f)["nsd"]["nsd"][0]
+
+
+def test_the_membership_line_puts_the_component_into_every_eps_ns(extended):
+    """The EPS's NS packages carry the probe (its profile on the management network) and relate
+    x1 and x2 from the registry; the 5G NS knows neither; the plain EPS has the member, no relation."""
+    out = _packages(extended)
+    eps_wg = _nsd(out, "oai-eps-wg")
+    shipped = descriptors.load_bundle().nsd("oai-eps-wg").body        # the project's, without the additions
+    assert eps_wg["vnfd-id"] == shipped["vnfd-id"] + ["probe-vnf"]
+    probe = next(p for p in eps_wg["df"][0]["vnf-profile"] if p["id"] == "probe")
+    assert probe["virtual-link-connectivity"] == [{"virtual-link-profile-id": "mgmtnet", "constituent-cpd-id": [
+        {"constituent-base-element-id": "probe", "constituent-cpd-id": "probe-mgmt-ext"}]}]
+    relations = {r["name"]: r for r in eps_wg["ns-configuration"]["relation"]}
+    assert list(relations) == membership.of_variant("eps_wg")[1] + ["x1", "x2"]
+    assert relations["x1"]["provider"]["vnf-profile-id"] == "probe"
+    assert relations["x1"]["requirer"] == {"vnf-profile-id": "spgwu", "endpoint": "x1", "vdu-profile-id": "spgwu"}
+    assert (relations["x2"]["provider"]["vnf-profile-id"], relations["x2"]["requirer"]["vnf-profile-id"]) == (
+        "hss", "spgwc")
+    osm10 = _nsd(out, "oai-eps-wg-osm10")
+    assert [e["id"] for r in osm10["ns-configuration"]["relation"] if r["name"] == "x1" for e in r["entities"]] == [
+        "probe", "spgwu"]
+    assert "probe-vnf" in _nsd(out, "oai-eps")["vnfd-id"] and "ns-configuration" not in _nsd(out, "oai-eps")
+    sa_wg = _nsd(out, "oai-sa-wg")
+    assert "probe-vnf" not in sa_wg["vnfd-id"] and {"x1", "x2"}.isdisjoint(
+        r["name"] for r in sa_wg["ns-configuration"]["relation"])
+
+
+def test_the_pin_file_is_the_one_place_that_names_the_additions(extended):
+    """The copy's pin test passes with the pin file's lines, and fails without them, naming the NS."""
+    test = "tests/unit/test_pins.py"
+    out = _run(extended, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n0", test)
+    assert re.search(r"\b4 passed\b", out.strip().splitlines()[-1]), out[-3000:]
+    pins = os.path.join(extended, "tests", "pins.yaml")
+    os.rename(pins, pins + ".reviewed")
+    try:
+        shutil.copyfile(os.path.join(ROOT, "tests", "pins.yaml"), pins)
+        out = _run(extended, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n0", test, rc=1)
+    finally:
+        os.replace(pins + ".reviewed", pins)
+    assert "x1" in out and "probe" in out and "2 failed" in out, out[-3000:]
+
+
 def test_the_extended_bundle_validates_and_packages_the_new_vnf(extended):
     readme = os.path.join(extended, "vnf", "probe", "README.md")
     os.rename(readme, readme + ".away")
@@ -215,13 +347,11 @@ def test_the_extended_bundle_validates_and_packages_the_new_vnf(extended):
     finally:
         os.rename(readme + ".away", readme)
     assert "validate: OK" in _run(extended, "-m", "bundle.validate")
-    out = os.path.join(extended, "build", "packages")
-    _run(extended, "-m", "bundle.packages", "--out", out, "--charms", _stand_in_charms(extended))
+    out = _packages(extended)
     with open(os.path.join(out, "catalog.json")) as f:
         catalog = json.load(f)
-    assert "oai-probe" in json.dumps(catalog["vnf"])
-    assert os.path.isdir(os.path.join(out, "oai-probe_vnf")) or any(
-        n.startswith("oai-probe_vnf") for n in os.listdir(out))
+    assert [v["package"] for v in catalog["vnf"] if v["id"] == "probe-vnf"] == ["probe-vnf_vnf.tar.gz"]
+    assert os.path.isdir(os.path.join(out, "probe-vnf_vnf"))
 
 
 def test_the_new_components_own_test_passes_in_the_copy(extended):
@@ -257,10 +387,7 @@ def test_every_reader_of_the_registry_takes_the_new_entries_up(extended):
     assert not any(m.startswith("oai") for m in seen["shipped modules"])
     assert seen["x1"][0] == 51899 and seen["x1 device"] == "wg-x1"
     assert seen["testbed ends"] == ["probe", "spgwu"]
-    catalog = os.path.join(extended, "build", "packages", "catalog.json")
-    if not os.path.exists(catalog):
-        _run(extended, "-m", "bundle.packages", "--out", os.path.dirname(catalog), "--charms",
-             _stand_in_charms(extended))
+    catalog = os.path.join(_packages(extended), "catalog.json")
     env_file = os.path.join(extended, "none.env")
     open(env_file, "w").close()
     env = {"DEPLOY_ROOT": extended, "DEPLOY_ENV": env_file, "DRY_RUN": "1", "OSM_HOSTNAME": "10.0.0.5",

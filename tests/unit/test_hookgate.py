@@ -110,6 +110,25 @@ def test_a_cache_whose_run_never_committed_is_never_read(unit, monkeypatch):
     assert relation_cache.load(unit[1]) is None
 
 
+def test_a_vnf_a_dead_run_stepped_runs_the_charm_until_a_run_ends_normally(unit, monkeypatch):
+    """A run applied a step on the VNF and died before its commit (an agent restart during an
+    action: Juju never runs it again): the VNF may hold what neither the cache nor the unit's
+    data shows, so every hook runs the charm, which contacts the VNF, until a run that did ends
+    normally (charm_base.main: unitstate.confirm_vnf after ops committed)."""
+    tools = Tools(monkeypatch)
+    unitstate.mark_vnf_unconfirmed(unit[1])
+    assert not hookgate.nothing_to_do(env_for(unit[0])) and tools.calls == []
+    unitstate.vnf_confirmed_pending(unit[1])       # a run's session ended ...
+    unitstate.discard_vnf_confirmation(unit[1])    # ... and it died before its commit
+    unitstate.confirm_vnf(unit[1])
+    assert unitstate.vnf_unconfirmed(unit[1]) and not hookgate.nothing_to_do(env_for(unit[0]))
+    unitstate.vnf_confirmed_pending(unit[1])
+    assert not unitstate.vnf_unconfirmed(unit[1])  # the session of the run under way counts
+    unitstate.confirm_vnf(unit[1])
+    assert hookgate.nothing_to_do(env_for(unit[0]))
+    assert sorted(os.listdir(unit[1])) == [relation_cache.FILE_NAME]
+
+
 def test_forget_removes_the_pending_copy_too(unit):
     relation_cache.save(unit[1], relation_cache.make(["vpn"], FIELDS, "fp-2", {}, OWN_FIELDS, {}))
     relation_cache.forget(unit[1])

@@ -1,10 +1,11 @@
 """`make demo IMPL=...`: which interfaces get which data plane (scripts/testbed/implchoice.py)."""
 import pytest
 
+from bundle import membership
 from testbed import implchoice
 
-EPS = ["s6a", "s11", "s1c", "sxab", "s1u"]
-SA = ["n2", "n3", "n4", "n11", "db"]
+EPS = membership.of_variant("eps_wg")[1]
+SA = membership.of_variant("sa_wg")[1]
 
 
 def test_one_name_is_every_interface():

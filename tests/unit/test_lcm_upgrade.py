@@ -9,6 +9,7 @@ import pytest
 from lcm_fakes import Vca, spec, specs
 
 from testbed.emulators import lcm_data, lcm_upgrade
+from vpnaas.core import registry
 
 
 @pytest.fixture
@@ -16,7 +17,7 @@ def charms(tmp_path):
     """Two builds of every charm: revision 1 and a changed revision 2 (and an unchanged copy)."""
     out = {}
     for rev, text in (("1", "old"), ("2", "new"), ("same", "old")):
-        for name in ("hss", "mme", "spgwc", "spgwu", "enb", "mysql", "amf", "smf", "upf", "gnb"):
+        for name in (c.name for c in registry.load().with_vnfd()):
             d = tmp_path / rev / name
             (d / "src").mkdir(parents=True)
             (d / "src" / "charm.py").write_text(text)

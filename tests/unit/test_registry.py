@@ -23,32 +23,20 @@ def parsed(**changes):
     return registry.parse(doc)
 
 
-def test_the_bundle_registry_holds_the_eps_and_the_5g_standalone_network():
+def test_the_readers_view_of_the_registry():
+    """What the registry holds is pinned in tests/pins.yaml (test_pins.py); here, what its readers
+    make of any content: each component's endpoints, the labels, the defaults refpoints hands out."""
     reg = registry.load()
-    assert list(reg.reference_points) == ["s6a", "s11", "s1c", "sxab", "s1u", "n2", "n3", "n4", "n11", "db"]
-    assert {n: (rp.provider, rp.requirer) for n, rp in reg.reference_points.items()} == {
-        "s6a": ("mme", "hss"), "s11": ("mme", "spgwc"), "s1c": ("mme", "enb"),
-        "sxab": ("spgwu", "spgwc"), "s1u": ("spgwu", "enb"),
-        "n2": ("amf", "gnb"), "n3": ("upf", "gnb"), "n4": ("upf", "smf"), "n11": ("amf", "smf"),
-        "db": ("mysql", "amf")}
-    assert [c.name for c in reg.with_vnfd()] == ["hss", "mme", "spgwc", "spgwu", "enb",
-                                                 "mysql", "amf", "smf", "upf", "gnb"]
-    assert [rp.name for rp in reg.endpoints_of("spgwc")] == ["s11", "sxab"]
-    assert [rp.name for rp in reg.endpoints_of("amf")] == ["n2", "n11", "db"]
+    for comp in reg.components:
+        ends = [rp for rp in reg.reference_points.values() if comp in (rp.provider, rp.requirer)]
+        assert reg.endpoints_of(comp) == ends
     assert reg.endpoints_of("wireguard-proxy") == []
-    # The 5G NFs bind by interface name: their service addresses are labelled, the EPS's are not.
-    assert {n for n, rp in reg.reference_points.items() if rp.labelled} == {"n2", "n3", "n4", "n11", "db"}
-    assert reg.reference_points["n11"].label == "n11" and reg.reference_points["s6a"].label == ""
-    assert [rp.listen_port for rp in reg.reference_points.values()] == list(range(51821, 51831))
-
-
-def test_refpoints_defaults_are_the_registry_values():
-    assert refpoints.default_port("s11") == 51822
-    assert refpoints.default_tunnel_network("sxab") == "10.250.4.0/30"
-    assert refpoints.default_service_network("s1u") == "192.168.248.0/24"
-    assert refpoints.default_port("vpn") == refpoints.GENERIC_PORT
-    assert refpoints.default_service_network("db") == "172.16.40.0/24"
-    assert refpoints.address_label("n2") == "n2" and refpoints.address_label("s1c") == ""
+    for name, rp in reg.reference_points.items():
+        assert rp.label == (name if rp.labelled else "") == refpoints.address_label(name)
+        assert refpoints.default_port(name) == rp.listen_port > refpoints.GENERIC_PORT
+        assert refpoints.default_tunnel_network(name) == rp.tunnel_network
+        assert refpoints.default_service_network(name) == rp.service_network
+    assert refpoints.default_port("vpn") == refpoints.GENERIC_PORT and refpoints.default_service_network("vpn") == ""
 
 
 def test_a_component_ships_its_workload_and_its_own_modules_only():
@@ -79,6 +67,7 @@ def test_descriptions_resolve_to_objects_of_the_shared_package():
     ({"reference_points__abcdefghijklm__provider": "mme"}, "1-12 lower-case letters"),
     ({"components__hss__workload": "cn5g"}, "component hss: unknown workload 'cn5g'"),
     ({"components__mme__describe": "oai_hss.COMPONENT"}, "oai_hss is not one of its modules"),
+    ({"reference_points__s6a__client": "hss"}, "reference point s6a: client must be provider or requirer"),
 ])
 def test_a_broken_entry_is_named(changes, message):
     with pytest.raises((registry.RegistryError, ValueError), match=message):
@@ -102,3 +91,62 @@ def test_a_document_that_is_no_mapping_is_refused():
 def test_a_missing_or_malformed_field_is_a_registry_error(changes, message):
     with pytest.raises(registry.RegistryError, match=message):
         parsed(**changes)
+
+
+def test_the_user_plane_and_the_measurement_client_are_the_registry_fields(monkeypatch):
+    """implchoice's userplane group, the UE stand-in and make deploy's measure read ``plane`` and
+    ``client``; a reference point added with them is taken up with no change of theirs."""
+    from deploy import measure
+    from testbed import implchoice
+
+    reg = parsed(reference_points__x9__provider="mme", reference_points__x9__requirer="enb",
+                 reference_points__x9__listen_port=61898, reference_points__x9__tunnel_network="10.251.98.0/30",
+                 reference_points__x9__carries="GTP-U but control", reference_points__x9__plane="control",
+                 reference_points__x9__client="provider")
+    monkeypatch.setattr(registry, "load", lambda path=registry.PATH: reg)
+    assert not implchoice.is_user_plane("x9") and implchoice.is_user_plane("s1u")
+
+    class Tunnel:
+        refpoint, provider, requirer = "x9", "mme", "enb"
+    assert measure.plan(Tunnel, {}, {}, False)["client"] == "mme"
+    Tunnel.refpoint = "s11"
+    assert measure.plan(Tunnel, {}, {}, False)["client"] == "enb"
+
+
+#: The calls of the OAI modules that name a reference point, and where in their arguments.
+RP_ARGUMENT = {"own_address": 1, "address_of": 1, "peer_address": 2, "sbi": 0}
+
+
+def test_the_oai_modules_name_only_their_components_reference_points():
+    """An OAI module names a reference point where its NF's configuration binds to it or reaches a
+    peer over it: each name is one of the registry's that the component is an end of (a renamed
+    or removed reference point fails here, not on a VNF). Its own addresses are the registry's
+    list (oai_cn5g.Cn5gComponent.own_addresses)."""
+    import ast
+    import os
+
+    reg = registry.load()
+    ends = {}       # module -> the reference points of the components it describes
+    for comp in reg.components.values():
+        if comp.describe:
+            ends.setdefault(comp.describe.rpartition(".")[0], set()).update(
+                rp.name for rp in reg.endpoints_of(comp.name))
+    checked = 0
+    for module, its in sorted(ends.items()):
+        path = os.path.join(os.path.dirname(os.path.dirname(registry.PATH)), *module.split(".")) + ".py"
+        with open(path) as f:
+            text = f.read()
+        named = []
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+                at = RP_ARGUMENT.get(name)
+                if at is not None and len(node.args) > at and isinstance(node.args[at], ast.Constant):
+                    named.append(node.args[at].value)
+            elif isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == ["interfaces"]:
+                named += [e.value for e in node.value.elts]
+        assert set(named) <= its, (module, sorted(set(named) - its))
+        checked += len(named)
+        if module in ("oai_amf", "oai_smf", "oai_upf"):
+            assert "def own_addresses" not in text, module
+    assert checked > 20

@@ -86,6 +86,7 @@ class VpnaasCharm(CharmBase):
         self.framework.observe(self.framework.on.pre_commit, self._on_pre_commit)
         # Left by a run that did not end normally (its state was never committed): never a cache.
         relation_cache.discard_pending(self.state_dir)
+        unitstate.discard_vnf_confirmation(self.state_dir)
         self.keystore = ssh.KeyStore(self.state_dir)
         on = self.on
         for event in (on.install, on.start, on.config_changed, on.upgrade_charm, on.update_status,
@@ -212,7 +213,7 @@ class VpnaasCharm(CharmBase):
         """relation_cache's decision, inside ops (the charm's dispatch asked hookgate the same
         question before ops started; this covers what reaches the charm another way)."""
         kind = next((name for cls, name in _ARRIVING if isinstance(event, cls)), None)
-        if kind is None:
+        if kind is None or unitstate.vnf_unconfirmed(self.state_dir):
             return False
         state = relation_cache.load(self.state_dir) or relation_cache.make(
             (ep.name for ep in self.endpoints), self.cache_fields(), "", {})
@@ -252,11 +253,10 @@ class VpnaasCharm(CharmBase):
         return hashlib.sha256(text.encode()).hexdigest()
 
     def _config_is_new(self) -> bool:
-        """True unless the last SSH session already ran with exactly this config and key. Juju
-        hands a hook the current config, so a relation hook that runs between ``juju config``
-        and its config-changed (a busy unit: OSM configures the VNFs while their relations'
-        hooks run) has already made the VNF match it; checking it again seconds later is an
-        SSH session for nothing. update-status stays the periodic check."""
+        """True unless the last SSH session already ran with exactly this config and key. Juju hands a
+        hook the current config, so a relation hook that runs between ``juju config`` and its
+        config-changed (a busy unit: OSM configures the VNFs while their relations' hooks run) has
+        already made the VNF match it: checking it again seconds later is an SSH session for nothing."""
         return self._config_digest() != self._stored.session_config
 
     def reconcile(self, force: bool = False, rotate: Iterable[str] = (), restart: bool = False,
@@ -285,7 +285,7 @@ class VpnaasCharm(CharmBase):
         keys = json.loads(self._stored.public_keys)
         options = {"rotate": list(rotate), "restart": restart, "fresh_next": list(fresh_next)}
         if (not force and not any(options.values()) and plan.fingerprint() == self._stored.applied
-                and not self.workload.wants_session(plan)):
+                and not self.workload.wants_session(plan) and not unitstate.vnf_unconfirmed(self.state_dir)):
             with CLOCK.phase("publish"):
                 if not self.tunnels.published(plan, keys):
                     # The VNF holds the plan, but Juju dropped what this unit published (a hook whose
@@ -297,6 +297,7 @@ class VpnaasCharm(CharmBase):
         if plan.devices:
             self.unit.status = MaintenanceStatus("applying {} tunnel(s) on {}".format(len(plan.devices), target.host))
         logger.info("%s %s (%d device(s))", RECONCILE_SESSION, target.host, len(plan.devices))
+        unitstate.mark_vnf_unconfirmed(self.state_dir)
         try:
             with vnfsession.login(target, self.keystore) as session:
                 plan, obs = vnfsession.apply(self, session, target, plan, options)
@@ -327,6 +328,7 @@ class VpnaasCharm(CharmBase):
         self._stored.implementation = (obs.implementation + " " + obs.implementation_detail).strip()
         self.workload.observed(plan, obs)
         self._set_status(self.workload.status(plan, obs, self._status_from(plan, obs)))
+        unitstate.vnf_confirmed_pending(self.state_dir)
         return plan, obs
 
     def _blocked_by_config(self, plan: model.Plan) -> None:
@@ -398,9 +400,9 @@ class Outcome(object):
 
 
 def main(charm_class: Any) -> None:
-    """Run ``charm_class`` for this hook with ops, then let the relation cache this run wrote
-    become the cache (``relation_cache``): only now, when ops has committed the charm's stored
-    state. A run that raises, or is killed before, leaves its pending copy unused."""
+    """Run ``charm_class`` for this hook with ops, then let this run's relation cache become the
+    cache and its finished session confirm the VNF (``unitstate``): only now, when ops has
+    committed the charm's stored state. A run that raises or is killed leaves both unused."""
     CLOCK.since_start("imports")
     from ops.main import main as ops_main
 
@@ -410,4 +412,5 @@ def main(charm_class: Any) -> None:
         ops_main(charm_class)
     charm_dir = os.environ.get("JUJU_CHARM_DIR") or os.path.dirname(os.path.dirname(os.path.realpath(sys.argv[0])))
     relation_cache.promote(unitstate.unit_state_dir(charm_dir))
+    unitstate.confirm_vnf(unitstate.unit_state_dir(charm_dir))
     hookclock.dump()

@@ -75,7 +75,10 @@ def nothing_to_do(environ: Mapping[str, str]) -> bool:
     if (unit and not _UNIT.fullmatch(unit)) or not _UNIT.fullmatch(me):
         return False
     relation_id = int(rid.group(1))
-    state = relation_cache.load(unitstate.unit_state_dir(charm_dir))
+    directory = unitstate.unit_state_dir(charm_dir)
+    if os.path.exists(os.path.join(directory, unitstate.UNCONFIRMED)):
+        return False     # a run stepped the VNF and died before its commit: the charm contacts it
+    state = relation_cache.load(directory)
     return relation_cache.nothing_to_do(state, hook.group(2), hook.group(1), relation_id, unit or None,
                                         lambda: _databag(relation_id, unit), _ssh_hostname,
                                         lambda rid: _databag(rid, me))

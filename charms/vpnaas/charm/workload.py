@@ -31,6 +31,12 @@ class Workload(Object):
     #: True for a component that can wait for its tunnels (see the module docstring).
     waits_for_tunnels = False
 
+    @classmethod
+    def of(cls, component: Any) -> Any:
+        """The workload class of ``component`` (a registry.Component whose workload kind names this
+        class): the generic charm's has nothing of its own."""
+        return cls
+
     def __init__(self, charm: Any) -> None:
         super().__init__(charm, "workload")
         self.charm = charm

@@ -40,6 +40,9 @@ class ReferencePoint(NamedTuple):
     #: ``user`` for a user-plane reference point (subscribers' traffic: GTP-U), else ``control``:
     #: a tunnel of the user plane that is down is a critical alert (monitoring/, docs/metrics.md).
     plane: str = "control"
+    #: The side that is the client of the measurements (iperf3 -c, ping: make deploy's measure,
+    #: the testbed): ``requirer`` unless the registry says ``provider``.
+    client: str = "requirer"
 
     @property
     def label(self) -> str:
@@ -54,15 +57,30 @@ class Component(NamedTuple):
     #                          (dotted below vpnaas: "oai.lte.hss")
     vnfd: Optional[str]      # path of its VNFD source (None: no VNF package)
     describe: str            # "module.attribute" of its description (an oai.Component), or ""
+    ue: str = ""             # "module.attribute" of the UE its VNF can run (an oai.Ue), or ""
+
+    @property
+    def title(self) -> str:
+        """Its name as a class name stem: ``wireguard-proxy`` -> ``WireguardProxy``."""
+        return "".join(part.capitalize() for part in self.name.split("-"))
 
     def description(self) -> Any:
         """The object ``describe`` names (imported from the shared package)."""
         if not self.describe:
             raise RegistryError("component {} has no description".format(self.name))
-        module, _, attribute = self.describe.rpartition(".")
-        if module not in self.modules:
-            raise RegistryError("component {}: {} is not one of its modules".format(self.name, module))
-        return getattr(importlib.import_module("vpnaas." + module), attribute)
+        return _resolve(self.describe, self.modules, "component " + self.name)
+
+    def ue_description(self) -> Any:
+        """The object ``ue`` names (imported from the shared package)."""
+        return _resolve(self.ue, self.modules, "component " + self.name)
+
+
+def _resolve(dotted: str, modules: List[str], who: str) -> Any:
+    """``module.attribute`` of the shared package, ``module`` one of ``modules``."""
+    module, _, attribute = dotted.rpartition(".")
+    if module not in modules:
+        raise RegistryError("{}: {} is not one of its modules".format(who, module))
+    return getattr(importlib.import_module("vpnaas." + module), attribute)
 
 
 class Workload(NamedTuple):
@@ -70,6 +88,9 @@ class Workload(NamedTuple):
     modules: List[str]
     vnf: List[str]
     fragments: List[str]
+    #: "module.class" of its workload class (a workload.Workload whose ``of(component)`` gives a
+    #: component's own; the core's workload.Workload, or one of ``modules``).
+    cls: str = "workload.Workload"
 
 
 class Registry(NamedTuple):
@@ -93,6 +114,12 @@ class Registry(NamedTuple):
         comp = self.components[component]
         return self.workloads[comp.workload].modules + comp.modules
 
+    def workload_class(self, component: str) -> Any:
+        """The workload class of ``component``, composed from its entry (imports ops: charm side)."""
+        comp = self.components[component]
+        kind = self.workloads[comp.workload]
+        return _resolve(kind.cls, kind.modules + ["charm.workload"], "workload " + kind.name).of(comp)
+
     def all_component_modules(self) -> List[str]:
         out = []
         for w in self.workloads.values():
@@ -109,13 +136,18 @@ def parse(doc: Any) -> Registry:
     workloads = {}
     for name, w in (doc.get("workloads") or {}).items():
         workloads[name] = Workload(name, list(w.get("modules") or []), list(w.get("vnf") or []),
-                                   list(w.get("fragments") or ["_common"]))
+                                   list(w.get("fragments") or ["_common"]),
+                                   str(w.get("class") or "charm.workload.Workload"))
     components = {}
     for name, c in (doc.get("components") or {}).items():
         if c.get("workload") not in workloads:
             raise RegistryError("component {}: unknown workload {!r}".format(name, c.get("workload")))
         components[name] = Component(name, c["workload"], list(c.get("modules") or []), c.get("vnfd"),
-                                     str(c.get("describe") or ""))
+                                     str(c.get("describe") or ""), str(c.get("ue") or ""))
+        for key in ("describe", "ue"):
+            module = str(c.get(key) or "").rpartition(".")[0]
+            if module and module not in components[name].modules:
+                raise RegistryError("component {}: {} {} is not one of its modules".format(name, key, module))
     rps: Dict[str, ReferencePoint] = {}
     ports: Dict[int, str] = {}
     for name, r in (doc.get("reference-points") or {}).items():
@@ -154,8 +186,11 @@ def _reference_point(name: str, r: Dict[str, Any], components: Dict[str, Compone
     plane = r.get("plane", "control")
     if plane not in PLANES:
         raise RegistryError("reference point {}: plane must be one of {}".format(name, ", ".join(PLANES)))
+    client = r.get("client", "requirer")
+    if client not in ("provider", "requirer"):
+        raise RegistryError("reference point {}: client must be provider or requirer".format(name))
     return ReferencePoint(name, r["provider"], r["requirer"], port, str(tunnel), service, str(r.get("carries") or ""),
-                          labelled, plane)
+                          labelled, plane, client)
 
 
 _CACHE: Dict[str, Registry] = {}

@@ -15,7 +15,7 @@ Report lines: ``PROGRESS <n>/<m> <text>`` (progress display), ``NOTE <text>``, `
 import base64
 import ipaddress
 import json
-from typing import Any, Dict, Generic, Iterable, List, Mapping, NamedTuple, Optional, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Generic, Iterable, List, Mapping, NamedTuple, Optional, Tuple, TypeVar, Union
 
 from vpnaas.core import config as charm_config
 from vpnaas.core import model
@@ -435,3 +435,16 @@ def iperf_figures(encoded: str) -> Dict[str, Optional[float]]:
     received = end.get("sum_received", {}).get("bits_per_second")
     return {"sent-mbps": round(sent / 1e6, 2) if sent else None,
             "received-mbps": round(received / 1e6, 2) if received else None}
+
+
+class Ue(NamedTuple):
+    """The UE a component's VNF can run (the eNB's lte-uesoftmodem, the gNB's nr-uesoftmodem): the
+    registry entry's ``ue`` names it, and ``oai_workload.UeWorkload`` runs its actions with it."""
+    #: The options that hold the UE's keys K and OP (secrets; the OPc derived from them too).
+    keys: Tuple[str, str]
+    #: (result key, text): where the core logs the UE's attach (not read from this VNF).
+    core_view: Tuple[str, str]
+    #: The attach step from the charm's options (raises InvalidValue).
+    attach: Callable[[Options], vnfscript.Step]
+    #: The iperf3 step towards ``server`` for ``seconds``.
+    iperf: Callable[[str, int], vnfscript.Step]

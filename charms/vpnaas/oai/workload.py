@@ -11,7 +11,7 @@ keys (where the earlier revisions kept it, so an upgrade keeps it too).
 """
 
 import logging
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional
 
 from ops.charm import ActionEvent
 from ops.model import BlockedStatus, MaintenanceStatus, StatusBase
@@ -39,6 +39,16 @@ class OaiWorkload(Workload):
     # Workload's charm is Any: workload.py cannot import charm_base (charm_base imports it).
     charm: VpnaasCharm
     waits_for_tunnels = True
+
+    @classmethod
+    def of(cls, component: Any) -> Any:
+        """The workload of an OAI component (a registry.Component): its description
+        (``describe``) as ``component``, and with a UE (``ue``) a UeWorkload."""
+        if component.ue:
+            return type(component.title + "Workload", (UeWorkload,), {
+                "component": component.description(), "ue": component.ue_description(), "__module__": __name__})
+        return type(component.title + "Workload", (OaiWorkload,),
+                    {"component": component.description(), "__module__": __name__})
 
     def __init__(self, charm: VpnaasCharm) -> None:
         super().__init__(charm)
@@ -271,12 +281,10 @@ class OaiWorkload(Workload):
 class UeWorkload(OaiWorkload):
     """An OAI workload with an optional UE on its VNF (the eNB's lte-uesoftmodem, the gNB's
     nr-uesoftmodem): the actions ``ue-attach`` and ``ue-iperf``. A UE's failures fail the action and
-    leave the component's status alone. Subclasses give the UE's steps."""
+    leave the component's status alone. ``ue`` (an oai.Ue, the registry entry's ``ue``) gives the UE's
+    keys and steps."""
 
-    #: The options that hold the UE's keys K and OP (secrets; the OPc derived from them too).
-    ue_keys: Tuple[str, str] = ("", "")
-    #: (result key, text): where the core logs the UE's attach (not read from this VNF).
-    core_view: Tuple[str, str] = ("", "")
+    ue: oai.Ue
 
     def __init__(self, charm: VpnaasCharm) -> None:
         super().__init__(charm)
@@ -285,13 +293,13 @@ class UeWorkload(OaiWorkload):
 
     def ue_attach_step(self) -> vnfscript.Step:
         """The attach step from the charm's options (raises InvalidValue)."""
-        raise NotImplementedError
+        return self.ue.attach(dict(self.config))
 
     def ue_iperf_step(self, server: str, seconds: int) -> vnfscript.Step:
-        raise NotImplementedError
+        return self.ue.iperf(server, seconds)
 
     def _secrets(self) -> List[str]:
-        keys = [str(self.config.get(k) or "").strip() for k in self.ue_keys]
+        keys = [str(self.config.get(k) or "").strip() for k in self.ue.keys]
         try:
             keys.append(oai.opc(*keys))
         except ValueError:
@@ -321,7 +329,7 @@ class UeWorkload(OaiWorkload):
             event.set_results({
                 "result": "attached", "imsi": results.get("imsi", ""), "ip": results.get("ip", ""),
                 "interface": results.get("interface", ""), "seconds": results.get("seconds", ""),
-                self.core_view[0]: self.core_view[1],
+                self.ue.core_view[0]: self.ue.core_view[1],
             })
 
     def _on_ue_iperf(self, event: ActionEvent) -> None:

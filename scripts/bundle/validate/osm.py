@@ -134,6 +134,12 @@ def _check_day12(desc):
         if e["id"] != v["id"] and e["id"] not in vdus:
             msg = "day1-2 id {!r} is neither the vnfd id nor a vdu id, so OSM ignores it".format(e["id"])
             out.append(Problem(desc.file, at + [i, "id"], msg))
+        elif e["id"] == v["id"] and e["id"] in vdus:
+            # LCM looks the entry up once for the VNF and once per VDU (get_configuration by id):
+            # an id that is both deploys its execution environments twice.
+            msg = "day1-2 id {!r} is both the vnfd id and a vdu id: OSM deploys its execution environments " \
+                  "twice (rename the VDU or the VNFD)".format(e["id"])
+            out.append(Problem(desc.file, at + [i, "id"], msg))
     entry = descriptors.day12(v)
     ext_ids = [c["id"] for c in v["ext-cpd"]]
     for i, ee in enumerate((entry or {}).get("execution-environment-list", [])):

@@ -7,6 +7,7 @@ import re
 from bundle import descriptors, params
 from bundle.validate.charms import PLACEHOLDER_RE
 from bundle.validate.problems import Problem, fmt_path
+from vpnaas.core import registry
 
 # OSM renders cloud-init as Jinja2 with StrictUndefined. The bundle allows only plain variable
 # references in it; anything else that Jinja would parse is refused.
@@ -195,6 +196,30 @@ def needed_params(vnfd, cloud_init_dir):
     return needed
 
 
+def _check_service_addresses(name, value, vnfd, file, at):
+    """``<rp>_service_addresses`` against the registry, the IP plan's one source: the VNF's
+    component is an end of the reference point, and every address lies in its service network."""
+    m = re.match(r"^(.+)_service_addresses$", name)
+    rp = registry.load().reference_points.get(m.group(1)) if m else None
+    if rp is None:
+        return []
+    component = next((c.name for c in registry.load().with_vnfd() if c.vnfd == vnfd.source), None)
+    if component not in (rp.provider, rp.requirer):
+        return [Problem(file, at, "{} is no end of reference point {} ({} provides, {} requires: "
+                        "charms/vpnaas/registry.yaml)".format(component, rp.name, rp.provider, rp.requirer))]
+    out = []
+    for text in [t.strip() for t in str(value or "").split(",") if t.strip()]:
+        try:
+            inside = ipaddress.ip_interface(text).ip in ipaddress.ip_network(rp.service_network)
+        except ValueError as e:
+            out.append(Problem(file, at, "{}: {}".format(text, e)))
+            continue
+        if rp.service_network and not inside:
+            out.append(Problem(file, at, "{} is outside {}'s service network {} (charms/vpnaas/registry.yaml)".format(
+                text, rp.name, rp.service_network)))
+    return out
+
+
 def _check_member_params(member, vnfd, given, ips, at_apv, file, cloud_init_dir):
     """Every needed parameter supplied, none unused, endpoint addresses equal to the plan's."""
     out = []
@@ -210,6 +235,7 @@ def _check_member_params(member, vnfd, given, ips, at_apv, file, cloud_init_dir)
         at = at_apv + [idx, "additionalParams", name]
         if name not in needed:
             out.append(Problem(file, at, "not used by any primitive or cloud-init of vnfd {}".format(vnfd.id)))
+        out += _check_service_addresses(name, value, vnfd, file, at)
         m = re.match(r"^(.+)_endpoint_address$", name)
         if m and (member, m.group(1)) in ips and str(value) != ips[(member, m.group(1))]:
             msg = "{} but member {} has {} on link {}".format(value, member, ips[(member, m.group(1))], m.group(1))

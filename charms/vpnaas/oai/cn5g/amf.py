@@ -58,9 +58,6 @@ class Amf(oai_cn5g.Cn5gComponent[AmfValues]):
             pointer=ov.hex_bits(config.get("amf-pointer"), "amf-pointer", 2, 6),
         )
 
-    def own_addresses(self, values: AmfValues) -> Dict[str, str]:
-        return {"n2": values.n2, "n11": values.n11, "db": values.db}
-
     def secrets(self, values: AmfValues) -> List[str]:
         return [values.db_password]
 

@@ -20,7 +20,7 @@ import json
 import re
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, TypeVar
 
-from vpnaas.core import validation
+from vpnaas.core import registry, validation
 from vpnaas.oai import component as oai
 from vpnaas.oai import validation as ov
 from vpnaas.vnf import vnfscript
@@ -192,8 +192,9 @@ class Cn5gComponent(oai.Component[V]):
         raise NotImplementedError
 
     def own_addresses(self, values: V) -> Dict[str, str]:
-        """{reference point: this NF's service address on it} for every interface it binds."""
-        raise NotImplementedError
+        """{reference point: this NF's service address on it}: one for each reference point the
+        registry makes it an end of (its values name the field after the reference point)."""
+        return {rp.name: getattr(values, rp.name) for rp in registry.load().endpoints_of(self.name)}
 
     def n6(self, values: V) -> str:
         """The N6 interface ("": the default route's; "-": the NF has none)."""

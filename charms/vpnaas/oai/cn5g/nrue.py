@@ -88,3 +88,15 @@ def attach_step(v: NrUeValues) -> vnfscript.Step:
 
 def iperf_step(server: str, seconds: int) -> vnfscript.Step:
     return vnfscript.Step([oai.LIB, "oai/ue.sh"]).call("oai_ue_iperf", server, seconds)
+
+
+def _attach(config: oai.Options) -> vnfscript.Step:
+    return attach_step(values(config))
+
+
+#: The gNB's nrUE (registry.yaml: the gNB's ``ue``).
+UE = oai.Ue(keys=("ue-k", "ue-op"),
+            core_view=("amf-view", "not read from the gNB VNF: the AMF logs the registration of this IMSI and the "
+                       "SMF its PDU session (journalctl -u oai-amf / oai-smf, or {}/oai-amf.log without "
+                       "systemd)".format(oai.LOG_DIR)),
+            attach=_attach, iperf=iperf_step)

@@ -64,9 +64,6 @@ class Smf(oai_cn5g.Cn5gComponent[SmfValues]):
             ambr_dl=oai_cn5g.ambr(config.get("session-ambr-dl"), "session-ambr-dl"),
         )
 
-    def own_addresses(self, values: SmfValues) -> Dict[str, str]:
-        return {"n11": values.n11, "n4": values.n4}
-
     def document(self, v: SmfValues) -> Dict[str, Any]:
         doc = oai_cn5g.header()
         doc["nfs"] = {

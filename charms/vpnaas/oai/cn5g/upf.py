@@ -51,9 +51,6 @@ class Upf(oai_cn5g.Cn5gComponent[UpfValues]):
             n6=ov.interface_name(config.get("n6-interface"), "n6-interface"),
         )
 
-    def own_addresses(self, values: UpfValues) -> Dict[str, str]:
-        return {"n3": values.n3, "n4": values.n4}
-
     def n6(self, values: UpfValues) -> str:
         return values.n6
 

@@ -93,3 +93,14 @@ def iperf_step(server: str, seconds: int) -> vnfscript.Step:
 
 #: Throughput (Mbit/s, sent and received) from iperf3's JSON (base64).
 iperf_figures = oai.iperf_figures
+
+
+def _attach(config: oai.Options) -> vnfscript.Step:
+    return attach_step(values(config))
+
+
+#: The eNB's UE (registry.yaml: the eNB's ``ue``).
+UE = oai.Ue(keys=("ue-lte-k", "ue-lte-op"),
+            core_view=("mme-view", "not read from the eNB VNF: the MME logs the attach of this IMSI "
+                       "(journalctl -u oai-mme, or {}/oai-mme.log without systemd)".format(oai.LOG_DIR)),
+            attach=_attach, iperf=iperf_step)
