@@ -164,6 +164,9 @@ def op_action_interrupted(ctx):
     back = lifecycle_scale.op_scale_in(ctx)
     event("scale-in done")
     update_status = sum(1 for r in model.hook_log[hooks:] if r.hook == "hooks/update-status")
+    for part, part_results in (("rotation", results), ("scale-out", out["probes"]), ("scale-in", back["probes"])):
+        for r in part_results:
+            r["part"] = part      # the labels repeat between the parts
     rec = lc.record("action-interrupted", started, converged, results + out["probes"] + back["probes"], tb, rps,
                      actions_interrupted=model.faults.injected["action-interrupted"] - injected,
                      rotate_keys_run_again=again.status, rotation=again.results.get("rotation-wg-" + rps[0].name, ""),
