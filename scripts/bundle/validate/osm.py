@@ -135,8 +135,9 @@ def _check_day12(desc):
             msg = "day1-2 id {!r} is neither the vnfd id nor a vdu id, so OSM ignores it".format(e["id"])
             out.append(Problem(desc.file, at + [i, "id"], msg))
         elif e["id"] == v["id"] and e["id"] in vdus:
-            # LCM looks the entry up once for the VNF and once per VDU (get_configuration by id):
-            # an id that is both deploys its execution environments twice.
+            # LCM's instantiate looks the entry up for the VNF (get_configuration(vnfd, vnfd["id"]))
+            # and again for each VDU (get_configuration(vnfd, vdu_id)), calling _deploy_n2vc for
+            # each it finds (osm_lcm/ns.py): an id that is both deploys its EEs twice.
             msg = "day1-2 id {!r} is both the vnfd id and a vdu id: OSM deploys its execution environments " \
                   "twice (rename the VDU or the VNFD)".format(e["id"])
             out.append(Problem(desc.file, at + [i, "id"], msg))
