@@ -84,12 +84,15 @@ oai-conformance: venv ## check the OAI charms against OAI's sources at the pinne
 pycompat: venv ## prove the charm runtime code runs on Python 3.6
 	$(VENV)/bin/vermin -q --no-tips --violations -t=3.6- $$(find charms -name '*.py')
 
-# The unit tier: every test but tests/e2e, on every core (pytest-xdist; --dist loadgroup keeps the
-# order tests/conftest.py gives and the modules that share a costly fixture on one worker). What the
+# The unit tier: every test but tests/e2e, two workers per core (pytest-xdist): about half of a
+# worker's time is spent waiting on the subprocesses, sockets and timeouts the tests start, so one
+# worker per core left the cores half idle (docs/figures.md). --dist loadgroup keeps the order
+# tests/conftest.py gives and the modules that share a costly fixture on one worker. What the
 # system lacks of what it needs is unpacked into build/sysroot first (no root; scripts/unpack-deps.sh).
+UNIT_WORKERS ?= $(shell echo $$((2 * $$(nproc))))
 UNIT_TIER = bash scripts/unpack-deps.sh && eval "$$(bash scripts/unpack-deps.sh --env)" && \
 	bash scripts/check-unit-deps.sh && \
-	$(PY) -m pytest -q -p no:cacheprovider -n auto --dist loadgroup $(PYTEST_ARGS) tests --ignore=tests/e2e
+	$(PY) -m pytest -q -p no:cacheprovider -n $(UNIT_WORKERS) --dist loadgroup $(PYTEST_ARGS) tests --ignore=tests/e2e
 
 # The end-to-end tier: each testbed in namespaces of its own, so two modules run at once (one per
 # worker: a module's testbed is its fixture; the longest first, tests/e2e/conftest.py FIRST), then
