@@ -139,13 +139,30 @@ def test_ssh_commands_have_a_deadline_even_when_they_keep_printing(pair, model):
     a, _b, _ = pair
     keystore = ssh.KeyStore(os.path.join(model.unit_state("a/0")["dir"], "vpnaas"))
     target = ssh.Target(a.mgmt_ip, "root", connect_timeout=5)
-    for command in ("sleep 30", "yes"):
+    for command in ("sleep 30", "while :; do echo x; sleep 0.01; done"):
         started = time.monotonic()
         # The session runs from the VCA's namespace, where the management network is.
         with netns_of(model):
             with ssh.Session(target, keystore) as session, pytest.raises(ssh.SshError, match="did not finish"):
                 session.run(command, timeout=1)
         assert time.monotonic() - started < 8, command
+
+
+def test_ssh_stops_a_command_that_prints_more_than_a_report_can_be(pair, model):
+    """A VNF that prints without end is stopped at the output cap, not buffered until the deadline."""
+    a, _b, _ = pair
+    keystore = ssh.KeyStore(os.path.join(model.unit_state("a/0")["dir"], "vpnaas"))
+    with netns_of(model):
+        with ssh.Session(ssh.Target(a.mgmt_ip, "root", connect_timeout=5), keystore) as session:
+            session.max_output = 1024 * 1024
+            started = time.monotonic()
+            with pytest.raises(ssh.SshError, match="printed more than 1048576 bytes"):
+                session.run("yes", timeout=60)
+            assert time.monotonic() - started < 20
+            # The session stays usable, and stderr comes back as its last bytes only.
+            rc, out, err = session.run("head -c 200000 /dev/zero | tr '\\0' e >&2; echo ok", timeout=30)
+    assert rc == 0 and out == "ok\n"
+    assert err.startswith("[...]") and len(err) == len("[...]") + ssh.MAX_STDERR_KEPT and set(err[5:]) == {"e"}
 
 
 def test_ssh_reads_all_output_even_when_the_exit_status_comes_first(pair, model):

@@ -41,6 +41,13 @@ KNOWN_HOSTS = "known_hosts"
 #: The pinned hosts whose next successful login may present a new host key (one entry a line).
 REPROVISIONED = "known_hosts.reprovisioned"
 CLOSE_JOIN_TIMEOUT = 5.0   # s; the transport thread notices the close within its 0.1 s read timeout
+#: The most a command may print on stdout: a step's report is at most 4 MiB (vnf/report.py) and
+#: nothing else the charm runs prints more, so a VNF that prints more is stopped, not buffered.
+MAX_OUTPUT = 8 * 1024 * 1024
+#: Of stderr only the last bytes are kept: it is read for the last line of an error.
+MAX_STDERR_KEPT = 64 * 1024
+#: A progress line longer than this is handed on cut (a VNF printing no newline at all).
+MAX_LINE = 64 * 1024
 
 
 class SshError(Exception):
@@ -56,6 +63,37 @@ class SshError(Exception):
 
 class HostKeyChanged(SshError):
     pass
+
+
+class _Tail:
+    """The last ``limit`` bytes of a stream, in bounded memory."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.data = b""
+        self.dropped = False
+
+    def add(self, chunk: bytes) -> None:
+        self.data += chunk
+        if len(self.data) > self.limit:
+            self.data = self.data[-self.limit:]
+            self.dropped = True
+
+    def text(self) -> str:
+        text = self.data.decode("utf-8", "replace")
+        return "[...]" + text if self.dropped else text
+
+
+def _lines(pending: bytes, on_line: Callable[[str], None]) -> bytes:
+    """Hand each complete line of ``pending`` to ``on_line``; return the incomplete rest, cut
+    (and handed on) once it is longer than MAX_LINE."""
+    *lines, rest = pending.split(b"\n")
+    if len(rest) > MAX_LINE:
+        lines.append(rest[:MAX_LINE])
+        rest = b""
+    for line in lines:
+        on_line(line[:MAX_LINE].decode("utf-8", "replace"))
+    return rest
 
 
 def _close(client: Any) -> None:
@@ -237,6 +275,8 @@ class Session(object):
         self.target = target
         self.keystore = keystore
         self.client: Any = None
+        #: stdout beyond this stops the command (MAX_OUTPUT; a test may lower it).
+        self.max_output = MAX_OUTPUT
 
     def __enter__(self) -> "Session":
         self.connect()
@@ -331,7 +371,9 @@ class Session(object):
         if stdin:
             chan.sendall(stdin)
         chan.shutdown_write()
-        out, err = [], []
+        out: List[bytes] = []
+        err = _Tail(MAX_STDERR_KEPT)
+        size = 0
         pending = b""
         deadline = time.monotonic() + timeout
         while True:
@@ -347,15 +389,17 @@ class Session(object):
             if chan.recv_ready():
                 got = True
                 chunk = chan.recv(65536)
+                size += len(chunk)
+                if size > self.max_output:
+                    chan.close()
+                    raise SshError("command on {} printed more than {} bytes: stopped".format(
+                        self.target.host, self.max_output))
                 out.append(chunk)
                 if on_line is not None:
-                    pending += chunk
-                    *lines, pending = pending.split(b"\n")
-                    for line in lines:
-                        on_line(line.decode("utf-8", "replace"))
+                    pending = _lines(pending + chunk, on_line)
             if chan.recv_stderr_ready():
                 got = True
-                err.append(chan.recv_stderr(65536))
+                err.add(chan.recv_stderr(65536))
             if got:
                 continue
             if finished:
@@ -364,7 +408,7 @@ class Session(object):
             chan.status_event.wait(0.05)
         rc = chan.recv_exit_status() if chan.exit_status_ready() else -1
         chan.close()
-        return rc, b"".join(out).decode("utf-8", "replace"), b"".join(err).decode("utf-8", "replace")
+        return rc, b"".join(out).decode("utf-8", "replace"), err.text()
 
     def close(self) -> None:
         if self.client is not None:
