@@ -9,6 +9,7 @@ from test_oai_charms import act, charm_env  # noqa: F401  (fixture)
 
 from vpnaas.core.validation import InvalidValue
 from vpnaas.oai import component as oai
+from vpnaas.oai import ue_report
 from vpnaas.oai.lte import ue as oai_ue
 from vpnaas.vnf import vnfscript
 
@@ -147,7 +148,7 @@ def test_ue_sh_attaches_and_measures(tmp_path):
         assert rc == 0, out + err
         results = dict(line.split(" ", 2)[1:] for line in out.splitlines() if line.startswith("RESULT "))
         assert results["rtt-ms"] == "21.4"
-        assert oai_ue.iperf_figures(results["iperf3"])["received-mbps"] == 8.4
+        assert ue_report.iperf_figures(results["iperf3"])["received-mbps"] == 8.4
     finally:
         enb.kill()
         enb.wait()

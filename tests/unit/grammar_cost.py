@@ -31,6 +31,7 @@ from vpnaas.core import config as charm_config  # noqa: E402
 from vpnaas.core import instance, model, relation_data, validation  # noqa: E402
 from vpnaas.core import plan as planning  # noqa: E402
 from vpnaas.core.facts import Facts  # noqa: E402
+from vpnaas.oai import ue_report  # noqa: E402
 from vpnaas.oai import validation as ov  # noqa: E402
 from vpnaas.oai.cn5g import common as oai_cn5g  # noqa: E402
 from vpnaas.vnf import remote  # noqa: E402
@@ -240,6 +241,16 @@ def _fact(kind):
     return lambda value: Facts.from_lines(["{} {}".format(kind, value), "addr 10.0.0.5/24"])
 
 
+#: What a UE's actions report when all is well (vnf/oai/ue.sh's RESULT lines).
+UE_ATTACH = {"imsi": "208950000000001", "ip": "12.1.1.2", "interface": "oaitun_ue1", "seconds": "12"}
+UE_IPERF = {"ip": "12.1.1.2", "rtt-ms": "21.4",
+            "iperf3": "eyJlbmQiOiB7InN1bV9zZW50IjogeyJiaXRzX3Blcl9zZWNvbmQiOiA5ODAwMDAwfX19"}
+
+
+def _ue_result(reader, base, key):
+    return lambda value: reader(dict(base, **{key: value}))
+
+
 def _hook_environment(name):
     base = {"JUJU_DISPATCH_PATH": "hooks/s6a-relation-changed", "JUJU_RELATION_ID": "s6a:3",
             "JUJU_RELATION": "s6a", "JUJU_CHARM_DIR": "/nonexistent/vpnaas-cost", "JUJU_REMOTE_UNIT": "hss/0",
@@ -258,6 +269,10 @@ ENTRY_POINTS.update({"report " + k: (_report(k), (remote.RemoteError,), "text")
                      for k in ("INIT", "IMPL", "DATAPLANE", "NEED", "PUBKEY", "FAILED", "METRICS", "REFUSED",
                                "FACT", "FACTS", "UP", "DOWN", "COMPONENT", "HOST", "NOW", "PEER")})
 ENTRY_POINTS.update({"fact " + k: (_fact(k), (), "text") for k in ("addr", "gateway", "client", "ipv6", "resolve")})
+ENTRY_POINTS.update({"ue-attach result " + k: (_ue_result(ue_report.attach_results, UE_ATTACH, k), GRAMMAR, "text")
+                     for k in UE_ATTACH})
+ENTRY_POINTS.update({"ue-iperf result " + k: (_ue_result(ue_report.iperf_results, UE_IPERF, k), GRAMMAR, "text")
+                     for k in UE_IPERF})
 ENTRY_POINTS["facts state"] = (lambda v: Facts.from_dict({"addresses": v, "gateways": [v], "client": v,
                                                          "resolved": {"x": v}, "digest": v}), (), "any")
 # JUJU_CHARM_DIR is Juju's own path, never checked by a grammar (docs/security.md: Juju is trusted).

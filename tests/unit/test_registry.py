@@ -41,7 +41,7 @@ def test_the_readers_view_of_the_registry():
 
 def test_a_component_ships_its_workload_and_its_own_modules_only():
     reg = registry.load()
-    oai = ["oai.component", "oai.validation", "oai.workload"]
+    oai = ["oai.component", "oai.ue_report", "oai.validation", "oai.workload"]
     assert reg.shipped_modules("enb") == oai + ["oai.lte.enb", "oai.lte.ue"]
     assert reg.shipped_modules("gnb") == oai + ["oai.cn5g.common", "oai.cn5g.gnb", "oai.cn5g.nrue"]
     assert reg.shipped_modules("wireguard-proxy") == []

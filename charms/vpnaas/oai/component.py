@@ -426,17 +426,6 @@ def progress_text(line: str) -> Optional[Tuple[str, str]]:
     return step, text
 
 
-def iperf_figures(encoded: str) -> Dict[str, Optional[float]]:
-    """Throughput (Mbit/s, sent and received) from iperf3's JSON (base64), as a UE's ue-iperf reports it."""
-    # iperf3's JSON as the VNF's iperf3 version wrote it: any field may be missing.
-    doc: Dict[str, Any] = json.loads(base64.b64decode(encoded).decode("utf-8"))
-    end = doc.get("end", {})
-    sent = end.get("sum_sent", {}).get("bits_per_second")
-    received = end.get("sum_received", {}).get("bits_per_second")
-    return {"sent-mbps": round(sent / 1e6, 2) if sent else None,
-            "received-mbps": round(received / 1e6, 2) if received else None}
-
-
 class Ue(NamedTuple):
     """The UE a component's VNF can run (the eNB's lte-uesoftmodem, the gNB's nr-uesoftmodem): the
     registry entry's ``ue`` names it, and ``oai_workload.UeWorkload`` runs its actions with it."""

@@ -21,6 +21,7 @@ from vpnaas.charm.workload import Workload
 from vpnaas.core import model
 from vpnaas.core.validation import InvalidValue
 from vpnaas.oai import component as oai
+from vpnaas.oai import ue_report
 from vpnaas.oai import validation as ov
 from vpnaas.vnf import remote, ssh, vnfscript
 
@@ -325,12 +326,14 @@ class UeWorkload(OaiWorkload):
     def _on_ue_attach(self, event: ActionEvent) -> None:
         timeout = ov.integer(self.config.get("ue-attach-timeout", 120), "ue-attach-timeout", 10, 1800) + 120
         results = self._ue_step(event, "ue-attach", self.ue_attach_step, timeout)
-        if results is not None:
-            event.set_results({
-                "result": "attached", "imsi": results.get("imsi", ""), "ip": results.get("ip", ""),
-                "interface": results.get("interface", ""), "seconds": results.get("seconds", ""),
-                self.ue.core_view[0]: self.ue.core_view[1],
-            })
+        if results is None:
+            return
+        try:
+            attached = ue_report.attach_results(results)
+        except InvalidValue as e:
+            event.fail("ue-attach failed: the VNF's report is unreadable ({})".format(e))
+            return
+        event.set_results(dict(attached, result="attached", **{self.ue.core_view[0]: self.ue.core_view[1]}))
 
     def _on_ue_iperf(self, event: ActionEvent) -> None:
         params: Dict[str, str] = {}
@@ -345,12 +348,8 @@ class UeWorkload(OaiWorkload):
         if results is None:
             return
         try:
-            figures = oai.iperf_figures(results.get("iperf3", ""))
-        except (ValueError, TypeError) as e:
-            event.fail("ue-iperf failed: unreadable iperf3 output ({})".format(str(e)[:100]))
+            measured = ue_report.iperf_results(results)
+        except InvalidValue as e:
+            event.fail("ue-iperf failed: the VNF's report is unreadable ({})".format(e))
             return
-        event.set_results({
-            "ip": results.get("ip", ""), "server": params["server"], "rtt-ms": results.get("rtt-ms", ""),
-            "sent-mbps": str(figures["sent-mbps"]), "received-mbps": str(figures["received-mbps"]),
-            "tunnels": self._stored.last_status,
-        })
+        event.set_results(dict(measured, server=params["server"], tunnels=self._stored.last_status))

@@ -91,10 +91,6 @@ def iperf_step(server: str, seconds: int) -> vnfscript.Step:
     return vnfscript.Step([oai.LIB, "oai/ue.sh"]).call("oai_ue_iperf", server, seconds)
 
 
-#: Throughput (Mbit/s, sent and received) from iperf3's JSON (base64).
-iperf_figures = oai.iperf_figures
-
-
 def _attach(config: oai.Options) -> vnfscript.Step:
     return attach_step(values(config))
 
