@@ -230,13 +230,19 @@ class OaiWorkload(Workload):
         )
         self.charm.after_action()
 
-    def _on_oai_start(self, event: ActionEvent) -> None:
-        self._stored.oai_wanted = "started"
+    def _want(self, event: ActionEvent, wanted: str, verb: str) -> Optional[remote.Observation]:
+        """Record the service state the operator wants and reconcile now: what the VNF then
+        reported, or None (the action failed: the wish stays recorded for the next reconcile)."""
+        self._stored.oai_wanted = wanted
         outcome = self.charm.after_action()
-        obs = outcome.obs
+        if outcome.obs is None:
+            event.fail("{} recorded, but the VNF could not be reached: {}".format(
+                verb, outcome.error or "see the unit status"))
+        return outcome.obs
+
+    def _on_oai_start(self, event: ActionEvent) -> None:
+        obs = self._want(event, "started", "start")
         if obs is None:
-            event.fail("start recorded, but the VNF could not be reached: {}".format(
-                outcome.error or "see the unit status"))
             return
         comp = obs.component
         service = comp.get("service", "")
@@ -262,12 +268,8 @@ class OaiWorkload(Workload):
         event.set_results({"result": result, "service": self.component.service})
 
     def _on_oai_stop(self, event: ActionEvent) -> None:
-        self._stored.oai_wanted = "stopped"
-        outcome = self.charm.after_action()
-        obs = outcome.obs
+        obs = self._want(event, "stopped", "stop")
         if obs is None:
-            event.fail("stop recorded, but the VNF could not be reached: {}".format(
-                outcome.error or "see the unit status"))
             return
         event.set_results(
             {
