@@ -1,5 +1,5 @@
 """Every value that reaches our grammar is refused (or accepted) in bounded time and memory: at
-most 1 s and 64 MiB per call, for inputs of up to 1 MiB, on the Python that runs this test (the
+most 1 s of CPU and 64 MiB per call, for inputs of up to 1 MiB, on the Python that runs this test (the
 newest in ``make unit``, 3.6 in ``make unit36``). The worst cases and the entry points are
 tests/unit/grammar_cost.py's; it runs in a subprocess of this interpreter with its address space
 and every call's time capped, and reports each call's outcome, time and peak memory."""
