@@ -76,6 +76,8 @@ def summary(result):
             "convergence_32_over_8_per_round": _per_round_growth(times, 8, 32),
             "convergence_cpu_32_over_8_per_round": _per_round_growth(cpu, 8, 32),
         },
+        # The post-quantum PSK's cost (pqcost.py): with/without medians, spreads and ratios.
+        "pq_psk_cost": {k: v for k, v in (result.get("pq_psk_cost") or {}).items() if k != "without_runs"} or None,
         "implementations": (result.get("dataplane") or {}).get("labels", {}),
         "command": result.get("command"),
         "seconds_total": result.get("seconds_total"),
