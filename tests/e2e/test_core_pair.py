@@ -12,7 +12,7 @@ import e2e_pairs as pairs
 import pytest
 
 from testbed.emulators import lcm, vca, vim, vnf_login
-from testbed.measurement import capture
+from testbed.measurement import capture, secretaudit
 from vpnaas.vnf import ssh
 
 
@@ -219,6 +219,29 @@ def test_manual_peer_add_and_remove(pair, model, wg_key):
     assert key not in a.exec(["wg", "show", "wg-vpn", "peers"]).stdout
     assert "10.9.0.0/24" not in a.exec(["ip", "route", "show"]).stdout
     assert all(pairs.handshakes(a, "wg-vpn"))
+
+
+def test_the_secret_audit_finds_nothing_after_a_real_run(pair, model, testbed):
+    """The demo's secret audit over this pair's run: the keys read on both VNFs, searched in the
+    VCA's databags, logs, action results and files; one key planted in a log is found."""
+    a, b, _ = pair
+    for unit in ("a/0", "b/0"):
+        assert model.run_action(unit, "tunnel-status").status == "completed"
+    audit = secretaudit.Audit(os.path.dirname(model.workdir))
+    audit.collect({"a": a, "b": b}, {}, {"vca": model})
+    assert sorted(s.kind for s in audit.secrets) == ["wireguard-private-key"] * 2
+    fields = audit.finish()
+    assert fields["pq_psk_secret_found_in"] == [] and not secretaudit.found_any(fields), fields
+    assert fields["secret_audit"]["places_searched"] > 10 and fields["secret_audit"]["bytes_searched"] > 0
+    planted = os.path.join(model.workdir, "planted.log")
+    key = audit.secrets[0].value
+    with open(planted, "w") as f:
+        f.write("2026-11-27 INFO {}\n    {}\n".format(key[:30], key[30:]))
+    try:
+        found = audit.finish()["secrets_found_in"]["wireguard-private-key"]
+    finally:
+        os.remove(planted)
+    assert found == ["file/vca/planted.log: {} (exact)".format(audit.secrets[0].label)]
 
 
 def test_rotate_keys_is_followed_by_the_peer(pair, model):
