@@ -222,3 +222,15 @@ def test_report_fields_name_places_never_secrets():
     for s in SECRETS:
         for _name, form in sa.forms(s):
             assert form.decode("latin-1") not in text
+
+
+def test_collecting_again_keeps_the_retired_keys():
+    peer = base64.b64encode(bytes(32)).decode()
+    old = FakeVnf({("wg-s6a", "private-key"): PRIVATE, ("wg-s6a", "preshared-keys"): peer + "\t" + PSK})
+    new_key = base64.b64encode(bytes(range(40, 72))).decode()
+    new = FakeVnf({("wg-s6a", "private-key"): new_key, ("wg-s6a", "preshared-keys"): peer + "\t" + PSK})
+    audit = sa.Audit("/nonexistent")
+    audit.collect({"a": old}, {}, {})
+    audit.collect({"a": new}, {"LTE_K": K}, {})
+    assert sorted(s.value for s in audit.secrets) == sorted([PRIVATE, PSK, new_key, K])
+    assert next(s.label for s in audit.secrets if s.value == PSK) == "a wg-s6a psk with AAAAAAAA"

@@ -267,7 +267,8 @@ def _dedupe(secrets):
     for s in secrets:
         if s.value in by_value:
             old = by_value[s.value]
-            by_value[s.value] = old._replace(label=old.label + ", " + s.label)
+            if s.label not in old.label.split(", "):
+                by_value[s.value] = old._replace(label=old.label + ", " + s.label)
         else:
             by_value[s.value] = s
     return list(by_value.values())
@@ -301,8 +302,10 @@ class Audit(object):
         self.secrets, self.places = [], []
 
     def collect(self, vnfs, params, models):
-        """``models``: {label: vca.Model}; ``params``: the NS parameters' ${VAR} values."""
-        self.secrets = _dedupe(vnf_secrets(vnfs) + param_secrets(params))
+        """``models``: {label: vca.Model}; ``params``: the NS parameters' ${VAR} values. Called
+        again (after each operation of a lifecycle run, whose key rotations retire keys), it adds
+        the secrets now in use to those already collected and takes the VCAs' current state."""
+        self.secrets = _dedupe(self.secrets + vnf_secrets(vnfs) + param_secrets(params))
         self.places = [p for label, model in sorted(models.items()) for p in model_places(model, label)]
 
     def finish(self, extra=()):
