@@ -1,6 +1,7 @@
 """The VPNaaS core end to end on one pair of VNFs (real sshd, real WireGuard), two built charms run
 through dispatch, peering with no manual step in OSM's event order. The tests share the pair and
 run in file order; the last one removes the relation."""
+import base64
 import contextlib
 import hashlib
 import json
@@ -242,6 +243,39 @@ def test_the_secret_audit_finds_nothing_after_a_real_run(pair, model, testbed):
     finally:
         os.remove(planted)
     assert found == ["file/vca/planted.log: {} (exact)".format(audit.secrets[0].label)]
+
+
+def test_the_secret_audit_reads_real_preshared_keys(pair, model, tmp_path):
+    """A PSK set with `wg set` on both ends (as the post-quantum mechanism installs it) is read
+    back from real `wg show … preshared-keys`, searched once, and found where it is planted."""
+    a, b, _ = pair
+    psk = base64.b64encode(os.urandom(32)).decode()
+    path = tmp_path / "psk"
+    path.write_text(psk + "\n")
+    os.chmod(str(path), 0o600)
+    devices = ((a, "wg-vpn", b, "wg-vpn-peer"), (b, "wg-vpn-peer", a, "wg-vpn"))
+    try:
+        for vnf, dev, other, other_dev in devices:
+            peer = other.exec(["wg", "show", other_dev, "public-key"]).stdout.strip()
+            vnf.exec(["wg", "set", dev, "peer", peer, "preshared-key", str(path)])
+        audit = secretaudit.Audit(os.path.dirname(model.workdir))
+        audit.collect({"a": a, "b": b}, {}, {"vca": model})
+        psks = [s for s in audit.secrets if s.kind == secretaudit.PQ_PSK]
+        assert [s.value for s in psks] == [psk] and psks[0].label.count(" psk with ") == 2, psks
+        assert audit.finish()["pq_psk_secret_found_in"] == []
+        planted = os.path.join(model.workdir, "planted.json")
+        with open(planted, "w") as f:
+            f.write(json.dumps({"x": base64.b64encode(b"prefix" + base64.b64decode(psk) + b"suffix").decode()}))
+        try:
+            found = audit.finish()["pq_psk_secret_found_in"]
+        finally:
+            os.remove(planted)
+        assert found == ["file/vca/planted.json: {} (base64 embedded)".format(psks[0].label)]
+    finally:
+        for vnf, dev, other, other_dev in devices:
+            peer = other.exec(["wg", "show", other_dev, "public-key"]).stdout.strip()
+            vnf.exec(["wg", "set", dev, "peer", peer, "preshared-key", "/dev/null"])
+    assert pairs.ping(a, pairs.A_SVC, pairs.B_SVC).returncode == 0
 
 
 def test_rotate_keys_is_followed_by_the_peer(pair, model):
