@@ -103,6 +103,10 @@ def test_the_bench_interleaves_rounds_without_the_pq_psk(monkeypatch, tmp_path):
     assert summary["ratio"]["seconds_after_last_config"]["of_medians"] == 2.0
     assert summary["ratio"]["seconds_to_pq_psk_after_last_config"]["of_medians"] == 3.0
     assert summary["ratio"]["cpu_seconds"]["of_medians"] == 1.25
+    lines = benchreport.pq_lines(summary)
+    assert lines[0].startswith("post-quantum PSK, EPS with vs without (3 interleaved rounds)")
+    assert "s to every PQ PSK (without: to every handshake): 3.00 (3.00-3.00) vs 1.00 (1.00-1.00), ratio 3.00" in \
+        lines[3], lines
 
 
 def test_a_build_without_the_option_is_reported_not_failed(monkeypatch, tmp_path):
@@ -115,3 +119,31 @@ def test_a_build_without_the_option_is_reported_not_failed(monkeypatch, tmp_path
     assert cost["available"] is False and cost["note"] == pqcost.NOT_AVAILABLE == "pq-psk not available in this build"
     assert cost["without"]["seconds_after_last_config"]["n"] == 2
     assert any(pqcost.NOT_AVAILABLE in line for line in lines)
+    assert benchreport.pq_lines(cost) == ["post-quantum PSK: pq-psk not available in this build"]
+
+
+def test_psk_record_times_the_psk_from_the_last_config(monkeypatch):
+    from testbed.measurement import loadcheck
+    now = [100.0]
+    monkeypatch.setattr(pqcost.time, "monotonic", lambda: now[0])
+    answers = iter([PEER_B + "\t(none)\n", PEER_A + "\tPSK1\n"] + [PEER_B + "\tPSK1\n", PEER_A + "\tPSK1\n"] * 2)
+
+    class Polled(object):
+        def wg_show(self, device, field):
+            return next(answers)
+
+    def sleep(seconds):
+        now[0] += 0.5
+    monkeypatch.setattr(pqcost.time, "sleep", sleep)
+    model = types.SimpleNamespace(config_times=[90.0, 98.0], ticks_at_first_config=(0, 0))
+    rec = pqcost.psk_record(model, [(Polled(), Polled(), "wg-s6a")], lambda: (3 * loadcheck.TICK, 0),
+                            convergence.cpu_record)
+    assert rec == {"seconds_to_pq_psk_after_last_config": 2.5, "cpu_seconds_to_pq_psk": 3.0}
+
+
+def test_no_psk_within_the_timeout_fails(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(pqcost.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(pqcost.time, "sleep", lambda s: now.__setitem__(0, now[0] + 10))
+    with pytest.raises(pqcost.PskError, match="no post-quantum PSK"):
+        pqcost.wait_psks([(Vnf(PEER_B + "\t(none)\n"), Vnf(PEER_A + "\t(none)\n"), "wg-s6a")], timeout=30)
