@@ -25,9 +25,9 @@ import tempfile
 import time
 
 from bundle import BUILD_DIR, build_charms
-from testbed import cli, convergence, dataplane, demo, hookprofile, pair, spokejoin, tunnels
+from testbed import cli, convergence, dataplane, demo, hookprofile, pair, pqcost, spokejoin, tunnels
 from testbed.emulators import lcm, nsmodel, vca, vim
-from testbed.measurement import benchreport, traffic
+from testbed.measurement import benchreport, loadcheck, traffic
 from vpnaas.core import hookclock
 
 OUT_DIR = os.path.join(BUILD_DIR, "bench")
@@ -211,24 +211,7 @@ def run(args, progress, work, result):
         result["dataplane"] = run_pair(runner, dp_settings, args.paths, progress)
     records = []
     if "control" in args.parts or "interfaces" in args.parts:
-        eps = []
-        runs = args.rounds if "control" in args.parts else 1
-        for i in range(runs):
-            then = None
-            if i == runs - 1 and "interfaces" in args.parts:
-                if_settings = dataplane.Settings(args.if_rounds, args.if_seconds, args.if_pings,
-                                                 max_other=args.max_other_load, retries=args.retries)
-                impl_settings = dataplane.Settings(args.impl_rounds, args.if_seconds, args.if_pings,
-                                                   max_other=args.max_other_load, retries=args.retries)
-                then = measure_interfaces(runner, if_settings, progress, args.charm_implementations, impl_settings)
-            rec = convergence.run_eps_once(runner, then)
-            if then:
-                result["interfaces"] = {"per_interface": rec.pop("then"), "seconds": args.if_seconds}
-            eps.append(rec)
-            progress(convergence.conv_line("EPS run {}/{}".format(i + 1, runs), rec))
-        if "control" in args.parts:
-            result["eps"] = {"runs": eps, "summary": convergence.conv_summary(eps)}
-            records += eps
+        records += run_eps(runner, args, progress, result)
     if "synthetic" in args.parts:
         result["synthetic"] = {"topology": "hub-and-spoke, hub configured {}".format(
             "first" if args.hub_first else "last"), "parallel_hooks": args.parallel, "sizes": {}}
@@ -263,6 +246,53 @@ def run(args, progress, work, result):
         progress("profiling a hook")
         result["profile"] = hookprofile.profile_hooks(runner, records)
     return result
+
+
+def run_eps(runner, args, progress, result):
+    """The control part's EPS instantiations (the charms' defaults: with the post-quantum PSK
+    where the build has it), each round followed or preceded by one with every ``<ep>-pq-psk``
+    false (pqcost.py); the interfaces part on the last one. Returns the control records."""
+    eps, classical = [], []
+    runs = args.rounds if "control" in args.parts else 1
+    options = pqcost.pq_options(convergence.eps_instance(runner.charms_dir)) if "control" in args.parts else None
+    if "control" in args.parts:
+        progress("post-quantum PSK cost: {}".format(
+            pqcost.NOT_AVAILABLE if options is None else "{} round(s) with and without".format(runs)))
+    after_up = _psk_figures if options else None
+    for i in range(runs):
+        then = None
+        if i == runs - 1 and "interfaces" in args.parts:
+            if_settings = dataplane.Settings(args.if_rounds, args.if_seconds, args.if_pings,
+                                             max_other=args.max_other_load, retries=args.retries)
+            impl_settings = dataplane.Settings(args.impl_rounds, args.if_seconds, args.if_pings,
+                                               max_other=args.max_other_load, retries=args.retries)
+            then = measure_interfaces(runner, if_settings, progress, args.charm_implementations, impl_settings)
+        if options and i % 2 == 1:         # interleaved: every other round starts without
+            classical.append(_classical_run(runner, options, progress, i, runs))
+        rec = convergence.run_eps_once(runner, then, after_up=after_up)
+        if then:
+            result["interfaces"] = {"per_interface": rec.pop("then"), "seconds": args.if_seconds}
+        eps.append(rec)
+        progress(convergence.conv_line("EPS run {}/{}".format(i + 1, runs), rec))
+        if options and i % 2 == 0:
+            classical.append(_classical_run(runner, options, progress, i, runs))
+    if "control" not in args.parts:
+        return []
+    result["eps"] = {"runs": eps, "summary": convergence.conv_summary(eps)}
+    result["pq_psk_cost"] = pqcost.cost(eps, classical, options is not None)
+    if classical:
+        result["pq_psk_cost"]["without_runs"] = classical
+    return eps
+
+
+def _psk_figures(tb, inst, model):
+    return pqcost.psk_record(model, pqcost.tunnels_of(tb, inst), loadcheck.machine_ticks, convergence.cpu_record)
+
+
+def _classical_run(runner, options, progress, i, runs):
+    rec = convergence.run_eps_once(runner, adjust=pqcost.without_pq(options))
+    progress(convergence.conv_line("EPS run {}/{} without the PQ PSK".format(i + 1, runs), rec))
+    return rec
 
 
 def interleaved(sizes, runs, once):
@@ -397,7 +427,8 @@ def main(argv=None):
         print("interrupted; everything was torn down", file=sys.stderr)
         return 130
     except (BenchError, lcm.InstantiationFailed, traffic.MeasureError, vim.VimError, vca.VcaError,
-            nsmodel.NsModelError, convergence.ConvergenceError, dataplane.DataplaneError, tunnels.TunnelError) as e:
+            nsmodel.NsModelError, convergence.ConvergenceError, dataplane.DataplaneError, tunnels.TunnelError,
+            pqcost.PskError) as e:
         print("bench failed: {}".format(e), file=sys.stderr)
         if result.get("dataplane") or result.get("eps") or result.get("synthetic"):
             result["error"] = str(e)

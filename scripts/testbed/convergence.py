@@ -166,9 +166,10 @@ def wait_handshakes(checks, timeout=HANDSHAKE_TIMEOUT):
     return time.monotonic()
 
 
-def instantiate_measured(tb, model, links, vnfs, relations, checks, progress=None):
+def instantiate_measured(tb, model, links, vnfs, relations, checks, progress=None, after_up=None):
     """lcm.instantiate, timing the tunnels right after the last config primitive (the VCA may
-    still be delivering hooks meanwhile, as Juju would). ``progress`` gets the phases."""
+    still be delivering hooks meanwhile, as Juju would). ``progress`` gets the phases;
+    ``after_up()``, called at once when every handshake is there, adds figures of its own."""
     record = {}
 
     def after_config(_report):
@@ -176,7 +177,10 @@ def instantiate_measured(tb, model, links, vnfs, relations, checks, progress=Non
         if progress:
             progress("waiting for handshakes on {} device(s)".format(len(pending)))
         t_up = wait_handshakes(pending)
-        record.update(convergence_record(model, tb, t_up, loadcheck.machine_ticks()))
+        ticks_up = loadcheck.machine_ticks()
+        extra = after_up() if after_up else {}
+        record.update(convergence_record(model, tb, t_up, ticks_up))
+        record.update(extra)
 
     lcm.instantiate(tb, model, links, vnfs, relations, after_config=after_config, progress=progress, detail=False)
     return record
@@ -209,9 +213,13 @@ def eps_instance(charms_dir):
     return inst
 
 
-def run_eps_once(runner, then=None):
-    """One EPS instantiation; ``then(tb, inst, model)`` runs on the converged testbed before teardown."""
+def run_eps_once(runner, then=None, adjust=None, after_up=None):
+    """One EPS instantiation; ``then(tb, inst, model)`` runs on the converged testbed before teardown;
+    ``adjust(inst)`` changes the instance first (its config primitives' parameters);
+    ``after_up(tb, inst, model)`` adds figures the moment every handshake is there (pqcost.py)."""
     inst = eps_instance(runner.charms_dir)
+    if adjust:
+        adjust(inst)
     tb = runner.testbed("tb-eps")
     model = None
     try:
@@ -220,7 +228,8 @@ def run_eps_once(runner, then=None):
         def checks(tb_):
             return [(tb_.vnfs[app], "wg-" + rp.name, 1) for rp in inst.refpoints for app in (rp.provider, rp.requirer)]
 
-        rec = instantiate_measured(tb, model, inst.links, inst.vnfs, inst.relations, checks, runner.progress)
+        rec = instantiate_measured(tb, model, inst.links, inst.vnfs, inst.relations, checks, runner.progress,
+                                   after_up=(lambda: after_up(tb, inst, model)) if after_up else None)
         rec["tunnels"] = len(inst.refpoints)
         if then:
             rec["then"] = then(tb, inst, model)

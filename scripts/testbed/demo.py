@@ -13,6 +13,8 @@ network namespaces.
 4. build/demo/report.json, report.png, and a table; then everything is torn down, also on Ctrl-C
    or failure.
 """
+import collections
+import json
 import os
 import secrets
 import signal
@@ -26,7 +28,7 @@ import measure_parse
 from bundle import BUILD_DIR, build_charms
 from testbed import cli, implchoice, monitor, standin, tunnels, ue_standin
 from testbed.emulators import lcm, nsmodel, vca, vim
-from testbed.measurement import benchstats, capture, prometheus, report, thesis, traffic
+from testbed.measurement import benchstats, capture, prometheus, report, secretaudit, thesis, traffic
 from vpnaas.core import config as charm_config
 from vpnaas.core import refpoints
 
@@ -170,6 +172,8 @@ def load_instances(ns, charms_dir=None):
     env.setdefault("VIM_ACCOUNT_SITE2", "testbed-site2")
     instances = nsmodel.load(ns, charms_dir or build_charms.output_dir("local"), env)
     for inst in instances:
+        # What the secret audit searches for (never printed, never in the report).
+        inst.secret_params = {k: env[k] for k in secretaudit.SECRET_PARAMS}
         for spec in inst.vnfs:
             spec.env = VM_ENV
     return instances
@@ -198,7 +202,10 @@ def bring_up(tb, instances, out_dir, progress):
     return out
 
 
-def run(ns, seconds, pings, out_dir, progress, rounds=1, impl_choice="", threshold=prometheus.DEMO_THRESHOLD):
+def run(ns, seconds, pings, out_dir, progress, rounds=1, impl_choice="", threshold=prometheus.DEMO_THRESHOLD,
+        audit=None):
+    """Bring the NS up, check and measure it, tear it down; returns the report. ``audit``
+    (secretaudit.Audit) collects the secrets in use and what the VCAs hold before the teardown."""
     instances = load_instances(ns)
     asked = implchoice.apply(instances, impl_choice)
     os.makedirs(out_dir, exist_ok=True)
@@ -226,6 +233,8 @@ def run(ns, seconds, pings, out_dir, progress, rounds=1, impl_choice="", thresho
         rep = _final_report(results)
         rep["prometheus"] = monitor.report(prom, [r for r in results["instances"].values() if r["inst"].tunnelled],
                                             progress)
+        if audit is not None:
+            collect_secrets(tb, results, audit, progress)
         return rep
     finally:
         if prom is not None:
@@ -234,6 +243,31 @@ def run(ns, seconds, pings, out_dir, progress, rounds=1, impl_choice="", thresho
         tb.teardown()
         left = [ns for ns in vim.list_testbed_netns() if ns.startswith(tb.id + "-")]
         progress("teardown: {}".format("nothing left behind" if not left else "LEFT: " + ", ".join(left)))
+
+
+def collect_secrets(tb, results, audit, progress):
+    """The secret audit's first half, while the VNFs are up: every device's keys, the NS
+    parameters' secrets, what each VCA holds."""
+    params = {}
+    for r in results["instances"].values():
+        params.update(getattr(r["inst"], "secret_params", {}))
+    audit.collect(tb.vnfs, params, {"vca " + name: r["model"] for name, r in results["instances"].items()})
+    kinds = collections.Counter(s.kind for s in audit.secrets)
+    progress("secret audit: {} secrets in use ({}); searching once the report is written".format(
+        len(audit.secrets), ", ".join("{} {}".format(n, k) for k, n in sorted(kinds.items()))))
+
+
+def finish_audit(rep, audit, progress):
+    """The secret audit's second half: search every place, report.json included (as it is about
+    to be written); adds its fields to ``rep``. Returns the lines that fail the demo."""
+    text = json.dumps(rep, indent=1, sort_keys=True)
+    fields = audit.finish([secretaudit.text_place("report.json", text)])
+    rep.update(fields)
+    done = fields["secret_audit"]
+    progress("secret audit: {} places, {:.1f} MB searched; derived PSKs found in: {}; other secrets found in: {}"
+             .format(done["places_searched"], done["bytes_searched"] / 1e6, len(fields["pq_psk_secret_found_in"]),
+                     sum(len(v) for v in fields["secrets_found_in"].values())))
+    return secretaudit.loud_lines(fields)
 
 
 def _check_and_measure(tb, r, seconds, pings, out_dir, progress, rounds=1):
@@ -338,6 +372,18 @@ def _implementation(tb):
     return "auto = kernel"
 
 
+def _print_monitoring(mon):
+    print("\nPrometheus ({} of {} exporters up, {} handshake-age series; rules {}):".format(
+        mon.get("targets_up"), mon.get("targets"), mon.get("handshake_age_series"), mon.get("rules_file")))
+    for line in mon.get("health_lines", []):
+        print("  " + line)
+    if mon.get("stopped"):
+        print("  stopped {} ({}): {} {} after {} s; after the repair {} in {} s".format(
+            mon["stopped"]["unit"], mon["stopped"]["device"], monitor.ALERT,
+            "FIRED" if mon["alert_fired_on_stopped_peer"] else "did NOT fire", mon["seconds_to_fire"],
+            "cleared" if mon["alert_cleared_after_repair"] else "did NOT clear", mon["seconds_to_clear"]))
+
+
 def main(argv=None):
     parser = cli.OneLineParser(prog="testbed.demo", description="Bring up an NS of the bundle locally and measure it.")
     parser.add_argument("--ns", default="eps_wg", help="variant: eps_wg (default), eps (baseline), slices, ...")
@@ -367,8 +413,10 @@ def main(argv=None):
     try:
         if "boringtun" in args.implementation and "boringtun" not in build_charms.shipped_programs():
             raise DemoError("IMPL names boringtun but build/tools/boringtun-cli is missing: run `make boringtun`")
+        audit = secretaudit.Audit(args.out)
         rep = run(args.ns, args.seconds, args.pings, args.out, progress, args.rounds, args.implementation,
-                  args.stale_threshold)
+                  args.stale_threshold, audit)
+        leaks = finish_audit(rep, audit, progress)
     except KeyboardInterrupt:
         print("interrupted; everything was torn down", file=sys.stderr)
         return 130
@@ -399,18 +447,15 @@ def main(argv=None):
             cells = ["{} {:,.0f} / {:.3f}".format(n, v["wg_throughput_bps"] / 1e6, v["wg_rtt_avg_ms"])
                      for n, v in per.items()]
             print("  {:5} {}".format(rp, "  ".join(cells)))
-    mon = rep.get("prometheus") or {}
-    print("\nPrometheus ({} of {} exporters up, {} handshake-age series; rules {}):".format(
-        mon.get("targets_up"), mon.get("targets"), mon.get("handshake_age_series"), mon.get("rules_file")))
-    for line in mon.get("health_lines", []):
-        print("  " + line)
-    if mon.get("stopped"):
-        print("  stopped {} ({}): {} {} after {} s; after the repair {} in {} s".format(
-            mon["stopped"]["unit"], mon["stopped"]["device"], monitor.ALERT,
-            "FIRED" if mon["alert_fired_on_stopped_peer"] else "did NOT fire", mon["seconds_to_fire"],
-            "cleared" if mon["alert_cleared_after_repair"] else "did NOT clear", mon["seconds_to_clear"]))
+    _print_monitoring(rep.get("prometheus") or {})
     path, pngs = report.write(rep, args.out)
     print("\nreport: {}\nplot:   {}".format(os.path.relpath(path), ", ".join(os.path.relpath(p) for p in pngs)))
+    for line in leaks:
+        print(line, file=sys.stderr)
+    if leaks:
+        print("demo FAILED: {} secret(s) found outside the VNFs (report.json: pq_psk_secret_found_in, "
+              "secrets_found_in)".format(len(leaks)), file=sys.stderr)
+        return 1
     return 0
 
 

@@ -1,6 +1,7 @@
 """The VPNaaS core end to end on one pair of VNFs (real sshd, real WireGuard), two built charms run
 through dispatch, peering with no manual step in OSM's event order. The tests share the pair and
 run in file order; the last one removes the relation."""
+import base64
 import contextlib
 import hashlib
 import json
@@ -12,7 +13,7 @@ import e2e_pairs as pairs
 import pytest
 
 from testbed.emulators import lcm, vca, vim, vnf_login
-from testbed.measurement import capture
+from testbed.measurement import capture, secretaudit
 from vpnaas.vnf import ssh
 
 
@@ -236,6 +237,62 @@ def test_manual_peer_add_and_remove(pair, model, wg_key):
     assert key not in a.exec(["wg", "show", "wg-vpn", "peers"]).stdout
     assert "10.9.0.0/24" not in a.exec(["ip", "route", "show"]).stdout
     assert all(pairs.handshakes(a, "wg-vpn"))
+
+
+def test_the_secret_audit_finds_nothing_after_a_real_run(pair, model, testbed):
+    """The demo's secret audit over this pair's run: the keys read on both VNFs, searched in the
+    VCA's databags, logs, action results and files; one key planted in a log is found."""
+    a, b, _ = pair
+    for unit in ("a/0", "b/0"):
+        assert model.run_action(unit, "tunnel-status").status == "completed"
+    audit = secretaudit.Audit(os.path.dirname(model.workdir))
+    audit.collect({"a": a, "b": b}, {}, {"vca": model})
+    assert sorted(s.kind for s in audit.secrets) == ["wireguard-private-key"] * 2
+    fields = audit.finish()
+    assert fields["pq_psk_secret_found_in"] == [] and not secretaudit.found_any(fields), fields
+    assert fields["secret_audit"]["places_searched"] > 10 and fields["secret_audit"]["bytes_searched"] > 0
+    planted = os.path.join(model.workdir, "planted.log")
+    key = audit.secrets[0].value
+    with open(planted, "w") as f:
+        f.write("2026-11-27 INFO {}\n    {}\n".format(key[:30], key[30:]))
+    try:
+        found = audit.finish()["secrets_found_in"]["wireguard-private-key"]
+    finally:
+        os.remove(planted)
+    assert found == ["file/vca/planted.log: {} (exact)".format(audit.secrets[0].label)]
+
+
+def test_the_secret_audit_reads_real_preshared_keys(pair, model, tmp_path):
+    """A PSK set with `wg set` on both ends (as the post-quantum mechanism installs it) is read
+    back from real `wg show … preshared-keys`, searched once, and found where it is planted."""
+    a, b, _ = pair
+    psk = base64.b64encode(os.urandom(32)).decode()
+    path = tmp_path / "psk"
+    path.write_text(psk + "\n")
+    os.chmod(str(path), 0o600)
+    devices = ((a, "wg-vpn", b, "wg-vpn-peer"), (b, "wg-vpn-peer", a, "wg-vpn"))
+    try:
+        for vnf, dev, other, other_dev in devices:
+            peer = other.exec(["wg", "show", other_dev, "public-key"]).stdout.strip()
+            vnf.exec(["wg", "set", dev, "peer", peer, "preshared-key", str(path)])
+        audit = secretaudit.Audit(os.path.dirname(model.workdir))
+        audit.collect({"a": a, "b": b}, {}, {"vca": model})
+        psks = [s for s in audit.secrets if s.kind == secretaudit.PQ_PSK]
+        assert [s.value for s in psks] == [psk] and psks[0].label.count(" psk with ") == 2, psks
+        assert audit.finish()["pq_psk_secret_found_in"] == []
+        planted = os.path.join(model.workdir, "planted.json")
+        with open(planted, "w") as f:
+            f.write(json.dumps({"x": base64.b64encode(b"prefix" + base64.b64decode(psk) + b"suffix").decode()}))
+        try:
+            found = audit.finish()["pq_psk_secret_found_in"]
+        finally:
+            os.remove(planted)
+        assert found == ["file/vca/planted.json: {} (base64 embedded)".format(psks[0].label)]
+    finally:
+        for vnf, dev, other, other_dev in devices:
+            peer = other.exec(["wg", "show", other_dev, "public-key"]).stdout.strip()
+            vnf.exec(["wg", "set", dev, "peer", peer, "preshared-key", "/dev/null"])
+    assert pairs.ping(a, pairs.A_SVC, pairs.B_SVC).returncode == 0
 
 
 def test_rotate_keys_is_followed_by_the_peer(pair, model):

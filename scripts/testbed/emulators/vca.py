@@ -120,6 +120,9 @@ class Model(vcaops.ModelOperations, uniter.Uniter):
         self._wakes = 0                               # relation-changed hooks since the last settle
         #: units whose charm no longer runs: a test plays a hostile unit by writing their data
         self.silenced = set()
+        #: every action's result, in the order they ended (Juju's controller keeps them: `juju
+        #: show-operation`); the secret audit searches them (measurement/secretaudit.py)
+        self.action_results = []
 
     def close(self):
         """Stop answering hook tools (a hook still running then fails its tool calls)."""
@@ -373,8 +376,11 @@ class Model(vcaops.ModelOperations, uniter.Uniter):
             act = copy.deepcopy(self._state["units"][unit]["action"])
         for rid, owner in changed:
             self._wake_remotes(rid, owner)
-        return ActionResult(unit, name, "failed" if act["failed"] else "completed", act["results"],
-                            act["failed"] or "", act["log"])
+        result = ActionResult(unit, name, "failed" if act["failed"] else "completed", act["results"],
+                              act["failed"] or "", act["log"])
+        with self._lock:
+            self.action_results.append(result)
+        return result
 
 
 #: Ranks of the hooks that are not relation hooks (see scheduler.py).

@@ -76,6 +76,8 @@ def summary(result):
             "convergence_32_over_8_per_round": _per_round_growth(times, 8, 32),
             "convergence_cpu_32_over_8_per_round": _per_round_growth(cpu, 8, 32),
         },
+        # The post-quantum PSK's cost (pqcost.py): with/without medians, spreads and ratios.
+        "pq_psk_cost": {k: v for k, v in (result.get("pq_psk_cost") or {}).items() if k != "without_runs"} or None,
         "implementations": (result.get("dataplane") or {}).get("labels", {}),
         "command": result.get("command"),
         "seconds_total": result.get("seconds_total"),
@@ -262,6 +264,28 @@ def _conv_table(result, w):
     if s["spoke_join_packets_lost_on_existing"] is not None:
         w("  spokes joining a converged hub: {} of {} echoes of an existing spoke lost\n".format(
             s["spoke_join_packets_lost_on_existing"], s["spoke_join_packets_sent"]))
+    for line in pq_lines(s["pq_psk_cost"]):
+        w("  " + line + "\n")
+
+
+def pq_lines(cost):
+    """The post-quantum PSK's cost as the terminal shows it (pqcost.py; summary.json pq_psk_cost)."""
+    if not cost:
+        return []
+    if not cost.get("available"):
+        return ["post-quantum PSK: {}".format(cost.get("note"))]
+    out = ["post-quantum PSK, EPS with vs without ({} interleaved rounds), median (min-max):".format(cost["rounds"])]
+    for key, base, label in (
+            ("seconds_after_last_config", "seconds_after_last_config", "s to every handshake"),
+            ("cpu_seconds", "cpu_seconds", "CPU s to them"),
+            ("seconds_to_pq_psk_after_last_config", "seconds_after_last_config",
+             "s to every PQ PSK (without: to every handshake)"),
+            ("cpu_seconds_to_pq_psk", "cpu_seconds", "CPU s to every PQ PSK (without: to every handshake)")):
+        ratio = cost["ratio"].get(key) or {}
+        out.append("  {}: {} vs {}, ratio {}".format(
+            label, _cell(cost["with"].get(key), 1, 2), _cell(cost["without"].get(base), 1, 2),
+            benchstats.fmt(ratio.get("of_medians"), 2)))
+    return out
 
 
 def _digits(metric):
