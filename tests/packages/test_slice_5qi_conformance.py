@@ -127,3 +127,15 @@ def test_report_counts_lcm_results_and_fails_on_an_expected_one():
     text, passed = report.render("newest", [ok, bad])
     assert not passed and "FAIL  lcm" in text and "1 ok, 1 failed" in text
     assert report.render("osm10", [ok, dict(bad, name="LCM (newest): member hss <- f -> nsi x")])[1]
+
+
+def test_the_docs_nsi_create_lines_are_in_the_corpus(tmp_path):
+    from bundle.osm_conformance import corpus
+
+    doc = tmp_path / "doc.md"
+    doc.write_text("text osm nsi-create outside a block\n```\nosm nsi-create --nsi_name a \\\n"
+                   "    --nst_name b --config_file f   # a comment\nmake x\n```\n")
+    assert corpus.doc_commands(str(doc)) == [["osm", "nsi-create", "--nsi_name", "a", "--nst_name", "b",
+                                              "--config_file", "f"]]
+    lines = corpus.doc_commands(os.path.join(str(params.ROOT), corpus.SLICES_DOC))
+    assert sum(1 for a in lines if a[1] == "nsi-create" and "--config_file" in a) == 2
