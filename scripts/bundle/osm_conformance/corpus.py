@@ -115,9 +115,9 @@ def collect(packages_dir, variants=None):
             add(made, where)
             runs.append({"variant": variant, "argv": argv, "mode": "live" if live else "dry run", "exit": code,
                          "error": err.strip()[-500:], "count": len(made)})
-    if not variants:
-        for where, argvs in slice_commands(catalog).items():
-            add(argvs, where)
+        if not variants:
+            for where, argvs in slice_commands(catalog).items():
+                add(argvs, where)
     return {"commands": commands, "runs": runs}
 
 
