@@ -14,7 +14,9 @@ OSM_SRC layout (prepare it with scripts/bundle/osm_conformance/prepare-osm-src.s
     OSM_SRC/osmclient-newest  the newest osm/osmclient at hand (its `osm` CLI)
     OSM_SRC/openstack-requirements  openstack/requirements at ussuri-eol (upper-constraints.txt)
     OSM_SRC/LCM         osm/LCM (osm_lcm/), optional: the metrics path (metrics_path.py); without
-                        it that part is reported NOT RUN and the exit status is 2
+                        it that part is reported NOT RUN and the exit status is 2. With it, LCM's
+                        day-1 mapping also runs over NBI's VNF records (lcm_day1.py: slice-5qi)
+    OSM_SRC/LCM-2020    optional, osm/LCM of 2020 (before OSM 10): the same mapping, its own functions
     OSM_SRC/COMMITS     optional, written by prepare-osm-src.sh; printed in the report
 
 For each IM (newest, osm10) a virtualenv with the pyang/pyangbind the IM needs is made under
