@@ -339,10 +339,31 @@ class Bundle:
         return next((d for d in self.nss if d.id == nsd_id), None)
 
 
+#: The parameter of every VNF's day-1 `config` primitive that carries the slice's 5QI into the
+#: charm option of the same name: LCM replaces <slice_5qi> with the member's additionalParamsForVnf
+#: value (NsLcm._map_primitive_params), which bundle.params derives from the NST (0 outside a slice).
+SLICE_5QI_PARAMETER = {"name": "slice-5qi", "data-type": "INTEGER", "value": "<slice_5qi>"}
+
+
+def add_slice_5qi(desc):
+    """Add SLICE_5QI_PARAMETER to the VNFD's day-1 `config` primitive (generated here, once for every
+    component, so that no VNFD source spells it); a source that has it already is refused."""
+    for prim in (day12(desc.body) or {}).get("initial-config-primitive") or []:
+        if isinstance(prim, dict) and prim.get("name") == "config":
+            names = [p.get("name") for p in prim.get("parameter") or [] if isinstance(p, dict)]
+            if SLICE_5QI_PARAMETER["name"] in names:
+                raise DescriptorError("{}: the config primitive's slice-5qi parameter is generated "
+                                      "(scripts/bundle/descriptors.py); remove it from the source".format(desc.file))
+            prim.setdefault("parameter", []).append(dict(SLICE_5QI_PARAMETER))
+    return desc
+
+
 def load_sources():
     """({component: VNFD}, {source name: NSD source}, {slice: NST}, variants.yaml); each NSD source
-    with a member profile for every component its ``members`` line names (membership.py)."""
-    vnfs = {c.name: Descriptor("vnfd", load_yaml(c.vnfd), c.vnfd, c.vnfd) for c in registry.load().with_vnfd()}
+    with a member profile for every component its ``members`` line names (membership.py); every
+    VNFD's `config` primitive with the slice's 5QI (add_slice_5qi)."""
+    vnfs = {c.name: add_slice_5qi(Descriptor("vnfd", load_yaml(c.vnfd), c.vnfd, c.vnfd))
+            for c in registry.load().with_vnfd()}
     spec = load_yaml(VARIANTS_FILE)
     ns_srcs = {name: Descriptor("nsd", load_yaml(path), path, path) for name, path in spec["sources"].items()}
     for name, src in ns_srcs.items():
@@ -434,6 +455,21 @@ def _nsi_variant_entry(nsts, params, nss):
         "nsd_ids": nsd_ids,
         "vnfd_ids": vnfd_ids,
     }
+
+
+def members_of(bundle, target_id):
+    """{None: [member-vnf-index]} of an NSD, {subnet id: [...]} of an NST: whom a params file's
+    additionalParamsForVnf must reach (bundle.params.with_slice_5qi)."""
+    nsd = bundle.nsd(target_id)
+    if nsd is not None:
+        return {None: [p["id"] for p in nsd.body["df"][0]["vnf-profile"]]}
+    nst = next((n for n in bundle.nsts if n.id == target_id), None)
+    out = {}
+    for sub in nst.body.get("netslice-subnet") or [] if nst is not None else []:
+        ns = bundle.nsd(sub.get("nsd-ref"))
+        if ns is not None:
+            out[sub["id"]] = [p["id"] for p in ns.body["df"][0]["vnf-profile"]]
+    return out
 
 
 def dump(data):

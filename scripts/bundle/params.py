@@ -6,8 +6,13 @@ them from an environment. Substitution happens on the parsed YAML, not on the te
 cannot inject YAML structure.
 """
 
+import argparse
+import copy
 import os
 import re
+import sys
+
+import yaml
 
 from bundle import ROOT
 from bundle.yamlfile import load_mapping
@@ -64,14 +69,104 @@ def substitute(data, env, where="params"):
     return walk(data)
 
 
-def render(path, env=None):
-    """Load params template ``path`` and substitute ${VAR} from ``env`` (default os.environ).
+def render(path, env=None, nst=None, members=None):
+    """Load params template ``path``, substitute ${VAR} from ``env`` (default os.environ) and add
+    the slice's 5QI (``with_slice_5qi``): 0 to an ns-create config, the 5QI of ``nst`` (an NST
+    body) to an nsi-create config (``members``: as with_slice_5qi takes them). An nsi-create
+    template without ``nst`` is returned without it:
+    it serves every NST over the same NSD, and OSM refuses it until the NST's 5QI is added.
 
     Raises ParamsError naming the file and every missing variable; nothing is written.
     """
     if env is None:
         env = os.environ
-    return substitute(load(path), env, where=path)
+    data = substitute(load(path), env, where=path)
+    if nst is None and is_nsi(data):
+        return data
+    return with_slice_5qi(data, nst, where=path, members=members)
+
+
+# --- the slice's 5QI: written once, in the NST; every params file gets it from there ----------
+
+#: The additionalParams key the VNFDs' `config` primitive reads (<slice_5qi> -> charm option slice-5qi).
+SLICE_KEY = "slice_5qi"
+#: What an NS outside any slice gets: the charm's "not marked".
+NOT_A_SLICE = 0
+#: The standardized 5QI values of 3GPP TS 23.501 table 5.7.4-1 (Rel-17): GBR, non-GBR and
+#: delay-critical GBR. 75 is no longer in the table. The charm's grammar for slice-5qi is the
+#: authority on the VNF side; this set only refuses an NST whose 5QI no charm would accept.
+STANDARDIZED_5QI = frozenset((1, 2, 3, 4, 65, 66, 67, 71, 72, 73, 74, 76,
+                              5, 6, 7, 8, 9, 10, 69, 70, 79, 80,
+                              82, 83, 84, 85, 86, 87, 88, 89, 90))
+
+
+def is_nsi(data):
+    """True for an nsi-create config (NBI's nsi_instantiate form: netslice-subnet items)."""
+    return isinstance(data, dict) and "netslice-subnet" in data
+
+
+def nst_5qi(nst, where="nst"):
+    """The 5QI an NST body declares (quality-of-service.id), refused unless it is a standardized one."""
+    qos = nst.get("quality-of-service") if isinstance(nst, dict) else None
+    value = qos.get("id") if isinstance(qos, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int) or value not in STANDARDIZED_5QI:
+        raise ParamsError("{}: quality-of-service.id {!r} is not a standardized 5QI (3GPP TS 23.501 "
+                          "table 5.7.4-1: {})".format(where, value, ", ".join(map(str, sorted(STANDARDIZED_5QI)))))
+    return value
+
+
+def _members(container, members, where):
+    """The additionalParams mappings of ``container``'s additionalParamsForVnf list, with an item
+    made for every member of ``members`` that has none (a member whose other parameters OSM fills)."""
+    items = container.get("additionalParamsForVnf")
+    if items is None:
+        items = container["additionalParamsForVnf"] = []
+    if not isinstance(items, list):
+        raise ParamsError("{}: additionalParamsForVnf is not a list".format(where))
+    given = {item.get("member-vnf-index") for item in items if isinstance(item, dict)}
+    items += [{"member-vnf-index": m, "additionalParams": {}} for m in members or () if m not in given]
+    out = []
+    for item in items:
+        if not isinstance(item, dict):
+            raise ParamsError("{}: an additionalParamsForVnf item is not a mapping".format(where))
+        params = item.setdefault("additionalParams", {})
+        if params is None:
+            params = item["additionalParams"] = {}
+        if SLICE_KEY in params:
+            raise ParamsError("{}: member {}: {} is derived from the NST's quality-of-service; do not write "
+                              "it in a params file".format(where, item.get("member-vnf-index"), SLICE_KEY))
+        out.append(params)
+    return out
+
+
+def with_slice_5qi(data, nst=None, where="params", members=None):
+    """A copy of a rendered or template config with ``slice_5qi`` in every member's additionalParams:
+    ns-create (``nst`` None): 0; nsi-create: the NST's 5QI, in each netslice-subnet item that is
+    one of the NST's subnets. ``members`` ({None or subnet id: [member-vnf-index]}, from the NSDs:
+    descriptors.members_of) adds an item for a member the file has none for. A params file that
+    spells slice_5qi itself is refused (one source)."""
+    out = copy.deepcopy(data)
+    members = members or {}
+    if not is_nsi(out):
+        if nst is not None:
+            raise ParamsError("{}: an ns-create config belongs to no NST".format(where))
+        for params in _members(out, members.get(None), where):
+            params[SLICE_KEY] = NOT_A_SLICE
+        return out
+    if nst is None:
+        raise ParamsError("{}: an nsi-create config needs the NST whose 5QI it carries".format(where))
+    value = nst_5qi(nst, where="nst {}".format(nst.get("id")))
+    subnets = [s.get("id") for s in nst.get("netslice-subnet") or [] if isinstance(s, dict)]
+    items = out.get("netslice-subnet")
+    if items is None:
+        items = out["netslice-subnet"] = []
+    given = {sub.get("id") for sub in items if isinstance(sub, dict)}
+    items += [{"id": sid} for sid in subnets if sid in members and sid not in given]
+    for sub in items:
+        if isinstance(sub, dict) and sub.get("id") in subnets:
+            for params in _members(sub, members.get(sub["id"]), where):
+                params[SLICE_KEY] = value
+    return out
 
 
 def dummy_env(data):
@@ -83,3 +178,28 @@ def dummy_env(data):
         else:
             env[name] = "dummy-" + name.lower().replace("_", "-")
     return env
+
+
+def main(argv=None):
+    """``python3 -m bundle.params PARAMS [--nst NST_FILE]``: the rendered config on stdout."""
+    ap = argparse.ArgumentParser(prog="python3 -m bundle.params", description=main.__doc__)
+    ap.add_argument("params", help="a params template (params/*.yaml)")
+    ap.add_argument("--nst", help="the NST file the nsi-create is for (build/packages/<id>_nst.yaml)")
+    args = ap.parse_args(argv)
+    try:
+        nst = None
+        if args.nst:
+            nst = load_mapping(args.nst, args.nst, ParamsError)["nst"][0]
+        data = render(args.params, nst=nst)
+        if nst is None and is_nsi(data):
+            raise ParamsError("{}: an nsi-create config needs --nst (the slice's 5QI comes from it)".format(
+                args.params))
+    except (ParamsError, KeyError, IndexError, TypeError) as e:
+        print("params: {}".format(e), file=sys.stderr)
+        return 1
+    yaml.safe_dump(data, sys.stdout, default_flow_style=False, sort_keys=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -63,7 +63,9 @@ def sites_of(cfg, rendered_list):
 
 def render_all(ctx, variant):
     rendered = []
-    for index in range(len(variant.descriptor_ids) if len(variant.params) > 1 else 1):
+    # An NSI's config is rendered once per NST: each carries its own NST's 5QI (bundle.params).
+    per_target = len(variant.params) > 1 or variant.kind == "nsi"
+    for index in range(len(variant.descriptor_ids) if per_target else 1):
         rendered.append(render_variant(ctx.cfg, ctx.runner, ctx.catalog, variant, index))
     return rendered
 

@@ -1,7 +1,7 @@
 """Rendering a variant's params template (params/<file>.yaml with ${VAR} references) into the
 config file passed to `osm ns-create/nsi-create --config_file`.
 
-The rendering itself is the bundle's (scripts/bundle/params.py, ``render(path, env) -> dict``),
+The rendering itself is the bundle's (scripts/bundle/params.py, ``render(path, env, nst) -> dict``),
 so the deploy, the validator and the testbed read templates the same way. The result holds the
 LTE secrets, so it is written with mode 0600 and its content is never printed.
 """
@@ -23,13 +23,23 @@ def referenced_vars(path):
     return bundle_params.variables(bundle_params.load(path))
 
 
-def _render(path, env):
+def _members(catalog, variant, nst):
+    """Whom the config's additionalParamsForVnf must reach: {None or subnet id: [member-vnf-index]}."""
+    def of(nsd_id):
+        return [p["id"] for p in catalog.nsd(nsd_id)["df"][0]["vnf-profile"]]
+
+    if nst is None:
+        return {None: of(variant.descriptor_ids[0])}
+    return {s["id"]: of(s["nsd-ref"]) for s in nst.get("netslice-subnet") or []}
+
+
+def _render(path, env, nst=None, members=None):
     try:
         from bundle import params as bundle_params
     except ImportError as exc:
         raise ParamsError("scripts/bundle/params.py (render) is not available: {}".format(exc)) from None
     try:
-        return bundle_params.render(path, env)
+        return bundle_params.render(path, env, nst=nst, members=members)
     except bundle_params.ParamsError as exc:
         raise ParamsError(str(exc)) from None
 
@@ -53,8 +63,11 @@ def render_variant(cfg, runner, catalog, variant, index=0):
         runner.say("    warning (dry run): {} unset; rendered with placeholders".format(", ".join(missing)))
         for var in missing:
             env[var] = "DRY-RUN-{}".format(var)
-    data = _render(template, env)
-    suffix = "" if len(variant.params) == 1 else ".{}".format(index)
+    # nsi-create: the config carries the 5QI of the NST it is for (bundle.params.with_slice_5qi).
+    nst = catalog.nst_doc(variant.descriptor_ids[index]) if variant.kind == "nsi" else None
+    data = _render(template, env, nst, _members(catalog, variant, nst))
+    several = len(variant.params) > 1 or (variant.kind == "nsi" and len(variant.descriptor_ids) > 1)
+    suffix = ".{}".format(index) if several else ""
     rel = os.path.join(RENDERED_DIR, "{}{}.params.yaml".format(variant.name, suffix))
     path = catalog.abspath(rel)
     os.makedirs(os.path.dirname(path), exist_ok=True)

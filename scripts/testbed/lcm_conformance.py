@@ -71,7 +71,8 @@ def _cases():
     for name, entry in sorted(bundle.variants.items()):
         if entry["kind"] != "ns":
             continue
-        rendered = params.render(os.path.join(descriptors.ROOT, entry["params"]), ENV)
+        rendered = params.render(os.path.join(descriptors.ROOT, entry["params"]), ENV,
+                                 members=descriptors.members_of(bundle, entry["descriptor_ids"][0]))
         extra = {a["member-vnf-index"]: a.get("additionalParams") or {}
                  for a in rendered.get("additionalParamsForVnf") or []}
         nsd = bundle.nsd(entry["descriptor_ids"][0]).body

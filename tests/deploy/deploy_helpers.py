@@ -208,7 +208,7 @@ def fake_root(tmp_path):
             },
             f,
         )
-    for nst_id in ("embb", "urllc"):
+    for nst_id, five_qi in (("embb", 6), ("urllc", 3)):
         path = os.path.join(root, "build", "packages", nst_id + "_nst.yaml")
         with open(path, "w") as f:
             yaml.safe_dump(
@@ -217,6 +217,7 @@ def fake_root(tmp_path):
                         {
                             "id": nst_id,
                             "name": nst_id,
+                            "quality-of-service": {"id": five_qi},
                             "netslice-subnet": [
                                 {"id": "eps", "is-shared-nss": False, "nsd-ref": "oai-eps-wg"}
                             ],

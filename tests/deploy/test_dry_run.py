@@ -172,9 +172,16 @@ def test_nsi_two_slices(dry_run, fake_root):
         "--vim_account",
         "microstack",
         "--config_file",
-        "build/deploy/slices.params.yaml",
+        "build/deploy/slices.0.params.yaml",
     ]
     assert nsis[1][nsis[1].index("--nst_name") + 1] == "urllc"
+    # each NSI's config carries its own NST's 5QI (bundle.params.with_slice_5qi)
+    for nsi, five_qi in zip(nsis, (6, 3)):
+        with open(os.path.join(str(fake_root), nsi[nsi.index("--config_file") + 1])) as f:
+            config = yaml.safe_load(f)
+        values = {a["additionalParams"]["slice_5qi"] for s in config["netslice-subnet"]
+                  for a in s["additionalParamsForVnf"]}
+        assert values == {five_qi}
     _assert_files_exist(fake_root, printed)
     assert printed.reads("osm", "nsi-show", "vpnaas-slices-embb", "--literal")
     # tunnel-status on the NS of each slice (named <nsi>.<subnet id> in a dry run, as NBI names them)

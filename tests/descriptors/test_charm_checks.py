@@ -54,14 +54,13 @@ def test_misspelt_day2_primitive(bundle):
 
 
 def test_config_parameter_must_be_a_charm_option(bundle):
-    day12(find(bundle, "vnfd", "oai-hss"))["initial-config-primitive"][0]["parameter"].append(
-        {"name": "ssh-pasword", "value": "x"}
-    )
+    parameters = day12(find(bundle, "vnfd", "oai-hss"))["initial-config-primitive"][0]["parameter"]
+    parameters.append({"name": "ssh-pasword", "value": "x"})
     problems = problems_of(bundle)
     assert_problem(
         problems,
         HSS,
-        D12 + ".initial-config-primitive[0].parameter[12].name",
+        D12 + ".initial-config-primitive[0].parameter[{}].name".format(len(parameters) - 1),
         "'ssh-pasword' is not a config option of charm hss",
     )
 

@@ -48,9 +48,10 @@ def test_instantiations_parameters_map_the_same_primitive():
                   ["initial-config-primitive"] if p["name"] == "config")
     names = [p["value"][1:-1] for p in config["parameter"] if str(p.get("value", "")).startswith("<")]
     params = {n: "x" for n in names}
-    params.update(tac="7", OSM={"count_index": 1, "vdu_id": "spgwu"}, rw_mgmt_ip="198.18.0.9")
+    params.update(tac="7", slice_5qi="82", OSM={"count_index": 1, "vdu_id": "spgwu"}, rw_mgmt_ip="198.18.0.9")
     out = lcm_data.map_primitive_params(config, {}, params)
     assert out["tac"] == 7 and out["ssh-hostname"] == "198.18.0.9" and out["ssh-username"] == "ubuntu"
+    assert out["slice-5qi"] == 82
     assert yaml.safe_load(out["osm-instance"]) == {"count_index": 1, "vdu_id": "spgwu"}
     assert out["osm-instance"].startswith("{")
 

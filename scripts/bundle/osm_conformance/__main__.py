@@ -14,7 +14,9 @@ OSM_SRC layout (prepare it with scripts/bundle/osm_conformance/prepare-osm-src.s
     OSM_SRC/osmclient-newest  the newest osm/osmclient at hand (its `osm` CLI)
     OSM_SRC/openstack-requirements  openstack/requirements at ussuri-eol (upper-constraints.txt)
     OSM_SRC/LCM         osm/LCM (osm_lcm/), optional: the metrics path (metrics_path.py); without
-                        it that part is reported NOT RUN and the exit status is 2
+                        it that part is reported NOT RUN and the exit status is 2. With it, LCM's
+                        day-1 mapping also runs over NBI's VNF records (lcm_day1.py: slice-5qi)
+    OSM_SRC/LCM-2020    optional, osm/LCM of 2020 (before OSM 10): the same mapping, its own functions
     OSM_SRC/COMMITS     optional, written by prepare-osm-src.sh; printed in the report
 
 For each IM (newest, osm10) a virtualenv with the pyang/pyangbind the IM needs is made under
@@ -36,6 +38,8 @@ import json
 import os
 import subprocess
 import sys
+
+import yaml
 
 from bundle import BUILD_DIR, ROOT, params
 from bundle.osm_conformance import bindings, cli_report, clients, corpus, metrics_path, report
@@ -87,8 +91,10 @@ def _patch_pyangbind(venv):
     subprocess.run([py, "-c", code], check=True)
 
 
-def build_job(packages_dir):
-    """The packages (in onboarding order) and rendered params files of catalog.json."""
+def build_job(packages_dir, osm_src=None, work_dir=WORK_DIR):
+    """The packages (in onboarding order), the rendered params files of catalog.json (each target
+    with its slice's 5QI), every NST again with the largest standardized 5QI (nst_twins), and the
+    LCM trees whose day-1 mapping runs over NBI's records (lcm_trees)."""
     with open(os.path.join(packages_dir, "catalog.json")) as f:
         catalog = json.load(f)
     pkgs = []
@@ -96,17 +102,65 @@ def build_job(packages_dir):
         for entry in catalog[kind]:
             path = os.path.join(packages_dir, entry[key])
             pkgs.append({"kind": kind, "name": entry[key], "id": entry["id"], "path": path})
+    nsts = {entry["id"]: _nst_body(os.path.join(packages_dir, entry["file"])) for entry in catalog["nst"]}
+    twins = nst_twins(nsts, os.path.join(work_dir, "nst-5qi"))
+    pkgs += [{"kind": "nst", "name": os.path.basename(path), "id": tid, "path": path}
+             for tid, (_src, _body, path) in twins.items()]
     by_file = {}
     for variant in catalog["variants"].values():
         new = {"file": variant["params"], "kind": variant["kind"], "targets": []}
         item = by_file.setdefault(variant["params"], new)
         for target in variant["descriptor_ids"]:
-            if target not in item["targets"]:
-                item["targets"].append(target)
+            for t in [target] + [tid for tid, twin in twins.items() if twin[0] == target]:
+                if t not in item["targets"]:
+                    item["targets"].append(t)
+    nsts.update({tid: twin[1] for tid, twin in twins.items()})
+    from bundle import descriptors  # needs charms/ on the path; the not-run answers above do not
+
+    bundle = descriptors.load_bundle()  # what was packaged: whom each config must reach
     for item in by_file.values():
         template = params.load(item["file"])
-        item["config"] = params.substitute(template, params.dummy_env(template), where=item["file"])
-    return {"packages": pkgs, "params": list(by_file.values())}
+        config = params.substitute(template, params.dummy_env(template), where=item["file"])
+        # what OSM gets for each target: an NSI's config with that NST's 5QI, an NS's with 0
+        item["configs"] = {t: params.with_slice_5qi(
+            config, nsts[t] if item["kind"] == "nsi" else None, where=item["file"],
+            members=descriptors.members_of(bundle, twins[t][0] if t in twins else t)) for t in item["targets"]}
+        item["slice_5qi"] = {t: params.nst_5qi(nsts[t]) if item["kind"] == "nsi" else params.NOT_A_SLICE
+                             for t in item["targets"]}
+    return {"packages": pkgs, "params": list(by_file.values()), "lcm": lcm_trees(osm_src)}
+
+
+#: LCM trees in OSM_SRC whose day-1 mapping runs (lcm_day1.py): folder -> label. LCM is the newest
+#: at hand; LCM-2020 optional (the LCM before OSM 10, whose mapping has no data-type conversion).
+LCM_TREES = (("LCM", "LCM (newest)"), ("LCM-2020", "LCM (2020)"))
+
+
+def lcm_trees(osm_src):
+    return [{"label": label, "dir": os.path.join(osm_src, folder)} for folder, label in LCM_TREES
+            if osm_src and os.path.isdir(os.path.join(osm_src, folder, "osm_lcm"))]
+
+
+def nst_twins(nsts, out_dir):
+    """{twin id: (NST id, body, file)}: every NST again with the largest 5QI the grammar accepts
+    (the id gets -q<5QI> before an -osm10 suffix, so the twin is for the same OSM)."""
+    top = max(params.STANDARDIZED_5QI)
+    os.makedirs(out_dir, exist_ok=True)
+    out = {}
+    for nst_id, body in nsts.items():
+        stem, osm10 = (nst_id[:-len(report.OSM10_SUFFIX)], report.OSM10_SUFFIX) \
+            if nst_id.endswith(report.OSM10_SUFFIX) else (nst_id, "")
+        twin = dict(body, id="{}-q{}{}".format(stem, top, osm10), name="{}-q{}{}".format(stem, top, osm10))
+        twin["quality-of-service"] = dict(body.get("quality-of-service") or {}, id=top)
+        path = os.path.join(out_dir, "{}_nst.yaml".format(twin["id"]))
+        with open(path, "w") as f:
+            yaml.safe_dump({"nst": [twin]}, f, sort_keys=False)
+        out[twin["id"]] = (nst_id, twin, path)
+    return out
+
+
+def _nst_body(path):
+    with open(path) as f:
+        return yaml.safe_load(f)["nst"][0]
 
 
 def run_flavour(name, osm_src, job_path, work_dir=WORK_DIR):
@@ -187,7 +241,7 @@ def main(argv=None):
         print("{} ({} has no {})".format(NOT_RUN, osm_src, ", ".join(missing)))
         return 2
     os.makedirs(WORK_DIR, exist_ok=True)
-    job = build_job(args.packages)
+    job = build_job(args.packages, osm_src)
     job_path = os.path.join(WORK_DIR, "job.json")
     with open(job_path, "w") as f:
         json.dump(job, f)

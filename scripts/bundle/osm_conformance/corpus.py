@@ -115,7 +115,58 @@ def collect(packages_dir, variants=None):
             add(made, where)
             runs.append({"variant": variant, "argv": argv, "mode": "live" if live else "dry run", "exit": code,
                          "error": err.strip()[-500:], "count": len(made)})
+        if not variants:
+            for where, argvs in slice_commands(catalog).items():
+                add(argvs, where)
     return {"commands": commands, "runs": runs}
+
+
+#: The doc whose `osm nsi-create` lines are part of the corpus.
+SLICES_DOC = "docs/slices.md"
+
+
+def doc_commands(path):
+    """The argv of every `osm ...` line (with its continuation lines) in the doc's code blocks."""
+    out, block, pending = [], False, ""
+    with open(path) as f:
+        for line in f:
+            if line.startswith("```"):
+                block, pending = not block, ""
+                continue
+            text = line.split(" #")[0].rstrip() if block else ""
+            if pending or text.startswith("osm "):
+                pending += " " + text.rstrip("\\")
+                if not text.endswith("\\"):
+                    out.append(shlex.split(pending))
+                    pending = ""
+    return out
+
+
+def slice_commands(catalog):
+    """{where: [argv]}: the nsi-create lines of docs/slices.md, and for every NST of the catalog
+    `osm nsi-create --config '<the whole config, with its 5QI>'`, once with the NST's 5QI and once
+    with the largest the grammar accepts (the NST's -q90 twin of the NBI part)."""
+    from bundle import ROOT, params
+
+    out = {SLICES_DOC: doc_commands(os.path.join(ROOT, SLICES_DOC))}
+    inline = out.setdefault("nsi-create-config (every NST: its 5QI, and 90)", [])
+    top = max(params.STANDARDIZED_5QI)
+    for name in sorted(catalog.variants):
+        variant = catalog.variant(name)
+        if variant.kind != "nsi":
+            continue
+        for index, nst_id in enumerate(variant.descriptor_ids):
+            nst = catalog.nst_doc(nst_id)
+            template = params.load(variant.params_for(index))
+            config = params.substitute(template, params.dummy_env(template))
+            for body, nst_name in ((nst, nst_id), (dict(nst, **{"quality-of-service": {"id": top}}),
+                                                   "{}-q{}".format(nst_id, top))):
+                text = json.dumps(params.with_slice_5qi(config, body), sort_keys=False)
+                argv = ["osm", "nsi-create", "--nsi_name", nst_name, "--nst_name", nst_name,
+                        "--vim_account", "site1", "--config", text]
+                if argv not in inline:
+                    inline.append(argv)
+    return out
 
 
 def main(argv=None):

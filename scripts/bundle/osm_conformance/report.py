@@ -30,7 +30,7 @@ def render(flavour, results, commits=(), notes=()):
     lines += ["   source: " + c for c in commits]
     lines += ["   note: " + n for n in notes]
     counts = {"ok": 0, "FAIL": 0, "refused (not for this OSM)": 0}
-    for section in ("package", "params"):
+    for section in ("package", "params", "lcm"):
         for r in [r for r in results if r["section"] == section]:
             must = expected(flavour, r)
             if r["ok"]:

@@ -11,6 +11,8 @@ NsiLcmOpTopic) are NBI's. The order is NBI's own for each HTTP request:
 * package upload: ``new()`` then ``upload_content()`` with the tar.gz (NST: the YAML);
 * ns-create: ``NsrTopic.new`` then ``NsLcmOpTopic.new`` with lcmOperationType=instantiate;
 * nsi-create: ``NsiTopic.new`` then ``NsiLcmOpTopic.new`` with lcmOperationType=instantiate;
+* then LCM's own day-1 parameter mapping over the VNF records NBI made (lcm_day1.py): the value
+  the charm's slice-5qi option gets, against the NST's 5QI (0 for an NS outside a slice);
 
 the instantiate bodies being what osmclient's ``Ns.create`` / ``Nsi.create`` post for the params
 file (bundle.osm_conformance.osmclient_body). Writes JSON {"notes": [...], "results": [{section,
@@ -207,7 +209,21 @@ def _message(exc):
     return text
 
 
-def run(job, nbi):
+def _lcm_results(nbi, lcms, vnfr_ids, expected, name):
+    """LCM's day-1 `config` parameters for the VNF records NBI just made (lcm_day1.py): slice-5qi."""
+    from bundle.osm_conformance import lcm_day1
+
+    out = []
+    for label, lcm in lcms:
+        for member, ok, message in lcm_day1.check(nbi.db, vnfr_ids, expected, lcm):
+            out.append({"section": "lcm", "ok": ok, "message": message,
+                        "name": "{}: member {} slice-5qi {} <- {}".format(label, member, expected, name)})
+    return out
+
+
+def run(job, nbi, lcms=()):
+    """Every package, then every params item's targets through NBI, and LCM's day-1 mapping of
+    the VNF records each instantiation made (``lcms``: [(label, lcm_day1.functions(...))])."""
     results = []
     for pkg in job["packages"]:
         try:
@@ -218,12 +234,15 @@ def run(job, nbi):
     for item in job["params"]:
         for target in item["targets"]:
             name = "{} -> {} {}".format(item["file"], item["kind"], target)
+            before = {v["_id"] for v in nbi.db.get_list("vnfrs")}
             try:
-                nbi.instantiate(item["kind"], target, item["config"])
+                nbi.instantiate(item["kind"], target, item["configs"][target])
                 results.append({"section": "params", "name": name, "ok": True, "message": "accepted"})
             except Exception as e:  # noqa: BLE001 - as above
                 results.append({"section": "params", "name": name, "ok": False, "message": _message(e)})
                 continue
+            new = [v["_id"] for v in nbi.db.get_list("vnfrs") if v["_id"] not in before]
+            results += _lcm_results(nbi, lcms, new, item["slice_5qi"][target], name)
             for member, aspect in (nbi.scaling_aspects(target) if item["kind"] == "ns" else []):
                 for out in (True, False):
                     what = "{}: vnf-scale {} --scaling-group {} --scale-{}".format(
@@ -247,19 +266,22 @@ def main(argv=None):
     modules = _import_osm(os.path.abspath(args.osm_src), os.path.abspath(args.im_bindings))
     with open(args.job) as f:
         job = json.load(f)
+    from bundle.osm_conformance import lcm_day1
+
+    lcms = [(entry["label"], lcm_day1.functions(entry["dir"])) for entry in job.get("lcm", [])]
     with tempfile.TemporaryDirectory(prefix="osm-conformance-fs-") as fs_dir:
         nbi = Nbi(modules, fs_dir + "/")
         stdout = sys.stdout
         sys.stdout = open(os.devnull, "w")  # osmclient prints the new id
         try:
-            results = run(job, nbi)
+            results = run(job, nbi, lcms)
         finally:
             sys.stdout.close()
             sys.stdout = stdout
     notes = [
         "NBI calls IM Validation.{}(), which this IM does not have: skipped".format(name)
         for name in nbi.skipped
-    ]
+    ] + ["{}: {}".format(label, lcm[2]) for label, lcm in lcms]
     with open(args.out, "w") as f:
         json.dump({"notes": notes, "results": results}, f, indent=1)
     return 0

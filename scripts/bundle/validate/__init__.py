@@ -132,14 +132,26 @@ def validate_params(bundle, valid, cloud_init_dir=CLOUD_INIT_DIR, summary=None, 
         if variant["kind"] == "ns":
             nsd = valid["nsd"].get(variant["descriptor_ids"][0])
             if nsd is not None:
-                problems.extend(params_checks.check_ns_params(data, file, nsd, valid["vnfd"], cloud_init_dir))
+                problems.extend(_as_osm_gets_it((file, descriptors.members_of(bundle, nsd.id)), data, None,
+                                                params_checks.check_ns_params, nsd, valid["vnfd"], cloud_init_dir))
         else:
-            nsts = [valid["nst"][i] for i in variant["descriptor_ids"] if i in valid["nst"]]
-            problems.extend(
-                params_checks.check_nsi_params(data, file, nsts, valid["nsd"], valid["vnfd"], cloud_init_dir)
-            )
+            for nst in [valid["nst"][i] for i in variant["descriptor_ids"] if i in valid["nst"]]:
+                problems.extend(_as_osm_gets_it((file, descriptors.members_of(bundle, nst.id)), data, nst,
+                                                params_checks.check_nsi_params, [nst], valid["nsd"], valid["vnfd"],
+                                                cloud_init_dir))
             problems.extend(_same_plan(data, file, bundle, rendered, valid))
     return params_checks._dedupe(problems)
+
+
+def _as_osm_gets_it(file_members, data, nst, check, *args):
+    """``check(config, file, *args)`` over the config as OSM gets it: with the slice's 5QI of
+    ``nst`` (None: an NS, 0) for every member (bundle.params.with_slice_5qi)."""
+    file, members = file_members
+    try:
+        config = params.with_slice_5qi(data, nst.body if nst is not None else None, where=file, members=members)
+    except params.ParamsError as e:
+        return [Problem(file, "(top level)", str(e))]
+    return check(config, file, *args)
 
 
 def _same_plan(nsi_data, file, bundle, rendered, valid):

@@ -192,14 +192,16 @@ def load(variant, charms_dir, env):
         raise NsModelError("unknown NS variant {!r}; choose one of: {}".format(
             variant, ", ".join(sorted(bundle.variants))))
     entry = bundle.variants[variant]
-    rendered = params.render(os.path.join(descriptors.ROOT, entry["params"]), env)
+    members = descriptors.members_of(bundle, entry["descriptor_ids"][0]) if entry["kind"] == "ns" else None
+    rendered = params.render(os.path.join(descriptors.ROOT, entry["params"]), env, members=members)
     if entry["kind"] == "ns":
         return [build_instance(bundle, entry["descriptor_ids"][0], rendered, charms_dir, variant)]
     instances = []
     for nst_id in entry["descriptor_ids"]:
         nst = next(n for n in bundle.nsts if n.id == nst_id)
         for subnet in nst.body.get("netslice-subnet") or []:
-            plan = _subnet_plan(rendered, subnet["id"])
+            config = params.with_slice_5qi(rendered, nst.body, members=descriptors.members_of(bundle, nst_id))
+            plan = _subnet_plan(config, subnet["id"])  # with the NST's 5QI, as OSM gets it
             short = nst_id.rsplit("-", 1)[-1]          # embb / urllc
             instances.append(build_instance(bundle, subnet["nsd-ref"], plan, charms_dir, short, prefix=short + "-"))
     return instances
