@@ -130,3 +130,28 @@ def test_every_vnfd_keeps_the_software_version_a_charm_upgrade_needs(shipped_pac
     catalog = Catalog.load(os.path.dirname(out), os.path.join(out, "catalog.json"))
     versions = {item["id"]: catalog.vnfd(item["id"]).get("software-version") for item in catalog.vnf}
     assert versions and set(versions.values()) == {"1.0"}, versions
+
+
+@pytest.mark.parametrize("ee_id", ["m.app.0", "ns-1.app-vnf-z0.3",
+                                   "8ba3221f-ee34-4299-8821-c25e180615e0.proxy-ee-z0.1"])
+def test_the_model_and_application_of_an_execution_environment_pass_our_grammar(ee_id):
+    from deploy.upgrade import _model_app
+    assert _model_app({"ee_id": ee_id}) == tuple(ee_id.split(".")[:2])
+
+
+@pytest.mark.parametrize("ee_id", ["M.app.0", "m.App.0", "m.app-1.0", "m.1app.0", "m.app;rm -rf.0", "-m.app.0",
+                                   "m.--path.0", "m." + "a" * 64 + ".0", "m" * 64 + ".app.0", "m.<app>.0"])
+def test_a_hostile_execution_environment_is_refused_before_juju_runs(ee_id):
+    """Names Juju's own parser refuses (`invalid application name`, a flag as the application) or
+    no Juju model can have never reach `juju refresh`."""
+    from deploy.upgrade import UpgradeError, _model_app
+    with pytest.raises(UpgradeError, match="not a Juju model and application name"):
+        _model_app({"member-vnf-index": "1", "ee_id": ee_id})
+
+
+def test_juju_target_names_the_controller_only_when_given_and_valid():
+    from deploy.upgrade import UpgradeError, juju_target
+    assert juju_target("", "m1") == "m1" and juju_target("osm-vca.lxd_1", "m1") == "osm-vca.lxd_1:m1"
+    for bad in ("a:b", "-x", "a b", "x" * 64):
+        with pytest.raises(UpgradeError, match="JUJU_CONTROLLER"):
+            juju_target(bad, "m1")
