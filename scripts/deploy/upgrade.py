@@ -76,7 +76,10 @@ def osm_can_upgrade(vnfd, ees):
 
 
 def extract_charm(cfg, package, vnfd_id, charm):
-    """The charm file of the VNF package, as `juju refresh --path` takes it, under build/deploy/upgrade/."""
+    """The charm file of the VNF package, as `juju refresh --path` takes it, under build/deploy/upgrade/:
+    an absolute path. Juju reads `--path` as a local charm only when it is absolute or starts
+    with "." (juju core/charm/charmpath.go, isValidCharmOrBundlePath, 2.9 and 3.x): a relative
+    `build/...` is looked up as a charm name instead, and the refresh fails."""
     dest_dir = os.path.join(cfg.root, "build", "deploy", "upgrade", vnfd_id)
     dest = os.path.join(dest_dir, os.path.basename(charm))
     with tarfile.open(package, "r:*") as tar:
@@ -87,7 +90,7 @@ def extract_charm(cfg, package, vnfd_id, charm):
         with tar.extractfile(found[0]) as src, open(dest + ".part", "wb") as out:
             out.write(src.read())
     os.replace(dest + ".part", dest)
-    return os.path.relpath(dest, cfg.root)
+    return os.path.abspath(dest)
 
 
 def check_software_versions(ctx, osm, variant):

@@ -62,6 +62,9 @@ def test_osm_upgrades_the_vnf_level_charms_and_juju_every_spgwu_instance(bed):
     assert apps == [ns.app("spgwu", 0), ns.app("spgwu", 1)]             # each instance's own application
     assert all(c[c.index("-m") + 1] == ns.id for c in refreshes)
     path = refreshes[0][refreshes[0].index("--path") + 1]
+    # Juju takes --path as a local charm only absolute or starting with "." (a relative
+    # build/... was refused by Juju 2.9's and 3.6's own reader: make juju-conformance)
+    assert os.path.isabs(path) and all(os.path.isabs(c[c.index("--path") + 1]) for c in refreshes)
     package = os.path.join(root, clouds.catalog.package_of("vnf", "oai-spgwu"))
     with tarfile.open(package) as tar, open(os.path.join(root, path), "rb") as f:
         assert f.read() == tar.extractfile("oai-spgwu_vnf/charms/spgwu.charm").read()
@@ -116,8 +119,9 @@ def test_the_dry_run_shows_both_ways(bed):
     lines = [line for line in out.splitlines() if line.startswith("+ ")]
     assert sum(" ns-update vpnaas-eps_wg --updatetype CHANGE_VNFPKG " in line for line in lines) == len(EPS) - 1
     refresh = [line for line in lines if " refresh " in line]
-    assert len(refresh) == 1 and "--path build/deploy/upgrade/oai-spgwu/spgwu.charm" in refresh[0]
-    assert os.path.isfile(os.path.join(root, "build/deploy/upgrade/oai-spgwu/spgwu.charm"))
+    charm = os.path.join(root, "build/deploy/upgrade/oai-spgwu/spgwu.charm")
+    assert len(refresh) == 1 and "--path {} ".format(charm) in refresh[0]
+    assert os.path.isfile(charm)
 
 
 def test_every_vnfd_keeps_the_software_version_a_charm_upgrade_needs(shipped_packages):
