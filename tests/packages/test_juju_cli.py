@@ -86,3 +86,29 @@ def test_the_report_counts_juju_lines_only_as_jujus_parser_took_them():
     assert not ok and "1 parsed, 1 rejected" in text
     assert 'REJECTED juju refresh <application of 2 spgwu>' in text and 'invalid application name "x"' in text
     assert not cli_report.render(DOC, [("2.9.42", "juju", dict(juju_doc(), results=[]))])[1]
+
+
+def test_a_real_charm_is_put_at_every_path_inside_the_scratch_directory_only(tmp_path):
+    scratch = str(tmp_path / "scratch")
+    os.makedirs(scratch)
+    root = "/nonexistent/osm-conformance-corpus-x"
+    corpus = {"root": root, "runs": [], "commands": [
+        {"program": "juju", "argv": ["refresh", "a", "--path", root + "/build/deploy/upgrade/oai-hss/hss.charm"]},
+        {"program": "juju", "argv": ["refresh", "a", "--path", "build/deploy/upgrade/oai-mme/mme.charm"]},
+        {"program": "juju", "argv": ["refresh", "a", "--path", "/nonexistent/elsewhere/hss.charm"]},
+        {"program": "juju", "argv": ["refresh", "a", "--path", "../../outside/hss.charm"]},
+        {"program": "osm", "argv": ["--path", root + "/x"]}]}
+    placed = juju_cli.place_charms(corpus, scratch, {"hss.charm": b"H", "mme.charm": b"M"})
+    moved = scratch + "/build/deploy/upgrade/oai-hss/hss.charm"
+    assert placed["commands"][0]["argv"][3] == moved and open(moved, "rb").read() == b"H"
+    assert placed["commands"][1]["argv"][3] == "build/deploy/upgrade/oai-mme/mme.charm"
+    assert open(os.path.join(scratch, "build/deploy/upgrade/oai-mme/mme.charm"), "rb").read() == b"M"
+    assert placed["commands"][2:] == corpus["commands"][2:]
+    assert not os.path.exists("/nonexistent") and not os.path.exists(str(tmp_path.parent / "outside"))
+
+
+def test_the_packed_charms_come_from_the_built_vnf_packages(shipped_packages):
+    out, _catalog = shipped_packages
+    charms = juju_cli.packed_charms(out)
+    assert {"hss.charm", "spgwu.charm", "amf.charm"} <= set(charms)
+    assert all(data[:2] == b"PK" for data in charms.values())      # zip archives, as charmcraft packs them

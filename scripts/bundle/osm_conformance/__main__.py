@@ -154,7 +154,7 @@ def run_cli(osm_src, packages, commits, work_dir=WORK_DIR, juju_srcs=()):
     parser = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cli_parse.py")
     results = []
     for juju_src in juju_srcs:
-        results += juju_cli.run(juju_src, collected, work_dir)
+        results += juju_cli.run(juju_src, collected, work_dir, packages)
     if osm_src is None:
         return cli_report.render(collected, results, commits)
     for folder, label, flavour, default_click in clients.OSMCLIENTS:

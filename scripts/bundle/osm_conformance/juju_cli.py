@@ -18,13 +18,21 @@ Each line is checked twice:
   and `-m` given as `<controller>:<model>` with the largest JUJU_CONTROLLER we accept
   (deploy.upgrade.CONTROLLER_NAME) as the client store's controller.
 
+A real charm is put at every `--path` first (the packed charm of that name from the built VNF
+packages; a path under the corpus runs' throw-away project root is moved under a scratch
+directory of the same layout, and the driver runs in that directory, as the deploy tool runs
+juju in the project root), so that Juju's own reader of a local charm path judges it.
+
 Nothing here judges a line: Juju's code does (its error text is reported as is).
 """
+import glob
 import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
+import tarfile
 
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "juju_parse.go")
 PLACEHOLDER = re.compile(r"<[^<>]*>\Z")
@@ -85,6 +93,43 @@ def derived_corpus(corpus, how):
     return {"commands": commands, "runs": corpus["runs"]}
 
 
+def packed_charms(packages_dir):
+    """{file name: bytes} of every packed charm (`charms/<name>.charm`) in the built VNF packages."""
+    out = {}
+    for package in sorted(glob.glob(os.path.join(packages_dir, "*_vnf.tar.gz"))):
+        with tarfile.open(package, "r:*") as tar:
+            for m in tar.getmembers():
+                parts = m.name.split("/")
+                if m.isfile() and parts[1:2] == ["charms"] and len(parts) == 3 and parts[2].endswith(".charm"):
+                    out.setdefault(parts[2], tar.extractfile(m).read())
+    return out
+
+
+def place_charms(corpus, scratch, charms):
+    """The corpus with each juju line's `--path` under the runs' root moved under ``scratch``,
+    and a real charm written at every path inside ``scratch`` (relative ones are relative to
+    it). Paths elsewhere are left as they are (Juju then says what it makes of them)."""
+    root = corpus.get("root") or ""
+    commands = []
+    for c in corpus["commands"]:
+        if c["program"] == "juju":
+            argv = list(c["argv"])
+            for i in range(len(argv) - 1):
+                if argv[i] != "--path":
+                    continue
+                path = argv[i + 1]
+                if root and path.startswith(root + os.sep):
+                    argv[i + 1] = path = scratch + path[len(root):]
+                target = os.path.normpath(os.path.join(scratch, path))
+                if target.startswith(scratch + os.sep) and os.path.basename(target) in charms:
+                    os.makedirs(os.path.dirname(target), exist_ok=True)
+                    with open(target, "wb") as f:
+                        f.write(charms[os.path.basename(target)])
+            c = dict(c, argv=argv)
+        commands.append(c)
+    return dict(corpus, commands=commands)
+
+
 def check_tree(juju_src):
     """Raise ValueError unless ``juju_src`` is a github.com/juju/juju tree with the refresh command."""
     mod = os.path.join(juju_src, "go.mod")
@@ -125,21 +170,25 @@ def source_of(juju_src):
         return os.path.basename(os.path.normpath(juju_src))
 
 
-def run(juju_src, corpus, work_dir):
+def run(juju_src, corpus, work_dir, packages_dir):
     """[(label, "juju", result document)] of one Juju tree: the lines as made and at the largest values."""
     binary = build_driver(juju_src, work_dir)
     controller, _model, _application = largest_values()
+    scratch = os.path.join(os.path.abspath(work_dir), "juju-project")
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch)
+    placed = place_charms(corpus, scratch, packed_charms(packages_dir))
     out = []
     for name, how, store_controller in (("as made", as_made, DEFAULT_CONTROLLER),
                                         ("largest values", at_largest, controller)):
-        derived = derived_corpus(corpus, how)
+        derived = derived_corpus(placed, how)
         tag = hashlib.sha256(binary.encode()).hexdigest()[:8] + "-" + name.replace(" ", "-")
         corpus_path = os.path.join(work_dir, "corpus-juju-{}.json".format(tag))
         result_path = os.path.join(work_dir, "cli-juju-{}.json".format(tag))
         with open(corpus_path, "w") as f:
             json.dump(derived, f)
         subprocess.run([binary, "--corpus", corpus_path, "--out", result_path, "--controller", store_controller],
-                       check=True, stdin=subprocess.DEVNULL)
+                       check=True, stdin=subprocess.DEVNULL, cwd=scratch)
         with open(result_path) as f:
             doc = json.load(f)
         doc["versions"] = dict(doc.get("versions") or {}, source=source_of(juju_src))

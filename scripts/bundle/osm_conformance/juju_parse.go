@@ -16,7 +16,12 @@
 // a controller the store does not have and is refused as the real client would. A line whose
 // command is not registered here is refused ("unrecognized command"): never counted as parsed.
 // After Init, the model named by -m is added to the store the way `juju models` records it
-// (jujuclient's own validation of a model name); a name no Juju model can have is refused.
+// (jujuclient's own validation of a model name); a name no Juju model can have is refused. The
+// charm a `--path` names is read the way refresh's local-charm refresher reads it before any
+// API call (core/charm NewCharmAtPath: a relative path not starting with "." is not taken as a
+// local charm, then the charm archive is read and checked for the series): the caller puts a real
+// charm at each path (bundle.osm_conformance.juju_cli) and runs this in the directory the deploy
+// tool runs juju from. Series "bionic": the LXD proxy machines N2VC creates for OSM.
 package main
 
 import (
@@ -25,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 
 	"github.com/juju/cmd/v3"
@@ -32,6 +38,7 @@ import (
 
 	jujucmd "github.com/juju/juju/cmd"
 	"github.com/juju/juju/cmd/juju/application"
+	corecharm "github.com/juju/juju/core/charm"
 	"github.com/juju/juju/jujuclient"
 	jujuversion "github.com/juju/juju/version"
 )
@@ -88,12 +95,10 @@ func parse(argv []string, controller string) (string, error) {
 	}
 	// The model the line names, as the store records it (ModelCommand.ModelIdentifier needs
 	// Run to have started, so it is read from -m/--model here).
-	model := ""
-	for i, a := range argv {
-		if (a == "-m" || a == "--model") && i+1 < len(argv) {
-			model = argv[i+1]
-		} else if strings.HasPrefix(a, "--model=") {
-			model = strings.TrimPrefix(a, "--model=")
+	model := option(argv, "-m", "--model")
+	if path := option(argv, "--path"); path != "" {
+		if err := readCharm(path); err != nil {
+			return "", fmt.Errorf("--path %s: %v", path, err)
 		}
 	}
 	if model != "" {
@@ -110,6 +115,39 @@ func parse(argv []string, controller string) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// option: the last value of a string option (as gnuflag keeps it).
+func option(argv []string, names ...string) string {
+	value := ""
+	for i, a := range argv {
+		for _, name := range names {
+			if a == name && i+1 < len(argv) {
+				value = argv[i+1]
+			} else if strings.HasPrefix(a, name+"=") {
+				value = strings.TrimPrefix(a, name+"=")
+			}
+		}
+	}
+	return value
+}
+
+// readCharm: core/charm NewCharmAtPath, called through reflect because its parameters differ
+// between Juju lines (2.9: path, series; 3.x: path).
+func readCharm(path string) error {
+	fn := reflect.ValueOf(corecharm.NewCharmAtPath)
+	args := []reflect.Value{reflect.ValueOf(path)}
+	for len(args) < fn.Type().NumIn() {
+		args = append(args, reflect.ValueOf("bionic"))
+	}
+	out := fn.Call(args)
+	if err, _ := out[len(out)-1].Interface().(error); err != nil {
+		if err == os.ErrNotExist {
+			return fmt.Errorf("no such file (juju would look it up as a charm name): %v", err)
+		}
+		return err
+	}
+	return nil
 }
 
 func main() {
