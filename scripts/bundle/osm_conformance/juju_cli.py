@@ -152,7 +152,7 @@ def build_driver(juju_src, work_dir):
     binary = os.path.join(work_dir, "juju-parse-" + key)
     if not os.path.isfile(binary):
         print("osm-conformance: building juju_parse.go against {} (go build, once)".format(juju_src), flush=True)
-        env = dict(os.environ, GOFLAGS="-mod=readonly", CGO_ENABLED="0")
+        env = dict(os.environ, GOFLAGS="-mod=readonly")
         subprocess.run(["nice", "-n", "10", "go", "build", "-o", binary + ".tmp", DRIVER], cwd=juju_src, env=env,
                        check=True, stdin=subprocess.DEVNULL)
         os.replace(binary + ".tmp", binary)
