@@ -112,3 +112,9 @@ def test_the_packed_charms_come_from_the_built_vnf_packages(shipped_packages):
     charms = juju_cli.packed_charms(out)
     assert {"hss.charm", "spgwu.charm", "amf.charm"} <= set(charms)
     assert all(data[:2] == b"PK" for data in charms.values())      # zip archives, as charmcraft packs them
+
+
+def test_without_a_juju_tree_the_juju_part_is_not_run(capsys):
+    from bundle.osm_conformance.__main__ import main
+    assert main(["--part", "juju"]) == 2
+    assert "not run: no Juju source tree" in capsys.readouterr().out
