@@ -118,3 +118,16 @@ def test_without_a_juju_tree_the_juju_part_is_not_run(capsys):
     from bundle.osm_conformance.__main__ import main
     assert main(["--part", "juju"]) == 2
     assert "not run: no Juju source tree" in capsys.readouterr().out
+
+
+def test_a_parser_that_accepts_a_control_line_fails_the_report(tmp_path):
+    lines = juju_cli.controls(str(tmp_path), b"PK")
+    assert len(lines) >= 8 and os.path.isfile(str(tmp_path / "controls" / "c.charm"))
+    assert any(not argv[3].startswith("/") for argv in lines if argv[:1] == ["refresh"])   # the relative path
+    good = dict(juju_doc(True, True), controls=[{"argv": argv, "ok": False} for argv in lines])
+    text, ok = cli_report.render(DOC, [("2.9.42", "juju", good)])
+    assert ok and "controls (lines the parser must refuse): {} refused, 0 accepted".format(len(lines)) in text
+    bad = dict(good, controls=good["controls"][:-1] + [{"argv": lines[-1], "ok": True}])
+    text, ok = cli_report.render(DOC, [("2.9.42", "juju", bad)])
+    assert not ok and "CONTROL ACCEPTED juju no-such-command" in text
+    assert not cli_report.render(DOC, [("2.9.42", "juju", dict(good, controls=[]))])[1]

@@ -44,6 +44,12 @@ def _client_lines(label, program, doc, commands):
     if doc.get("substituted"):
         lines.append("      {} of them printed by dry runs with <placeholders>, parsed with the largest names our "
                      "grammar accepts in their place".format(doc["substituted"]))
+    if "controls" in doc:
+        wrong = [c for c in doc["controls"] if c["ok"]]
+        lines.append("      controls (lines the parser must refuse): {} refused, {} accepted{}".format(
+            len(doc["controls"]) - len(wrong), len(wrong), "" if doc["controls"] else " (none ran: FAIL)"))
+        for c in wrong:
+            lines.append("      CONTROL ACCEPTED {} {}".format(program, " ".join(c["argv"])[:300]))
     if bodies:
         lines.append("      request bodies (the command run with osmclient's own client, judged by NBI's schema): "
                      "{} made, {} refused".format(len(bodies), len(bad_bodies)))
@@ -55,7 +61,8 @@ def _client_lines(label, program, doc, commands):
         item = commands[x["index"]]
         lines.append("      BODY REFUSED {} {}\n         {}\n         from: {}".format(
             program, " ".join(item["argv"])[:300], x["body_message"], "; ".join(item["where"][:4])))
-    return lines, bool(doc["results"]) and not rejected and not bad_bodies
+    controls_ok = "controls" not in doc or (bool(doc["controls"]) and not any(c["ok"] for c in doc["controls"]))
+    return lines, bool(doc["results"]) and not rejected and not bad_bodies and controls_ok
 
 
 def render(corpus, results, commits=()):

@@ -130,6 +130,40 @@ def place_charms(corpus, scratch, charms):
     return dict(corpus, commands=commands)
 
 
+def controls(scratch, charm):
+    """Lines Juju must refuse, each with a real charm where a path is wanted: run before the
+    corpus so that a driver that accepts everything cannot pass (report: "controls")."""
+    os.makedirs(os.path.join(scratch, "controls"), exist_ok=True)
+    path = os.path.join(scratch, "controls", "c.charm")
+    with open(path, "wb") as f:
+        f.write(charm)
+    return [
+        ["refresh", "Bad_App", "--path", path, "-m", "m1"],                      # invalid application name
+        ["refresh", "app-1", "--path", path, "-m", "m1"],                        # ... (a number segment)
+        ["refresh", "a", "--bogus", "--path", path, "-m", "m1"],                 # option not defined
+        ["refresh", "a", "extra", "--path", path, "-m", "m1"],                   # unrecognized args
+        ["refresh", "a", "--path", path, "--revision", "3", "-m", "m1"],         # mutually exclusive
+        ["refresh", "a", "--path", os.path.relpath(path, scratch), "-m", "m1"],  # relative path
+        ["refresh", "a", "--path", path, "-m", "Bad_Model"],                     # no such model name
+        ["refresh", "a", "--path", path, "-m", "other:m1"],                      # unknown controller
+        ["no-such-command", "a", "-m", "m1"],
+    ]
+
+
+def run_controls(binary, scratch, charm, work_dir):
+    """[(argv, accepted?)] of the control lines."""
+    lines = controls(scratch, charm)
+    corpus_path = os.path.join(work_dir, "corpus-juju-controls.json")
+    result_path = os.path.join(work_dir, "cli-juju-controls.json")
+    with open(corpus_path, "w") as f:
+        json.dump({"commands": [{"program": "juju", "argv": argv} for argv in lines]}, f)
+    subprocess.run([binary, "--corpus", corpus_path, "--out", result_path, "--controller", DEFAULT_CONTROLLER],
+                   check=True, stdin=subprocess.DEVNULL, cwd=scratch)
+    with open(result_path) as f:
+        results = json.load(f)["results"]
+    return [(lines[r["index"]], r["ok"]) for r in results]
+
+
 def check_tree(juju_src):
     """Raise ValueError unless ``juju_src`` is a github.com/juju/juju tree with the refresh command."""
     mod = os.path.join(juju_src, "go.mod")
@@ -177,7 +211,9 @@ def run(juju_src, corpus, work_dir, packages_dir):
     scratch = os.path.join(os.path.abspath(work_dir), "juju-project")
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
-    placed = place_charms(corpus, scratch, packed_charms(packages_dir))
+    charms = packed_charms(packages_dir)
+    placed = place_charms(corpus, scratch, charms)
+    checked = run_controls(binary, scratch, charms[sorted(charms)[0]], work_dir) if charms else []
     out = []
     for name, how, store_controller in (("as made", as_made, DEFAULT_CONTROLLER),
                                         ("largest values", at_largest, controller)):
@@ -192,6 +228,7 @@ def run(juju_src, corpus, work_dir, packages_dir):
         with open(result_path) as f:
             doc = json.load(f)
         doc["versions"] = dict(doc.get("versions") or {}, source=source_of(juju_src))
+        doc["controls"] = [{"argv": argv, "ok": ok} for argv, ok in checked]
         if name == "as made":
             doc["substituted"] = sum(1 for c in corpus["commands"] if c["program"] == "juju" and as_made(c["argv"])[1])
         out.append(("{} ({})".format(doc["versions"].get("juju", "?"), name), "juju", doc))
