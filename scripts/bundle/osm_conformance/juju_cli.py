@@ -206,9 +206,10 @@ def source_of(juju_src):
 
 def run(juju_src, corpus, work_dir, packages_dir):
     """[(label, "juju", result document)] of one Juju tree: the lines as made and at the largest values."""
+    work_dir = os.path.abspath(work_dir)        # the driver runs in the scratch directory
     binary = build_driver(juju_src, work_dir)
     controller, _model, _application = largest_values()
-    scratch = os.path.join(os.path.abspath(work_dir), "juju-project")
+    scratch = os.path.join(work_dir, "juju-project")
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
     charms = packed_charms(packages_dir)
