@@ -15,7 +15,7 @@ BENCH_ARGS ?=
 
 .PHONY: help venv deps charms charms-local packages validate test unit unit36 lint shellcheck typecheck pycompat \
         wireguard-go hookclient boringtun demo bench lifecycle deploy deploy-tools onboard undeploy measure-remote clean \
-        osm-conformance oai-conformance lcm-conformance
+        osm-conformance juju-conformance oai-conformance lcm-conformance
 
 help: ## list the targets
 	@grep -hE '^[a-z][a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
@@ -66,7 +66,7 @@ validate: venv ## validate every descriptor, params file and cross-reference
 lint: venv shellcheck typecheck ## ruff over all Python, shellcheck over every shipped shell script, mypy, gofmt + go vet
 	$(VENV)/bin/ruff check charms scripts tests
 	@if command -v go >/dev/null 2>&1; then \
-	  out=$$(gofmt -l scripts/testbed/hookclient-go); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi; \
+	  out=$$(gofmt -l scripts/testbed/hookclient-go scripts/bundle/osm_conformance/juju_parse.go); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi; \
 	  (cd scripts/testbed/hookclient-go && go vet ./...); \
 	else echo "no Go toolchain: gofmt/go vet of the hook-tool client not run"; fi
 
@@ -148,8 +148,11 @@ undeploy: venv ## delete the NS/NSI and what deploy created
 measure-remote: venv ## measure every interface of a deployed NS with and without WireGuard
 	$(PY) -m deploy measure --ns $(NS)
 
-osm-conformance: venv packages ## load every package and params file through OSM's own NBI/IM/osmclient (OSM_SRC=<dir>)
-	$(PY) -m bundle.osm_conformance --osm-src "$(OSM_SRC)"
+osm-conformance: venv packages ## load every package and params file through OSM's own NBI/IM/osmclient (OSM_SRC=<dir>; JUJU_SRC="<juju tree> ..." adds Juju's parser)
+	$(PY) -m bundle.osm_conformance --osm-src "$(OSM_SRC)" $(foreach d,$(JUJU_SRC),--juju-src "$(d)")
+
+juju-conformance: venv packages ## every `juju` command line of the deploy tool through Juju's own parser (JUJU_SRC="<juju tree> ...", see docs/bundle.md)
+	$(PY) -m bundle.osm_conformance --part juju $(foreach d,$(JUJU_SRC),--juju-src "$(d)")
 
 lcm-conformance: venv ## LCM 19's own functions: what the emulated LCM reads from the VNFDs, and the charms' reader of the <OSM> LCM writes (LCM_SRC=<dir holding osm_lcm/>)
 	$(PY) -m testbed.lcm_conformance --lcm-src "$(LCM_SRC)"

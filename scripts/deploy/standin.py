@@ -88,6 +88,11 @@ class StandInClouds:
         app = next((w for w in a[1:] if not w.startswith("-") and w in apps), None)
         if app is None:
             return 1, "ERROR application not found in model {}".format(model)
+        path = a[a.index("--path") + 1] if "--path" in a[:-1] else ""
+        # Juju's local-charm reader (core/charm/charmpath.go, isValidCharmOrBundlePath) takes
+        # only an absolute path or one starting with "."; anything else is a charm name to it.
+        if not (path.startswith(".") or os.path.isabs(path)) or not os.path.isfile(path):
+            return 1, 'ERROR cannot resolve charm or bundle "{}": not a local charm path'.format(path)
         return 0, "Added local charm {}, revision 2, to the model".format(app)
 
     def openstack(self, site, a):

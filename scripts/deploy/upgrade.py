@@ -27,6 +27,7 @@ Afterwards the NS must be ready with every charm active and every tunnel up agai
 `deploy`. Everything is repeatable: an unchanged charm is a no-op for LCM and for Juju.
 """
 import os
+import re
 import tarfile
 
 from deploy import prereq
@@ -39,6 +40,18 @@ from deploy.wait import wait_ns_ready, wait_tunnels
 
 class UpgradeError(Exception):
     pass
+
+
+# What `juju refresh` is given, from the NS record (hostile until these accept it). Juju's own
+# grammar (juju/names: IsValidModelName, IsValidApplication; the application name is checked by
+# refresh's Init, the model by the client store) with our bound on the length: LCM's names are
+# far shorter (the model is the NS id, 36 characters). `make osm-conformance JUJU_SRC=...` runs
+# Juju's parser at these maxima (bundle.osm_conformance.juju_cli).
+MODEL_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,62}\Z")
+APPLICATION_NAME = re.compile(r"(?=.{1,63}\Z)[a-z][a-z0-9]*(?:-[a-z0-9]*[a-z][a-z0-9]*)*\Z")
+#: A controller name the juju client knows (JUJU_CONTROLLER): its local name, as `juju controllers`
+#: lists it (the client store accepts any non-empty name; ours is bounded and has no `:`).
+CONTROLLER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}\Z")
 
 
 def day12(vnfd):
@@ -63,7 +76,10 @@ def osm_can_upgrade(vnfd, ees):
 
 
 def extract_charm(cfg, package, vnfd_id, charm):
-    """The charm file of the VNF package, as `juju refresh --path` takes it, under build/deploy/upgrade/."""
+    """The charm file of the VNF package, as `juju refresh --path` takes it, under build/deploy/upgrade/:
+    an absolute path. Juju reads `--path` as a local charm only when it is absolute or starts
+    with "." (juju core/charm/charmpath.go, isValidCharmOrBundlePath, 2.9 and 3.x): a relative
+    `build/...` is looked up as a charm name instead, and the refresh fails."""
     dest_dir = os.path.join(cfg.root, "build", "deploy", "upgrade", vnfd_id)
     dest = os.path.join(dest_dir, os.path.basename(charm))
     with tarfile.open(package, "r:*") as tar:
@@ -74,7 +90,7 @@ def extract_charm(cfg, package, vnfd_id, charm):
         with tar.extractfile(found[0]) as src, open(dest + ".part", "wb") as out:
             out.write(src.read())
     os.replace(dest + ".part", dest)
-    return os.path.relpath(dest, cfg.root)
+    return os.path.abspath(dest)
 
 
 def check_software_versions(ctx, osm, variant):
@@ -114,7 +130,8 @@ def upgrade_ns(ctx, osm, juju, ns, nsd_id, via_juju, progress):
         if record is None:         # a dry run: the EEs the descriptors make
             vdu = next((e.get("id") for e in day12(vnfd) if e.get("id") != vnfd["id"]), None)
             ees = [{"member-vnf-index": member, "vdu_id": vdu, "vdu_count_index": 0,
-                    "ee_id": "<model>.<application of {}{}>.<machine>".format(member, " " + vdu if vdu else "")}]
+                    "ee_id": "<model>.<application of {}{}>.<machine>".format(member, " " + vdu if vdu else ""),
+                    "placeholder": True}]
         if not ees or not any(charm_of(vnfd, e.get("vdu_id") or vnfd["id"]) for e in ees):
             continue        # no charm (a VNF without WireGuard)
         if not via_juju and osm_can_upgrade(vnfd, ees):
@@ -138,7 +155,7 @@ def upgrade_ns(ctx, osm, juju, ns, nsd_id, via_juju, progress):
             charm = charm_of(vnfd, ee.get("vdu_id") or vnfd["id"])
             model, app = _model_app(ee)
             path = extract_charm(cfg, ctx.catalog.abspath(ctx.catalog.package_of("vnf", vnfd_id)), vnfd_id, charm)
-            target = "{}:{}".format(cfg.get("JUJU_CONTROLLER"), model) if cfg.get("JUJU_CONTROLLER") else model
+            target = juju_target(cfg.get("JUJU_CONTROLLER"), model)
             runner.run([juju, "refresh", app, "--path", path, "-m", target], timeout=cfg.seconds("UPGRADE_TIMEOUT"))
         done.append((member, "juju refresh ({} execution environment(s))".format(len(ees))))
     for member, how in done:
@@ -154,7 +171,22 @@ def _model_app(ee):
     if not model or not app:
         raise UpgradeError("execution environment of {} has no model/application: {!r}".format(
             ee.get("member-vnf-index"), ee.get("ee_id")))
+    if ee.get("placeholder"):       # a dry run prints the names it cannot know as <...>
+        return model, app
+    if not MODEL_NAME.match(str(model)) or not APPLICATION_NAME.match(str(app)):
+        raise UpgradeError("execution environment of {}: {!r} is not a Juju model and application name".format(
+            ee.get("member-vnf-index"), str(ee.get("ee_id"))[:200]))
     return model, app
+
+
+def juju_target(controller, model):
+    """The `-m` value of `juju refresh`: ``[<controller>:]<model>``."""
+    if not controller:
+        return model
+    if not CONTROLLER_NAME.match(controller):
+        raise UpgradeError("JUJU_CONTROLLER={!r}: not a controller name ({})".format(
+            controller[:100], CONTROLLER_NAME.pattern))
+    return "{}:{}".format(controller, model)
 
 
 def command(ctx, variant_name):

@@ -62,6 +62,9 @@ def test_osm_upgrades_the_vnf_level_charms_and_juju_every_spgwu_instance(bed):
     assert apps == [ns.app("spgwu", 0), ns.app("spgwu", 1)]             # each instance's own application
     assert all(c[c.index("-m") + 1] == ns.id for c in refreshes)
     path = refreshes[0][refreshes[0].index("--path") + 1]
+    # Juju takes --path as a local charm only absolute or starting with "." (a relative
+    # build/... was refused by Juju 2.9's and 3.6's own reader: make juju-conformance)
+    assert os.path.isabs(path) and all(os.path.isabs(c[c.index("--path") + 1]) for c in refreshes)
     package = os.path.join(root, clouds.catalog.package_of("vnf", "oai-spgwu"))
     with tarfile.open(package) as tar, open(os.path.join(root, path), "rb") as f:
         assert f.read() == tar.extractfile("oai-spgwu_vnf/charms/spgwu.charm").read()
@@ -116,8 +119,9 @@ def test_the_dry_run_shows_both_ways(bed):
     lines = [line for line in out.splitlines() if line.startswith("+ ")]
     assert sum(" ns-update vpnaas-eps_wg --updatetype CHANGE_VNFPKG " in line for line in lines) == len(EPS) - 1
     refresh = [line for line in lines if " refresh " in line]
-    assert len(refresh) == 1 and "--path build/deploy/upgrade/oai-spgwu/spgwu.charm" in refresh[0]
-    assert os.path.isfile(os.path.join(root, "build/deploy/upgrade/oai-spgwu/spgwu.charm"))
+    charm = os.path.join(root, "build/deploy/upgrade/oai-spgwu/spgwu.charm")
+    assert len(refresh) == 1 and "--path {} ".format(charm) in refresh[0]
+    assert os.path.isfile(charm)
 
 
 def test_every_vnfd_keeps_the_software_version_a_charm_upgrade_needs(shipped_packages):
@@ -130,3 +134,28 @@ def test_every_vnfd_keeps_the_software_version_a_charm_upgrade_needs(shipped_pac
     catalog = Catalog.load(os.path.dirname(out), os.path.join(out, "catalog.json"))
     versions = {item["id"]: catalog.vnfd(item["id"]).get("software-version") for item in catalog.vnf}
     assert versions and set(versions.values()) == {"1.0"}, versions
+
+
+@pytest.mark.parametrize("ee_id", ["m.app.0", "ns-1.app-vnf-z0.3",
+                                   "8ba3221f-ee34-4299-8821-c25e180615e0.proxy-ee-z0.1"])
+def test_the_model_and_application_of_an_execution_environment_pass_our_grammar(ee_id):
+    from deploy.upgrade import _model_app
+    assert _model_app({"ee_id": ee_id}) == tuple(ee_id.split(".")[:2])
+
+
+@pytest.mark.parametrize("ee_id", ["M.app.0", "m.App.0", "m.app-1.0", "m.1app.0", "m.app;rm -rf.0", "-m.app.0",
+                                   "m.--path.0", "m." + "a" * 64 + ".0", "m" * 64 + ".app.0", "m.<app>.0"])
+def test_a_hostile_execution_environment_is_refused_before_juju_runs(ee_id):
+    """Names Juju's own parser refuses (`invalid application name`, a flag as the application) or
+    no Juju model can have never reach `juju refresh`."""
+    from deploy.upgrade import UpgradeError, _model_app
+    with pytest.raises(UpgradeError, match="not a Juju model and application name"):
+        _model_app({"member-vnf-index": "1", "ee_id": ee_id})
+
+
+def test_juju_target_names_the_controller_only_when_given_and_valid():
+    from deploy.upgrade import UpgradeError, juju_target
+    assert juju_target("", "m1") == "m1" and juju_target("osm-vca.lxd_1", "m1") == "osm-vca.lxd_1:m1"
+    for bad in ("a:b", "-x", "a b", "x" * 64):
+        with pytest.raises(UpgradeError, match="JUJU_CONTROLLER"):
+            juju_target(bad, "m1")

@@ -29,7 +29,14 @@ is parsed by both osmclient trees' click command trees and by python-openstackcl
 MicroStack Ussuri's (bundle.osm_conformance.cli_parse, in the clients' own virtualenvs:
 bundle.osm_conformance.clients). Expected: 0 rejected.
 
-Without OSM_SRC it prints `not run: no OSM sources` and exits 2. Exit 1 if any expected load
+Part `juju` (with --juju-src, repeatable; `make ... JUJU_SRC="<dir> ..."`): every `juju` command
+line of the same corpus through Juju's own command parsing at each tree's version
+(bundle.osm_conformance.juju_cli, our juju_parse.go built against the tree). With part cli it is
+reported with the other clients; alone (`--part juju`, `make juju-conformance`) it needs no
+OSM_SRC. Without a Juju tree the report says the juju lines were not parsed.
+
+Without OSM_SRC (and not `--part juju` alone) it prints `not run: no OSM sources` and exits 2.
+Exit 1 if any expected load
 fails or any command line is rejected.
 """
 
@@ -42,7 +49,7 @@ import sys
 import yaml
 
 from bundle import BUILD_DIR, ROOT, params
-from bundle.osm_conformance import bindings, cli_report, clients, corpus, metrics_path, report
+from bundle.osm_conformance import bindings, cli_report, clients, corpus, juju_cli, metrics_path, report
 
 LAYOUT = ["NBI", "IM", "IM-osm10", "SOL006", "osm-common", "osmclient", "osmclient-newest",
           "openstack-requirements"]
@@ -189,8 +196,9 @@ def im_bindings(name, osm_src, venv, work_dir=WORK_DIR):
                           os.path.join(work_dir, "im-" + name))
 
 
-def run_cli(osm_src, packages, commits, work_dir=WORK_DIR):
-    """Part `cli`: (text, ok) of the command-line check."""
+def run_cli(osm_src, packages, commits, work_dir=WORK_DIR, juju_srcs=()):
+    """Part `cli`: (text, ok) of the command-line check; with ``osm_src`` None only the juju lines
+    (through each of ``juju_srcs``) are parsed."""
     print("osm-conformance: collecting the command lines of `python -m deploy` (dry runs and stand-in runs)",
           flush=True)
     collected = corpus.collect(packages)
@@ -199,6 +207,10 @@ def run_cli(osm_src, packages, commits, work_dir=WORK_DIR):
         json.dump(collected, f)
     parser = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cli_parse.py")
     results = []
+    for juju_src in juju_srcs:
+        results += juju_cli.run(juju_src, collected, work_dir, packages)
+    if osm_src is None:
+        return cli_report.render(collected, results, commits)
     for folder, label, flavour, default_click in clients.OSMCLIENTS:
         tree = os.path.join(osm_src, folder)
         venv = clients.osmclient_venv(work_dir, label, tree, FLAVOURS[flavour][1], default_click)
@@ -228,10 +240,15 @@ def main(argv=None):
     ap.add_argument("--osm-src", default=os.environ.get("OSM_SRC", ""))
     ap.add_argument("--packages", default=os.path.join(BUILD_DIR, "packages"))
     ap.add_argument("--flavour", choices=sorted(FLAVOURS), action="append")
-    ap.add_argument("--part", choices=["nbi", "cli", "metrics"], action="append",
-                    help="nbi: packages and params through NBI; cli: the deploy tool's command lines; "
-                         "metrics: the scrape job and VDU alarm through LCM's own code (default all three)")
+    ap.add_argument("--juju-src", action="append", default=[],
+                    help="a github.com/juju/juju source tree; its Juju parses the juju command lines (repeatable)")
+    ap.add_argument("--part", choices=["nbi", "cli", "metrics", "juju"], action="append",
+                    help="nbi: packages and params through NBI; cli: the deploy tool's command lines (with the "
+                         "juju lines when --juju-src is given); metrics: the scrape job and VDU alarm through LCM's "
+                         "own code (default these three); juju: only the juju lines, needs no OSM_SRC")
     args = ap.parse_args(argv)
+    if args.part == ["juju"]:
+        return run_juju_only(args.juju_src, args.packages)
     if not args.osm_src:
         print(NOT_RUN + " (give OSM_SRC=<dir>; see docs/bundle.md)")
         return 2
@@ -254,7 +271,7 @@ def main(argv=None):
         print(text)
         failed = failed or not ok
     if "cli" in parts:
-        text, ok = run_cli(osm_src, args.packages, commits)
+        text, ok = run_cli(osm_src, args.packages, commits, juju_srcs=args.juju_src)
         print(text)
         with open(os.path.join(WORK_DIR, "cli-report.txt"), "w") as f:
             f.write(text + "\n")
@@ -266,6 +283,22 @@ def main(argv=None):
             return 1 if failed else 2
         failed = failed or not metrics
     return 1 if failed else 0
+
+
+def run_juju_only(juju_srcs, packages):
+    """`--part juju`: exit 0 when every juju line is accepted by every tree, 1 when one is refused,
+    2 when no tree was given (nothing parsed)."""
+    if not juju_srcs:
+        print("not run: no Juju source tree (give JUJU_SRC=<dir>; see docs/bundle.md)")
+        return 2
+    for juju_src in juju_srcs:
+        juju_cli.check_tree(juju_src)
+    os.makedirs(WORK_DIR, exist_ok=True)
+    text, ok = run_cli(None, packages, [juju_cli.source_of(d) for d in juju_srcs], juju_srcs=juju_srcs)
+    print(text)
+    with open(os.path.join(WORK_DIR, "juju-report.txt"), "w") as f:
+        f.write(text + "\n")
+    return 0 if ok else 1
 
 
 def run_metrics_path(osm_src, packages_dir, work_dir=WORK_DIR):

@@ -73,7 +73,9 @@ def printed_commands(text):
 
 def collect(packages_dir, variants=None):
     """{"commands": [{"program", "argv", "where": [...]}], "runs": [{"variant", "argv", "mode",
-    "exit", "error", "count"}]}: every distinct command line once, with every run that made it.
+    "exit", "error", "count"}], "root": the throw-away project root the runs used (gone
+    afterwards; juju_cli puts charms where its paths pointed)}: every distinct command line once,
+    with every run that made it.
     ``variants``: only these (default: every variant of the catalog, and the whole catalog's
     onboard and prepare)."""
     from deploy.catalog import Catalog, vdu_members
@@ -118,7 +120,7 @@ def collect(packages_dir, variants=None):
         if not variants:
             for where, argvs in slice_commands(catalog).items():
                 add(argvs, where)
-    return {"commands": commands, "runs": runs}
+    return {"commands": commands, "runs": runs, "root": tmp}
 
 
 #: The doc whose `osm nsi-create` lines are part of the corpus.
