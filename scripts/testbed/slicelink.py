@@ -172,6 +172,7 @@ def measure(tb, instances, progress, rounds=3, pings=1000, rate_mbit=RATE_MBIT):
     set_slice(entries["urllc"]["entry"], URLLC_5QI)
     return summary(runs, rate_mbit, pings), {
         "with policy, idle": [s for r in runs[True] for s in r["idle"]],
+        "without policy, idle": [s for r in runs[False] for s in r["idle"]],
         "with policy, loaded": [s for r in runs[True] for s in r["loaded"]],
         "without policy, loaded": [s for r in runs[False] for s in r["loaded"]]}
 
@@ -185,6 +186,8 @@ def summary(runs, rate_mbit, pings):
     out = {"shared_link": True, "link_mbit": rate_mbit, "rounds": len(runs[True]), "pings_per_sample": pings,
            "urllc_5qi": URLLC_5QI, "embb_5qi": EMBB_5QI}
     fields = {"urllc_rtt_p99_idle_ms": (True, "idle", 99), "urllc_rtt_p50_idle_ms": (True, "idle", 50),
+              "urllc_rtt_p99_idle_without_policy_ms": (False, "idle", 99),
+              "urllc_rtt_p50_idle_without_policy_ms": (False, "idle", 50),
               "urllc_rtt_p99_loaded_ms": (True, "loaded", 99), "urllc_rtt_p50_loaded_ms": (True, "loaded", 50),
               "urllc_rtt_p99_loaded_without_policy_ms": (False, "loaded", 99),
               "urllc_rtt_p50_loaded_without_policy_ms": (False, "loaded", 50)}
@@ -225,8 +228,9 @@ def describe(sq):
         return "slice QoS on a shared link: NOT measured: " + sq["error"]
     return ("slice QoS on one shared {link_mbit} Mbit/s link (median of {rounds} interleaved rounds, "
             "{pings_per_sample} pings each):\n"
-            "  URLLC RTT p99: idle {urllc_rtt_p99_idle_ms:.3f} ms, under eMBB load {urllc_rtt_p99_loaded_ms:.3f} ms "
-            "with the policy, {urllc_rtt_p99_loaded_without_policy_ms:.3f} ms without\n"
+            "  URLLC RTT p99 with the policy: idle {urllc_rtt_p99_idle_ms:.3f} ms, under eMBB load "
+            "{urllc_rtt_p99_loaded_ms:.3f} ms; without: idle {urllc_rtt_p99_idle_without_policy_ms:.3f} ms, "
+            "loaded {urllc_rtt_p99_loaded_without_policy_ms:.3f} ms\n"
             "  eMBB: {embb_mbit:,.1f} Mbit/s with the policy, {embb_without_mbit:,.1f} without\n"
             "  targets: p99 loaded <= 1.5 x idle {t1}; eMBB keeps >= 0.8 {t2}; CDFs: {cdf}").format(
         embb_mbit=sq["embb_bps_loaded"] / 1e6, embb_without_mbit=sq["embb_bps_loaded_without_policy"] / 1e6,
