@@ -409,14 +409,14 @@ def main(argv=None):
                 args.rounds))
             for line in implchoice.lines(r["dataplane"]):
                 print("  " + line)
+    if rep.get("slice_qos"):
+        print("\n" + slicelink.describe(rep["slice_qos"]))
     if "simultaneous" in rep:
         print("\nslices under simultaneous load (WireGuard path, Mbit/s / ms):")
         for rp, per in rep["simultaneous"].items():
             cells = ["{} {:,.0f} / {:.3f}".format(n, v["wg_throughput_bps"] / 1e6, v["wg_rtt_avg_ms"])
                      for n, v in per.items()]
             print("  {:5} {}".format(rp, "  ".join(cells)))
-    if rep.get("slice_qos"):
-        print("\n" + slicelink.describe(rep["slice_qos"]))
     mon = rep.get("prometheus") or {}
     print("\nPrometheus ({} of {} exporters up, {} handshake-age series; rules {}):".format(
         mon.get("targets_up"), mon.get("targets"), mon.get("handshake_age_series"), mon.get("rules_file")))
