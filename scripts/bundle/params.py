@@ -16,6 +16,7 @@ import yaml
 
 from bundle import ROOT
 from bundle.yamlfile import load_mapping
+from vpnaas.core import qos
 
 VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -92,12 +93,9 @@ def render(path, env=None, nst=None, members=None):
 SLICE_KEY = "slice_5qi"
 #: What an NS outside any slice gets: the charm's "not marked".
 NOT_A_SLICE = 0
-#: The standardized 5QI values of 3GPP TS 23.501 table 5.7.4-1 (Rel-17): GBR, non-GBR and
-#: delay-critical GBR. 75 is no longer in the table. The charm's grammar for slice-5qi is the
-#: authority on the VNF side; this set only refuses an NST whose 5QI no charm would accept.
-STANDARDIZED_5QI = frozenset((1, 2, 3, 4, 65, 66, 67, 71, 72, 73, 74, 76,
-                              5, 6, 7, 8, 9, 10, 69, 70, 79, 80,
-                              82, 83, 84, 85, 86, 87, 88, 89, 90))
+#: The standardized 5QI values (3GPP TS 23.501 table 5.7.4-1): the charm's own table, so that an
+#: NST is refused here exactly when no charm would accept its 5QI.
+STANDARDIZED_5QI = frozenset(qos.FIVEQI)
 
 
 def is_nsi(data):

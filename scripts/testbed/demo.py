@@ -26,7 +26,7 @@ import time
 import measure_parse
 
 from bundle import BUILD_DIR, build_charms
-from testbed import cli, implchoice, monitor, standin, tunnels, ue_standin
+from testbed import cli, implchoice, monitor, slicelink, standin, tunnels, ue_standin
 from testbed.emulators import lcm, nsmodel, vca, vim
 from testbed.measurement import benchstats, capture, prometheus, report, secretaudit, thesis, traffic
 from vpnaas.core import config as charm_config
@@ -230,6 +230,7 @@ def run(ns, seconds, pings, out_dir, progress, rounds=1, impl_choice="", thresho
                 r["dataplane"] = implchoice.summary(tb, r["inst"], r["entries"])
         if len(instances) > 1:
             results["simultaneous"] = _simultaneous(tb, results, seconds, pings, progress)
+            results["slice_qos"] = _slice_qos(tb, results, out_dir, progress, rounds)
         rep = _final_report(results)
         rep["prometheus"] = monitor.report(prom, [r for r in results["instances"].values() if r["inst"].tunnelled],
                                             progress)
@@ -325,6 +326,20 @@ def _simultaneous(tb, results, seconds, pings, progress):
     return out
 
 
+def _slice_qos(tb, results, out_dir, progress, rounds):
+    """Both slices' user-plane tunnels on one shared link, with and without the slice policy
+    (slicelink.py); the URLLC latency CDFs in slice_qos.png."""
+    try:
+        summary, samples = slicelink.measure(tb, results["instances"], progress, rounds=rounds)
+    except (slicelink.SliceLinkError, traffic.MeasureError, vca.VcaError) as e:
+        progress("slice QoS: NOT measured: {}".format(e))
+        return {"shared_link": True, "error": str(e)}
+    png = os.path.join(out_dir, "slice_qos.png")
+    slicelink.plot_cdf(samples, png)
+    summary["cdf_png"] = os.path.basename(png)
+    return summary
+
+
 def kernel_has_sctp():
     try:
         socket.socket(socket.AF_INET, socket.SOCK_STREAM, SCTP).close()
@@ -359,7 +374,8 @@ def _final_report(results):
     if len(per_instance) == 1:
         return next(iter(per_instance.values()))
     return {"schema": measure_parse.REPORT_SCHEMA_VERSION, "ns": results["ns"], "wireguard": results["wireguard"],
-            "slices": per_instance, "simultaneous": results.get("simultaneous", {})}
+            "slices": per_instance, "simultaneous": results.get("simultaneous", {}),
+            "slice_qos": results.get("slice_qos", {})}
 
 
 def _implementation(tb):
@@ -441,6 +457,8 @@ def main(argv=None):
                 args.rounds))
             for line in implchoice.lines(r["dataplane"]):
                 print("  " + line)
+    if rep.get("slice_qos"):
+        print("\n" + slicelink.describe(rep["slice_qos"]))
     if "simultaneous" in rep:
         print("\nslices under simultaneous load (WireGuard path, Mbit/s / ms):")
         for rp, per in rep["simultaneous"].items():

@@ -37,7 +37,7 @@ from vpnaas.vnf import report, vnfscript
 STEP_PREFIX = (vnfscript.load(vnfscript.LIBRARY) + "\n" + vnfscript.load("tunnels.sh") + "\n"
                + vnfscript.load("metrics.sh") + "\n")
 STEP_CALLS = ("facts_guard", "tunnels_prepare", "service_addresses", "stage_routes", "apply_device",
-              "remove_stale_devices", "metrics_apply", "report", "teardown")
+              "remove_stale_devices", "qos_step", "metrics_apply", "report", "teardown")
 
 
 def keypair():
@@ -113,6 +113,7 @@ class FakeVnf(object):
     def __init__(self, host="10.0.0.5", port=22):
         self.host, self.port = host, port
         self.metrics_labels = None   # the labels document the last step gave the exporter
+        self.qos_args = None   # what the last step asked of the slice marking and queuing (qos_step)
         self.hostname = "vnf-a"
         self.host_key = paramiko.ECDSAKey.generate()
         self.users = {"ubuntu": "secret"}  # login -> password
@@ -345,6 +346,15 @@ class FakeVnf(object):
                 for prefix in [p for p, (dev, _) in self.routes.items() if dev == name]:
                     del self.routes[prefix]
                 out.append("REMOVED " + name)
+
+    def step_qos_step(self, out, *args):
+        """The slice's marking and queuing as the charm asked (vnf/tunnels/qos.sh), kept for the
+        tests; reported as the VNF reports them (the queue's devices are the VNF's: none here)."""
+        self.qos_args = list(args)
+        marks = list(args[:args.index("--")]) if "--" in args else list(args)
+        out.extend("QOS mark {} {}".format(*m.split(":", 1)) for m in marks)
+        if not marks:
+            out.append("QOS off")
 
     def step_metrics_apply(self, out, port):
         """What the exporter would be given: the labels document (None: no exporter)."""

@@ -7,7 +7,7 @@ from fake_vnf import keypair
 from harness_helpers import CONFIG, peer_data
 
 TUNNEL_STEP = ["facts_guard", "tunnels_prepare", "service_addresses", "stage_routes", "remove_stale_devices",
-               "metrics_apply", "report"]
+               "qos_step", "metrics_apply", "report"]
 
 
 def test_first_contact_learns_the_facts_then_applies_in_the_same_login(ready, vnf):

@@ -206,7 +206,8 @@ VALIDATORS = {
 CONFIG = {"ssh-hostname": "198.18.0.2", "tunnel-mtu": 1420, "persistent-keepalive": 25, "s6a-listen-port": 51821,
           "s6a-service-addresses": "172.16.6.2/32", "s6a-endpoint-address": "192.168.8.2"}
 OPTIONS = ["ssh-hostname", "ssh-port", "ssh-username", "ssh-password", "ssh-connect-timeout", "tunnel-mtu",
-           "persistent-keepalive", "metrics-port", "osm-instance"] + [
+           "persistent-keepalive", "metrics-port", "osm-instance", "slice-5qi", "slice-dscp-map",
+           "slice-egress-mbit"] + [
     "s6a-" + o for o in ("listen-port", "tunnel-address", "endpoint-address", "service-addresses",
                          "service-network", "implementation", "peer-prefixes")]
 
@@ -266,7 +267,7 @@ ENTRY_POINTS.update({"relation field " + f: (_field(f), GRAMMAR + (relation_data
 ENTRY_POINTS.update({"add-peer " + p: (_add_peer(p), GRAMMAR, "any")
                      for p in ("device", "public-key", "endpoint", "allowed-ips")})
 ENTRY_POINTS.update({"report " + k: (_report(k), (remote.RemoteError,), "text")
-                     for k in ("INIT", "IMPL", "DATAPLANE", "NEED", "PUBKEY", "FAILED", "METRICS", "REFUSED",
+                     for k in ("INIT", "IMPL", "DATAPLANE", "NEED", "PUBKEY", "FAILED", "METRICS", "QOS", "REFUSED",
                                "FACT", "FACTS", "UP", "DOWN", "COMPONENT", "HOST", "NOW", "PEER")})
 ENTRY_POINTS.update({"fact " + k: (_fact(k), (), "text") for k in ("addr", "gateway", "client", "ipv6", "resolve")})
 ENTRY_POINTS.update({"ue-attach result " + k: (_ue_result(ue_report.attach_results, UE_ATTACH, k), GRAMMAR, "text")

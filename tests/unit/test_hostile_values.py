@@ -361,7 +361,9 @@ def test_oai_ipv4_is_the_strict_grammar_on_every_python():
 PEER_DUMP = GOOD_KEY + "\t(none)\t192.0.2.2:51820\t10.250.1.2/32\t1699999990\t5\t6\t25"
 REPORT_LINES = ["INIT {}", "IMPL userspace {}", "DATAPLANE {} kernel 1.0", "DATAPLANE wg-s6a {} 1.0",
                 "DATAPLANE wg-s6a boringtun {}", "NEED {}", "PUBKEY wg-s6a {}", "PUBKEY {} " + GOOD_KEY,
-                "FAILED wg-s6a {}", "FAILED metrics {}", "FAILED {} why", "METRICS {}", "REFUSED wg-s6a {} why",
+                "FAILED wg-s6a {}", "FAILED metrics {}", "FAILED qos {}", "FAILED {} why", "METRICS {}",
+                "QOS mark {} 46", "QOS mark 51820 {}", "QOS queue {} 100000 pfifo", "QOS queue eth0 {} pfifo",
+                "REFUSED wg-s6a {} why",
                 "REFUSED wg-s6a 10.0.0.0/8 {}", "REFUSED {} 10.0.0.0/8 why", "FACT addr {}", "FACT gateway {}",
                 "FACT client {}", "FACT ipv6 {}", "FACT resolve {} 10.0.0.1", "FACT resolve hss.example {}", "FACTS {}",
                 "UP {}", "DOWN {}", "COMPONENT service {}", "COMPONENT {} running", "HOST {}", "NOW {}",
@@ -371,7 +373,7 @@ REPORT_LINES += ["PEER wg-s6a " + "\t".join(PEER_DUMP.split("\t")[:i] + ["{}"] +
 
 
 def _observed_texts(obs):
-    out = [obs.init, obs.implementation, obs.implementation_detail, obs.hostname, obs.metrics] + obs.needs
+    out = [obs.init, obs.implementation, obs.implementation_detail, obs.hostname, obs.metrics] + obs.needs + obs.qos
     out += [t for item in (obs.failed, obs.component, obs.public_keys) for pair in item.items() for t in pair]
     out += [t for row in obs.refused for t in row] + list(obs.up) + list(obs.dataplane)
     out += [t for impl in obs.dataplane.values() for t in impl]

@@ -46,7 +46,7 @@ def test_tunnel_step_is_valid_bash_and_carries_values_only_as_arguments(wg_key):
     code, _, data = program.partition("\n" + vnfscript.DATA_MARKER + "\n")
     assert "172.16.6.129" not in code and "51821" not in code
     assert step.args == ["d" * 64, "172.16.6.2/32", "wg-s6a", "DEVICE1", "wg-s6a", "fresh", "-", "1", "DEVICE1",
-                         "auto", "wg-s6a", "9586", "wg-s6a"]
+                         "auto", "wg-s6a", "--", "--", "9586", "wg-s6a"]
     assert 'stage_routes "${3}" "${4}"' in code.splitlines()
     assert 'apply_device "${5}" "${6}" "${7}" "${8}" "${9}" "${10}"' in code.splitlines()
     assert code.rstrip().endswith("out DONE\nexit 0")

@@ -318,7 +318,8 @@ class VpnaasCharm(CharmBase):
         with CLOCK.phase("publish"):
             self.tunnels.publish(plan, {d: k for d, k in obs.public_keys.items()
                                         if d not in obs.failed or not d.startswith(rotation.TEMP_PREFIX)})
-        self._set_applied(plan.fingerprint() if not (obs.failed or obs.refused) else "")
+        qos_failed = any(q.startswith("failed") for q in obs.qos)   # the next hook tries it again
+        self._set_applied(plan.fingerprint() if not (obs.failed or obs.refused or qos_failed) else "")
         self._stored.session_config = self._config_digest()
         self._stored.claims = json.dumps(policy.claims(plan))
         self._stored.public_keys = json.dumps(obs.public_keys, sort_keys=True)

@@ -57,6 +57,7 @@ programs per endpoint, no boot persistence)."""
         notes.append("no boot persistence (no systemd)")
     if obs.metrics.startswith("failed"):
         notes.append("metrics exporter {}".format(obs.metrics[:120]))
+    notes += ["slice QoS {}".format(q[:120]) for q in obs.qos if q.startswith("failed")]
     message = ", ".join(parts) + ("; " + "; ".join(notes) if notes else "")
     if blocked:
         return BlockedStatus(message)

@@ -9,7 +9,7 @@ import ipaddress
 import itertools
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
-from vpnaas.core import instance, refpoints, validation
+from vpnaas.core import instance, qos, refpoints, validation
 from vpnaas.core.facts import Facts
 from vpnaas.core.validation import Interface, Network
 
@@ -29,6 +29,7 @@ class CharmConfig(NamedTuple):
     keepalive: int
     metrics_port: int = 9586     # the WireGuard metrics exporter on the management address; 0: none
     osm_labels: Tuple[Tuple[str, str], ...] = ()   # OSM's ns_id, vnf_member_index, vdu_id (osm-instance)
+    slice_qos: qos.QosConfig = qos.QosConfig()    # slice-5qi, slice-dscp-map, slice-egress-mbit (core/qos.py)
 
     def __repr__(self) -> str:   # the password must never reach a log through a repr
         return "CharmConfig(ssh_host={!r}, ssh_username={!r}, ...)".format(self.ssh_host, self.ssh_username)
@@ -57,6 +58,7 @@ def parse(config: Dict[str, Any]) -> CharmConfig:
         keepalive=validation.integer(config.get("persistent-keepalive"), "persistent-keepalive", 0, 65535),
         metrics_port=_metrics_port(config.get("metrics-port", 9586)),
         osm_labels=instance.osm_labels(config),
+        slice_qos=qos.parse(config),
     )
 
 

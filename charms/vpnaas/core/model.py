@@ -190,6 +190,8 @@ class Plan(object):
                "problems": [d.problems for d in self.devices],
                "waiting": [d.waiting[:1] for d in self.devices if not d.peers],
                "service": [str(a) for a in self.service_addresses]}
+        if self.config is not None and any(self.config.slice_qos):
+            doc["qos"] = list(self.config.slice_qos)   # only then, as the rotation below
         if self.temp_devices or any(r.stage for r in self.rotation.values()):
             # Only then: a plan without a rotation keeps the fingerprint of the release before.
             doc["temporary"] = [d.as_dict() for d in self.temp_devices]

@@ -12,10 +12,11 @@ The report never contains the private key: only peer lines of ``wg show dump`` a
 lines and their grammar are specified in ``report.py``; ``parse_report`` reads the keywords it
 lists as read by the charm (``report.READ``).
 """
+import ipaddress
 import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-from vpnaas.core import rotation, validation, wgconfig
+from vpnaas.core import qos, rotation, validation, wgconfig
 from vpnaas.core.facts import Facts
 from vpnaas.core.model import Plan
 from vpnaas.vnf import dataplane, metrics, vnfscript
@@ -74,11 +75,31 @@ def tunnel_step(plan: Plan, facts_digest: str = "", rotate: Iterable[str] = (), 
                   dev.implementation)
     names = [dev.name for dev in devices]
     step.call("remove_stale_devices", *names)
+    step.call("qos_step", *qos_args(plan))
     metrics.add_to_step(step, plan)
     if component is not None:
         component(step)
     step.call("report", *names)
     return step
+
+
+def qos_args(plan: Plan) -> List[str]:
+    """The slice's marking and queuing (core/qos.py; vnf/tunnels/qos.sh): ``<port>:<dscp>...
+    -- <queue plan> -- <peer endpoint address>...``. The egress queued is the one toward the
+    peers' endpoints (addresses only: a name is resolved by WireGuard, not here)."""
+    cfg = plan.config.slice_qos if plan.config is not None else qos.QosConfig()
+    devices = plan.temp_devices + plan.devices
+    hosts = set()
+    for dev in devices:
+        for peer in dev.peers:
+            host = peer.endpoint.rpartition(":")[0].strip("[]")
+            try:
+                hosts.add(str(ipaddress.ip_address(host)))
+            except ValueError:
+                continue
+    queue = qos.queue_args(cfg)
+    return (qos.marks(cfg, [d.listen_port for d in devices]) + ["--"] + queue + ["--"]
+            + (sorted(hosts) if queue else []))
 
 
 def key_mode(plan: Plan, name: str, rotate: Iterable[str], fresh_next: Iterable[str]) -> Tuple[str, str]:
@@ -117,6 +138,9 @@ class Observation(object):
         self.up: Dict[str, bool] = {}
         self.peers: Dict[str, List[Dict[str, Any]]] = {}
         self.failed: Dict[str, str] = {}  # device -> why it could not be applied
+        #: the slice's marking and queuing as applied: "mark <port> <dscp>", "queue <dev> <kbit>
+        #: <leaf>", "off"; "failed: <why>" when the VNF could not apply them (core/qos.py)
+        self.qos: List[str] = []
         self.refused: List[Tuple[str, str, str]] = []  # routes the VNF refused: dev, prefix, why
         self.facts = Facts()
         self.facts_changed = False   # the VNF stopped before applying: plan again with ``facts``
@@ -212,10 +236,15 @@ def _observation(report: vnfscript.Report) -> Observation:
             dev, _, reason = rest.partition(" ")
             if dev == "metrics":
                 obs.metrics = "failed: " + short(reason, 200)
+            elif dev == "qos":
+                obs.qos.append("failed: " + short(reason, 200))
             else:
                 obs.failed[short(dev, 20)] = short(reason, 200)
         elif kind == "METRICS":
             obs.metrics = short(rest, 200)
+        elif kind == "QOS":
+            if rest.startswith(("mark ", "queue ", "off")) and not rest.startswith(("queue applied", "queue removed")):
+                obs.qos.append(short(rest, 200))
         elif kind == "REFUSED":
             dev, _, more = rest.partition(" ")
             prefix, _, reason = more.partition(" ")

@@ -65,6 +65,9 @@ LINES = {ln.keyword: ln for ln in (
     Line("FAILED", r"\S{1,64} [^\n]*", "a device (or 'metrics') that could not be applied, and why"),
     Line("REFUSED", r"{} \S{{1,64}} [^\n]*".format(_DEV), "a route the VNF refused: device, prefix, why"),
     Line("METRICS", r"up \S{1,64}|off|[^\n]{1,200}", "the exporter's state"),
+    Line("QOS", r"mark [0-9]{1,5} [0-9]{1,2}|queue \S{1,15} [0-9]{1,9} [a-z_]{1,20}|queue (?:applied|removed) \S{1,15}"
+         r"|marking (?:applied|removed) ip6?tables|off",
+         "the slice's marking (udp source port, DSCP) and egress queue (device, kbit/s, leaf qdisc), and changes"),
     Line("COMPONENT", r"[a-z][a-z0-9_-]{0,39}(?: [^\n]*)?", "a component's own state: key value"),
     Line("HOST", r"\S{0,255}", "the VNF's host name"),
     Line("NOW", r"[0-9]{1,20}", "the VNF's clock (seconds since the epoch)"),

@@ -49,6 +49,9 @@ source "$VPNAAS_PARTS/tunnels/dataplane.sh"
 # each device made as planned: its key, its configuration (peer by peer), up or down
 # shellcheck source=tunnels/devices.sh
 source "$VPNAAS_PARTS/tunnels/devices.sh"
+# the slice's DSCP on the tunnels' outer packets, and the underlay egress queued by it
+# shellcheck source=tunnels/qos.sh
+source "$VPNAAS_PARTS/tunnels/qos.sh"
 
 # --------------------------------------------------------------------------- the report and the removal
 report() {  # devices...: host, time and every peer of every device (never the private key)
@@ -82,5 +85,6 @@ teardown() {  # the charm is being removed: everything it put on the VNF for its
   rm -f "$DATAPLANE_DIR/wireguard-go" "$DATAPLANE_DIR/boringtun" "$DATAPLANE_WRAPPER"
   rmdir "$DATAPLANE_DIR" 2>/dev/null || true
   metrics_remove
+  qos_step --   # no marks, no queue: the chain and the queues the charm installed go
   out "TORNDOWN"
 }
