@@ -9,10 +9,13 @@ priority for EF/CS5, guaranteed rates, best effort never starved). The bottlenec
 not the CPU: userspace WireGuard moves several hundred Mbit/s per core here, so 100 Mbit/s is
 what one eMBB TCP flow can fill while two cores also run the rest of the demo.
 
-Then, in interleaved rounds, the URLLC NSI's VNFs get ``slice-5qi`` 82 (with the policy: their
-tunnels' outer packets carry EF) or 0 (without: best effort like eMBB), through the charms'
-own option, and the demo measures the URLLC ping (every sample) idle and under an eMBB iperf3
-that saturates the link, and the eMBB throughput. The eMBB NSI keeps 5QI 9 (DSCP 0) throughout.
+Each NSI's 5QI is its NST's (``quality-of-service.id``), as the emulated LCM set it on every
+VNF's ``slice-5qi`` from the NSI's params (docs/slices.md): URLLC 3 and eMBB 6 over the EPS,
+URLLC 82 and eMBB 9 over 5G. Then, in interleaved rounds, the URLLC NSI's VNFs keep their NST's
+5QI (with the policy: their tunnels' outer packets carry its DSCP) or get 0 (without: best effort
+like eMBB), through the charms' own option, and the demo measures the URLLC ping (every sample)
+idle and under an eMBB iperf3 that saturates the link, and the eMBB throughput. The eMBB NSI
+keeps its NST's 5QI throughout.
 """
 import math
 import re
@@ -24,7 +27,6 @@ from testbed.measurement import traffic
 from vpnaas.core import qos, refpoints
 
 RATE_MBIT = 100
-URLLC_5QI, EMBB_5QI = 82, 9
 IFB = "qos-shared"
 PING_INTERVAL = 0.01
 _TIME = re.compile(r" time=([0-9.]+) ms")
@@ -101,9 +103,17 @@ def set_slice(entry, five_qi):
         entry["model"].set_config(spec.name, {"slice-5qi": five_qi})
 
 
-def marked(tb, vnf_name):
+def nst_5qi(entry):
+    """The 5QI the NSI's VNFs were instantiated with (their NST's, through the NSI's params)."""
+    values = {int(spec.config.get("slice-5qi") or 0) for spec in entry["inst"].vnfs}
+    if len(values) != 1 or 0 in values:
+        raise SliceLinkError("the NSI's VNFs were not instantiated with one slice 5QI: {}".format(sorted(values)))
+    return values.pop()
+
+
+def marked(tb, vnf_name, five_qi):
     out = tb.vnfs[vnf_name].exec(["iptables", "-w", "-t", "mangle", "-S", "VPNAAS-QOS"], check=False).stdout
-    return "--set-dscp 0x{:02x}".format(qos.DEFAULT_DSCP[URLLC_5QI]) in out
+    return "--set-dscp 0x{:02x}".format(qos.DEFAULT_DSCP[five_qi]) in out
 
 
 def _loaded(tb, urllc, embb, pings, seconds):
@@ -131,8 +141,8 @@ def _loaded(tb, urllc, embb, pings, seconds):
 
 def _round(tb, entries, pings, seconds, policy, progress):
     urllc, embb = entries["urllc"], entries["embb"]
-    set_slice(urllc["entry"], URLLC_5QI if policy else 0)
-    if marked(tb, urllc["rp"].requirer) != policy:
+    set_slice(urllc["entry"], urllc["5qi"] if policy else 0)
+    if marked(tb, urllc["rp"].requirer, urllc["5qi"]) != policy:
         raise SliceLinkError("the URLLC tunnels' marking is not {} after the config change".format(
             "on" if policy else "off"))
     idle = ping_samples(tb.vnfs[urllc["rp"].requirer], urllc["rp"].service[urllc["rp"].requirer],
@@ -149,7 +159,7 @@ def _pick(instances):
     for name, entry in instances.items():
         kind = "urllc" if "urllc" in name else "embb" if "embb" in name else None
         if kind and kind not in out:
-            out[kind] = {"name": name, "entry": entry, "rp": user_plane(entry["inst"])}
+            out[kind] = {"name": name, "entry": entry, "rp": user_plane(entry["inst"]), "5qi": nst_5qi(entry)}
     if set(out) != {"urllc", "embb"}:
         raise SliceLinkError("the slice QoS run needs an eMBB and a URLLC instance, found: " + ", ".join(instances))
     return out
@@ -158,8 +168,7 @@ def _pick(instances):
 def measure(tb, instances, progress, rounds=3, pings=1000, rate_mbit=RATE_MBIT):
     """The shared-link run: report.json's ``slice_qos``, and the samples for the CDF plot."""
     entries = _pick(instances)
-    for e in entries.values():
-        set_slice(e["entry"], EMBB_5QI if e is entries["embb"] else 0)
+    set_slice(entries["urllc"]["entry"], 0)
     ports = [tb.port(tb.vnfs[e["rp"].provider], e["rp"].link) for e in entries.values()]
     share(tb, ports, rate_mbit)
     seconds = int(math.ceil(pings * PING_INTERVAL * 1.5)) + 2
@@ -169,8 +178,8 @@ def measure(tb, instances, progress, rounds=3, pings=1000, rate_mbit=RATE_MBIT):
     for i in range(rounds):
         for policy in ((True, False) if i % 2 == 0 else (False, True)):
             runs[policy].append(_round(tb, entries, pings, seconds, policy, progress))
-    set_slice(entries["urllc"]["entry"], URLLC_5QI)
-    return summary(runs, rate_mbit, pings), {
+    set_slice(entries["urllc"]["entry"], entries["urllc"]["5qi"])
+    return summary(runs, rate_mbit, pings, entries["urllc"]["5qi"], entries["embb"]["5qi"]), {
         "with policy, idle": [s for r in runs[True] for s in r["idle"]],
         "without policy, idle": [s for r in runs[False] for s in r["idle"]],
         "with policy, loaded": [s for r in runs[True] for s in r["loaded"]],
@@ -181,10 +190,10 @@ def _median_spread(values, digits):
     return round(statistics.median(values), digits), [round(min(values), digits), round(max(values), digits)]
 
 
-def summary(runs, rate_mbit, pings):
+def summary(runs, rate_mbit, pings, urllc_5qi, embb_5qi):
     """report.json's ``slice_qos``: medians over the rounds, [min, max] beside each."""
     out = {"shared_link": True, "link_mbit": rate_mbit, "rounds": len(runs[True]), "pings_per_sample": pings,
-           "urllc_5qi": URLLC_5QI, "embb_5qi": EMBB_5QI}
+           "urllc_5qi": urllc_5qi, "embb_5qi": embb_5qi}
     fields = {"urllc_rtt_p99_idle_ms": (True, "idle", 99), "urllc_rtt_p50_idle_ms": (True, "idle", 50),
               "urllc_rtt_p99_idle_without_policy_ms": (False, "idle", 99),
               "urllc_rtt_p50_idle_without_policy_ms": (False, "idle", 50),

@@ -35,7 +35,7 @@ def test_the_summary_gives_medians_spreads_and_the_targets():
     runs = {True: [_run([1.0] * 99 + [2.0], [1.0] * 99 + [2.5], 90e6), _run([1.0] * 100, [1.2] * 100, 94e6),
                    _run([1.0] * 100, [1.4] * 100, 92e6)],
             False: [_run([1.0] * 100, [20.0] * 100, 95e6)] * 3}
-    out = slicelink.summary(runs, 100, 100)
+    out = slicelink.summary(runs, 100, 100, 82, 9)
     assert out["shared_link"] is True and out["rounds"] == 3
     # p99 of 100 samples is the 99th: the one 2.5 ms outlier of round 1 is the 100th
     assert out["urllc_rtt_p99_loaded_ms"] == 1.2 and out["urllc_rtt_p99_loaded_ms_spread"] == [1.0, 1.4]
@@ -48,8 +48,14 @@ def test_the_summary_gives_medians_spreads_and_the_targets():
 
 
 class _Inst(object):
-    def __init__(self, name, refpoints):
+    def __init__(self, name, refpoints, five_qis=(9, 9)):
         self.name, self.refpoints = name, refpoints
+        self.vnfs = [_Spec({"slice-5qi": q}) for q in five_qis]
+
+
+class _Spec(object):
+    def __init__(self, config):
+        self.config = config
 
 
 class _Rp(object):
@@ -58,9 +64,16 @@ class _Rp(object):
 
 
 def test_the_run_picks_the_user_plane_of_an_embb_and_a_urllc_instance():
-    inst = {"embb": {"inst": _Inst("embb", [_Rp("s6a"), _Rp("s1u")])},
-            "urllc": {"inst": _Inst("urllc", [_Rp("s1c"), _Rp("s1u")])}}
+    inst = {"embb": {"inst": _Inst("embb", [_Rp("s6a"), _Rp("s1u")], (6, 6))},
+            "urllc": {"inst": _Inst("urllc", [_Rp("s1c"), _Rp("s1u")], (3, 3))}}
     picked = slicelink._pick(inst)
     assert picked["urllc"]["rp"].name == "s1u" and picked["embb"]["name"] == "embb"
+    assert (picked["urllc"]["5qi"], picked["embb"]["5qi"]) == (3, 6)   # the NSTs', as the LCM set them
     with pytest.raises(slicelink.SliceLinkError):
         slicelink._pick({"embb": inst["embb"]})
+
+
+@pytest.mark.parametrize("five_qis", [(3, 0), (3, 6), ()])
+def test_an_nsi_whose_vnfs_lack_one_slice_5qi_is_refused(five_qis):
+    with pytest.raises(slicelink.SliceLinkError, match="one slice 5QI"):
+        slicelink.nst_5qi({"inst": _Inst("urllc", [], five_qis)})
