@@ -71,7 +71,8 @@ def _default_dscp(qi: int, row: FiveQi) -> int:
     satellite twin 10 -> 0 (best effort)."""
     if row.resource_type == "DC-GBR" or qi in (1, 65, 66):
         return EF
-    table = {5: CS5, 69: CS5, 3: CS4, 80: CS4, 2: AF41, 67: AF41, 7: AF21, 70: AF21, 6: AF11, 8: AF11, 9: DEFAULT, 10: DEFAULT}
+    table = {5: CS5, 69: CS5, 3: CS4, 80: CS4, 2: AF41, 67: AF41, 7: AF21, 70: AF21, 6: AF11, 8: AF11,
+             9: DEFAULT, 10: DEFAULT}
     return table.get(qi, AF31)
 
 
