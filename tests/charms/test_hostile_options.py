@@ -10,6 +10,7 @@ import pytest
 from charms_helpers import COMMON, CONFIGS, config_for
 
 from bundle import charmspec
+from vpnaas.charm import entry
 from vpnaas.core import model, registry, validation
 from vpnaas.core import plan as planning
 from vpnaas.oai import component as oai
@@ -30,7 +31,7 @@ INT_VALUES = [-(1 << 63), (1 << 63) - 1, -1, 0]
 FREE_TEXT = {"ssh-password"}
 SAFE_TEXT = re.compile(r"[\x20-\x7e]*")
 NAMES = charmspec.charm_names()
-COMPONENTS = {c.name: c.description() for c in registry.load().of_workload("oai")}
+COMPONENTS = {c.name: entry.description(c) for c in registry.load().of_workload("oai")}
 UE = {"enb": (oai_ue.values, {"ue-imsi": "208950000000001", "ue-lte-k": "8baf473f2f8fd09487cccbd7097c6862",
                               "ue-lte-op": "1006020f0a478bf6b699f15c062e42b3"}),
       "gnb": (oai_nrue.values, {"ue-imsi": "208950000000001", "ue-k": "465b5ce8b199b49faa5f0a2ee238a6bc",

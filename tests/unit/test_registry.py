@@ -4,6 +4,7 @@ import copy
 import pytest
 import yaml
 
+from vpnaas.charm import entry
 from vpnaas.core import refpoints, registry
 
 with open(registry.PATH) as f:
@@ -50,9 +51,9 @@ def test_a_component_ships_its_workload_and_its_own_modules_only():
 
 def test_descriptions_resolve_to_objects_of_the_shared_package():
     reg = registry.load()
-    assert reg.components["spgwu"].description().name == "spgwu"
+    assert entry.description(reg.components["spgwu"]).name == "spgwu"
     with pytest.raises(registry.RegistryError, match="wireguard-proxy has no description"):
-        reg.components["wireguard-proxy"].description()
+        entry.description(reg.components["wireguard-proxy"])
 
 
 @pytest.mark.parametrize("changes,message", [
@@ -74,7 +75,7 @@ def test_a_broken_entry_is_named(changes, message):
         reg = parsed(**changes)
         for comp in reg.components.values():
             if comp.describe:
-                comp.description()
+                entry.description(comp)
 
 
 def test_a_document_that_is_no_mapping_is_refused():

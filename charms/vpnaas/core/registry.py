@@ -2,9 +2,10 @@
 between them, and the code each component ships. Read once, checked, and handed out as plain
 values; nothing else in the bundle spells these facts out.
 
-Pure (PyYAML only, which every charm carries as a dependency of ops).
+Pure (PyYAML only, which every charm carries as a dependency of ops): the names an entry gives of
+code (``describe``, ``ue``, a workload's ``class``) are resolved where the class is composed,
+vpnaas/charm/entry.py, never here.
 """
-import importlib
 import ipaddress
 import os
 import re
@@ -64,33 +65,15 @@ class Component(NamedTuple):
         """Its name as a class name stem: ``wireguard-proxy`` -> ``WireguardProxy``."""
         return "".join(part.capitalize() for part in self.name.split("-"))
 
-    def description(self) -> Any:
-        """The object ``describe`` names (imported from the shared package)."""
-        if not self.describe:
-            raise RegistryError("component {} has no description".format(self.name))
-        return _resolve(self.describe, self.modules, "component " + self.name)
-
-    def ue_description(self) -> Any:
-        """The object ``ue`` names (imported from the shared package)."""
-        return _resolve(self.ue, self.modules, "component " + self.name)
-
-
-def _resolve(dotted: str, modules: List[str], who: str) -> Any:
-    """``module.attribute`` of the shared package, ``module`` one of ``modules``."""
-    module, _, attribute = dotted.rpartition(".")
-    if module not in modules:
-        raise RegistryError("{}: {} is not one of its modules".format(who, module))
-    return getattr(importlib.import_module("vpnaas." + module), attribute)
-
 
 class Workload(NamedTuple):
     name: str
     modules: List[str]
     vnf: List[str]
     fragments: List[str]
-    #: "module.class" of its workload class (a workload.Workload whose ``of(component)`` gives a
-    #: component's own; the core's workload.Workload, or one of ``modules``).
-    cls: str = "workload.Workload"
+    #: "module.class" of its workload class (a charm.workload.Workload whose ``of(...)`` gives a
+    #: component's own; the glue's charm.workload.Workload, or one of ``modules``).
+    cls: str = "charm.workload.Workload"
 
 
 class Registry(NamedTuple):
@@ -113,12 +96,6 @@ class Registry(NamedTuple):
         the others (the core) plus only its own."""
         comp = self.components[component]
         return self.workloads[comp.workload].modules + comp.modules
-
-    def workload_class(self, component: str) -> Any:
-        """The workload class of ``component``, composed from its entry (imports ops: charm side)."""
-        comp = self.components[component]
-        kind = self.workloads[comp.workload]
-        return _resolve(kind.cls, kind.modules + ["charm.workload"], "workload " + kind.name).of(comp)
 
     def all_component_modules(self) -> List[str]:
         out = []

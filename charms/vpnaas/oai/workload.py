@@ -41,14 +41,14 @@ class OaiWorkload(Workload):
     waits_for_tunnels = True
 
     @classmethod
-    def of(cls, component: Any) -> Any:
-        """The workload of an OAI component (a registry.Component): its description
-        (``describe``) as ``component``, and with a UE (``ue``) a UeWorkload."""
-        if component.ue:
+    def of(cls, component: Any, description: Any = None, ue: Any = None) -> Any:
+        """The workload of an OAI component (a registry.Component): its description (the object
+        its ``describe`` names, resolved by charm/entry.py) as ``component``, and with a UE (``ue``)
+        a UeWorkload."""
+        if ue is not None:
             return type(component.title + "Workload", (UeWorkload,), {
-                "component": component.description(), "ue": component.ue_description(), "__module__": __name__})
-        return type(component.title + "Workload", (OaiWorkload,),
-                    {"component": component.description(), "__module__": __name__})
+                "component": description, "ue": ue, "__module__": __name__})
+        return type(component.title + "Workload", (OaiWorkload,), {"component": description, "__module__": __name__})
 
     def __init__(self, charm: VpnaasCharm) -> None:
         super().__init__(charm)
