@@ -122,7 +122,7 @@ def test_the_oai_modules_name_only_their_components_reference_points():
     """An OAI module names a reference point where its NF's configuration binds to it or reaches a
     peer over it: each name is one of the registry's that the component is an end of (a renamed
     or removed reference point fails here, not on a VNF). Its own addresses are the registry's
-    list (oai_cn5g.Cn5gComponent.own_addresses)."""
+    list (cn5g_common.Cn5gComponent.own_addresses)."""
     import ast
     import os
 

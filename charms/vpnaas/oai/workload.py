@@ -21,7 +21,7 @@ from vpnaas.charm.workload import Workload
 from vpnaas.core import model
 from vpnaas.core.validation import InvalidValue
 from vpnaas.oai import component as oai
-from vpnaas.oai import validation as ov
+from vpnaas.oai import validation as oai_validation
 from vpnaas.vnf import remote, ssh, vnfscript
 
 logger = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ class OaiWorkload(Workload):
 
     def _prestart_limit(self) -> int:
         try:
-            return ov.integer(
+            return oai_validation.integer(
                 self.config.get("oai-handshake-timeout", PRESTART_LIMIT), "oai-handshake-timeout", 10, 3600
             )
         except InvalidValue:
@@ -323,7 +323,7 @@ class UeWorkload(OaiWorkload):
         return report.results
 
     def _on_ue_attach(self, event: ActionEvent) -> None:
-        timeout = ov.integer(self.config.get("ue-attach-timeout", 120), "ue-attach-timeout", 10, 1800) + 120
+        timeout = oai_validation.integer(self.config.get("ue-attach-timeout", 120), "ue-attach-timeout", 10, 1800) + 120
         results = self._ue_step(event, "ue-attach", self.ue_attach_step, timeout)
         if results is not None:
             event.set_results({
@@ -336,8 +336,8 @@ class UeWorkload(OaiWorkload):
         params: Dict[str, str] = {}
 
         def build() -> vnfscript.Step:
-            server = ov.ipv4(event.params.get("server"), "server")
-            seconds = ov.integer(event.params.get("seconds", 10), "seconds", 1, 300)
+            server = oai_validation.ipv4(event.params.get("server"), "server")
+            seconds = oai_validation.integer(event.params.get("seconds", 10), "seconds", 1, 300)
             params["server"] = server
             return self.ue_iperf_step(server, seconds)
 
