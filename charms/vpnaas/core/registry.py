@@ -25,6 +25,9 @@ class RegistryError(ValueError):
 
 #: The planes a reference point can belong to (registry ``plane``; default control).
 PLANES = ("control", "user")
+#: Which ends' network functions bind their service address on a reference point by interface
+#: name (registry ``binds``; default none): they read the address of a labelled interface.
+BINDS = ("none", "provider", "requirer", "both")
 
 
 class ReferencePoint(NamedTuple):
@@ -44,6 +47,14 @@ class ReferencePoint(NamedTuple):
     #: The side that is the client of the measurements (iperf3 -c, ping: make deploy's measure,
     #: the testbed): ``requirer`` unless the registry says ``provider``.
     client: str = "requirer"
+    #: The ends whose network function binds its service address here by interface name (the
+    #: address label's placeholder in its configuration; oai/cn5g), of ``BINDS``.
+    binds: str = "none"
+
+    def bound_by(self, component: str) -> bool:
+        """Whether ``component``'s network function binds its service address here by interface name."""
+        return ((self.binds in ("provider", "both") and component == self.provider)
+                or (self.binds in ("requirer", "both") and component == self.requirer))
 
     @property
     def label(self) -> str:
@@ -166,8 +177,14 @@ def _reference_point(name: str, r: Dict[str, Any], components: Dict[str, Compone
     client = r.get("client", "requirer")
     if client not in ("provider", "requirer"):
         raise RegistryError("reference point {}: client must be provider or requirer".format(name))
+    binds = r.get("binds", "none")
+    if binds not in BINDS:
+        raise RegistryError("reference point {}: binds must be one of {}".format(name, ", ".join(BINDS)))
+    if binds != "none" and not labelled:
+        raise RegistryError("reference point {}: a network function that binds by interface name needs the address "
+                            "label (labelled: true)".format(name))
     return ReferencePoint(name, r["provider"], r["requirer"], port, str(tunnel), service, str(r.get("carries") or ""),
-                          labelled, plane, client)
+                          labelled, plane, client, binds)
 
 
 _CACHE: Dict[str, Registry] = {}

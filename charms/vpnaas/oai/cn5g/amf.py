@@ -40,7 +40,6 @@ class Amf(cn5g_common.Cn5gComponent[AmfValues]):
     program = "amf"
     option_sources = ("src/oai_amf",)
     build_labels = cn5g_common.build_labels("AMF")
-    interfaces = ("n2", "n11")
 
     def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> AmfValues:
         return AmfValues(

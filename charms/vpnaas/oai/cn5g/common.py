@@ -174,8 +174,11 @@ class Cn5gComponent(oai.Component[V]):
 
     workdir = PREFIX
     ubuntu = "22.04"
-    #: Its reference points whose service addresses it binds (name -> label placeholder).
-    interfaces: Tuple[str, ...] = ()
+    @property
+    def interfaces(self) -> Tuple[str, ...]:
+        """Its reference points whose service addresses it binds by interface name (each gets a
+        label placeholder, ``iface``): the registry's ``binds``, in the registry's order."""
+        return tuple(rp.name for rp in registry.load().endpoints_of(self.name) if rp.bound_by(self.name))
 
     @property
     def config_path(self) -> str:

@@ -44,7 +44,6 @@ class Smf(cn5g_common.Cn5gComponent[SmfValues]):
     program = "smf"
     option_sources = ("src/oai_smf",)
     build_labels = cn5g_common.build_labels("SMF")
-    interfaces = ("n4", "n11")
 
     def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> SmfValues:
         return SmfValues(

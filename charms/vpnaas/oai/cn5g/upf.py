@@ -37,7 +37,6 @@ class Upf(cn5g_common.Cn5gComponent[UpfValues]):
     program = "upf"
     option_sources = ("src/oai_upf",)
     build_labels = cn5g_common.build_labels("UPF")
-    interfaces = ("n3", "n4")
     prerequisites = oai.Component.prerequisites + ("iptables",)
 
     def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> UpfValues:
