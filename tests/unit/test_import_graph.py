@@ -15,6 +15,7 @@ the composition point (charm/entry.py) imports by name, what the registry names,
 count as its imports.
 """
 import ast
+import functools
 import os
 import sys
 
@@ -82,10 +83,27 @@ def imports_of(module):
     return ours - {module}, foreign
 
 
-GRAPH = {}
-FOREIGN = {}
-for _m in MODULES:
-    GRAPH[_m], FOREIGN[_m] = imports_of(_m)
+@functools.lru_cache(maxsize=None)
+def _read(module):
+    ours, foreign = imports_of(module)
+    return (ours | RUNTIME if module == COMPOSITION else ours), foreign
+
+
+class _Imports(dict):
+    """{module: what it imports} (``part`` 0: ours, 1: the foreign top-level names), each module
+    read when first asked: only the pytest-xdist worker that runs these tests reads the graph."""
+
+    def __init__(self, part):
+        super().__init__()
+        self.part = part
+
+    def __missing__(self, module):
+        self[module] = _read(module)[self.part]
+        return self[module]
+
+
+GRAPH = _Imports(0)
+FOREIGN = _Imports(1)
 SHARED = sorted(m for m in MODULES if m.startswith("vpnaas."))
 
 #: The composition point: the one module that imports code by the names the registry gives (a
@@ -105,7 +123,6 @@ def _registry_names():
 
 
 RUNTIME = _registry_names()
-GRAPH[COMPOSITION] = GRAPH[COMPOSITION] | RUNTIME
 
 
 def layer(module):
