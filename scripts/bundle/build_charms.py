@@ -10,6 +10,7 @@ first, then the charm's own entries, each sorted), so the same sources give the 
 """
 import argparse
 import ast
+import functools
 import hashlib
 import json
 import os
@@ -172,6 +173,13 @@ def _imported(node, package, modules):
     return []
 
 
+@functools.lru_cache(maxsize=None)
+def _import_statements(source):
+    """The import statements of a module's source. Every charm of a build ships the same core
+    modules: each source is parsed once per build, not once per charm (its imports are the same)."""
+    return tuple(node for node in ast.walk(ast.parse(source)) if isinstance(node, (ast.Import, ast.ImportFrom)))
+
+
 def missing_imports(src, target):
     """The shipped modules' imports of package modules the charm does not carry: each would be an
     ImportError on the proxy machine at the first hook. Read from the syntax tree, so it holds
@@ -181,8 +189,8 @@ def missing_imports(src, target):
     out = []
     for module, path in sorted(shipped.items()):
         with open(path) as f:
-            tree = ast.parse(f.read())
-        for node in ast.walk(tree):
+            statements = _import_statements(f.read())
+        for node in statements:
             needed = _imported(node, SHARED_PACKAGE, package_modules)
             out += ["{} imports {}, which it does not ship".format(module, n) for n in needed if n not in shipped]
     return out

@@ -39,13 +39,14 @@ import yaml
 from oai_conformance import checks, cn5g, libconfig, mysqlinit, nfreader
 from oai_conformance.source import SourceError, Tree
 from oai_conformance.submodules import check_submodules, submodule_tree  # noqa: F401  (the checks' API)
+from vpnaas.charm import entry as charm_entry
 from vpnaas.core import registry
-from vpnaas.oai.lte import ue as oai_ue
+from vpnaas.oai.lte import ue
 from vpnaas.vnf import vnfscript
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 #: (name, oai.Component) of every component with an OAI workload, from the registry.
-COMPONENTS = [(c.name, c.description()) for c in registry.load().of_workload("oai")]
+COMPONENTS = [(c.name, charm_entry.description(c)) for c in registry.load().of_workload("oai")]
 LIBCONFIG_OUTPUTS = ("mme.conf", "spgw_c.conf", "spgw_u.conf", "enb.conf", "hss_rel14.conf", "ue.conf", "gnb.conf",
                      "nrue.conf")
 #: Exit status when everything that could be checked passed but something could not be checked.
@@ -267,8 +268,8 @@ def check_cn5g_files(report, src_root, work, yaml_cpp=None):
 def check_ue(report, comp, tree, renderer):
     """The eNB charm's optional UE: its SIM from OAI's UE template, the UE's and conf2uedata's options."""
     config = component_config("enb")
-    values = oai_ue.values(config)
-    checks.check_sim_templates(report, comp, tree, renderer, oai_ue.sim_spec(values)["files"], check_output, "UE")
+    values = ue.values(config)
+    checks.check_sim_templates(report, comp, tree, renderer, ue.sim_spec(values)["files"], check_output, "UE")
     ue_sh = vnfscript.load("oai/ue.sh")
     text = sources_text(tree, dict(COMPONENTS)["enb"].option_sources)
     for option in sorted(set(checks.options_in(ue_sh, "./lte-uesoftmodem"))):

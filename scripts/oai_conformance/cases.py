@@ -20,7 +20,7 @@ ENV = {"MGMT_NETWORK": "mgmt", "NR_K": "0123456789abcdef0123456789abcdef", "NR_O
        "MYSQL_PASSWORD": "conformance.Db-Pass-0123"}
 #: The management address LCM's placeholders are filled with (documentation range, RFC 5737).
 MGMT_IP = "192.0.2.10"
-#: The longest DNN the grammar accepts: 62 characters (oai_cn5g.MAX_DNN), two labels.
+#: The longest DNN the grammar accepts: 62 characters (cn5g_common.MAX_DNN), two labels.
 LONGEST_DNN = "a" * 30 + "." + "b" * 31
 MAX_COMMON = {"mcc": "999", "mnc": "999", "tac": 65533, "sst": 255, "sd": "ffffff", "dnn": LONGEST_DNN,
               "ue-ip-pool": "10.0.0.0/8"}

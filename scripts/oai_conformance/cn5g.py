@@ -21,9 +21,8 @@ import re
 
 import yaml
 
-from vpnaas.oai.cn5g import common as oai_cn5g
-from vpnaas.oai.cn5g import mysql as oai_mysql
-from vpnaas.oai.cn5g import nrue as oai_nrue
+from vpnaas.oai.cn5g import common as cn5g_common
+from vpnaas.oai.cn5g import mysql, nrue
 from vpnaas.vnf import vnfscript
 
 FED_EXAMPLE = "docker-compose/conf/mini_nonrf_config.yaml"
@@ -82,10 +81,10 @@ def check_nf_files(report, name, comp, config, smf_tree, fed_tree):
     """The generated file of the AMF, SMF or UPF, against what each has here: the SMF against its
     own tree, the AMF and the UPF (no tree at their pins) against OAI's configuration of the release."""
     values = comp.config_values(config, None)
-    text = oai_cn5g.to_yaml(comp.document(values))
+    text = cn5g_common.to_yaml(comp.document(values))
     doc = yaml.safe_load(text)
     for rp in comp.interfaces:
-        if oai_cn5g.iface(rp) not in text:
+        if cn5g_common.iface(rp) not in text:
             report.line("MISMATCH", "{}: no interface_name names its {} label".format(name, rp))
     fed_examples = [yaml.safe_load(fed_tree.read(e) or "{}") for e in FED_EXAMPLES] if fed_tree else None
     fed_example = fed_examples[0] if fed_examples else None
@@ -114,9 +113,9 @@ def load_mysql_init():
 def check_mysql(report, comp, config, tree):
     """OAI's users table through the charm's own init program, at the pinned release."""
     init = load_mysql_init()
-    dump = tree.read(oai_mysql.SCHEMA)
+    dump = tree.read(mysql.SCHEMA)
     if dump is None:
-        report.line("MISMATCH", "mysql: {} does not exist at {}".format(oai_mysql.SCHEMA, tree.commit[:12]))
+        report.line("MISMATCH", "mysql: {} does not exist at {}".format(mysql.SCHEMA, tree.commit[:12]))
         return
     values = comp.config_values(config, None)
     try:
@@ -148,7 +147,7 @@ def config_override_known(sources_text, option):
 
 
 def check_nr_radio(report, tree, template_path):
-    """The nrUE's radio (oai_nrue) against the gNB's template: band, PRBs, SSB frequency."""
+    """The nrUE's radio (cn5g.nrue) against the gNB's template: band, PRBs, SSB frequency."""
     text = tree.read(template_path) or ""
     ssb = re.search(r"absoluteFrequencySSB\s*=\s*(\d+)", text)
     prb = re.search(r"dl_carrierBandwidth\s*=\s*(\d+)", text)
@@ -160,7 +159,7 @@ def check_nr_radio(report, tree, template_path):
     # NR-ARFCN to frequency below 3 GHz... 24.25 GHz: 3000 MHz + (N - 600000) * 15 kHz (3GPP TS 38.104).
     hz = 3000000000 + (int(ssb.group(1)) - 600000) * 15000
     got = (int(band.group(1)), int(prb.group(1)), hz)
-    want = (oai_nrue.BAND, oai_nrue.PRB, oai_nrue.SSB_HZ)
+    want = (nrue.BAND, nrue.PRB, nrue.SSB_HZ)
     report.line("ok" if got == want else "MISMATCH", "nrUE radio band {}, {} PRB, SSB {} Hz; the gNB's template: "
                 "band {}, {} PRB, SSB {} Hz".format(*(want + got)))
 
@@ -178,14 +177,14 @@ def check_nrue(report, comp, tree, renderer, config, check_output, sources_text)
     its radio against the gNB's template."""
     from oai_conformance import checks
 
-    values = oai_nrue.values(config)
-    checks.check_sim_templates(report, comp, tree, renderer, oai_nrue.sim_spec(values)["files"], check_output,
+    values = nrue.values(config)
+    checks.check_sim_templates(report, comp, tree, renderer, nrue.sim_spec(values)["files"], check_output,
                                "nrUE")
     text = sources_text(tree, comp.option_sources)
-    for option in sorted({w for w in ["-O"] + oai_nrue.argv() if w.startswith("-")}):
+    for option in sorted({w for w in ["-O"] + nrue.argv() if w.startswith("-")}):
         kind = "ok" if checks.option_known(text, option) else "MISMATCH"
         report.line(kind, "nr-uesoftmodem {}: {}".format(option, "defined by the program" if kind == "ok"
                                                          else "not an option of the program at this ref"))
-    from vpnaas.oai.cn5g import gnb as oai_gnb
+    from vpnaas.oai.cn5g import gnb
 
-    check_nr_radio(report, tree, oai_gnb.TEMPLATE)
+    check_nr_radio(report, tree, gnb.TEMPLATE)

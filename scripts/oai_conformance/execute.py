@@ -20,9 +20,8 @@ from oai_conformance import libconfig
 from oai_conformance.sandbox import Sandbox, SandboxError, serve_sources
 from vpnaas.core import refpoints, validation
 from vpnaas.oai import component as oai
-from vpnaas.oai.cn5g import mysql as oai_mysql
-from vpnaas.oai.cn5g import nrue as oai_nrue
-from vpnaas.oai.lte import ue as oai_ue
+from vpnaas.oai.cn5g import mysql, nrue
+from vpnaas.oai.lte import ue
 from vpnaas.vnf import ssh, vnfscript
 
 TOKEN = re.compile(r"@[A-Za-z][A-Za-z0-9_-]*@")
@@ -97,11 +96,11 @@ def chain(name, comp, config):
              ("configure", oai.configure_step(comp, values), comp.configure_timeout(values), expect_configure),
              ("start (gate)", gate_step(comp, config, "started"), 120, expect_started)]
     if name == "enb" and config.get("ue-imsi"):
-        v = oai_ue.values(config)
-        steps.append(("ue-attach", oai_ue.attach_step(v), v.timeout + 60, expect_attach))
+        v = ue.values(config)
+        steps.append(("ue-attach", ue.attach_step(v), v.timeout + 60, expect_attach))
     if name == "gnb" and config.get("ue-imsi"):
-        nv = oai_nrue.values(config)
-        steps.append(("ue-attach (nrUE)", oai_nrue.attach_step(nv), nv.timeout + 60, expect_attach))
+        nv = nrue.values(config)
+        steps.append(("ue-attach (nrUE)", nrue.attach_step(nv), nv.timeout + 60, expect_attach))
     return values, steps
 
 
@@ -202,8 +201,8 @@ def run_component(name, comp, config, src_root, workdir, secrets):
             check_pins(outcome, box, comp, run)
             if run == 1:
                 extra = [oai.STATE_DIR + "/ue.conf"] if name == "enb" and config.get("ue-imsi") else []
-                extra += [oai_nrue.SIM_FILE] if name == "gnb" and config.get("ue-imsi") else []
-                extra += [oai_mysql.INIT_FILE] if name == "mysql" else []
+                extra += [nrue.SIM_FILE] if name == "gnb" and config.get("ue-imsi") else []
+                extra += [mysql.INIT_FILE] if name == "mysql" else []
                 check_outputs(outcome, box, comp, values, extra)
                 if name in ("hss", "mme"):
                     check_certificates(outcome, box, comp)

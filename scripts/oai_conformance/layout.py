@@ -17,10 +17,11 @@ import subprocess
 import sys
 
 from oai_conformance.source import Tree
+from vpnaas.charm import entry
 from vpnaas.core import registry
 
 #: The OAI components and their pinned sources, from the registry.
-PINNED = {c.name: c.description() for c in registry.load().of_workload("oai")}
+PINNED = {c.name: entry.description(c) for c in registry.load().of_workload("oai")}
 
 
 def layout(out, pairs):

@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 
 from oai_conformance import cases, cn5g, nfbuild
-from vpnaas.oai.cn5g import mysql as oai_mysql
+from vpnaas.oai.cn5g import mysql
 
 SOURCES = ("sql/sql_bootstrap.h", "sql/sql_bootstrap.cc")
 
@@ -56,8 +56,8 @@ def check(report, comp, mysql_tree, src_root, work):
         report.line("UNCHECKED", "mysql: MySQL's init-file reader NOT RUN: OAI_SRC/mysql-server has no {}".format(
             " and ".join(SOURCES)))
         return
-    if mysql_tree is None or mysql_tree.read(oai_mysql.SCHEMA) is None:
-        report.line("UNCHECKED", "mysql: init file not built: no OAI dump {} in OAI_SRC/mysql".format(oai_mysql.SCHEMA))
+    if mysql_tree is None or mysql_tree.read(mysql.SCHEMA) is None:
+        report.line("UNCHECKED", "mysql: init file not built: no OAI dump {} in OAI_SRC/mysql".format(mysql.SCHEMA))
         return
     try:
         binary = build(os.path.realpath(mysql_src), os.path.join(work, "build", "mysql-server"))
@@ -65,7 +65,7 @@ def check(report, comp, mysql_tree, src_root, work):
         report.line("MISMATCH", "mysql: MySQL's init-file reader did not build: {}".format(e))
         return
     init = cn5g.load_mysql_init()
-    dump = mysql_tree.read(oai_mysql.SCHEMA)
+    dump = mysql_tree.read(mysql.SCHEMA)
     limit = limit_of(mysql_src)
     for case, configs in cases.all_cases(("mysql",)):
         values = comp.config_values(configs["mysql"], None)

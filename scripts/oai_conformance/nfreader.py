@@ -30,7 +30,7 @@ import tempfile
 from oai_conformance import nfbuild
 from oai_conformance.source import SourceError, Tree
 from vpnaas.core import refpoints
-from vpnaas.oai.cn5g import common as oai_cn5g
+from vpnaas.oai.cn5g import common as cn5g_common
 
 NFS = ("amf", "smf", "upf")
 #: Known copies that stand in for a tree at the pinned commit, by (nf, commit of the copy, folder).
@@ -109,7 +109,7 @@ def reader_tree(nf, src_root, work):
         commit = Tree(repo, commit).commit
         label = "stand-in: " + _label(nf, repo, commit, folder)
     elif os.path.exists(os.path.join(src_root, nf)):
-        repo, commit, folder = os.path.join(src_root, nf), oai_cn5g.COMMITS[nf], ""
+        repo, commit, folder = os.path.join(src_root, nf), cn5g_common.COMMITS[nf], ""
         commit = Tree(repo, commit).commit
         label = "the pinned tree {}".format(commit[:12])
     else:

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from bundle.charmspec import charm_spec
+from vpnaas.charm import entry
 from vpnaas.core import model, registry
 from vpnaas.core import plan as planning
 
@@ -26,7 +27,7 @@ PEER_KEY = base64.b64encode(b"p" * 32).decode()
 OWN_KEY = base64.b64encode(b"o" * 32).decode()
 
 #: The OAI components, as the registry describes them (a new one is tested without a line here).
-COMPONENTS = {c.name: c.description() for c in registry.load().of_workload("oai")}
+COMPONENTS = {c.name: entry.description(c) for c in registry.load().of_workload("oai")}
 COMMON = {
     "realm": "ntnu.no",
     "mcc": "208",

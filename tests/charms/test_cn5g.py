@@ -13,8 +13,8 @@ from charms_helpers import COMPONENTS, DB_PASSWORD, NR_K, NR_OP, config_for
 from vpnaas.core import model, refpoints
 from vpnaas.core.validation import InvalidValue
 from vpnaas.oai import component as oai
-from vpnaas.oai.cn5g import common as oai_cn5g
-from vpnaas.oai.cn5g import nrue as oai_nrue
+from vpnaas.oai.cn5g import common as cn5g_common
+from vpnaas.oai.cn5g import nrue
 from vpnaas.vnf import vnfscript
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -160,13 +160,13 @@ def test_the_gnb_edits_and_the_nrue_sim(tmp_path):
     assert checks.edit_counts(template, entry["edits"]) == []
     assert comp.run_argv(values)[1:] == ["-O", "/usr/local/etc/oai/gnb.conf", "--gNBs.[0].min_rxtxtime", "6",
                                          "--rfsim", "--sa"]
-    ue = oai_nrue.values(config_for("gnb", **{"ue-imsi": "208951234500001", "ue-k": NR_K, "ue-op": NR_OP}))
+    ue = nrue.values(config_for("gnb", **{"ue-imsi": "208951234500001", "ue-k": NR_K, "ue-op": NR_OP}))
     assert ue.opc == oai.opc(NR_K, NR_OP)
-    sim = oai_nrue.sim_spec(ue)["files"][0]
-    assert sim["mode"] == "600" and sim["dst"] == oai_nrue.SIM_FILE
-    step = oai_nrue.attach_step(ue)
+    sim = nrue.sim_spec(ue)["files"][0]
+    assert sim["mode"] == "600" and sim["dst"] == nrue.SIM_FILE
+    step = nrue.attach_step(ue)
     assert NR_K not in step.program().rpartition(vnfscript.DATA_MARKER)[0] and NR_K not in " ".join(step.args)
-    assert step.args[-len(oai_nrue.argv()):] == oai_nrue.argv() and "ffffff" in str(sim["edits"])
+    assert step.args[-len(nrue.argv()):] == nrue.argv() and "ffffff" in str(sim["edits"])
 
 
 def test_labelled_reference_points_label_their_addresses_and_the_eps_stays_unlabelled():
@@ -181,7 +181,7 @@ def test_labelled_reference_points_label_their_addresses_and_the_eps_stays_unlab
 
 
 def test_cn5g_yaml_writes_what_oai_writes():
-    text = oai_cn5g.to_yaml({"a": oai_cn5g.YES, "b": [{"c": "01", "d": []}, "e"], "f": {"g": 2}})
+    text = cn5g_common.to_yaml({"a": cn5g_common.YES, "b": [{"c": "01", "d": []}, "e"], "f": {"g": 2}})
     assert text.splitlines()[1:] == ['a: yes', 'b:', '  - c: "01"', '    d: []', '  - "e"', 'f:', '  g: 2']
     assert yaml.safe_load(text) == {"a": True, "b": [{"c": "01", "d": []}, "e"], "f": {"g": 2}}
 
@@ -209,14 +209,14 @@ def test_nrue_sh_registers_through_the_gnb_and_keeps_the_keys_off_the_command_li
         os.chmod(str(f), 0o755)
     gnb = subprocess.Popen(["bash", "-c", "exec -a nr-softmodem sleep 60"])  # "the gNB is running"
     (tmp_path / "run" / "oai-gnb.pid").write_text(str(gnb.pid))
-    ue = oai_nrue.values(config_for("gnb", **{"ue-imsi": "208951234500001", "ue-k": NR_K, "ue-op": NR_OP}))
-    spec = oai_nrue.sim_spec(ue)
+    ue = nrue.values(config_for("gnb", **{"ue-imsi": "208951234500001", "ue-k": NR_K, "ue-op": NR_OP}))
+    spec = nrue.sim_spec(ue)
     template = tmp_path / "src" / "ue.conf"
     template.write_text(oai_tree.template(spec["files"][0]))
     spec["files"][0].update(src=str(template), dst=str(state / "nrue.conf"))
     step = vnfscript.Step([oai.LIB, "oai/ue.sh", "oai/nrue.sh"]).secret("UE_SPEC", oai.b64_json(spec))
     step.call("oai_nrue_attach", oai.shipped_b64("oai/render.py"), str(build), str(state / "nrue.conf"), ue.imsi, 20,
-              *oai_nrue.argv())
+              *nrue.argv())
     env = dict(os.environ, OAI_STATE_DIR=str(state), OAI_LOG_DIR=str(tmp_path / "log"),
                OAI_RUN_DIR=str(tmp_path / "run"), OAI_INIT="direct")
     try:

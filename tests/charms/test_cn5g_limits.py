@@ -11,7 +11,7 @@ from test_cn5g import load_init
 
 from vpnaas.core.validation import InvalidValue
 from vpnaas.oai import component as oai
-from vpnaas.oai.cn5g import nrue as oai_nrue
+from vpnaas.oai.cn5g import nrue
 from vpnaas.vnf import vnfscript
 
 #: MySQL 8.0 sql/sql_bootstrap.h: MAX_BOOTSTRAP_QUERY_SIZE (and MAX_BOOTSTRAP_LINE_SIZE) 74000.
@@ -100,7 +100,7 @@ def test_every_5g_step_fits_the_command_line_at_the_largest_values(name):
                                                      "ue-dnn": LONGEST_DNN}))
     steps = steps_of(name, config)
     if name == "gnb":
-        steps.append(oai_nrue.attach_step(oai_nrue.values(config)))
+        steps.append(nrue.attach_step(nrue.values(config)))
     for step in steps:
         line = step.command("ubuntu", timeout=7200)
         assert len(line.encode()) <= vnfscript.MAX_COMMAND < MAX_ARG_STRLEN
@@ -138,7 +138,7 @@ def test_a_dnn_has_at_most_62_characters():
         with pytest.raises(InvalidValue, match="at most 62"):
             COMPONENTS[name].config_values(config_for(name, **{option: LONGEST_DNN + "b"}), None)
     with pytest.raises(InvalidValue, match="ue-dnn"):
-        oai_nrue.values(config_for("gnb", **{"ue-imsi": "208951234500001", "ue-k": NR_K, "ue-op": NR_OP,
+        nrue.values(config_for("gnb", **{"ue-imsi": "208951234500001", "ue-k": NR_K, "ue-op": NR_OP,
                                              "ue-dnn": "x" * 63}))
 
 
@@ -152,7 +152,7 @@ def test_the_5qi_stops_where_the_smfs_reader_does():
 def test_the_nrue_refuses_a_three_digit_mnc_and_says_why():
     config = config_for("gnb", mnc="001", **{"ue-imsi": "208001234500001", "ue-k": NR_K, "ue-op": NR_OP})
     with pytest.raises(InvalidValue) as e:
-        oai_nrue.values(config)
+        nrue.values(config)
     assert "3 digits" in str(e.value) and "nmc_size" in str(e.value)
     # the core itself takes a 3-digit MNC (its readers do: `make oai-conformance`)
     assert COMPONENTS["amf"].config_values(config_for("amf", mnc="001"), None).common.mnc == "001"

@@ -10,12 +10,13 @@ import pytest
 from charms_helpers import COMMON, CONFIGS, config_for
 
 from bundle import charmspec
+from vpnaas.charm import entry
 from vpnaas.core import model, registry, validation
 from vpnaas.core import plan as planning
 from vpnaas.oai import component as oai
-from vpnaas.oai import validation as ov
-from vpnaas.oai.cn5g import nrue as oai_nrue
-from vpnaas.oai.lte import ue as oai_ue
+from vpnaas.oai import validation as oai_validation
+from vpnaas.oai.cn5g import nrue
+from vpnaas.oai.lte import ue
 
 INJECT = "10.0.0.1\n[Interface]\nPreUp = touch /tmp/pwned"
 TEXT_VALUES = [
@@ -30,10 +31,10 @@ INT_VALUES = [-(1 << 63), (1 << 63) - 1, -1, 0]
 FREE_TEXT = {"ssh-password"}
 SAFE_TEXT = re.compile(r"[\x20-\x7e]*")
 NAMES = charmspec.charm_names()
-COMPONENTS = {c.name: c.description() for c in registry.load().of_workload("oai")}
-UE = {"enb": (oai_ue.values, {"ue-imsi": "208950000000001", "ue-lte-k": "8baf473f2f8fd09487cccbd7097c6862",
+COMPONENTS = {c.name: entry.description(c) for c in registry.load().of_workload("oai")}
+UE = {"enb": (ue.values, {"ue-imsi": "208950000000001", "ue-lte-k": "8baf473f2f8fd09487cccbd7097c6862",
                               "ue-lte-op": "1006020f0a478bf6b699f15c062e42b3"}),
-      "gnb": (oai_nrue.values, {"ue-imsi": "208950000000001", "ue-k": "465b5ce8b199b49faa5f0a2ee238a6bc",
+      "gnb": (nrue.values, {"ue-imsi": "208950000000001", "ue-k": "465b5ce8b199b49faa5f0a2ee238a6bc",
                                 "ue-op": "e8ed289deba952e4283b54e88e6183ca"})}
 
 
@@ -80,7 +81,8 @@ def parse_all(name, config):
         comp = COMPONENTS[name]
         calls += [lambda: comp.config_values(config, None), lambda: oai.install_plan(comp, config),
                   lambda: comp.install_args(config),
-                  lambda: ov.integer(config.get("oai-handshake-timeout"), "oai-handshake-timeout", 10, 3600)]
+                  lambda: oai_validation.integer(config.get("oai-handshake-timeout"), "oai-handshake-timeout",
+                                                 10, 3600)]
     if name in UE:
         calls.append(lambda: UE[name][0](config))
     for call in calls:
@@ -157,8 +159,8 @@ PARAMETERS.update({
     ("remove-peer", "public-key"): lambda v: validation.public_key(v, "public-key"),
     ("remove-peer", "allowed-ips"): lambda v: validation.prefix_list(v, "allowed-ips"),
     ("rotate-keys", "device"): lambda v: validation.endpoint_name(v[3:] if v.startswith("wg-") else v),
-    ("ue-iperf", "server"): lambda v: ov.ipv4(v, "server"),
-    ("ue-iperf", "seconds"): lambda v: ov.integer(v, "seconds", 1, 300),
+    ("ue-iperf", "server"): lambda v: oai_validation.ipv4(v, "server"),
+    ("ue-iperf", "seconds"): lambda v: oai_validation.integer(v, "seconds", 1, 300),
     ("run", "command"): None,
 })
 

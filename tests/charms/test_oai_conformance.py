@@ -115,7 +115,7 @@ def test_submodules_are_checked_at_the_charms_pins(tmp_path, capsys):
 
     from oai_conformance.source import Tree
 
-    from vpnaas.oai.lte import mme as oai_mme
+    from vpnaas.oai.lte import mme
 
     env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org", GIT_COMMITTER_NAME="t",
                GIT_COMMITTER_EMAIL="t@example.org", HOME=str(tmp_path), GIT_CONFIG_COUNT="1",
@@ -139,7 +139,7 @@ def test_submodules_are_checked_at_the_charms_pins(tmp_path, capsys):
     (fd / "a").write_text("2\n")
     git(fd, "commit", "-q", "-am", "pinned")
     pinned = git(fd, "rev-parse", "HEAD")
-    comp = copy.copy(oai_mme.COMPONENT)
+    comp = copy.copy(mme.COMPONENT)
     comp.submodule_pins = (("build/git_submodules/freeDiameter", pinned, ""),
                            ("build/git_submodules/gone", "0" * 40, ""))
     report = conformance.Report()

@@ -16,21 +16,13 @@ from charms_helpers import LTE_K, LTE_OP, config_for, run_step
 
 from vpnaas.core import refpoints, validation
 from vpnaas.oai import component as oai
-from vpnaas.oai.cn5g import amf as oai_amf
-from vpnaas.oai.cn5g import gnb as oai_gnb
-from vpnaas.oai.cn5g import mysql as oai_mysql
-from vpnaas.oai.cn5g import smf as oai_smf
-from vpnaas.oai.cn5g import upf as oai_upf
-from vpnaas.oai.lte import enb as oai_enb
-from vpnaas.oai.lte import hss as oai_hss
-from vpnaas.oai.lte import mme as oai_mme
-from vpnaas.oai.lte import spgw as oai_spgw
-from vpnaas.oai.lte import ue as oai_ue
+from vpnaas.oai.cn5g import amf, gnb, mysql, smf, upf
+from vpnaas.oai.lte import enb, hss, mme, spgw, ue
 from vpnaas.vnf import vnfscript
 
-FRESH = {"mme": oai_mme.COMPONENT, "spgwc": oai_spgw.SPGWC, "spgwu": oai_spgw.SPGWU, "enb": oai_enb.COMPONENT,
-         "amf": oai_amf.COMPONENT, "smf": oai_smf.COMPONENT, "upf": oai_upf.COMPONENT, "gnb": oai_gnb.COMPONENT,
-         "mysql": oai_mysql.COMPONENT}
+FRESH = {"mme": mme.COMPONENT, "spgwc": spgw.SPGWC, "spgwu": spgw.SPGWU, "enb": enb.COMPONENT,
+         "amf": amf.COMPONENT, "smf": smf.COMPONENT, "upf": upf.COMPONENT, "gnb": gnb.COMPONENT,
+         "mysql": mysql.COMPONENT}
 #: What the stand-ins of the 5G components need: MySQL's init file goes to the mysql user.
 CHOWN = '#!/bin/bash\nprintf "%s\\n" "chown $*" >> "{calls}"\n'
 #: ... and its run-time folder (oai-service setup's ``dir``) too: the folder, without the owner.
@@ -133,7 +125,7 @@ def test_configure_on_a_fresh_vnf_then_again_changes_nothing(name, vnf, tmp_path
     oai_tree.executable(str(stubs / "chown"), CHOWN.format(calls=str(tmp_path / "calls")))
     oai_tree.executable(str(stubs / "install"), INSTALL_DIR.format(calls=str(tmp_path / "calls")))
     oai_tree.write_tree(vnf + comp.source_dir, comp.source_dir, comp.render_spec(values))
-    oai_tree.write(vnf + comp.source_dir + "/" + oai_mysql.SCHEMA, oai_tree.USERS_DUMP)
+    oai_tree.write(vnf + comp.source_dir + "/" + mysql.SCHEMA, oai_tree.USERS_DUMP)
     built(vnf, comp)
     rc, out, err = configure(comp, config, vnf, stubs)
     assert rc == 0 and out.splitlines()[-1] == "DONE", out + err
@@ -155,14 +147,14 @@ def test_configure_on_a_fresh_vnf_then_again_changes_nothing(name, vnf, tmp_path
             assert 'interface_name: "lo:vpnaas-{}"'.format(rp) in text, (rp, text)
         assert oct(os.stat(vnf + comp.config_path).st_mode & 0o777) == "0o600"
     if name == "mysql":
-        with open(vnf + oai_mysql.INIT_FILE) as f:
+        with open(vnf + mysql.INIT_FILE) as f:
             assert "CREATE TABLE IF NOT EXISTS `oai_db`.`users`" in f.read()
     rc, out, err = configure(comp, config, vnf, stubs)
     assert rc == 0 and results(out) == ["changed none"], out + err
 
 
 def test_hss_configure_on_a_fresh_vnf_then_again_changes_nothing(vnf, tmp_path):
-    comp = oai_hss.COMPONENT
+    comp = hss.COMPONENT
     config = config_for("hss")
     values = comp.config_values(config, None)
     src = vnf + comp.source_dir
@@ -198,7 +190,7 @@ def textwrap_cqlsh(state):
 
 
 def test_gate_on_a_fresh_vnf_reports_and_starts_nothing(vnf):
-    comp = oai_mme.COMPONENT
+    comp = mme.COMPONENT
     step = move(oai.add_gate(vnfscript.Step([]), comp, [], "started", 300), vnf)
     rc, out, err = run_step(step, env=env_for(vnf), timeout=30)
     assert rc == 0, out + err
@@ -207,7 +199,7 @@ def test_gate_on_a_fresh_vnf_reports_and_starts_nothing(vnf):
 
 
 def test_gate_after_configure_starts_once_then_reports_running(vnf):
-    comp = oai_spgw.SPGWC
+    comp = spgw.SPGWC
     config = config_for("spgwc")
     values = comp.config_values(config, None)
     oai_tree.write_tree(vnf + comp.source_dir, comp.source_dir, comp.render_spec(values))
@@ -228,10 +220,10 @@ def test_gate_after_configure_starts_once_then_reports_running(vnf):
 def test_ue_steps_on_a_fresh_vnf_say_what_is_missing(vnf):
     """ue-iperf before any attach: no oaitun_ue1 is a state to report, not a failing command."""
     config = config_for("enb", **UE)
-    iperf = move(oai_ue.iperf_step("10.0.0.9", 2), vnf)
+    iperf = move(ue.iperf_step("10.0.0.9", 2), vnf)
     rc, out, err = run_step(iperf, env=env_for(vnf), timeout=30, prefix=netns_prefix([]))
     assert rc == 3 and "ERROR the UE is not attached (no address on oaitun_ue1)" in out, out + err
-    attach = move(oai_ue.attach_step(oai_ue.values(config)), vnf)
+    attach = move(ue.attach_step(ue.values(config)), vnf)
     rc, out, err = run_step(attach, env=env_for(vnf), timeout=30, prefix=netns_prefix([]))
     assert rc == 3 and "ERROR no " in out and "run oai-install on the eNB first" in out, out + err
 

@@ -9,8 +9,7 @@ from charms_helpers import COMPONENTS, LTE_K, LTE_OP, bash_syntax_ok, config_for
 
 from vpnaas.core.validation import InvalidValue
 from vpnaas.oai import component as oai
-from vpnaas.oai.lte import hss as oai_hss
-from vpnaas.oai.lte import spgw as oai_spgw
+from vpnaas.oai.lte import hss, spgw
 from vpnaas.vnf import vnfscript
 
 PINS = {
@@ -123,7 +122,7 @@ def test_service_settings_are_data_and_the_unit_calls_oai_service(component_name
 
 
 def test_hss_configuration_values():
-    comp = oai_hss.COMPONENT
+    comp = hss.COMPONENT
     values = comp.config_values(config_for("hss"), None)
     files = files_of(comp, values)
     cassandra = files["/etc/cassandra/cassandra.yaml"]["yaml"]
@@ -204,8 +203,8 @@ def _render(entry, text, *argv):
 
 
 def test_spgwc_ue_pool_edits_the_range_lines_that_exist():
-    values = oai_spgw.SPGWC.config_values(config_for("spgwc", **{"ue-ip-pool": "10.45.0.0/16"}), None)
-    f = files_of(oai_spgw.SPGWC, values)["/usr/local/etc/oai/spgw_c.conf"]
+    values = spgw.SPGWC.config_values(config_for("spgwc", **{"ue-ip-pool": "10.45.0.0/16"}), None)
+    f = files_of(spgw.SPGWC, values)["/usr/local/etc/oai/spgw_c.conf"]
     assert "@UE_IP_ADDRESS_POOL@" not in f["tokens"], "the pinned template has no such placeholder"
     entry = dict(f, tokens={"@DEFAULT_APN@": "default.ntnu.no"})
     entry["edits"] = [e for e in f["edits"] if "RANGE" in e["what"] or "APN" in e["what"]]
@@ -214,13 +213,13 @@ def test_spgwc_ue_pool_edits_the_range_lines_that_exist():
     assert '{RANGE = "10.45.128.0 - 10.45.255.254";}' in text
     assert '{RANGE = "10.9.0.2 - 10.9.0.200";}' in text  # the others are left alone
     assert 'APN_NI = "internet.ntnu.no"' in text and 'APN_NI = "default.ntnu.no"' in text
-    assert oai_spgw.ue_ranges(__import__("ipaddress").ip_network("12.1.1.0/24")) == (
+    assert spgw.ue_ranges(__import__("ipaddress").ip_network("12.1.1.0/24")) == (
         "12.1.1.2 - 12.1.1.127", "12.1.1.128 - 12.1.1.254")
 
 
 def test_spgwu_ue_pool_edits_network_and_snat():
-    values = oai_spgw.SPGWU.config_values(config_for("spgwu", **{"ue-ip-pool": "10.45.0.0/16"}), None)
-    f = files_of(oai_spgw.SPGWU, values)["/usr/local/etc/oai/spgw_u.conf"]
+    values = spgw.SPGWU.config_values(config_for("spgwu", **{"ue-ip-pool": "10.45.0.0/16"}), None)
+    f = files_of(spgw.SPGWU, values)["/usr/local/etc/oai/spgw_u.conf"]
     assert f["tokens"]["@SPGWC0_IP_ADDRESS@"] == "172.55.55.101"
     assert f["tokens"]["@SGW_INTERFACE_NAME_FOR_SGI@"] == {"var": "SGI"}
     assert not {"@NETWORK_UE_IP@", "@NETWORK_UE_NAT_OPTION@"} & set(f["tokens"])
@@ -231,7 +230,7 @@ def test_spgwu_ue_pool_edits_network_and_snat():
     text, _ = _render(entry, template)
     assert '{NETWORK_IPV4 = "10.45.0.0/16"; NETWORK_IPV6 = "2001:db8::/64"; SNAT = "no";}' in text
     assert '{NETWORK_IPV4 = "10.9.0.0/24"; SNAT = "no";}' in text
-    assert "nat 10.45.0.0/16\n" in oai.service_settings(oai_spgw.SPGWU, values)
+    assert "nat 10.45.0.0/16\n" in oai.service_settings(spgw.SPGWU, values)
 
 
 def test_enb_configuration_values():
@@ -255,15 +254,15 @@ def test_enb_configuration_values():
 
 def test_peer_address_comes_from_the_relation_when_no_option_is_set():
     plan = plan_with_peer("s6a", "requirer", "172.16.6.2/32")
-    values = oai_hss.COMPONENT.config_values(config_for("hss", **{"mme-address": ""}), plan)
+    values = hss.COMPONENT.config_values(config_for("hss", **{"mme-address": ""}), plan)
     assert values.mme_ip == "172.16.6.2"
-    values = oai_hss.COMPONENT.config_values(config_for("hss", **{"mme-address": "172.16.6.9"}), plan)
+    values = hss.COMPONENT.config_values(config_for("hss", **{"mme-address": "172.16.6.9"}), plan)
     assert values.mme_ip == "172.16.6.9"
 
 
 def test_peer_address_missing_everywhere_is_a_clear_error():
     with pytest.raises(InvalidValue, match="mme-address: not set and the s6a relation has no peer service address"):
-        oai_hss.COMPONENT.config_values(config_for("hss", **{"mme-address": ""}), None)
+        hss.COMPONENT.config_values(config_for("hss", **{"mme-address": ""}), None)
 
 
 def test_step_results_reads_the_shared_report():

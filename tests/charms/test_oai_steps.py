@@ -9,7 +9,7 @@ import pytest
 from charms_helpers import LTE_K, LTE_OP, config_for, run_step
 
 from vpnaas.oai import component as oai
-from vpnaas.oai.lte import hss as oai_hss
+from vpnaas.oai.lte import hss
 from vpnaas.vnf import vnfscript
 
 GIT_ENV = {
@@ -213,7 +213,7 @@ def hss_vnf(tmp_path):
 
 def hss_step(vnf):
     """oai.configure_step for the HSS with every path moved into the temporary root."""
-    comp = oai_hss.COMPONENT
+    comp = hss.COMPONENT
     values = comp.config_values(config_for("hss"), None)
     step = oai.configure_step(comp, values)
     root = str(vnf["root"])
@@ -279,7 +279,7 @@ def test_enb_asn1c_failure_is_reported(tmp_path):
 def test_cassandra_comes_from_the_configured_repository(tmp_path):
     from vpnaas.core.validation import InvalidValue
 
-    comp = oai_hss.COMPONENT
+    comp = hss.COMPONENT
     inputs = oai.install_plan(comp, config_for("hss"))
     assert inputs.extra == ["https://debian.cassandra.apache.org", "311x",
                             "https://downloads.apache.org/cassandra/KEYS"]
@@ -307,7 +307,7 @@ def test_cassandra_comes_from_the_configured_repository(tmp_path):
 def test_oai_service_setup_and_run(tmp_path):
     """oai-service from the settings the charm writes: hosts, loopback aliases, NAT; the program
     started from its folder with its arguments and environment."""
-    from vpnaas.oai.lte import spgw as oai_spgw
+    from vpnaas.oai.lte import spgw
 
     etc, stubs, calls = tmp_path / "etc", tmp_path / "stubs", tmp_path / "calls"
     etc.mkdir()
@@ -318,8 +318,8 @@ def test_oai_service_setup_and_run(tmp_path):
         os.chmod(str(stubs / name), 0o755)
     hosts = tmp_path / "hosts"
     hosts.write_text("127.0.0.1 localhost\n10.9.9.9 old # vpnaas-oai\n")
-    values = oai_spgw.SPGWU.config_values(config_for("spgwu", **{"sgi-interface": "ens3"}), None)
-    settings = oai.service_settings(oai_spgw.SPGWU, values) + "host 172.55.55.101 spgwc\nloaddr 127.0.0.15/8 lo:s5c\n"
+    values = spgw.SPGWU.config_values(config_for("spgwu", **{"sgi-interface": "ens3"}), None)
+    settings = oai.service_settings(spgw.SPGWU, values) + "host 172.55.55.101 spgwc\nloaddr 127.0.0.15/8 lo:s5c\n"
     (etc / "oai-spgwu.service").write_text(settings)
     env = dict(os.environ, OAI_PREFIX=str(etc), OAI_HOSTS_FILE=str(hosts),
                PATH="{}:{}".format(stubs, os.environ["PATH"]))

@@ -10,7 +10,7 @@ from test_oai_charms import act, charm_env  # noqa: F401  (fixture)
 from vpnaas.core.validation import InvalidValue
 from vpnaas.oai import component as oai
 from vpnaas.oai import ue_report
-from vpnaas.oai.lte import ue as oai_ue
+from vpnaas.oai.lte import ue
 from vpnaas.vnf import vnfscript
 
 UE = {"ue-imsi": "208951234500001", "ue-lte-k": LTE_K, "ue-lte-op": LTE_OP}
@@ -41,36 +41,36 @@ UE0:
 
 def test_opc_is_the_3gpp_milenage_one():
     # 3GPP TS 35.207, test set 1.
-    assert oai_ue.opc("465b5ce8b199b49faa5f0a2ee238a6bc", "cdc202d5123e20f62b6d676ac72cb318") == \
+    assert ue.opc("465b5ce8b199b49faa5f0a2ee238a6bc", "cdc202d5123e20f62b6d676ac72cb318") == \
         "cd63cb71954a9f4e48a5994e37a02baf"
 
 
 def test_sim_from_the_template_with_every_edit_once():
     from test_oai_scripts import _render
 
-    v = oai_ue.values(config_for("enb", **UE))
-    entry = oai_ue.sim_spec(v)["files"][0]
+    v = ue.values(config_for("enb", **UE))
+    entry = ue.sim_spec(v)["files"][0]
     assert entry["src"].endswith("openair3/NAS/TOOLS/ue_eurecom_test_sfr.conf") and entry["mode"] == "600"
     text, _ = _render(entry, TEMPLATE)
     assert 'MNC="95";\n           MCC="208";' in text and 'MNC="13"; MCC="208"' in text
     assert 'MSIN="1234500001";' in text and 'USIM_API_K="{}";'.format(LTE_K) in text
-    assert 'OPC="{}";'.format(oai_ue.opc(LTE_K, LTE_OP)) in text
+    assert 'OPC="{}";'.format(ue.opc(LTE_K, LTE_OP)) in text
     assert 'HPLMN= "20895";' in text and 'OPLMN_LIST = ("20895");' in text
 
 
 def test_ue_values_are_checked():
     with pytest.raises(InvalidValue, match="ue-imsi: not set"):
-        oai_ue.values(config_for("enb"))
+        ue.values(config_for("enb"))
     with pytest.raises(InvalidValue, match="does not start with MCC\\+MNC 20895"):
-        oai_ue.values(config_for("enb", **dict(UE, **{"ue-imsi": "001011234500001"})))
+        ue.values(config_for("enb", **dict(UE, **{"ue-imsi": "001011234500001"})))
     with pytest.raises(InvalidValue, match="ue-lte-k"):
-        oai_ue.values(config_for("enb", **dict(UE, **{"ue-lte-k": "x"})))
+        ue.values(config_for("enb", **dict(UE, **{"ue-lte-k": "x"})))
 
 
 def test_attach_step_carries_the_keys_only_in_the_data_section():
-    step = oai_ue.attach_step(oai_ue.values(config_for("enb", **UE)))
+    step = ue.attach_step(ue.values(config_for("enb", **UE)))
     code = step.program().rpartition("\n" + vnfscript.DATA_MARKER + "\n")[0]
-    for secret in (LTE_K, LTE_OP, oai_ue.opc(LTE_K, LTE_OP)):
+    for secret in (LTE_K, LTE_OP, ue.opc(LTE_K, LTE_OP)):
         assert secret not in code and secret not in step.command("ubuntu")
 
 
@@ -85,7 +85,7 @@ def test_ue_actions_under_harness(charm_env):  # noqa: F811
     assert iperf.failed is None, iperf.failed
     assert (iperf.results["received-mbps"], iperf.results["rtt-ms"]) == ("8.4", "21.4")
     text = str(attach.results) + str(iperf.results) + "".join(vnf.commands) + "".join(vnf.statuses)
-    for secret in (LTE_K, LTE_OP, oai_ue.opc(LTE_K, LTE_OP)):
+    for secret in (LTE_K, LTE_OP, ue.opc(LTE_K, LTE_OP)):
         assert secret not in text.lower()
 
 
@@ -113,8 +113,8 @@ def test_ue_sh_attaches_and_measures(tmp_path):
     tools = src / "cmake_targets/nas_sim_tools/build"
     for d in (build, tools, stubs, state, tmp_path / "run", tmp_path / "log"):
         d.mkdir(parents=True)
-    (src / oai_ue.TEMPLATE).parent.mkdir(parents=True)
-    (src / oai_ue.TEMPLATE).write_text(TEMPLATE)
+    (src / ue.TEMPLATE).parent.mkdir(parents=True)
+    (src / ue.TEMPLATE).write_text(TEMPLATE)
     attached = tmp_path / "attached"
     (tools / "conf2uedata").write_text(STUB.format(calls=calls) + 'test -f "$2" && touch .usim.nvram0\n')
     (build / "lte-uesoftmodem").write_text(STUB.format(calls=calls) +
@@ -128,9 +128,9 @@ def test_ue_sh_attaches_and_measures(tmp_path):
     (tmp_path / "run" / "oai-enb.pid").write_text(str(enb.pid))
     for f in list(stubs.iterdir()) + [tools / "conf2uedata", build / "lte-uesoftmodem"]:
         os.chmod(str(f), 0o755)
-    v = oai_ue.values(config_for("enb", **UE))
-    spec = oai_ue.sim_spec(v)
-    spec["files"][0]["src"] = str(src / oai_ue.TEMPLATE)
+    v = ue.values(config_for("enb", **UE))
+    spec = ue.sim_spec(v)
+    spec["files"][0]["src"] = str(src / ue.TEMPLATE)
     spec["files"][0]["dst"] = str(state / "ue.conf")
     step = vnfscript.Step([oai.LIB, "oai/ue.sh"]).secret("UE_SPEC", oai.b64_json(spec))
     step.call("oai_ue_attach", oai.shipped_b64("oai/render.py"), str(src), v.imsi, v.dl_freq, v.prb, 20)
@@ -144,7 +144,7 @@ def test_ue_sh_attaches_and_measures(tmp_path):
         done = calls.read_text().splitlines()
         assert done[0] == "conf2uedata -c {} -o {}".format(state / "ue.conf", build)
         assert done[1] == "lte-uesoftmodem -C 2685000000 -r 50 --rfsim --nokrnmod" and done[2] == "127.0.0.1"
-        rc, out, err = run_step(oai_ue.iperf_step("10.0.9.1", 5), env=env, stubs=stubs, timeout=60)
+        rc, out, err = run_step(ue.iperf_step("10.0.9.1", 5), env=env, stubs=stubs, timeout=60)
         assert rc == 0, out + err
         results = dict(line.split(" ", 2)[1:] for line in out.splitlines() if line.startswith("RESULT "))
         assert results["rtt-ms"] == "21.4"

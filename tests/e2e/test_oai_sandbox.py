@@ -10,8 +10,7 @@ import sys
 import pytest
 from oai_conformance import execute
 
-from vpnaas.oai.lte import mme as oai_mme
-from vpnaas.oai.lte import spgw as oai_spgw
+from vpnaas.oai.lte import mme, spgw
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "charms"))
 import oai_tree  # noqa: E402
@@ -62,7 +61,7 @@ def component_repo(path, comp, values, build_script, extra=None):
 
 def test_synthetic_spgwc_and_mme_pass_twice_and_a_left_placeholder_fails(tmp_path):
     src = tmp_path / "src"
-    spgwc, mme = oai_spgw.SPGWC, copy.copy(oai_mme.COMPONENT)
+    spgwc, mme_component = spgw.SPGWC, copy.copy(mme.COMPONENT)
     configs = {"spgwc": config_for("spgwc"), "mme": config_for("mme")}
     component_repo(src / "spgwc", spgwc, spgwc.config_values(configs["spgwc"], None), "build/scripts/build_spgwc")
     # freeDiameter: recorded at its first commit, pinned at the second (as 13d9601b -> 673ea500).
@@ -71,18 +70,18 @@ def test_synthetic_spgwc_and_mme_pass_twice_and_a_left_placeholder_fails(tmp_pat
     git(fd, "init", "-q", "-b", "master")
     oai_tree.write(str(fd / "peer.c"), "expiry on\n")
     recorded = commit_all(fd, "recorded")
-    mme_repo = component_repo(src / "mme", mme, mme.config_values(configs["mme"], None), "scripts/build_mme",
-                              {"build/tools/build_helper.fd": PULLING_HELPER})
+    mme_repo = component_repo(src / "mme", mme_component, mme_component.config_values(configs["mme"], None),
+                              "scripts/build_mme", {"build/tools/build_helper.fd": PULLING_HELPER})
     git(mme_repo, "submodule", "-q", "add", str(fd), "build/git_submodules/freeDiameter")
     git(mme_repo, "config", "-f", ".gitmodules", "submodule.build/git_submodules/freeDiameter.url", FD_URL)
     commit_all(mme_repo, "with freeDiameter")
-    git(mme_repo, "branch", "-f", mme.ref)
+    git(mme_repo, "branch", "-f", mme_component.ref)
     oai_tree.write(str(fd / "peer.c"), "expiry off\n")
     pinned = commit_all(fd, "Enable DISABLE_PEER_EXPIRY")
-    mme.submodule_pins = (("build/git_submodules/freeDiameter", pinned, "the test's pin"),)
+    mme_component.submodule_pins = (("build/git_submodules/freeDiameter", pinned, "the test's pin"),)
     assert recorded != pinned
 
-    outcomes = execute.execute([("spgwc", spgwc), ("mme", mme)], configs, str(src), [])
+    outcomes = execute.execute([("spgwc", spgwc), ("mme", mme_component)], configs, str(src), [])
     for outcome in outcomes:
         assert outcome.failures == 0, outcome.rows
     spgwc_rows = {(r[0], r[1]): r[4] for r in outcomes[0].rows}

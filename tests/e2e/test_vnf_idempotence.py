@@ -12,6 +12,7 @@ import subprocess
 
 import pytest
 
+from vpnaas.charm import entry
 from vpnaas.core import model, registry, relation_data
 from vpnaas.core import plan as planning
 from vpnaas.oai import component as oai
@@ -87,7 +88,7 @@ def sections(text, name):
 def test_a_step_that_changes_nothing_touches_no_file(tmp_path):
     plan = a_plan()
     assert plan.errors == [] and [p.source for p in plan.devices[0].peers] == ["b/0"]
-    spgwu = next(c.description() for c in registry.load().of_workload("oai") if c.name == "spgwu")
+    spgwu = next(entry.description(c) for c in registry.load().of_workload("oai") if c.name == "spgwu")
     step = remote.tunnel_step(plan, component=lambda s: oai.add_gate(s, spgwu, ["wg-vpn"], "none", 300, wait=0))
     proc = subprocess.run(["unshare", "--net", "--mount", "--propagation", "private", "bash", "-c", OUTER, "step",
                            str(tmp_path)] + step.args, input=step.program(), universal_newlines=True,

@@ -32,8 +32,8 @@ from vpnaas.core import instance, model, relation_data, validation  # noqa: E402
 from vpnaas.core import plan as planning  # noqa: E402
 from vpnaas.core.facts import Facts  # noqa: E402
 from vpnaas.oai import ue_report  # noqa: E402
-from vpnaas.oai import validation as ov  # noqa: E402
-from vpnaas.oai.cn5g import common as oai_cn5g  # noqa: E402
+from vpnaas.oai import validation as oai_validation  # noqa: E402
+from vpnaas.oai.cn5g import common as cn5g_common  # noqa: E402
 from vpnaas.vnf import remote  # noqa: E402
 
 MiB = 1 << 20
@@ -185,21 +185,21 @@ VALIDATORS = {
     "validation.implementation": validation.implementation,
     "validation.ssh_hostname": validation.ssh_hostname,
     "validation.login_name": validation.login_name,
-    "ov.realm": ov.realm,
-    "ov.digits": _v(ov.digits, "d", 3, 15),
-    "ov.secret_hex32": _v(ov.secret_hex32, "k"),
-    "ov.repository": ov.repository,
-    "ov.apt_series": _v(ov.apt_series, "s"),
-    "ov.https_url": _v(ov.https_url, "u"),
-    "ov.git_ref": ov.git_ref,
-    "ov.ipv4": _v(ov.ipv4, "a"),
-    "ov.ipv4_pool": _v(ov.ipv4_pool, "p"),
-    "ov.interface_name": _v(ov.interface_name, "i"),
-    "ov.secret_password": _v(ov.secret_password, "p"),
-    "ov.hex_digits": _v(ov.hex_digits, "h", 6),
-    "ov.db_name": _v(ov.db_name, "n"),
-    "oai_cn5g.dnn": oai_cn5g.dnn,
-    "oai_cn5g.ambr": _v(oai_cn5g.ambr, "a"),
+    "oai_validation.realm": oai_validation.realm,
+    "oai_validation.digits": _v(oai_validation.digits, "d", 3, 15),
+    "oai_validation.secret_hex32": _v(oai_validation.secret_hex32, "k"),
+    "oai_validation.repository": oai_validation.repository,
+    "oai_validation.apt_series": _v(oai_validation.apt_series, "s"),
+    "oai_validation.https_url": _v(oai_validation.https_url, "u"),
+    "oai_validation.git_ref": oai_validation.git_ref,
+    "oai_validation.ipv4": _v(oai_validation.ipv4, "a"),
+    "oai_validation.ipv4_pool": _v(oai_validation.ipv4_pool, "p"),
+    "oai_validation.interface_name": _v(oai_validation.interface_name, "i"),
+    "oai_validation.secret_password": _v(oai_validation.secret_password, "p"),
+    "oai_validation.hex_digits": _v(oai_validation.hex_digits, "h", 6),
+    "oai_validation.db_name": _v(oai_validation.db_name, "n"),
+    "cn5g_common.dnn": cn5g_common.dnn,
+    "cn5g_common.ambr": _v(cn5g_common.ambr, "a"),
     "instance.index (osm-instance)": lambda v: instance.index({"osm-instance": v}),
 }
 

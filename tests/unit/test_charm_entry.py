@@ -5,6 +5,7 @@ import os
 import pytest
 
 from bundle import CHARMS_DIR, build_charms
+from vpnaas.charm import entry
 from vpnaas.charm.base import VpnaasCharm
 from vpnaas.charm.entry import charm_class
 from vpnaas.core import registry
@@ -32,10 +33,10 @@ def test_each_class_is_composed_from_the_entry(name):
     assert cls.__name__ == comp.title + "Charm"
     workload = cls.workload_type
     if comp.describe:
-        assert workload.__name__ == comp.title + "Workload" and workload.component is comp.description()
+        assert workload.__name__ == comp.title + "Workload" and workload.component is entry.description(comp)
     else:
         assert workload.__name__ == "Workload"
-    assert (getattr(workload, "ue", None) is comp.ue_description()) if comp.ue else not hasattr(workload, "ue")
+    assert (getattr(workload, "ue", None) is entry.ue_description(comp)) if comp.ue else not hasattr(workload, "ue")
 
 
 def test_a_charm_folder_with_code_is_refused(tmp_path, monkeypatch):

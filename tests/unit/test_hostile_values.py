@@ -12,8 +12,8 @@ import pytest
 from vpnaas.core import instance, model, policy, relation_data, validation, wgconfig
 from vpnaas.core import plan as planning
 from vpnaas.core.facts import Facts
-from vpnaas.oai import validation as ov
-from vpnaas.oai.cn5g import common as oai_cn5g
+from vpnaas.oai import validation as oai_validation
+from vpnaas.oai.cn5g import common as cn5g_common
 from vpnaas.vnf import remote, vnfscript
 
 GOOD_KEY = "azyyD5rPNkvOsuPWj4SCDlqUDUSnTgq8EaHEHOOuukM="
@@ -63,14 +63,18 @@ VALIDATORS = [
     ("integer", lambda v: validation.integer(v, "i", 0, 65535)),
     ("osm-instance", lambda v: instance.index({"osm-instance": v})),
     # the OAI components' options
-    ("oai realm", ov.realm), ("oai digits", lambda v: ov.digits(v, "mcc", 3, 3)),
-    ("oai repository", ov.repository), ("oai git_ref", ov.git_ref), ("oai https_url", lambda v: ov.https_url(v, "u")),
-    ("oai apt_series", lambda v: ov.apt_series(v, "s")), ("oai ipv4", lambda v: ov.ipv4(v, "a")),
-    ("oai ipv4_pool", lambda v: ov.ipv4_pool(v, "p")), ("oai interface_name", lambda v: ov.interface_name(v, "i")),
-    ("oai secret_password", lambda v: ov.secret_password(v, "db-password")),
-    ("oai hex_digits", lambda v: ov.hex_digits(v, "sd", 6)), ("oai db_name", lambda v: ov.db_name(v, "db-user")),
-    ("oai apt_series", lambda v: ov.apt_series(v, "cassandra-series")), ("oai dnn", oai_cn5g.dnn),
-    ("oai ambr", lambda v: oai_cn5g.ambr(v, "session-ambr-ul")),
+    ("oai realm", oai_validation.realm), ("oai digits", lambda v: oai_validation.digits(v, "mcc", 3, 3)),
+    ("oai repository", oai_validation.repository), ("oai git_ref", oai_validation.git_ref),
+    ("oai https_url", lambda v: oai_validation.https_url(v, "u")),
+    ("oai apt_series", lambda v: oai_validation.apt_series(v, "s")),
+    ("oai ipv4", lambda v: oai_validation.ipv4(v, "a")),
+    ("oai ipv4_pool", lambda v: oai_validation.ipv4_pool(v, "p")),
+    ("oai interface_name", lambda v: oai_validation.interface_name(v, "i")),
+    ("oai secret_password", lambda v: oai_validation.secret_password(v, "db-password")),
+    ("oai hex_digits", lambda v: oai_validation.hex_digits(v, "sd", 6)),
+    ("oai db_name", lambda v: oai_validation.db_name(v, "db-user")),
+    ("oai apt_series", lambda v: oai_validation.apt_series(v, "cassandra-series")), ("oai dnn", cn5g_common.dnn),
+    ("oai ambr", lambda v: cn5g_common.ambr(v, "session-ambr-ul")),
 ]
 SAFE = re.compile(r"[\x21-\x7e]*")
 
@@ -343,7 +347,7 @@ def test_without_an_allowance_a_peer_may_announce_single_addresses_only():
 def test_an_lte_key_never_appears_in_a_message():
     def one(value):
         try:
-            ov.secret_hex32(value, "lte-k")
+            oai_validation.secret_hex32(value, "lte-k")
         except validation.InvalidValue as e:
             for i in range(0, max(1, len(value) - 7)):
                 assert value[i:i + 8] not in str(e)
@@ -353,8 +357,8 @@ def test_an_lte_key_never_appears_in_a_message():
 def test_oai_ipv4_is_the_strict_grammar_on_every_python():
     for bad in ("010.0.0.1", "10.0.0.1%x", "10.0.0.1\n"):
         with pytest.raises(validation.InvalidValue):
-            ov.ipv4(bad, "mme-address")
-    assert ov.ipv4(" 10.0.0.1 ", "mme-address") == "10.0.0.1"
+            oai_validation.ipv4(bad, "mme-address")
+    assert oai_validation.ipv4(" 10.0.0.1 ", "mme-address") == "10.0.0.1"
 
 
 #: Every line of the tunnel step's report (remote.parse_report), each field in turn hostile.

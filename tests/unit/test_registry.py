@@ -4,6 +4,7 @@ import copy
 import pytest
 import yaml
 
+from vpnaas.charm import entry
 from vpnaas.core import refpoints, registry
 
 with open(registry.PATH) as f:
@@ -50,9 +51,9 @@ def test_a_component_ships_its_workload_and_its_own_modules_only():
 
 def test_descriptions_resolve_to_objects_of_the_shared_package():
     reg = registry.load()
-    assert reg.components["spgwu"].description().name == "spgwu"
+    assert entry.description(reg.components["spgwu"]).name == "spgwu"
     with pytest.raises(registry.RegistryError, match="wireguard-proxy has no description"):
-        reg.components["wireguard-proxy"].description()
+        entry.description(reg.components["wireguard-proxy"])
 
 
 @pytest.mark.parametrize("changes,message", [
@@ -68,13 +69,16 @@ def test_descriptions_resolve_to_objects_of_the_shared_package():
     ({"components__hss__workload": "cn5g"}, "component hss: unknown workload 'cn5g'"),
     ({"components__mme__describe": "oai_hss.COMPONENT"}, "oai_hss is not one of its modules"),
     ({"reference_points__s6a__client": "hss"}, "reference point s6a: client must be provider or requirer"),
+    ({"reference_points__n4__binds": "smf"}, "reference point n4: binds must be one of none, provider, requirer, both"),
+    ({"reference_points__s11__binds": "both"}, "reference point s11: a network function that binds by interface name "
+                                               "needs the address label"),
 ])
 def test_a_broken_entry_is_named(changes, message):
     with pytest.raises((registry.RegistryError, ValueError), match=message):
         reg = parsed(**changes)
         for comp in reg.components.values():
             if comp.describe:
-                comp.description()
+                entry.description(comp)
 
 
 def test_a_document_that_is_no_mapping_is_refused():
@@ -121,7 +125,7 @@ def test_the_oai_modules_name_only_their_components_reference_points():
     """An OAI module names a reference point where its NF's configuration binds to it or reaches a
     peer over it: each name is one of the registry's that the component is an end of (a renamed
     or removed reference point fails here, not on a VNF). Its own addresses are the registry's
-    list (oai_cn5g.Cn5gComponent.own_addresses)."""
+    list (cn5g_common.Cn5gComponent.own_addresses)."""
     import ast
     import os
 
@@ -144,9 +148,31 @@ def test_the_oai_modules_name_only_their_components_reference_points():
                 if at is not None and len(node.args) > at and isinstance(node.args[at], ast.Constant):
                     named.append(node.args[at].value)
             elif isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == ["interfaces"]:
-                named += [e.value for e in node.value.elts]
+                named += ["interfaces"]      # the registry's binds say them (below)
         assert set(named) <= its, (module, sorted(set(named) - its))
         checked += len(named)
-        if module in ("oai_amf", "oai_smf", "oai_upf"):
+        if module in ("oai.cn5g.amf", "oai.cn5g.smf", "oai.cn5g.upf"):
             assert "def own_addresses" not in text, module
     assert checked > 20
+    assert {"oai.cn5g.amf", "oai.cn5g.smf", "oai.cn5g.upf"} <= set(ends)
+
+
+def test_what_a_5g_nf_binds_by_interface_name_follows_the_registry(monkeypatch):
+    """The reference points a CN5G NF binds by interface name (its label placeholders) are the
+    registry's ``binds``, nowhere spelled in its module: in a copy of the registry where a reference
+    point is renamed (n11 -> sbi, one edit), the AMF's and the SMF's follow; the AMF never binds db
+    (it is MySQL's client) until the registry says so."""
+    from vpnaas.oai.cn5g import amf, common, smf, upf
+
+    shipped = {c.name: c.interfaces for c in (amf.COMPONENT, smf.COMPONENT, upf.COMPONENT)}
+    assert shipped == {"amf": ("n2", "n11"), "smf": ("n4", "n11"), "upf": ("n3", "n4")}
+    renamed = copy.deepcopy(DOC)
+    renamed["reference-points"] = {("sbi" if k == "n11" else k): v for k, v in DOC["reference-points"].items()}
+    copied = registry.parse(renamed)
+    monkeypatch.setattr(registry, "load", lambda path=registry.PATH: copied)
+    assert (amf.COMPONENT.interfaces, smf.COMPONENT.interfaces, upf.COMPONENT.interfaces) == (
+        ("n2", "sbi"), ("n4", "sbi"), ("n3", "n4"))
+    assert [common.iface(rp) for rp in amf.COMPONENT.interfaces] == ["@N2_IF@", "@SBI_IF@"]
+    amf_binds_db = parsed(reference_points__db__binds="both")
+    monkeypatch.setattr(registry, "load", lambda path=registry.PATH: amf_binds_db)
+    assert amf.COMPONENT.interfaces == ("n2", "n11", "db")

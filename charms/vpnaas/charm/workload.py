@@ -32,9 +32,10 @@ class Workload(Object):
     waits_for_tunnels = False
 
     @classmethod
-    def of(cls, component: Any) -> Any:
+    def of(cls, component: Any, description: Any = None, ue: Any = None) -> Any:
         """The workload class of ``component`` (a registry.Component whose workload kind names this
-        class): the generic charm's has nothing of its own."""
+        class; ``description`` and ``ue``: the objects its entry names, resolved by charm/entry.py):
+        the generic charm's has nothing of its own."""
         return cls
 
     def __init__(self, charm: Any) -> None:

@@ -2,9 +2,10 @@
 between them, and the code each component ships. Read once, checked, and handed out as plain
 values; nothing else in the bundle spells these facts out.
 
-Pure (PyYAML only, which every charm carries as a dependency of ops).
+Pure (PyYAML only, which every charm carries as a dependency of ops): the names an entry gives of
+code (``describe``, ``ue``, a workload's ``class``) are resolved where the class is composed,
+vpnaas/charm/entry.py, never here.
 """
-import importlib
 import ipaddress
 import os
 import re
@@ -24,6 +25,9 @@ class RegistryError(ValueError):
 
 #: The planes a reference point can belong to (registry ``plane``; default control).
 PLANES = ("control", "user")
+#: Which ends' network functions bind their service address on a reference point by interface
+#: name (registry ``binds``; default none): they read the address of a labelled interface.
+BINDS = ("none", "provider", "requirer", "both")
 
 
 class ReferencePoint(NamedTuple):
@@ -43,6 +47,14 @@ class ReferencePoint(NamedTuple):
     #: The side that is the client of the measurements (iperf3 -c, ping: make deploy's measure,
     #: the testbed): ``requirer`` unless the registry says ``provider``.
     client: str = "requirer"
+    #: The ends whose network function binds its service address here by interface name (the
+    #: address label's placeholder in its configuration; oai/cn5g), of ``BINDS``.
+    binds: str = "none"
+
+    def bound_by(self, component: str) -> bool:
+        """Whether ``component``'s network function binds its service address here by interface name."""
+        return ((self.binds in ("provider", "both") and component == self.provider)
+                or (self.binds in ("requirer", "both") and component == self.requirer))
 
     @property
     def label(self) -> str:
@@ -64,33 +76,15 @@ class Component(NamedTuple):
         """Its name as a class name stem: ``wireguard-proxy`` -> ``WireguardProxy``."""
         return "".join(part.capitalize() for part in self.name.split("-"))
 
-    def description(self) -> Any:
-        """The object ``describe`` names (imported from the shared package)."""
-        if not self.describe:
-            raise RegistryError("component {} has no description".format(self.name))
-        return _resolve(self.describe, self.modules, "component " + self.name)
-
-    def ue_description(self) -> Any:
-        """The object ``ue`` names (imported from the shared package)."""
-        return _resolve(self.ue, self.modules, "component " + self.name)
-
-
-def _resolve(dotted: str, modules: List[str], who: str) -> Any:
-    """``module.attribute`` of the shared package, ``module`` one of ``modules``."""
-    module, _, attribute = dotted.rpartition(".")
-    if module not in modules:
-        raise RegistryError("{}: {} is not one of its modules".format(who, module))
-    return getattr(importlib.import_module("vpnaas." + module), attribute)
-
 
 class Workload(NamedTuple):
     name: str
     modules: List[str]
     vnf: List[str]
     fragments: List[str]
-    #: "module.class" of its workload class (a workload.Workload whose ``of(component)`` gives a
-    #: component's own; the core's workload.Workload, or one of ``modules``).
-    cls: str = "workload.Workload"
+    #: "module.class" of its workload class (a charm.workload.Workload whose ``of(...)`` gives a
+    #: component's own; the glue's charm.workload.Workload, or one of ``modules``).
+    cls: str = "charm.workload.Workload"
 
 
 class Registry(NamedTuple):
@@ -113,12 +107,6 @@ class Registry(NamedTuple):
         the others (the core) plus only its own."""
         comp = self.components[component]
         return self.workloads[comp.workload].modules + comp.modules
-
-    def workload_class(self, component: str) -> Any:
-        """The workload class of ``component``, composed from its entry (imports ops: charm side)."""
-        comp = self.components[component]
-        kind = self.workloads[comp.workload]
-        return _resolve(kind.cls, kind.modules + ["charm.workload"], "workload " + kind.name).of(comp)
 
     def all_component_modules(self) -> List[str]:
         out = []
@@ -189,8 +177,14 @@ def _reference_point(name: str, r: Dict[str, Any], components: Dict[str, Compone
     client = r.get("client", "requirer")
     if client not in ("provider", "requirer"):
         raise RegistryError("reference point {}: client must be provider or requirer".format(name))
+    binds = r.get("binds", "none")
+    if binds not in BINDS:
+        raise RegistryError("reference point {}: binds must be one of {}".format(name, ", ".join(BINDS)))
+    if binds != "none" and not labelled:
+        raise RegistryError("reference point {}: a network function that binds by interface name needs the address "
+                            "label (labelled: true)".format(name))
     return ReferencePoint(name, r["provider"], r["requirer"], port, str(tunnel), service, str(r.get("carries") or ""),
-                          labelled, plane, client)
+                          labelled, plane, client, binds)
 
 
 _CACHE: Dict[str, Registry] = {}

@@ -1,6 +1,6 @@
 """OAI component steps: install, configure and the start gate, as shipped VNF-side files.
 
-Pure module (no ops, no SSH). A component (``oai_hss``, ``oai_mme``, ``oai_spgw``, ``oai_enb``)
+Pure module (no ops, no SSH). A component (``lte.hss``, ``lte.mme``, ``lte.spgw``, ``lte.enb``)
 describes its pinned sources, build steps, configuration files and service; this module turns
 that, plus validated charm config and the tunnel plan, into ``vnfscript.Step`` programs made of
 the files in ``vnf/oai/`` (``oai-lib.sh``, ``install.sh``, ``configure*.sh``, ``gate.sh``, the
@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, Generic, Iterable, List, Mapping, NamedT
 from vpnaas.core import config as charm_config
 from vpnaas.core import model
 from vpnaas.core.validation import InvalidValue
-from vpnaas.oai import validation as ov
+from vpnaas.oai import validation as oai_validation
 from vpnaas.vnf import vnfscript
 
 PREFIX = "/usr/local/etc/oai"
@@ -199,13 +199,13 @@ class Component(Generic[V]):
 
 # --------------------------------------------------------------------------- values
 def common_values(config: Options) -> Common:
-    mcc = ov.digits(config.get("mcc"), "mcc", 3, 3)
-    mnc = ov.digits(config.get("mnc"), "mnc", 2, 3)
+    mcc = oai_validation.digits(config.get("mcc"), "mcc", 3, 3)
+    mnc = oai_validation.digits(config.get("mnc"), "mnc", 2, 3)
     return Common(
-        realm=ov.realm(config.get("realm")),
+        realm=oai_validation.realm(config.get("realm")),
         mcc=mcc,
         mnc=mnc,
-        tac=ov.integer(config.get("tac"), "tac", 1, 65533),
+        tac=oai_validation.integer(config.get("tac"), "tac", 1, 65533),
     )
 
 
@@ -213,7 +213,7 @@ def source(component: Component[V], config: Options) -> Tuple[str, str]:
     """(repository, ref): the charm's pinned default unless overridden in config."""
     repo = (config.get("oai-repository") or "").strip() or component.repository
     ref = (config.get("oai-ref") or "").strip() or component.ref
-    return ov.repository(repo), ov.git_ref(ref)
+    return oai_validation.repository(repo), oai_validation.git_ref(ref)
 
 
 def own_address(config: Options, endpoint: str, title: str) -> ipaddress.IPv4Interface:
@@ -235,7 +235,7 @@ def peer_address(config: Options, plan: Optional[model.Plan], endpoint: str, opt
     tunnels set it), otherwise the first service prefix the related peer published."""
     explicit = (config.get(option) or "").strip()
     if explicit:
-        return ov.ipv4(explicit, option)
+        return oai_validation.ipv4(explicit, option)
     dev = plan.device(endpoint) if plan is not None else None
     for peer in dev.peers if dev is not None else []:
         for net in peer.allowed_ips[1:]:
@@ -281,7 +281,7 @@ def values_secrets(component: Component[V], values: V) -> List[str]:
 
 # --------------------------------------------------------------------------- install
 def install_timeout(config: Options) -> int:
-    return ov.integer(config.get("oai-install-timeout", 7200), "oai-install-timeout", 300, 86400)
+    return oai_validation.integer(config.get("oai-install-timeout", 7200), "oai-install-timeout", 300, 86400)
 
 
 def install_plan(component: Component[V], config: Options) -> InstallPlan:

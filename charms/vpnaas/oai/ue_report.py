@@ -16,7 +16,7 @@ import re
 from typing import Any, Dict, Mapping, Optional
 
 from vpnaas.core.validation import InvalidValue, excerpt
-from vpnaas.oai import validation as ov
+from vpnaas.oai import validation as oai_validation
 
 #: iperf3 -J of the longest run ue-iperf allows (300 s) is ~280 KiB (~0.9 KiB per interval), ~370 KiB
 #: in base64: twice that.
@@ -36,10 +36,10 @@ def _result(results: Mapping[str, str], key: str) -> str:
 def attach_results(results: Mapping[str, str]) -> Dict[str, str]:
     """ue-attach's RESULT lines: imsi (6-15 digits), ip (IPv4), interface, seconds."""
     return {
-        "imsi": ov.digits(_result(results, "imsi"), "imsi", 6, 15),
-        "ip": ov.ipv4(_result(results, "ip"), "ip"),
-        "interface": ov.interface_name(_result(results, "interface"), "interface"),
-        "seconds": str(ov.integer(_result(results, "seconds"), "seconds", 0, _SECONDS_MAX)),
+        "imsi": oai_validation.digits(_result(results, "imsi"), "imsi", 6, 15),
+        "ip": oai_validation.ipv4(_result(results, "ip"), "ip"),
+        "interface": oai_validation.interface_name(_result(results, "interface"), "interface"),
+        "seconds": str(oai_validation.integer(_result(results, "seconds"), "seconds", 0, _SECONDS_MAX)),
     }
 
 
@@ -50,7 +50,7 @@ def iperf_results(results: Mapping[str, str]) -> Dict[str, str]:
     if rtt != "none" and not _RTT.fullmatch(rtt):
         raise InvalidValue("rtt-ms: {} is not a round-trip time in ms".format(excerpt(rtt)))
     figures = iperf_figures(_result(results, "iperf3"))
-    return {"ip": ov.ipv4(_result(results, "ip"), "ip"), "rtt-ms": rtt,
+    return {"ip": oai_validation.ipv4(_result(results, "ip"), "ip"), "rtt-ms": rtt,
             "sent-mbps": _shown(figures["sent-mbps"]), "received-mbps": _shown(figures["received-mbps"])}
 
 

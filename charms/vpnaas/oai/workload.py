@@ -22,7 +22,7 @@ from vpnaas.core import model
 from vpnaas.core.validation import InvalidValue
 from vpnaas.oai import component as oai
 from vpnaas.oai import ue_report
-from vpnaas.oai import validation as ov
+from vpnaas.oai import validation as oai_validation
 from vpnaas.vnf import remote, ssh, vnfscript
 
 logger = logging.getLogger(__name__)
@@ -42,14 +42,14 @@ class OaiWorkload(Workload):
     waits_for_tunnels = True
 
     @classmethod
-    def of(cls, component: Any) -> Any:
-        """The workload of an OAI component (a registry.Component): its description
-        (``describe``) as ``component``, and with a UE (``ue``) a UeWorkload."""
-        if component.ue:
+    def of(cls, component: Any, description: Any = None, ue: Any = None) -> Any:
+        """The workload of an OAI component (a registry.Component): its description (the object
+        its ``describe`` names, resolved by charm/entry.py) as ``component``, and with a UE (``ue``)
+        a UeWorkload."""
+        if ue is not None:
             return type(component.title + "Workload", (UeWorkload,), {
-                "component": component.description(), "ue": component.ue_description(), "__module__": __name__})
-        return type(component.title + "Workload", (OaiWorkload,),
-                    {"component": component.description(), "__module__": __name__})
+                "component": description, "ue": ue, "__module__": __name__})
+        return type(component.title + "Workload", (OaiWorkload,), {"component": description, "__module__": __name__})
 
     def __init__(self, charm: VpnaasCharm) -> None:
         super().__init__(charm)
@@ -79,7 +79,7 @@ class OaiWorkload(Workload):
 
     def _prestart_limit(self) -> int:
         try:
-            return ov.integer(
+            return oai_validation.integer(
                 self.config.get("oai-handshake-timeout", PRESTART_LIMIT), "oai-handshake-timeout", 10, 3600
             )
         except InvalidValue:
@@ -326,7 +326,7 @@ class UeWorkload(OaiWorkload):
         return report.results
 
     def _on_ue_attach(self, event: ActionEvent) -> None:
-        timeout = ov.integer(self.config.get("ue-attach-timeout", 120), "ue-attach-timeout", 10, 1800) + 120
+        timeout = oai_validation.integer(self.config.get("ue-attach-timeout", 120), "ue-attach-timeout", 10, 1800) + 120
         results = self._ue_step(event, "ue-attach", self.ue_attach_step, timeout)
         if results is None:
             return
@@ -341,8 +341,8 @@ class UeWorkload(OaiWorkload):
         params: Dict[str, str] = {}
 
         def build() -> vnfscript.Step:
-            server = ov.ipv4(event.params.get("server"), "server")
-            seconds = ov.integer(event.params.get("seconds", 10), "seconds", 1, 300)
+            server = oai_validation.ipv4(event.params.get("server"), "server")
+            seconds = oai_validation.integer(event.params.get("seconds", 10), "seconds", 1, 300)
             params["server"] = server
             return self.ue_iperf_step(server, seconds)
 

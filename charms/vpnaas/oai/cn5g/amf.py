@@ -12,14 +12,14 @@ from typing import Any, Dict, List, NamedTuple, Optional
 
 from vpnaas.core import model
 from vpnaas.oai import component as oai
-from vpnaas.oai import validation as ov
-from vpnaas.oai.cn5g import common as oai_cn5g
+from vpnaas.oai import validation as oai_validation
+from vpnaas.oai.cn5g import common as cn5g_common
 from vpnaas.oai.cn5g.common import NO, YES
 
 
 class AmfValues(NamedTuple):
     common: oai.Common
-    slice: oai_cn5g.Slice
+    slice: cn5g_common.Slice
     n2: str          # own service addresses
     n11: str
     db: str
@@ -32,30 +32,29 @@ class AmfValues(NamedTuple):
     pointer: str
 
 
-class Amf(oai_cn5g.Cn5gComponent[AmfValues]):
+class Amf(cn5g_common.Cn5gComponent[AmfValues]):
     name = "amf"
     title = "AMF"
-    repository = oai_cn5g.repository("amf")
-    ref = oai_cn5g.COMMITS["amf"]
+    repository = cn5g_common.repository("amf")
+    ref = cn5g_common.COMMITS["amf"]
     program = "amf"
     option_sources = ("src/oai_amf",)
-    build_labels = oai_cn5g.build_labels("AMF")
-    interfaces = ("n2", "n11")
+    build_labels = cn5g_common.build_labels("AMF")
 
     def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> AmfValues:
         return AmfValues(
             common=oai.common_values(config),
-            slice=oai_cn5g.slice_values(config),
-            n2=oai_cn5g.address_of(config, "n2", self.title),
-            n11=oai_cn5g.address_of(config, "n11", self.title),
-            db=oai_cn5g.address_of(config, "db", self.title),
+            slice=cn5g_common.slice_values(config),
+            n2=cn5g_common.address_of(config, "n2", self.title),
+            n11=cn5g_common.address_of(config, "n11", self.title),
+            db=cn5g_common.address_of(config, "db", self.title),
             smf_ip=oai.peer_address(config, plan, "n11", "smf-address"),
             mysql_ip=oai.peer_address(config, plan, "db", "mysql-address"),
-            db_user=ov.db_name(config.get("db-user"), "db-user"),
-            db_password=ov.secret_password(config.get("db-password"), "db-password"),
-            region=ov.hex_digits(config.get("amf-region-id"), "amf-region-id", 2),
-            set_id=ov.hex_bits(config.get("amf-set-id"), "amf-set-id", 3, 10),
-            pointer=ov.hex_bits(config.get("amf-pointer"), "amf-pointer", 2, 6),
+            db_user=oai_validation.db_name(config.get("db-user"), "db-user"),
+            db_password=oai_validation.secret_password(config.get("db-password"), "db-password"),
+            region=oai_validation.hex_digits(config.get("amf-region-id"), "amf-region-id", 2),
+            set_id=oai_validation.hex_bits(config.get("amf-set-id"), "amf-set-id", 3, 10),
+            pointer=oai_validation.hex_bits(config.get("amf-pointer"), "amf-pointer", 2, 6),
         )
 
     def secrets(self, values: AmfValues) -> List[str]:
@@ -63,11 +62,11 @@ class Amf(oai_cn5g.Cn5gComponent[AmfValues]):
 
     def document(self, v: AmfValues) -> Dict[str, Any]:
         plmn = {"mcc": v.common.mcc, "mnc": v.common.mnc}
-        doc = oai_cn5g.header()
+        doc = cn5g_common.header()
         doc["nfs"] = {
-            "amf": {"host": v.n11, "sbi": oai_cn5g.sbi("n11"),
-                    "n2": {"interface_name": oai_cn5g.iface("n2"), "port": oai_cn5g.N2_PORT}},
-            "smf": oai_cn5g.peer(v.smf_ip),
+            "amf": {"host": v.n11, "sbi": cn5g_common.sbi("n11"),
+                    "n2": {"interface_name": cn5g_common.iface("n2"), "port": cn5g_common.N2_PORT}},
+            "smf": cn5g_common.peer(v.smf_ip),
         }
         doc["database"] = {"host": v.mysql_ip, "user": v.db_user, "type": "mysql", "password": v.db_password,
                            "database_name": "oai_db", "generate_random": YES, "connection_timeout": 300}

@@ -22,7 +22,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple, TypeVar
 
 from vpnaas.core import registry, validation
 from vpnaas.oai import component as oai
-from vpnaas.oai import validation as ov
+from vpnaas.oai import validation as oai_validation
 from vpnaas.vnf import vnfscript
 
 PREFIX = oai.PREFIX
@@ -108,8 +108,8 @@ class Session(NamedTuple):
 
 def slice_values(config: oai.Options) -> Slice:
     sd = (config.get("sd") or "").strip()
-    return Slice(sst=ov.integer(config.get("sst", 1), "sst", 1, 255),
-                 sd=ov.hex_digits(sd, "sd", 6) if sd else "")
+    return Slice(sst=oai_validation.integer(config.get("sst", 1), "sst", 1, 255),
+                 sd=oai_validation.hex_digits(sd, "sd", 6) if sd else "")
 
 
 #: A DNN has the APN Network Identifier's format: at most 63 octets once encoded as length-prefixed
@@ -122,16 +122,18 @@ def dnn(value: Any, what: str = "dnn") -> str:
     """A data network name: DNS-like labels, lower case, at most MAX_DNN characters."""
     text = validation.word(value or "", what)
     if len(text) > MAX_DNN:
-        raise ov.InvalidValue("{}: {} is {} characters long; a DNN has at most {} (63 octets encoded, 3GPP TS "
-                              "23.003 9.1)".format(what, validation.excerpt(text), len(text), MAX_DNN))
+        raise oai_validation.InvalidValue(
+            "{}: {} is {} characters long; a DNN has at most {} (63 octets encoded, 3GPP TS 23.003 9.1)".format(
+                what, validation.excerpt(text), len(text), MAX_DNN))
     if not re.fullmatch(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*", text):
-        raise ov.InvalidValue("{}: {} is not a data network name such as oai".format(
+        raise oai_validation.InvalidValue("{}: {} is not a data network name such as oai".format(
             what, validation.excerpt(text)))
     return text
 
 
 def session_values(config: oai.Options) -> Session:
-    return Session(dnn=dnn(config.get("dnn")), pool=str(ov.ipv4_pool(config.get("ue-ip-pool"), "ue-ip-pool")))
+    return Session(dnn=dnn(config.get("dnn")),
+                   pool=str(oai_validation.ipv4_pool(config.get("ue-ip-pool"), "ue-ip-pool")))
 
 
 def iface(name: str) -> str:
@@ -172,8 +174,11 @@ class Cn5gComponent(oai.Component[V]):
 
     workdir = PREFIX
     ubuntu = "22.04"
-    #: Its reference points whose service addresses it binds (name -> label placeholder).
-    interfaces: Tuple[str, ...] = ()
+    @property
+    def interfaces(self) -> Tuple[str, ...]:
+        """Its reference points whose service addresses it binds by interface name (each gets a
+        label placeholder, ``iface``): the registry's ``binds``, in the registry's order."""
+        return tuple(rp.name for rp in registry.load().endpoints_of(self.name) if rp.bound_by(self.name))
 
     @property
     def config_path(self) -> str:
@@ -236,5 +241,5 @@ def ambr(value: Any, what: str) -> str:
     """A session AMBR as OAI writes it: digits and a unit (``200Mbps``)."""
     text = validation.word(value or "", what)
     if not re.fullmatch(r"[1-9][0-9]{0,5}(bps|Kbps|Mbps|Gbps)", text):
-        raise ov.InvalidValue("{}: {} is not a rate such as 200Mbps".format(what, validation.excerpt(text)))
+        raise oai_validation.InvalidValue("{}: {} is not a rate such as 200Mbps".format(what, validation.excerpt(text)))
     return text

@@ -9,7 +9,7 @@ strips the prefix of ``GNB_IPV4_ADDRESS_FOR_NG_AMF``/``..._NGU``), so its servic
 directly. It runs as OAI's tutorial runs it with the RF simulator (``--rfsim --sa`` and
 ``--gNBs.[0].min_rxtxtime 6`` for OAI's own UE) from its build folder, where it loads the RF
 simulator library. The nrUE of the same VNF attaches over the RF simulator on loopback
-(oai_nrue.py).
+(nrue.py).
 """
 
 import ipaddress
@@ -17,7 +17,7 @@ from typing import Dict, List, NamedTuple, Optional
 
 from vpnaas.core import model
 from vpnaas.oai import component as oai
-from vpnaas.oai.cn5g import common as oai_cn5g
+from vpnaas.oai.cn5g import common as cn5g_common
 from vpnaas.vnf import vnfscript
 
 PREFIX = oai.PREFIX
@@ -51,7 +51,7 @@ class Gnb(oai.Component[GnbValues]):
         return ["{}/{}/nr-softmodem".format(self.source_dir, BUILD)]
 
     def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> GnbValues:
-        slice_ = oai_cn5g.slice_values(config)
+        slice_ = cn5g_common.slice_values(config)
         return GnbValues(
             common=oai.common_values(config), sst=slice_.sst, sd=slice_.sd,
             n2=oai.own_address(config, "n2", self.title),

@@ -20,8 +20,8 @@ from typing import List, NamedTuple, Optional, Tuple
 
 from vpnaas.core import model
 from vpnaas.oai import component as oai
-from vpnaas.oai import validation as ov
-from vpnaas.oai.cn5g import common as oai_cn5g
+from vpnaas.oai import validation as oai_validation
+from vpnaas.oai.cn5g import common as cn5g_common
 from vpnaas.vnf import vnfscript
 
 #: OAI's database dump of the release, inside the fetched federation repository.
@@ -49,8 +49,8 @@ class MysqlValues(NamedTuple):
 class Mysql(oai.Component[MysqlValues]):
     name = "mysql"
     title = "MySQL"
-    repository = oai_cn5g.GROUP + "oai-cn5g-fed.git"
-    ref = oai_cn5g.FED_COMMIT
+    repository = cn5g_common.GROUP + "oai-cn5g-fed.git"
+    ref = cn5g_common.FED_COMMIT
     program = "mysqld"
     prerequisites = oai.Component.prerequisites + ("mysql-server-8.0",)
     fetch_submodules = False
@@ -63,20 +63,20 @@ class Mysql(oai.Component[MysqlValues]):
 
     def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> MysqlValues:
         common = oai.common_values(config)
-        imsi = ov.digits(config.get("imsi-first"), "imsi-first", 6, 15)
-        users = ov.integer(config.get("number-of-users"), "number-of-users", 1, 10000)
+        imsi = oai_validation.digits(config.get("imsi-first"), "imsi-first", 6, 15)
+        users = oai_validation.integer(config.get("number-of-users"), "number-of-users", 1, 10000)
         plmn = common.mcc + common.mnc
         last = str(int(imsi) + users - 1).zfill(len(imsi))
         if not imsi.startswith(plmn) or len(last) > len(imsi) or not last.startswith(plmn):
-            raise ov.InvalidValue("imsi-first: {} and number-of-users {} leave the PLMN {} (last IMSI {})".format(
-                imsi, users, plmn, last))
-        k = ov.secret_hex32(config.get("subscriber-k"), "subscriber-k")
-        op = ov.secret_hex32(config.get("subscriber-op"), "subscriber-op")
+            raise oai_validation.InvalidValue("imsi-first: {} and number-of-users {} leave the PLMN {} (last IMSI {})"
+                                              .format(imsi, users, plmn, last))
+        k = oai_validation.secret_hex32(config.get("subscriber-k"), "subscriber-k")
+        op = oai_validation.secret_hex32(config.get("subscriber-op"), "subscriber-op")
         return MysqlValues(
             db=str(oai.own_address(config, "db", self.title).ip),
             amf_ip=oai.peer_address(config, plan, "db", "amf-address"),
-            user=ov.db_name(config.get("db-user"), "db-user"),
-            password=ov.secret_password(config.get("db-password"), "db-password"),
+            user=oai_validation.db_name(config.get("db-user"), "db-user"),
+            password=oai_validation.secret_password(config.get("db-password"), "db-password"),
             imsi_first=imsi, users=users, k=k, op=op, opc=oai.opc(k, op))
 
     def secrets(self, values: MysqlValues) -> List[str]:

@@ -13,8 +13,8 @@ the conformance check holds them to the template.
 from typing import List, NamedTuple
 
 from vpnaas.oai import component as oai
-from vpnaas.oai import validation as ov
-from vpnaas.oai.cn5g import common as oai_cn5g
+from vpnaas.oai import validation as oai_validation
+from vpnaas.oai.cn5g import common as cn5g_common
 from vpnaas.oai.cn5g.gnb import BUILD
 from vpnaas.oai.cn5g.gnb import COMPONENT as GNB
 from vpnaas.vnf import vnfscript
@@ -41,20 +41,22 @@ class NrUeValues(NamedTuple):
 def values(config: oai.Options) -> NrUeValues:
     """Validated UE values (raises InvalidValue); the UE is off while ue-imsi is empty."""
     common = oai.common_values(config)
-    ov.nrue_mnc(common.mnc)
+    oai_validation.nrue_mnc(common.mnc)
     imsi = (config.get("ue-imsi") or "").strip()
     if not imsi:
-        raise ov.InvalidValue("ue-imsi: not set; the UE needs an IMSI MySQL provisions (imsi-first ...)")
-    imsi = ov.digits(imsi, "ue-imsi", 6, 15)
+        raise oai_validation.InvalidValue("ue-imsi: not set; the UE needs an IMSI MySQL provisions (imsi-first ...)")
+    imsi = oai_validation.digits(imsi, "ue-imsi", 6, 15)
     if not imsi.startswith(common.mcc + common.mnc):
-        raise ov.InvalidValue("ue-imsi: {} does not start with MCC+MNC {}".format(imsi, common.mcc + common.mnc))
-    k = ov.secret_hex32(config.get("ue-k"), "ue-k")
-    op = ov.secret_hex32(config.get("ue-op"), "ue-op")
-    slice_ = oai_cn5g.slice_values(config)
-    return NrUeValues(common=common, imsi=imsi, k=k, opc=oai.opc(k, op), dnn=oai_cn5g.dnn(config.get("ue-dnn"),
+        raise oai_validation.InvalidValue(
+            "ue-imsi: {} does not start with MCC+MNC {}".format(imsi, common.mcc + common.mnc))
+    k = oai_validation.secret_hex32(config.get("ue-k"), "ue-k")
+    op = oai_validation.secret_hex32(config.get("ue-op"), "ue-op")
+    slice_ = cn5g_common.slice_values(config)
+    return NrUeValues(common=common, imsi=imsi, k=k, opc=oai.opc(k, op), dnn=cn5g_common.dnn(config.get("ue-dnn"),
                                                                                           "ue-dnn"),
                       sst=slice_.sst, sd=slice_.sd,
-                      timeout=ov.integer(config.get("ue-attach-timeout", 120), "ue-attach-timeout", 10, 1800))
+                      timeout=oai_validation.integer(config.get("ue-attach-timeout", 120), "ue-attach-timeout",
+                                                     10, 1800))
 
 
 def _field(key: str, value: str, quoted: bool = True) -> oai.JsonObject:

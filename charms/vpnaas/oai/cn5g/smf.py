@@ -15,15 +15,15 @@ from typing import Any, Dict, NamedTuple, Optional
 
 from vpnaas.core import model
 from vpnaas.oai import component as oai
-from vpnaas.oai import validation as ov
-from vpnaas.oai.cn5g import common as oai_cn5g
+from vpnaas.oai import validation as oai_validation
+from vpnaas.oai.cn5g import common as cn5g_common
 from vpnaas.oai.cn5g.common import NO, YES
 
 
 class SmfValues(NamedTuple):
     common: oai.Common
-    slice: oai_cn5g.Slice
-    session: oai_cn5g.Session
+    slice: cn5g_common.Slice
+    session: cn5g_common.Session
     n11: str        # own service addresses
     n4: str
     amf_ip: str     # the AMF's n11 address
@@ -36,56 +36,55 @@ class SmfValues(NamedTuple):
     ambr_dl: str
 
 
-class Smf(oai_cn5g.Cn5gComponent[SmfValues]):
+class Smf(cn5g_common.Cn5gComponent[SmfValues]):
     name = "smf"
     title = "SMF"
-    repository = oai_cn5g.repository("smf")
-    ref = oai_cn5g.COMMITS["smf"]
+    repository = cn5g_common.repository("smf")
+    ref = cn5g_common.COMMITS["smf"]
     program = "smf"
     option_sources = ("src/oai_smf",)
-    build_labels = oai_cn5g.build_labels("SMF")
-    interfaces = ("n4", "n11")
+    build_labels = cn5g_common.build_labels("SMF")
 
     def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> SmfValues:
         return SmfValues(
             common=oai.common_values(config),
-            slice=oai_cn5g.slice_values(config),
-            session=oai_cn5g.session_values(config),
-            n11=oai_cn5g.address_of(config, "n11", self.title),
-            n4=oai_cn5g.address_of(config, "n4", self.title),
+            slice=cn5g_common.slice_values(config),
+            session=cn5g_common.session_values(config),
+            n11=cn5g_common.address_of(config, "n11", self.title),
+            n4=cn5g_common.address_of(config, "n4", self.title),
             amf_ip=oai.peer_address(config, plan, "n11", "amf-address"),
             upf_ip=oai.peer_address(config, plan, "n4", "upf-address"),
-            dns1=ov.ipv4(config.get("dns-primary"), "dns-primary"),
-            dns2=ov.ipv4(config.get("dns-secondary"), "dns-secondary"),
-            ue_mtu=ov.integer(config.get("ue-mtu", 1376), "ue-mtu", 1280, 1500),
+            dns1=oai_validation.ipv4(config.get("dns-primary"), "dns-primary"),
+            dns2=oai_validation.ipv4(config.get("dns-secondary"), "dns-secondary"),
+            ue_mtu=oai_validation.integer(config.get("ue-mtu", 1376), "ue-mtu", 1280, 1500),
             # 1-254: the SMF's reader refuses 255 (qos_profile_config_value, smf_config_types.cpp).
-            five_qi=ov.integer(config.get("qos-5qi", 9), "qos-5qi", 1, 254),
-            ambr_ul=oai_cn5g.ambr(config.get("session-ambr-ul"), "session-ambr-ul"),
-            ambr_dl=oai_cn5g.ambr(config.get("session-ambr-dl"), "session-ambr-dl"),
+            five_qi=oai_validation.integer(config.get("qos-5qi", 9), "qos-5qi", 1, 254),
+            ambr_ul=cn5g_common.ambr(config.get("session-ambr-ul"), "session-ambr-ul"),
+            ambr_dl=cn5g_common.ambr(config.get("session-ambr-dl"), "session-ambr-dl"),
         )
 
     def document(self, v: SmfValues) -> Dict[str, Any]:
-        doc = oai_cn5g.header()
+        doc = cn5g_common.header()
         doc["nfs"] = {
-            "amf": oai_cn5g.peer(v.amf_ip),
-            "smf": {"host": v.n11, "sbi": oai_cn5g.sbi("n11"),
-                    "n4": {"interface_name": oai_cn5g.iface("n4"), "port": oai_cn5g.N4_PORT}},
+            "amf": cn5g_common.peer(v.amf_ip),
+            "smf": {"host": v.n11, "sbi": cn5g_common.sbi("n11"),
+                    "n4": {"interface_name": cn5g_common.iface("n4"), "port": cn5g_common.N4_PORT}},
         }
         doc["smf"] = {
             "ue_mtu": v.ue_mtu,
             "support_features": {"use_local_subscription_info": YES, "use_local_pcc_rules": YES},
-            "upfs": [{"host": v.upf_ip, "port": oai_cn5g.N4_PORT, "config": {"enable_usage_reporting": NO},
+            "upfs": [{"host": v.upf_ip, "port": cn5g_common.N4_PORT, "config": {"enable_usage_reporting": NO},
                       "upf_info": {"interfaceUpfInfoList": [
                           {"interfaceType": "N3", "networkInstance": "access.oai.org"},
                           {"interfaceType": "N6", "networkInstance": "core.oai.org"}]}}],
             "ue_dns": {"primary_ipv4": v.dns1, "secondary_ipv4": v.dns2},
             "ims": {"pcscf_ipv4": "127.0.0.1"},
-            "smf_info": oai_cn5g.served(v.slice, v.session, "Smf"),
+            "smf_info": cn5g_common.served(v.slice, v.session, "Smf"),
             "local_subscription_infos": [{
                 "single_nssai": v.slice.as_dict(), "dnn": v.session.dnn,
                 "qos_profile": {"5qi": v.five_qi, "session_ambr_ul": v.ambr_ul, "session_ambr_dl": v.ambr_dl}}],
         }
-        doc["dnns"] = oai_cn5g.dnns(v.session)
+        doc["dnns"] = cn5g_common.dnns(v.session)
         return doc
 
 

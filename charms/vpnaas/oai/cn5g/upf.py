@@ -14,41 +14,40 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from vpnaas.core import model
 from vpnaas.oai import component as oai
-from vpnaas.oai import validation as ov
-from vpnaas.oai.cn5g import common as oai_cn5g
+from vpnaas.oai import validation as oai_validation
+from vpnaas.oai.cn5g import common as cn5g_common
 from vpnaas.oai.cn5g.common import NO
 
 
 class UpfValues(NamedTuple):
     common: oai.Common
-    slice: oai_cn5g.Slice
-    session: oai_cn5g.Session
+    slice: cn5g_common.Slice
+    session: cn5g_common.Session
     n3: str        # own service addresses
     n4: str
     smf_ip: str    # the SMF's n4 address
     n6: str        # N6's interface name, "" for the default route's
 
 
-class Upf(oai_cn5g.Cn5gComponent[UpfValues]):
+class Upf(cn5g_common.Cn5gComponent[UpfValues]):
     name = "upf"
     title = "UPF"
-    repository = oai_cn5g.repository("upf")
-    ref = oai_cn5g.COMMITS["upf"]
+    repository = cn5g_common.repository("upf")
+    ref = cn5g_common.COMMITS["upf"]
     program = "upf"
     option_sources = ("src/oai_upf",)
-    build_labels = oai_cn5g.build_labels("UPF")
-    interfaces = ("n3", "n4")
+    build_labels = cn5g_common.build_labels("UPF")
     prerequisites = oai.Component.prerequisites + ("iptables",)
 
     def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> UpfValues:
         return UpfValues(
             common=oai.common_values(config),
-            slice=oai_cn5g.slice_values(config),
-            session=oai_cn5g.session_values(config),
-            n3=oai_cn5g.address_of(config, "n3", self.title),
-            n4=oai_cn5g.address_of(config, "n4", self.title),
+            slice=cn5g_common.slice_values(config),
+            session=cn5g_common.session_values(config),
+            n3=cn5g_common.address_of(config, "n3", self.title),
+            n4=cn5g_common.address_of(config, "n4", self.title),
             smf_ip=oai.peer_address(config, plan, "n4", "smf-address"),
-            n6=ov.interface_name(config.get("n6-interface"), "n6-interface"),
+            n6=oai_validation.interface_name(config.get("n6-interface"), "n6-interface"),
         )
 
     def n6(self, values: UpfValues) -> str:
@@ -59,12 +58,12 @@ class Upf(oai_cn5g.Cn5gComponent[UpfValues]):
         return [("nat", "{} {}".format(values.session.pool, values.n6).strip())]
 
     def document(self, v: UpfValues) -> Dict[str, Any]:
-        doc = oai_cn5g.header()
-        gtpu = {"interface_name": oai_cn5g.iface("n3"), "port": oai_cn5g.GTPU_PORT}
+        doc = cn5g_common.header()
+        gtpu = {"interface_name": cn5g_common.iface("n3"), "port": cn5g_common.GTPU_PORT}
         doc["nfs"] = {"upf": {
-            "host": v.n4, "sbi": oai_cn5g.sbi("n4"), "n3": gtpu,
-            "n4": {"interface_name": oai_cn5g.iface("n4"), "port": oai_cn5g.N4_PORT},
-            "n6": {"interface_name": oai_cn5g.iface("n6")}, "n9": dict(gtpu)}}
+            "host": v.n4, "sbi": cn5g_common.sbi("n4"), "n3": gtpu,
+            "n4": {"interface_name": cn5g_common.iface("n4"), "port": cn5g_common.N4_PORT},
+            "n6": {"interface_name": cn5g_common.iface("n6")}, "n9": dict(gtpu)}}
         doc["upf"] = {
             "support_features": {"enable_bpf_datapath": NO, "enable_snat": NO},
             "remote_n6_gw": "localhost",  # OAI's own value: the simple switch uses no N6 gateway
@@ -72,9 +71,9 @@ class Upf(oai_cn5g.Cn5gComponent[UpfValues]):
             # a bare address makes yaml-cpp throw there, the UPF loses smfs and upf_info and never
             # associates (docs/cn5g.md).
             "smfs": [{"host": v.smf_ip}],
-            "upf_info": oai_cn5g.served(v.slice, v.session, "Upf"),
+            "upf_info": cn5g_common.served(v.slice, v.session, "Upf"),
         }
-        doc["dnns"] = oai_cn5g.dnns(v.session)
+        doc["dnns"] = cn5g_common.dnns(v.session)
         return doc
 
 

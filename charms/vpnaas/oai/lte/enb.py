@@ -13,7 +13,7 @@ from typing import Dict, List, NamedTuple, Optional
 
 from vpnaas.core import model
 from vpnaas.oai import component as oai
-from vpnaas.oai import validation as ov
+from vpnaas.oai import validation as oai_validation
 from vpnaas.vnf import vnfscript
 
 PREFIX = oai.PREFIX
@@ -58,11 +58,12 @@ class Enb(oai.Component[EnbValues]):
             s1c=oai.own_address(config, "s1c", self.title),
             s1u=oai.own_address(config, "s1u", self.title),
             mme_ip=oai.peer_address(config, plan, "s1c", "mme-address"),
-            dl_freq=ov.integer(config.get("downlink-frequency"), "downlink-frequency", 400000000, 6000000000),
-            prb=ov.integer(config.get("prb"), "prb", 6, 100),
+            dl_freq=oai_validation.integer(config.get("downlink-frequency"), "downlink-frequency",
+                                           400000000, 6000000000),
+            prb=oai_validation.integer(config.get("prb"), "prb", 6, 100),
         )
         if values.prb not in PRBS:
-            raise ov.InvalidValue(
+            raise oai_validation.InvalidValue(
                 "prb: {} is not one of {}".format(values.prb, ", ".join(str(p) for p in PRBS))
             )
         return values

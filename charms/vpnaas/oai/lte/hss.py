@@ -18,7 +18,7 @@ from typing import List, NamedTuple, Optional, Tuple
 
 from vpnaas.core import model
 from vpnaas.oai import component as oai
-from vpnaas.oai import validation as ov
+from vpnaas.oai import validation as oai_validation
 from vpnaas.vnf import vnfscript
 
 PREFIX = oai.PREFIX
@@ -76,9 +76,9 @@ class Hss(oai.Component[HssValues]):
     def install_args(self, config: oai.Options) -> List[str]:
         """Cassandra's apt source (oai_prepare_hss in install.sh installs Cassandra from it)."""
         return [
-            ov.repository(config.get("cassandra-apt-repository") or "", "cassandra-apt-repository"),
-            ov.apt_series(config.get("cassandra-series") or "", "cassandra-series"),
-            ov.https_url(config.get("cassandra-keys-url") or "", "cassandra-keys-url"),
+            oai_validation.repository(config.get("cassandra-apt-repository") or "", "cassandra-apt-repository"),
+            oai_validation.apt_series(config.get("cassandra-series") or "", "cassandra-series"),
+            oai_validation.https_url(config.get("cassandra-keys-url") or "", "cassandra-keys-url"),
         ]
 
     def before_units(self) -> List[str]:
@@ -89,21 +89,22 @@ class Hss(oai.Component[HssValues]):
             common=oai.common_values(config),
             hss_ip=str(oai.own_address(config, "s6a", self.title).ip),
             mme_ip=oai.peer_address(config, plan, "s6a", "mme-address"),
-            imsi_first=ov.digits(config.get("imsi-first"), "imsi-first", 6, 15),
-            msisdn_first=ov.digits(config.get("msisdn-first"), "msisdn-first", 5, 15),
-            users=ov.integer(config.get("number-of-users"), "number-of-users", 1, 100000),
-            cassandra_timeout=ov.integer(config.get("cassandra-timeout", 600), "cassandra-timeout", 30, 3600),
-            lte_k=ov.secret_hex32(config.get("lte-k"), "lte-k"),
-            lte_op=ov.secret_hex32(config.get("lte-op"), "lte-op"),
+            imsi_first=oai_validation.digits(config.get("imsi-first"), "imsi-first", 6, 15),
+            msisdn_first=oai_validation.digits(config.get("msisdn-first"), "msisdn-first", 5, 15),
+            users=oai_validation.integer(config.get("number-of-users"), "number-of-users", 1, 100000),
+            cassandra_timeout=oai_validation.integer(config.get("cassandra-timeout", 600), "cassandra-timeout",
+                                                     30, 3600),
+            lte_k=oai_validation.secret_hex32(config.get("lte-k"), "lte-k"),
+            lte_op=oai_validation.secret_hex32(config.get("lte-op"), "lte-op"),
         )
         plmn = values.common.mcc + values.common.mnc
         if not values.imsi_first.startswith(plmn):
-            raise ov.InvalidValue(
+            raise oai_validation.InvalidValue(
                 "imsi-first: {} does not start with MCC+MNC {}".format(values.imsi_first, plmn)
             )
         last = str(int(values.imsi_first) + values.users - 1).zfill(len(values.imsi_first))
         if len(last) > len(values.imsi_first) or not last.startswith(plmn):
-            raise ov.InvalidValue(
+            raise oai_validation.InvalidValue(
                 "number-of-users: {} users from {} leave the PLMN (last IMSI {})".format(
                     values.users, values.imsi_first, last
                 )

@@ -10,7 +10,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from vpnaas.core import model
 from vpnaas.oai import component as oai
-from vpnaas.oai import validation as ov
+from vpnaas.oai import validation as oai_validation
 from vpnaas.vnf import vnfscript
 
 PREFIX = oai.PREFIX
@@ -61,8 +61,8 @@ class Mme(oai.Component[MmeValues]):
             s1c=oai.own_address(config, "s1c", self.title),
             hss_ip=oai.peer_address(config, plan, "s6a", "hss-address"),
             sgw_ip=oai.peer_address(config, plan, "s11", "sgw-s11-address"),
-            gid=ov.integer(config.get("mme-gid"), "mme-gid", 0, 65535),
-            code=ov.integer(config.get("mme-code"), "mme-code", 0, 255),
+            gid=oai_validation.integer(config.get("mme-gid"), "mme-gid", 0, 65535),
+            code=oai_validation.integer(config.get("mme-code"), "mme-code", 0, 255),
         )
 
     def run_argv(self, values: MmeValues) -> List[str]:

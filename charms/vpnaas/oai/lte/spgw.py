@@ -11,7 +11,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from vpnaas.core import model
 from vpnaas.oai import component as oai
-from vpnaas.oai import validation as ov
+from vpnaas.oai import validation as oai_validation
 from vpnaas.vnf import vnfscript
 
 PREFIX = oai.PREFIX
@@ -98,9 +98,9 @@ class Spgwc(oai.Component[SpgwcValues]):
             sxab=oai.own_address(config, "sxab", self.title),
             mme_ip=oai.peer_address(config, plan, "s11", "mme-address"),
             spgwu_ip=oai.peer_address(config, plan, "sxab", "spgwu-address"),
-            pool=ov.ipv4_pool(config.get("ue-ip-pool"), "ue-ip-pool"),
-            dns1=ov.ipv4(config.get("dns-primary"), "dns-primary"),
-            dns2=ov.ipv4(config.get("dns-secondary"), "dns-secondary"),
+            pool=oai_validation.ipv4_pool(config.get("ue-ip-pool"), "ue-ip-pool"),
+            dns1=oai_validation.ipv4(config.get("dns-primary"), "dns-primary"),
+            dns2=oai_validation.ipv4(config.get("dns-secondary"), "dns-secondary"),
         )
 
     def run_argv(self, values: SpgwcValues) -> List[str]:
@@ -183,8 +183,8 @@ class Spgwu(oai.Component[SpgwuValues]):
             s1u=oai.own_address(config, "s1u", self.title),
             sxab=oai.own_address(config, "sxab", self.title),
             spgwc_ip=oai.peer_address(config, plan, "sxab", "spgwc-address"),
-            pool=ov.ipv4_pool(config.get("ue-ip-pool"), "ue-ip-pool"),
-            sgi=ov.interface_name(config.get("sgi-interface"), "sgi-interface"),
+            pool=oai_validation.ipv4_pool(config.get("ue-ip-pool"), "ue-ip-pool"),
+            sgi=oai_validation.interface_name(config.get("sgi-interface"), "sgi-interface"),
         )
 
     def run_argv(self, values: SpgwuValues) -> List[str]:

@@ -12,7 +12,7 @@ a 0600 file in the state folder. OPc = AES-128_K(OP) xor OP (3GPP TS 35.206), co
 from typing import List, NamedTuple
 
 from vpnaas.oai import component as oai
-from vpnaas.oai import validation as ov
+from vpnaas.oai import validation as oai_validation
 from vpnaas.oai.lte.enb import COMPONENT as ENB
 from vpnaas.vnf import vnfscript
 
@@ -40,18 +40,19 @@ def values(config: oai.Options) -> UeValues:
     common = oai.common_values(config)
     imsi = (config.get("ue-imsi") or "").strip()
     if not imsi:
-        raise ov.InvalidValue("ue-imsi: not set; the UE needs an IMSI the HSS provisions (imsi-first ...)")
-    imsi = ov.digits(imsi, "ue-imsi", 6, 15)
+        raise oai_validation.InvalidValue("ue-imsi: not set; the UE needs an IMSI the HSS provisions (imsi-first ...)")
+    imsi = oai_validation.digits(imsi, "ue-imsi", 6, 15)
     plmn = common.mcc + common.mnc
     if not imsi.startswith(plmn):
-        raise ov.InvalidValue("ue-imsi: {} does not start with MCC+MNC {}".format(imsi, plmn))
-    k = ov.secret_hex32(config.get("ue-lte-k"), "ue-lte-k")
-    op = ov.secret_hex32(config.get("ue-lte-op"), "ue-lte-op")
+        raise oai_validation.InvalidValue("ue-imsi: {} does not start with MCC+MNC {}".format(imsi, plmn))
+    k = oai_validation.secret_hex32(config.get("ue-lte-k"), "ue-lte-k")
+    op = oai_validation.secret_hex32(config.get("ue-lte-op"), "ue-lte-op")
     return UeValues(common=common, imsi=imsi, k=k, opc=opc(k, op),
-                    msisdn=ov.digits(config.get("ue-msisdn") or "33611123456", "ue-msisdn", 5, 15),
-                    dl_freq=ov.integer(config.get("downlink-frequency"), "downlink-frequency", 400000000, 6000000000),
-                    prb=ov.integer(config.get("prb"), "prb", 6, 100),
-                    timeout=ov.integer(config.get("ue-attach-timeout", 120), "ue-attach-timeout", 10, 1800))
+                    msisdn=oai_validation.digits(config.get("ue-msisdn") or "33611123456", "ue-msisdn", 5, 15),
+                    dl_freq=oai_validation.integer(config.get("downlink-frequency"), "downlink-frequency",
+                                                   400000000, 6000000000),
+                    prb=oai_validation.integer(config.get("prb"), "prb", 6, 100),
+                    timeout=oai_validation.integer(config.get("ue-attach-timeout", 120), "ue-attach-timeout", 10, 1800))
 
 
 def _field(key: str, value: str, what: str) -> oai.JsonObject:
