@@ -12,7 +12,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _conformance(*args, env_extra=None):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "scripts"))
+    # as make runs it: bundle.params reads the 5QI table of vpnaas.core.qos
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "scripts"), os.path.join(ROOT, "charms")]))
     env.pop("OSM_SRC", None)
     env.update(env_extra or {})
     return subprocess.run(
