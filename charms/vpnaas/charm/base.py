@@ -115,7 +115,14 @@ class VpnaasCharm(CharmBase):
         """The plan from config, relation data (without a relation being broken in this hook),
         the manual peers and what this very VNF reported about itself last time."""
         with CLOCK.phase("plan"):
-            plan = planning.build_plan(dict(self.config), self.endpoints, self.tunnels.snapshot(),
+            # No relation is read before ssh-hostname is set: nothing can be applied yet, and a read
+            # would leave the unit agent's cache holding the peers' keyless data until each one's
+            # next relation-changed (Juju 2.9 keeps related units' settings across hooks and
+            # actions, worker/uniter/runner/context/contextfactory.go getContextRelations), so the
+            # first session could not take the keys they publish meanwhile: one session each.
+            relations = (self.tunnels.snapshot() if (self.config.get("ssh-hostname") or "").strip()
+                         else {ep.name: [] for ep in self.endpoints})
+            plan = planning.build_plan(dict(self.config), self.endpoints, relations,
                                        self._manual_peers() if manual_peers is None else manual_peers,
                                        facts=self.known_facts(), incumbents=json.loads(self._stored.claims),
                                        own_keys=set(json.loads(self._stored.public_keys).values()),
