@@ -213,7 +213,7 @@ class VpnaasCharm(CharmBase):
         fields = list(relation_data.KEYS) + [relation_data.WANTS_PEER_KEYS] + list(relation_data.ROTATION_KEYS)
         # peer-keys only wakes a unit that waits for its tunnels, or that rotates a key (the
         # peers confirm the new key with it: rotation.py).
-        waits = self.workload.waits_for_tunnels or json.loads(self._stored.rotating)
+        waits = self.workload.awaits_peer_keys() or json.loads(self._stored.rotating)
         return fields + [relation_data.PEER_KEYS] if waits else fields
 
     def _nothing_to_do(self, event: Any) -> bool:
@@ -393,6 +393,12 @@ class VpnaasCharm(CharmBase):
             return Outcome(plan, obs, "")
         except ReconcileFailed as e:
             return Outcome(self.build_plan(), None, str(e))
+        finally:
+            # An action that changed which fields matter (a start that now waits for its peers'
+            # peer-keys) leaves no cache taken over the others: the next hook reaches the charm.
+            cached = relation_cache.load(self.state_dir)
+            if cached is not None and cached["fields"] != self.cache_fields():
+                relation_cache.forget(self.state_dir)
 
 
 class Outcome(object):

@@ -16,8 +16,9 @@ relations.
 
 The reconcile still decides on the whole state whenever it runs: a change in another relation
 comes with that relation's own relation-changed hook, which is not skipped. ``peer-keys`` is
-part of the digest for charms whose component waits for its tunnels
-(``VpnaasCharm.waits_for_tunnels``), so their wake-up is never lost; ``wants-peer-keys`` always
+part of the digest while this unit's component waits for it (``Workload.awaits_peer_keys``: an OAI
+start waiting for its handshakes) or a key of its own rotates, so their wake-up is never lost; an
+action that changes this drops the cache (``VpnaasCharm.after_action``). ``wants-peer-keys`` always
 is, as it decides what this unit publishes.
 
 The cache is a file in the unit's state directory (``unitstate``), not ops' stored state: the
