@@ -23,6 +23,7 @@ from charms_helpers import (
     harness_for,
 )
 
+from vpnaas.charm import relation_cache
 from vpnaas.core import refpoints
 from vpnaas.vnf import ssh
 
@@ -260,6 +261,26 @@ def test_day1_sequence_start_waits_for_the_handshake(charm_env, name):
     assert harness.charm.unit.status.name == "active", harness.charm.unit.status.message
     stop = act(harness, "oai-stop")
     assert stop.results["result"] == "stopped" and not vnf.started
+
+
+def test_peer_keys_wake_a_component_only_while_its_start_waits_for_them(charm_env):
+    """While OSM's config primitives run no start is wanted: a peer's peer-keys alone then ends in
+    the hook gate. The start that waits for its handshake drops the cache taken without them, and
+    from then on they wake the unit, until its service runs."""
+    make, vnf = charm_env
+    harness = make("mme")
+    charm = harness.charm
+    assert "peer-keys" not in charm.cache_fields()
+    relation_cache.save(charm.state_dir, relation_cache.make(["s6a"], charm.cache_fields(), "fp", {}))
+    relation_cache.promote(charm.state_dir)
+    assert act(harness, "oai-install").failed is None and act(harness, "oai-configure").failed is None
+    assert relation_cache.load(charm.state_dir) is not None       # nothing waits yet: the cache holds
+    assert act(harness, "oai-start").results["result"].startswith("start pending")
+    assert "peer-keys" in charm.cache_fields()
+    assert relation_cache.load(charm.state_dir) is None
+    vnf.handshake = True
+    harness.charm.on.update_status.emit()
+    assert vnf.started and "peer-keys" not in charm.cache_fields()
 
 
 @pytest.mark.parametrize("name", sorted(COMPONENTS))

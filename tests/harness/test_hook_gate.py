@@ -111,3 +111,23 @@ def test_peer_keys_wake_the_generic_charm_while_it_rotates_a_key(hub):
     _gate_then_charm(hub, {"next-endpoint": "192.168.8.20:51920", "next-peer-keys": new})
     assert ready.charm.cache_fields()[-1] == "peer-keys"
     assert _gate_then_charm(hub, {"peer-keys": new}) == (False, False)
+
+
+def test_a_joined_hook_ends_in_the_gate_and_its_changed_hook_applies_the_peer_with_one_session(hub, vnf):
+    """Juju runs relation-changed for a unit right after its relation-joined (ChangedPending): the
+    gate and the charm both leave the work to it, so a joining spoke costs one reconcile."""
+    ready, _rel, _pending, reconciles = hub
+    ready.configure(**{"vpn-tunnel-address": "10.9.0.1/24"})
+    new = ready.harness.add_relation("vpn", "c")
+    env = {"JUJU_DISPATCH_PATH": "hooks/vpn-relation-joined", "JUJU_CHARM_DIR": str(ready.charm.charm_dir),
+           "JUJU_RELATION": "vpn", "JUJU_RELATION_ID": "vpn:{}".format(new), "JUJU_REMOTE_UNIT": "c/0",
+           "JUJU_UNIT_NAME": ready.charm.unit.name}
+    assert hookgate.nothing_to_do(env)
+    before, sessions = len(reconciles), vnf.logins
+    ready.harness.add_relation_unit(new, "c/0")
+    assert len(reconciles) == before and vnf.logins == sessions
+    key = keypair()[1]
+    ready.harness.update_relation_data(new, "c/0", peer_data(key, endpoint="192.168.8.23:51820",
+                                                            tunnel="10.9.0.3/24", service="172.16.0.3/32"))
+    assert key in vnf.peer_keys("wg-vpn")
+    assert len(reconciles) == before + 1 and vnf.logins == sessions + 1

@@ -4,7 +4,7 @@ checks read everything. Membership is relation-list's in every hook, and nothing
 used. The real charm, logged in to a fake VNF."""
 import pytest
 from fake_vnf import keypair
-from harness_helpers import peer_data
+from harness_helpers import CONFIG, peer_data
 
 from vpnaas.charm import relation_cache, relation_memory
 from vpnaas.core.hookclock import CLOCK
@@ -104,3 +104,36 @@ def test_the_memory_goes_through_its_file_and_back(hub, tmp_path):
     unit.charm.memory.save(str(tmp_path))
     again = relation_memory.load(str(tmp_path))
     assert again.as_dict() == unit.charm.memory.as_dict()
+
+
+def test_nothing_related_is_read_before_ssh_hostname_so_the_first_session_takes_every_key(proxy, vnf):
+    """Before the config primitive sets ssh-hostname no run reads a related unit's data: Juju 2.9's
+    unit agent would keep that (keyless) reading for actions and other relations' hooks until the
+    unit's own next relation-changed, so the first session could not take the keys the spokes
+    published meanwhile, each costing a session of its own."""
+    unit = proxy
+    unit.harness.disable_hooks()
+    rels = {}
+    for i in (1, 2):
+        rels[i] = unit.relate("vpn", "s{}/0".format(i), {})
+    unit.harness.enable_hooks()
+    reads = Reads(unit.harness)
+    assert unit.act("generate-ssh-key").results == {"generated": "true"}
+    unit.act("get-ssh-public-key")
+    unit.charm.on.config_changed.emit()
+    unit.charm.on.update_status.emit()
+    assert reads.remote == []
+    vnf.authorize(unit.charm.keystore.public_key())
+    keys = {}
+    unit.harness.disable_hooks()      # the spokes publish; their relation-changed hooks wait in the queue
+    for i in (1, 2):
+        keys[i] = keypair()[1]
+        unit.harness.update_relation_data(rels[i], "s{}/0".format(i), peer_data(
+            keys[i], endpoint="192.168.8.{}:51820".format(20 + i), tunnel="10.9.0.{}/24".format(1 + i),
+            service="172.16.3.{}/32".format(i)))
+    unit.harness.update_config(dict(CONFIG, **{"vpn-tunnel-address": "10.9.0.1/24"}))
+    unit.harness.enable_hooks()
+    unit.charm.on.config_changed.emit()
+    assert set(reads.remote) == {"s1/0", "s2/0"}
+    assert set(vnf.peer_keys("wg-vpn")) == {keys[1], keys[2]}
+    reads.undo()

@@ -148,8 +148,7 @@ def test_a_unit_the_cache_does_not_know_runs_the_charm(unit, monkeypatch):
     assert not hookgate.nothing_to_do(env_for(unit[0], remote="s9/0"))
 
 
-@pytest.mark.parametrize("hook", ["hooks/vpn-relation-created", "hooks/vpn-relation-joined",
-                                  "hooks/vpn-relation-changed"])
+@pytest.mark.parametrize("hook", ["hooks/vpn-relation-created", "hooks/vpn-relation-changed"])
 def test_before_the_config_primitive_arriving_relation_hooks_end_here(unit, monkeypatch, hook):
     tools = Tools(monkeypatch, config={"ssh-hostname": ""}, data={"2": {"s1/0": {}}})
     assert hookgate.nothing_to_do(env_for(unit[0], hook=hook))
@@ -158,13 +157,31 @@ def test_before_the_config_primitive_arriving_relation_hooks_end_here(unit, monk
 
 def test_an_unset_option_counts_as_empty(unit, monkeypatch):
     Tools(monkeypatch, config={}, data={"2": {"s1/0": {}}})
-    assert hookgate.nothing_to_do(env_for(unit[0], hook="hooks/vpn-relation-joined"))
+    assert hookgate.nothing_to_do(env_for(unit[0], hook="hooks/vpn-relation-created", remote=None))
 
 
-def test_with_a_hostname_joined_and_created_run_the_charm(unit, monkeypatch):
+def test_with_a_hostname_created_runs_the_charm(unit, monkeypatch):
     Tools(monkeypatch)
-    assert not hookgate.nothing_to_do(env_for(unit[0], hook="hooks/vpn-relation-joined"))
     assert not hookgate.nothing_to_do(env_for(unit[0], hook="hooks/vpn-relation-created", remote=None))
+
+
+@pytest.mark.parametrize("config", [{"ssh-hostname": ""}, {"ssh-hostname": "192.168.8.10"}])
+def test_a_joined_hook_ends_here_without_a_tool_call_its_changed_hook_follows(unit, monkeypatch, config):
+    """Juju runs relation-changed for the unit right after its relation-joined (ChangedPending,
+    kept across an agent restart): that hook does the work, once."""
+    tools = Tools(monkeypatch, config=config, data={"2": {"s1/0": {"public-key": "changed"}}})
+    assert hookgate.nothing_to_do(env_for(unit[0], hook="hooks/vpn-relation-joined"))
+    assert tools.calls == []
+    # ... but not without a unit (no relation-changed is promised then), nor before any reconcile.
+    assert hookgate.nothing_to_do(env_for(unit[0], hook="hooks/vpn-relation-joined", remote=None)) == (
+        not config["ssh-hostname"])
+
+
+def test_a_joined_hook_of_a_unit_that_never_reconciled_runs_the_charm(tmp_path, monkeypatch):
+    charm = tmp_path / "unit-hub-0" / "charm"
+    charm.mkdir(parents=True)
+    Tools(monkeypatch)
+    assert not hookgate.nothing_to_do(env_for(str(charm), hook="hooks/vpn-relation-joined"))
 
 
 @pytest.mark.parametrize("hook", ["hooks/vpn-relation-departed", "hooks/vpn-relation-broken", "hooks/config-changed",
@@ -234,7 +251,7 @@ def test_a_failing_relation_get_skips_nothing_by_digest(unit, monkeypatch):
 
 def test_a_failing_config_get_counts_as_a_hostname(unit, monkeypatch):
     Tools(monkeypatch, config={"ssh-hostname": ""}, fail={"config-get"})
-    assert not hookgate.nothing_to_do(env_for(unit[0], hook="hooks/vpn-relation-joined"))
+    assert not hookgate.nothing_to_do(env_for(unit[0], hook="hooks/vpn-relation-created", remote=None))
 
 
 @pytest.mark.parametrize("answer", [["a"], "text", 3, {"public-key": 5}])
@@ -246,7 +263,7 @@ def test_remote_data_of_another_shape_is_not_compared(unit, monkeypatch, answer)
 @pytest.mark.parametrize("value", [7, True, ["x"], {"a": 1}])
 def test_a_hostname_of_another_shape_counts_as_set(unit, monkeypatch, value):
     Tools(monkeypatch, config={"ssh-hostname": value}, data={"2": {"s1/0": {}}})
-    assert not hookgate.nothing_to_do(env_for(unit[0], hook="hooks/vpn-relation-joined"))
+    assert not hookgate.nothing_to_do(env_for(unit[0], hook="hooks/vpn-relation-created", remote=None))
 
 
 @pytest.mark.parametrize("field,value", [

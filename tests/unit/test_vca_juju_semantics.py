@@ -115,6 +115,19 @@ def test_membership_starts_with_the_joined_hook(model):
     assert seen[("hooks/vpn-relation-joined", "b/1")] == "list=b/0,b/1"
 
 
+def test_a_units_relation_changed_comes_right_after_its_joined_hook(model):
+    """Juju 2.9: the joined hook's commit records ChangedPending (relation/state.go
+    UpdateStateForHook), which relation/resolver.go nextHookForRelation returns before any other
+    hook of the relation: joined b/0, changed b/0, joined b/1, changed b/1 (not both joins first)."""
+    model.deploy("a", model.charm)
+    model.deploy("b", model.charm, units=2)
+    model.relate("a:vpn", "b:vpn-peer")
+    wanted = ("hooks/vpn-relation-joined", "hooks/vpn-relation-changed")
+    ran = [(h[0], h[1]) for h in hooks(model, "a/0") if h[0] in wanted]
+    assert ran[:4] == [("hooks/vpn-relation-joined", "b/0"), ("hooks/vpn-relation-changed", "b/0"),
+                       ("hooks/vpn-relation-joined", "b/1"), ("hooks/vpn-relation-changed", "b/1")], ran
+
+
 def test_other_units_settings_come_from_the_cache_until_a_hook_about_them_runs(model, monkeypatch):
     model.deploy("a", model.charm)
     model.deploy("b", model.charm, units=2)

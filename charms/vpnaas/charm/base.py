@@ -115,7 +115,14 @@ class VpnaasCharm(CharmBase):
         """The plan from config, relation data (without a relation being broken in this hook),
         the manual peers and what this very VNF reported about itself last time."""
         with CLOCK.phase("plan"):
-            plan = planning.build_plan(dict(self.config), self.endpoints, self.tunnels.snapshot(),
+            # No relation is read before ssh-hostname is set: nothing can be applied yet, and a read
+            # would leave the unit agent's cache holding the peers' keyless data until each one's
+            # next relation-changed (Juju 2.9 keeps related units' settings across hooks and
+            # actions, worker/uniter/runner/context/contextfactory.go getContextRelations), so the
+            # first session could not take the keys they publish meanwhile: one session each.
+            relations = (self.tunnels.snapshot() if (self.config.get("ssh-hostname") or "").strip()
+                         else {ep.name: [] for ep in self.endpoints})
+            plan = planning.build_plan(dict(self.config), self.endpoints, relations,
                                        self._manual_peers() if manual_peers is None else manual_peers,
                                        facts=self.known_facts(), incumbents=json.loads(self._stored.claims),
                                        own_keys=set(json.loads(self._stored.public_keys).values()),
@@ -206,7 +213,7 @@ class VpnaasCharm(CharmBase):
         fields = list(relation_data.KEYS) + [relation_data.WANTS_PEER_KEYS] + list(relation_data.ROTATION_KEYS)
         # peer-keys only wakes a unit that waits for its tunnels, or that rotates a key (the
         # peers confirm the new key with it: rotation.py).
-        waits = self.workload.waits_for_tunnels or json.loads(self._stored.rotating)
+        waits = self.workload.awaits_peer_keys() or json.loads(self._stored.rotating)
         return fields + [relation_data.PEER_KEYS] if waits else fields
 
     def _nothing_to_do(self, event: Any) -> bool:
@@ -387,6 +394,12 @@ class VpnaasCharm(CharmBase):
             return Outcome(plan, obs, "")
         except ReconcileFailed as e:
             return Outcome(self.build_plan(), None, str(e))
+        finally:
+            # An action that changed which fields matter (a start that now waits for its peers'
+            # peer-keys) leaves no cache taken over the others: the next hook reaches the charm.
+            cached = relation_cache.load(self.state_dir)
+            if cached is not None and cached["fields"] != self.cache_fields():
+                relation_cache.forget(self.state_dir)
 
 
 class Outcome(object):

@@ -7,8 +7,9 @@ relation, and importing ops alone costs a tenth of a second or more. A hub relat
 runs about 3k relation hooks (created, joined, one changed per data change of each spoke), most
 of which can change nothing (``relation_cache``): through ops each costs O(k) hook-tool calls,
 O(k^2) in all, and the hub's hooks run one at a time. Here such a hook costs an interpreter
-start, a few hook-tool calls and a small file read, whatever k is. No library offers a
-decision made before the framework starts; the decision itself is ``relation_cache``'s, the
+start, a few hook-tool calls and a small file read, whatever k is; a relation-joined, whose
+relation-changed Juju runs next (``relation_cache.nothing_to_do``), not even a tool call. No
+library offers a decision made before the framework starts; the decision itself is ``relation_cache``'s, the
 same function the charm applies inside ops.
 
 Run as ``python3 -S -m vpnaas.charm.hookgate`` from the charm directory, with the hook's environment

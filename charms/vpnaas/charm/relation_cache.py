@@ -16,8 +16,9 @@ relations.
 
 The reconcile still decides on the whole state whenever it runs: a change in another relation
 comes with that relation's own relation-changed hook, which is not skipped. ``peer-keys`` is
-part of the digest for charms whose component waits for its tunnels
-(``VpnaasCharm.waits_for_tunnels``), so their wake-up is never lost; ``wants-peer-keys`` always
+part of the digest while this unit's component waits for it (``Workload.awaits_peer_keys``: an OAI
+start waiting for its handshakes) or a key of its own rotates, so their wake-up is never lost; an
+action that changes this drops the cache (``VpnaasCharm.after_action``). ``wants-peer-keys`` always
 is, as it decides what this unit publishes.
 
 The cache is a file in the unit's state directory (``unitstate``), not ops' stored state: the
@@ -182,15 +183,23 @@ def nothing_to_do(state: Optional[State], kind: str, endpoint: str, relation_id:
                   remote_data: Callable[[], Optional[Mapping[str, Any]]], ssh_hostname: Callable[[], Any],
                   own_data: Callable[[int], Optional[Mapping[str, Any]]] = lambda rid: None) -> bool:
     """True when the relation hook ``kind`` (created, joined, changed ...) of ``endpoint`` can
-    change nothing: a relation-changed whose remote ``unit``'s data (``remote_data()``, None if
-    unreadable) has the digest the cache holds while this unit's own data (``own_data(rid)``, as
-    Juju holds it) has the digest recorded with it on the relation and on every relation the last
+    change nothing: a relation-joined of a remote unit (its relation-changed follows), a
+    relation-changed whose remote ``unit``'s data (``remote_data()``, None if unreadable) has the
+    digest the cache holds while this unit's own data (``own_data(rid)``, as Juju holds it) has the
+    digest recorded with it on the relation and on every relation the last
     charm run wrote (a dropped commit lost those writes: the hook is run again, and must reach the
     charm), or any arriving hook while ``ssh_hostname()`` is empty. ``state`` is the loaded cache;
     without one nothing is skipped. The callables are only called when needed (each may be a
     hook-tool call)."""
     if state is None or kind not in ARRIVING or endpoint not in state["endpoints"]:
         return False
+    if kind == "joined" and unit:
+        # Juju 2.9 runs relation-changed for this unit next on this relation, whatever its data, and
+        # keeps that promise across an agent restart (the joined hook's commit records it:
+        # worker/uniter/relation/state.go UpdateStateForHook sets ChangedPending, which
+        # relation/resolver.go nextHookForRelation returns before anything else of the relation).
+        # That hook reads the unit's data as fresh as this one could: one reconcile, not two.
+        return True
     if kind == "changed" and unit and state["applied"] and time.time() < state.get("until", float("inf")):
         known = state["digests"].get(slot(relation_id, unit))
         data = remote_data() if known is not None else None

@@ -11,7 +11,8 @@ databag it came from (one per field, so that the hook gate's digest over any sub
 can be made from them). A databag read again whose digest is the kept one is not validated again.
 Membership is never remembered: the plan takes the units ``relation-list`` names in this hook, and
 forgets the readings of every other unit. Every other hook (config-changed, update-status, the
-actions, upgrade-charm) reads every unit (``TunnelRelations``).
+actions, upgrade-charm) reads every unit (``TunnelRelations``), once ``ssh-hostname`` is set (before
+it no run reads any: ``VpnaasCharm.build_plan``).
 
 **Own publication.** Juju flushes a hook's ``relation-set`` only when the hook succeeded and its
 commit reached the controller. This unit keeps, per relation, the digest of the databag it wants

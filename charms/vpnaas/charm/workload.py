@@ -48,6 +48,11 @@ class Workload(Object):
     def wants_session(self, plan: model.Plan) -> bool:
         return False
 
+    def awaits_peer_keys(self) -> bool:
+        """Whether a peer's ``peer-keys`` (its word that it configured this unit's key) can matter
+        now: the hook gate lets a hook through for a change of them only then (relation_cache)."""
+        return self.waits_for_tunnels
+
     def observed(self, plan: model.Plan, obs: Any) -> None:
         """After a session: what the VNF reported (``obs``, a remote.Observation)."""
 

@@ -88,6 +88,12 @@ class OaiWorkload(Workload):
     def wants_session(self, plan: model.Plan) -> bool:
         # A start waiting for a handshake: the relation-changed that says the peer configured our
         # key (its peer-keys) is the moment to look again, even though the tunnels did not change.
+        return self.awaits_peer_keys()
+
+    def awaits_peer_keys(self) -> bool:
+        # Only such a start uses the wake-up. Otherwise (no start wanted yet, as while OSM's config
+        # primitives run, or the service runs) a hook for a peer's peer-keys alone would be a charm
+        # run for nothing, in the queue of a unit whose other relations wait for their sessions.
         return self._stored.oai_service not in ("running", "starting") and self._stored.oai_wanted == "started"
 
     def observed(self, plan: model.Plan, obs: remote.Observation) -> None:

@@ -14,7 +14,10 @@ from the unit's state:
   (config-changed, start, upgrade-charm); then relation hooks; update-status only when nothing
   else is pending;
 * among relation hooks, one relation is picked in no fixed order (Go's map order), and within
-  it departed, broken, joined, changed come first, each by sorted remote unit name;
+  it the relation-changed of the unit whose relation-joined committed last comes first (the
+  joined hook's commit records it as ``ChangedPending``: ``relation/state.go``
+  ``UpdateStateForHook``, returned first by ``relation/resolver.go`` ``nextHookForRelation``),
+  then departed, broken, joined, changed, each by sorted remote unit name;
 * a hook in error (``resolver.go`` ``nextOpHookError``) is retried when its retry timer fires
   (``not_before``), and until then the unit runs its actions and nothing else.
 
@@ -90,6 +93,7 @@ class UnitScheduler(object):
         self._pending = collections.deque()
         self._busy = set()
         self._decided = {}           # unit -> the job it runs next, waiting for a free slot
+        self._changed_pending = {}   # (unit, relation id) -> the remote unit whose joined hook committed
         self._finished = []          # failed jobs nobody waited for, reported by settle()
         self._workers = []
 
@@ -124,6 +128,12 @@ class UnitScheduler(object):
         if self.parallel == 1:
             return fn()
         return self.wait(self.submit(unit, fn, rank=ACTION))
+
+    def changed_pending(self, unit, rid, remote):
+        """``unit``'s relation-joined about ``remote`` on ``rid`` committed: its relation-changed
+        about ``remote`` is that relation's next hook (Juju's ``ChangedPending``)."""
+        with self._cv:
+            self._changed_pending[(unit, str(rid))] = remote
 
     def release(self, job, fn=None):
         """A parked job may run now (``juju resolved``), as ``fn`` if given."""
@@ -224,6 +234,10 @@ class UnitScheduler(object):
             return best
         mine = [j for j in self._pending if j.unit == unit and j.rank == RELATION and j.relation is not None]
         rid = self._random.choice(sorted({j.relation[0] for j in mine}))
+        promised = self._changed_pending.pop((unit, rid), None)
+        for job in mine:
+            if job.relation == (rid, "changed", promised):
+                return job
         return min((j for j in mine if j.relation[0] == rid), key=Job.relation_order)
 
     def _decide(self, unit):

@@ -265,6 +265,8 @@ class Model(vcaops.ModelOperations, uniter.Uniter):
             return
         with self._lock:
             changed = ctx.commit(self._state["relations"])
+        if kind == "joined" and remote:
+            self.jobs.changed_pending(unit, rid, remote)
         for changed_rid, owner in changed:
             self._wake_remotes(changed_rid, owner)
         self._hook_committed(unit, hook)
