@@ -31,11 +31,6 @@ class AmfValues(NamedTuple):
 class Amf(cn5g_common.Cn5gComponent[AmfValues]):
     name = "amf"
     title = "AMF"
-    repository = cn5g_common.repository("amf")
-    ref = cn5g_common.COMMITS["amf"]
-    program = "amf"
-    option_sources = ("src/oai_amf",)
-    build_labels = cn5g_common.build_labels("AMF")
 
     def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> AmfValues:
         return AmfValues(

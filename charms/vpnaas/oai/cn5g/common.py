@@ -170,10 +170,21 @@ def served(slice_: Slice, session: Session, key: str) -> Dict[str, Any]:
 
 class Cn5gComponent(oai.Component[V]):
     """An NF of the 5G core: pinned source (``repository(name)``, ``COMMITS``), OAI's build script
-    (``build_labels(title)``), one generated YAML file."""
+    (``build_labels(title)``), one generated YAML file. An NF sets ``name`` and ``title``; the rest
+    of its description follows from them in OAI's layout (``__init__``)."""
 
     workdir = PREFIX
     ubuntu = "22.04"
+
+    def __init__(self) -> None:
+        # OAI names each NF's repository (oai-cn5g-<nf>), program, source folder (src/oai_<nf>,
+        # where its options are defined) and build script (build_<nf>) after it.
+        self.repository = repository(self.name)
+        self.ref = COMMITS[self.name]
+        self.program = self.name
+        self.option_sources = ("src/oai_" + self.name,)
+        self.build_labels = build_labels(self.title)
+
     @property
     def interfaces(self) -> Tuple[str, ...]:
         """Its reference points whose service addresses it binds by interface name (each gets a

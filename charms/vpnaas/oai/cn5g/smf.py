@@ -36,11 +36,6 @@ class SmfValues(NamedTuple):
 class Smf(cn5g_common.Cn5gComponent[SmfValues]):
     name = "smf"
     title = "SMF"
-    repository = cn5g_common.repository("smf")
-    ref = cn5g_common.COMMITS["smf"]
-    program = "smf"
-    option_sources = ("src/oai_smf",)
-    build_labels = cn5g_common.build_labels("SMF")
 
     def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> SmfValues:
         return SmfValues(

@@ -30,11 +30,6 @@ class UpfValues(NamedTuple):
 class Upf(cn5g_common.Cn5gComponent[UpfValues]):
     name = "upf"
     title = "UPF"
-    repository = cn5g_common.repository("upf")
-    ref = cn5g_common.COMMITS["upf"]
-    program = "upf"
-    option_sources = ("src/oai_upf",)
-    build_labels = cn5g_common.build_labels("UPF")
     prerequisites = oai.Component.prerequisites + ("iptables",)
 
     def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> UpfValues:
