@@ -25,7 +25,7 @@ import tempfile
 import time
 
 from bundle import BUILD_DIR, build_charms
-from testbed import cli, convergence, dataplane, demo, hookprofile, pair, pqcost, spokejoin, tunnels
+from testbed import cli, convergence, dataplane, demo, hookclass, hookprofile, pair, pqcost, spokejoin, tunnels
 from testbed.emulators import lcm, nsmodel, vca, vim
 from testbed.measurement import benchreport, loadcheck, traffic
 from vpnaas.core import hookclock
@@ -226,6 +226,11 @@ def run(args, progress, work, result):
             def then(star, rec):
                 rec["hub_phases"] = hookprofile.phase_summary(hookprofile.profiled_runs(
                     star.model.hook_log, hookprofile.load_records(records), "hub/0", ("session",)))
+                # Why the hub's and the spokes' hooks ran after the first config (counts: load-free).
+                first = min(star.model.config_times)
+                rec["hub_hook_classes"] = hookclass.classify(star.model.hook_log, "hub/0", first)
+                rec["spoke_hook_classes"] = hookclass.spokes(star.model.hook_log, first)
+                rec["seconds_config_spread"] = max(star.model.config_times) - first
                 if args.join and k == join_size and i == 0:
                     rec["spoke_join"] = spokejoin.join(star, args.join, progress=progress)
                     progress("spoke join: {} of {} echoes of s1 lost while {} spokes joined ({:.1f} s)".format(

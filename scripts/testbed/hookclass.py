@@ -63,6 +63,17 @@ def classify(runs, unit, since=0.0):
     }
 
 
+def spokes(runs, since, hub="hub/0"):
+    """Every spoke's hooks that started at or after ``since``, by (event, outcome), per spoke."""
+    mine = [r for r in runs if r.unit != hub and r.started >= since]
+    count = max(len({r.unit for r in runs if r.unit != hub}), 1)
+    by_event = collections.Counter((event_of(r), convergence.hook_kind(r)) for r in mine)
+    return {"spokes": count, "hooks_per_spoke": len(mine) / float(count),
+            "sessions_per_spoke": sum(1 for r in mine if convergence.hook_kind(r) == "session") / float(count),
+            "by_event_per_spoke": {"{} {}".format(e, k): round(n / float(count), 3)
+                                   for (e, k), n in sorted(by_event.items())}}
+
+
 def sequence(runs, unit, since):
     """``unit``'s hooks in the order they ran: seconds from ``since`` (start, end), event, remote
     unit, outcome, cause."""
@@ -100,6 +111,7 @@ def run(args, progress):
                     "hub_after_first_config": classify(star.model.hook_log, "hub/0", first),
                     "hub_all": classify(star.model.hook_log, "hub/0"),
                     "spoke_all": classify(star.model.hook_log, "s1/0"),
+                    "spokes_after_first_config": spokes(star.model.hook_log, first),
                     "hub_sequence": sequence(star.model.hook_log, "hub/0", first),
                     "config_times": [round(t - first, 2) for t in star.model.config_times],
                 }
@@ -153,6 +165,11 @@ def main(argv=None):
         print_classes("hub, star of {}, after the first config".format(k), entry["hub_after_first_config"])
         print_classes("hub, star of {}, all".format(k), entry["hub_all"])
         print_classes("spoke s1/0, star of {}, all".format(k), entry["spoke_all"])
+        sp = entry["spokes_after_first_config"]
+        print("\nevery spoke of the star of {} after the first config: {:.2f} hooks, {:.2f} sessions per spoke".format(
+            k, sp["hooks_per_spoke"], sp["sessions_per_spoke"]))
+        for name, n in sp["by_event_per_spoke"].items():
+            print("  {:>6.3f}  {}".format(n, name))
     for unit, c in sorted(result.get("eps", {}).get("units", {}).items()):
         print_classes("EPS {} after the first config".format(unit), c)
     path = os.path.join(args.out, "hookclass.json")

@@ -37,3 +37,13 @@ def test_sequence_lists_a_units_hooks_in_order_from_a_time():
                                                   [("s1/0", "joined", [])])]
     assert hookclass.sequence(log, "hub/0", 10) == [[0, 1, "install", "", "gate", "-"],
                                                      [2, 3, "changed", "s1/0", "gate", "joined"]]
+
+
+def test_spokes_counts_every_spokes_hooks_per_spoke_from_a_time():
+    log = [run(0, "s1/0", "hooks/install"),
+           run(2, "s1/0", "hooks/config-changed", log=[RECONCILE_SESSION + " x (1 device(s))"]),
+           run(3, "s2/0", "hooks/config-changed", log=["ops started"]),
+           run(4, "hub/0", "hooks/vpn-relation-changed", "s1/0", log=[RECONCILE_SESSION + " y"])]
+    sp = hookclass.spokes(log, since=1)
+    assert sp["spokes"] == 2 and sp["hooks_per_spoke"] == 1.0 and sp["sessions_per_spoke"] == 0.5
+    assert sp["by_event_per_spoke"] == {"config-changed charm": 0.5, "config-changed session": 0.5}
