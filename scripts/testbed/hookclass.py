@@ -95,8 +95,8 @@ def print_classes(label, c, stream=sys.stdout):
 
 def run(args, progress):
     work = tempfile.mkdtemp(prefix="work-", dir=args.out)
-    runner = convergence.Runner(build_charms.output_dir("local"), work, vim.userspace_wireguard(), args.parallel,
-                                progress)
+    runner = convergence.Runner(args.charms or build_charms.output_dir("local"), work, vim.userspace_wireguard(),
+                                args.parallel, progress)
     result = {"command": "python -m testbed.hookclass " + " ".join(args.argv), "sizes": {}}
     try:
         for k in args.sizes:
@@ -144,12 +144,15 @@ def main(argv=None):
     p.add_argument("--eps", action="store_true", help="also the EPS (eps_wg), every unit after the first config")
     p.add_argument("--parallel", type=cli.positive_int, default=4, help="VCA parallelism (default 4)")
     p.add_argument("--out", default=os.path.join(BUILD_DIR, "hookclass"), help="output directory")
+    p.add_argument("--charms", default="", help="built charms to run (default: build/charms-local; another "
+                                                "checkout's, for an A/B of the charms with this emulation)")
     args = p.parse_args(argv)
     args.sizes = cli.parse_list(p, "--sizes", args.sizes, convert=cli.positive_int) if args.sizes else []
     if any(k > 250 for k in args.sizes):
         p.error("--sizes: at most 250 tunnels (one /24 link)")
     cli.check_out_dir(p, args.out)
     args.out, args.argv = os.path.abspath(args.out), list(argv)
+    args.charms = os.path.abspath(args.charms) if args.charms else ""
     if os.geteuid() != 0:
         print("testbed.hookclass needs root (network namespaces)", file=sys.stderr)
         return 2
