@@ -226,11 +226,7 @@ def run(args, progress, work, result):
             def then(star, rec):
                 rec["hub_phases"] = hookprofile.phase_summary(hookprofile.profiled_runs(
                     star.model.hook_log, hookprofile.load_records(records), "hub/0", ("session",)))
-                # Why the hub's and the spokes' hooks ran after the first config (counts: load-free).
-                first = min(star.model.config_times)
-                rec["hub_hook_classes"] = hookclass.classify(star.model.hook_log, "hub/0", first)
-                rec["spoke_hook_classes"] = hookclass.spokes(star.model.hook_log, first)
-                rec["seconds_config_spread"] = max(star.model.config_times) - first
+                rec.update(hookclass.star_record(star.model))     # why the hooks ran (counts)
                 if args.join and k == join_size and i == 0:
                     rec["spoke_join"] = spokejoin.join(star, args.join, progress=progress)
                     progress("spoke join: {} of {} echoes of s1 lost while {} spokes joined ({:.1f} s)".format(

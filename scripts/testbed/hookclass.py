@@ -74,6 +74,15 @@ def spokes(runs, since, hub="hub/0"):
                                    for (e, k), n in sorted(by_event.items())}}
 
 
+def star_record(model, hub="hub/0"):
+    """What the bench keeps of a converged star (``model``, a convergence.BenchModel): why the
+    hub's and the spokes' hooks ran after the first config, and the spread of the configs."""
+    first = min(model.config_times)
+    return {"hub_hook_classes": classify(model.hook_log, hub, first),
+            "spoke_hook_classes": spokes(model.hook_log, first, hub),
+            "seconds_config_spread": max(model.config_times) - first}
+
+
 def sequence(runs, unit, since):
     """``unit``'s hooks in the order they ran: seconds from ``since`` (start, end), event, remote
     unit, outcome, cause."""

@@ -47,3 +47,13 @@ def test_spokes_counts_every_spokes_hooks_per_spoke_from_a_time():
     sp = hookclass.spokes(log, since=1)
     assert sp["spokes"] == 2 and sp["hooks_per_spoke"] == 1.0 and sp["sessions_per_spoke"] == 0.5
     assert sp["by_event_per_spoke"] == {"config-changed charm": 0.5, "config-changed session": 0.5}
+
+
+def test_star_record_is_what_the_bench_keeps_of_a_star():
+    class Model(object):
+        config_times = [3.0, 1.0, 2.5]
+        hook_log = [run(2, "hub/0", "hooks/vpn-relation-changed", "s1/0", [("s1/0", "hooks/config-changed", ["k"])]),
+                    run(2, "s1/0", "hooks/config-changed", log=["ops started"])]
+    rec = hookclass.star_record(Model())
+    assert rec["seconds_config_spread"] == 2.0 and rec["hub_hook_classes"]["hooks"] == 1
+    assert rec["spoke_hook_classes"]["hooks_per_spoke"] == 1.0
