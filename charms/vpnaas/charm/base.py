@@ -120,6 +120,7 @@ class VpnaasCharm(CharmBase):
             # next relation-changed (Juju 2.9 keeps related units' settings across hooks and
             # actions, worker/uniter/runner/context/contextfactory.go getContextRelations), so the
             # first session could not take the keys they publish meanwhile: one session each.
+            self.tunnels.defer_unread = self.defers_unread()
             relations = (self.tunnels.snapshot() if (self.config.get("ssh-hostname") or "").strip()
                          else {ep.name: [] for ep in self.endpoints})
             plan = planning.build_plan(dict(self.config), self.endpoints, relations,
@@ -129,6 +130,23 @@ class VpnaasCharm(CharmBase):
                                        own=self.own_rotation(), memo=self.memory.admission)
             plan.errors += dataplane.plan_errors(plan, self.programs)
         return plan
+
+    def defers_unread(self) -> bool:
+        """Whether this run leaves unread the remote units it never read, but for the hook's own.
+
+        Juju 2.9's unit agent keeps a related unit's settings from the first read until a hook
+        about that unit (worker/uniter/runner/context/cache.go ``RelationCache.Settings``; only the
+        hook's own remote unit is refreshed: contextfactory.go ``HookContext``,
+        ``InvalidateMember``). OSM configures every VNF at once, so a unit's first session (its
+        config-changed) would read peers that have not published yet and keep them empty: each
+        peer's key then needs a hook, and a session, of its own on this unit. Left unread, the
+        first hook about any peer reads all those that have published by then, in one session.
+
+        Only while this unit has no key of its own (its first session has not succeeded: the VNF
+        holds no tunnel of it, so nothing is removed) and only for a unit that asks its peers for
+        ``peer-keys``: every peer that configures this unit's key then writes it, which is a hook
+        about that peer here, so no peer is left unread for good (relation_data.publication)."""
+        return bool(self.workload.waits_for_tunnels) and not json.loads(self._stored.public_keys)
 
     @property
     def programs(self) -> Dict[str, dataplane.Program]:
