@@ -1,0 +1,149 @@
+// One device's runner: a listener on the device's inner address answering the peers this end
+// responds to, and one renewal loop per peer this end initiates. Each peer is independent: an
+// exchange that fails or is refused changes nothing but that peer's counters.
+package main
+
+import (
+	"context"
+	"errors"
+	"log"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+)
+
+const maxConns = 16 // connections answered at once per device
+
+// Runner runs one device's configuration until its context ends.
+type Runner struct {
+	Conf     *DeviceConf
+	Dev      Device
+	States   *States
+	StateDir string
+	// RetryMin is the first retry delay after a failed exchange (doubling up to the interval).
+	RetryMin time.Duration
+}
+
+func (r *Runner) save() {
+	if r.StateDir != "" {
+		if err := r.States.Save(r.StateDir); err != nil {
+			log.Printf("%s: status not saved: %v", r.Conf.Device, err)
+		}
+	}
+}
+
+// Run starts the listener and the initiator loops, and waits for ctx.
+func (r *Runner) Run(ctx context.Context) {
+	own, err := r.Dev.PublicKey()
+	for err != nil {
+		log.Printf("%s: no public key yet: %v", r.Conf.Device, err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(2 * time.Second):
+		}
+		own, err = r.Dev.PublicKey()
+	}
+	keep := map[[keyLen]byte]bool{}
+	var wg sync.WaitGroup
+	for _, p := range r.Conf.Peers {
+		keep[p.Pub] = true
+		if lessKey(own, p.Pub) {
+			st := r.States.Peer(p.Pub, "initiator")
+			wg.Add(1)
+			go func(p PeerConf) { defer wg.Done(); r.initiateLoop(ctx, own, p, st) }(p)
+		} else {
+			r.States.Peer(p.Pub, "responder")
+		}
+	}
+	r.States.Keep(keep)
+	r.save()
+	wg.Add(1)
+	go func() { defer wg.Done(); r.listen(ctx, own) }()
+	wg.Wait()
+}
+
+func lessKey(a, b [keyLen]byte) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
+// nextEpoch is newer than the last one and than any this end could have used before a restart.
+func nextEpoch(last uint64) uint64 {
+	e := uint64(time.Now().UnixMilli())
+	if e <= last {
+		e = last + 1
+	}
+	return e
+}
+
+func (r *Runner) initiateLoop(ctx context.Context, own [keyLen]byte, p PeerConf, st *PeerState) {
+	interval := time.Duration(r.Conf.Interval) * time.Second
+	wait := time.Duration(rand.Int64N(int64(time.Second))) // first exchange at once
+	retry := r.RetryMin
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		err := r.initiateOnce(ctx, own, p, st)
+		if err == nil {
+			retry = r.RetryMin
+			// jitter: 90-100 % of the interval, so that many tunnels do not renew in step
+			wait = interval - time.Duration(rand.Int64N(int64(interval/10)+1))
+			continue
+		}
+		reason := reasonOf(err)
+		log.Printf("%s: renewal with %s failed: %s", r.Conf.Device, keyText(p.Pub), reason)
+		r.States.Failed(st, reason, errors.Is(err, errRefused))
+		r.save()
+		wait, retry = retry, min(2*retry, interval)
+	}
+}
+
+func (r *Runner) initiateOnce(ctx context.Context, own [keyLen]byte, p PeerConf, st *PeerState) error {
+	d := net.Dialer{Timeout: ExchangeTimeout, LocalAddr: &net.TCPAddr{IP: r.Conf.Listen.Addr().AsSlice()}}
+	c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(p.Addr.String(), itoa(int(r.Conf.Listen.Port()))))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r.States.mu.Lock()
+	epoch := nextEpoch(st.Epoch)
+	r.States.mu.Unlock()
+	err = Initiate(c, own, p.Pub, epoch, func(psk [keyLen]byte) error {
+		defer clear(psk[:])
+		return r.Dev.SetPSK(p.Pub, psk)
+	})
+	if err == nil {
+		r.States.Completed(st, epoch)
+		log.Printf("%s: renewed the PSK with %s (epoch %d)", r.Conf.Device, keyText(p.Pub), epoch)
+		r.save()
+	}
+	return err
+}
+
+// reasonOf names a failure in one word (the status file's grammar).
+func reasonOf(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, errMalformed):
+		return "malformed"
+	case errors.Is(err, errRefused):
+		return "refused"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, errInstall):
+		return "install"
+	default:
+		return "unreachable"
+	}
+}
+
+var errInstall = errors.New("install")

@@ -1,0 +1,55 @@
+// The WireGuard side: the device's own public key, the peers' latest handshakes, and the one
+// write this program makes: a peer's preshared key, passed on stdin, never on a command line.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Device is what an exchange needs of a WireGuard device (tests use a fake).
+type Device interface {
+	PublicKey() ([keyLen]byte, error)
+	SetPSK(peer [keyLen]byte, psk [keyLen]byte) error
+}
+
+// WG drives a device through the wg tool.
+type WG struct {
+	Tool string
+	Name string
+}
+
+func (w *WG) run(stdin []byte, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, w.Tool, args...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(errb.String())
+		return nil, fmt.Errorf("wg %s: %v: %.80s", args[0], err, msg)
+	}
+	return out.Bytes(), nil
+}
+
+func (w *WG) PublicKey() ([keyLen]byte, error) {
+	out, err := w.run(nil, "show", w.Name, "public-key")
+	if err != nil {
+		return [keyLen]byte{}, err
+	}
+	return ParseKey(strings.TrimSpace(string(out)))
+}
+
+// SetPSK installs psk for peer: `wg set <dev> peer <pub> preshared-key /dev/stdin`.
+func (w *WG) SetPSK(peer [keyLen]byte, psk [keyLen]byte) error {
+	text := []byte(base64.StdEncoding.EncodeToString(psk[:]) + "\n")
+	defer clear(text)
+	_, err := w.run(text, "set", w.Name, "peer", keyText(peer), "preshared-key", "/dev/stdin")
+	return err
+}
