@@ -31,6 +31,7 @@ type PeerConf struct {
 // DeviceConf is one device's configuration file.
 type DeviceConf struct {
 	Device   string
+	Public   [keyLen]byte // this device's WireGuard public key (boringtun's UAPI does not tell it)
 	Listen   netip.AddrPort
 	Interval int // seconds between renewals
 	Peers    []PeerConf
@@ -54,6 +55,8 @@ func parseLine(c *DeviceConf, f []string, seen map[[keyLen]byte]bool) error {
 	switch {
 	case f[0] == "device" && len(f) == 2 && devName.MatchString(f[1]):
 		c.Device = f[1]
+	case f[0] == "public" && len(f) == 2:
+		c.Public, err = ParseKey(f[1])
 	case f[0] == "listen" && len(f) == 2:
 		c.Listen, err = netip.ParseAddrPort(f[1])
 		if err == nil && (c.Listen.Port() == 0 || c.Listen.Addr().Zone() != "") {
@@ -103,8 +106,11 @@ func ParseConfig(data []byte) (*DeviceConf, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	if c.Device == "" || !c.Listen.IsValid() || c.Interval == 0 {
-		return nil, fmt.Errorf("device, listen and interval are required")
+	if c.Device == "" || !c.Listen.IsValid() || c.Interval == 0 || c.Public == ([keyLen]byte{}) {
+		return nil, fmt.Errorf("device, public, listen and interval are required")
+	}
+	if seen[c.Public] {
+		return nil, fmt.Errorf("a peer has this device's own key")
 	}
 	return c, nil
 }

@@ -35,16 +35,7 @@ func (r *Runner) save() {
 
 // Run starts the listener and the initiator loops, and waits for ctx.
 func (r *Runner) Run(ctx context.Context) {
-	own, err := r.Dev.PublicKey()
-	for err != nil {
-		log.Printf("%s: no public key yet: %v", r.Conf.Device, err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(2 * time.Second):
-		}
-		own, err = r.Dev.PublicKey()
-	}
+	own := r.Conf.Public
 	keep := map[[keyLen]byte]bool{}
 	var wg sync.WaitGroup
 	for _, p := range r.Conf.Peers {

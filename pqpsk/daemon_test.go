@@ -18,7 +18,6 @@ type fakeDev struct {
 	psk map[[keyLen]byte][keyLen]byte
 }
 
-func (f *fakeDev) PublicKey() ([keyLen]byte, error) { return f.pub, nil }
 func (f *fakeDev) SetPSK(p, k [keyLen]byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -34,7 +33,7 @@ func (f *fakeDev) get(p [keyLen]byte) ([keyLen]byte, bool) {
 
 func runner(t *testing.T, ctx context.Context, pub [keyLen]byte, addr string, port uint16, peers ...PeerConf) (*fakeDev, *Runner) {
 	d := &fakeDev{pub: pub, psk: map[[keyLen]byte][keyLen]byte{}}
-	conf := &DeviceConf{Device: "wg-test", Listen: netip.AddrPortFrom(netip.MustParseAddr(addr), port),
+	conf := &DeviceConf{Device: "wg-test", Public: pub, Listen: netip.AddrPortFrom(netip.MustParseAddr(addr), port),
 		Interval: 1, Peers: peers}
 	r := &Runner{Conf: conf, Dev: d, States: NewStates("wg-test"), StateDir: t.TempDir(), RetryMin: 100 * time.Millisecond}
 	go r.Run(ctx)
@@ -134,7 +133,7 @@ func TestWithheldAnswerReportedFailing(t *testing.T) {
 
 func TestConfigGrammar(t *testing.T) {
 	pub := keyText(key(7))
-	good := "# x\ndevice wg-s6a\nlisten 10.0.0.1:51821\ninterval 120\npeer " + pub + " 10.0.0.2\n"
+	good := "# x\ndevice wg-s6a\npublic " + keyText(key(8)) + "\nlisten 10.0.0.1:51821\ninterval 120\npeer " + pub + " 10.0.0.2\n"
 	c, err := ParseConfig([]byte(good))
 	if err != nil || c.Interval != 120 || len(c.Peers) != 1 || c.Device != "wg-s6a" {
 		t.Fatalf("%v %+v", err, c)
@@ -144,7 +143,8 @@ func TestConfigGrammar(t *testing.T) {
 		strings.Replace(good, "10.0.0.2", "10.0.0.2%eth0", 1), strings.Replace(good, "wg-s6a", "a;b", 1),
 		good + "peer " + pub + " 10.0.0.3\n", good + "extra line\n", "device x\n",
 		strings.Replace(good, pub, pub[:42]+"d=", 1), strings.Replace(good, ":51821", ":0", 1),
-		strings.Repeat("#", maxConfigBytes+1),
+		strings.Repeat("#", maxConfigBytes+1), strings.Replace(good, "public", "#", 1),
+		good + "peer " + keyText(key(8)) + " 10.0.0.9\n",
 	}
 	for _, b := range bad {
 		if _, err := ParseConfig([]byte(b)); err == nil {

@@ -14,7 +14,6 @@ import (
 
 // Device is what an exchange needs of a WireGuard device (tests use a fake).
 type Device interface {
-	PublicKey() ([keyLen]byte, error)
 	SetPSK(peer [keyLen]byte, psk [keyLen]byte) error
 }
 
@@ -36,14 +35,6 @@ func (w *WG) run(stdin []byte, args ...string) ([]byte, error) {
 		return nil, fmt.Errorf("wg %s: %v: %.80s", args[0], err, msg)
 	}
 	return out.Bytes(), nil
-}
-
-func (w *WG) PublicKey() ([keyLen]byte, error) {
-	out, err := w.run(nil, "show", w.Name, "public-key")
-	if err != nil {
-		return [keyLen]byte{}, err
-	}
-	return ParseKey(strings.TrimSpace(string(out)))
 }
 
 // SetPSK installs psk for peer: `wg set <dev> peer <pub> preshared-key /dev/stdin`.
