@@ -23,6 +23,15 @@ type Runner struct {
 	StateDir string
 	// RetryMin is the first retry delay after a failed exchange (doubling up to the interval).
 	RetryMin time.Duration
+	// Watch is how often the device's preshared keys are compared with the agreed ones (0: 5 s).
+	Watch time.Duration
+}
+
+func (r *Runner) watchEvery() time.Duration {
+	if r.Watch > 0 {
+		return r.Watch
+	}
+	return 5 * time.Second
 }
 
 func (r *Runner) save() {
@@ -50,9 +59,44 @@ func (r *Runner) Run(ctx context.Context) {
 	}
 	r.States.Keep(keep)
 	r.save()
-	wg.Add(1)
+	wg.Add(2)
 	go func() { defer wg.Done(); r.listen(ctx, own) }()
+	go func() { defer wg.Done(); r.keepInstalled(ctx) }()
 	wg.Wait()
+}
+
+// keepInstalled puts the agreed key back when the device lost it: a device re-created by
+// wg-quick or set whole (wg setconf) starts without preshared keys, while the other end still
+// holds the agreed one; their handshakes would fail, and with them the tunnel this protocol runs
+// over. Only keys agreed by both ends are put back, so nothing is switched one-sidedly.
+func (r *Runner) keepInstalled(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(r.watchEvery()):
+		}
+		held, err := r.Dev.PSKs()
+		if err != nil {
+			continue
+		}
+		r.States.mu.Lock()
+		want := map[[keyLen]byte][keyLen]byte{}
+		for pub, p := range r.States.peers {
+			if p.psk != nil && !p.busy {
+				want[pub] = *p.psk
+			}
+		}
+		r.States.mu.Unlock()
+		for pub, psk := range want {
+			if got, ok := held[pub]; !ok || got != psk {
+				if err := r.Dev.SetPSK(pub, psk); err == nil {
+					log.Printf("%s: put the agreed PSK back for %s (the device had lost it)", r.Conf.Device, keyText(pub))
+				}
+			}
+		}
+		clear(held)
+	}
 }
 
 func lessKey(a, b [keyLen]byte) bool {
@@ -108,12 +152,13 @@ func (r *Runner) initiateOnce(ctx context.Context, own [keyLen]byte, p PeerConf,
 	r.States.mu.Lock()
 	epoch := nextEpoch(st.Epoch)
 	r.States.mu.Unlock()
+	var agreed [keyLen]byte
 	err = Initiate(c, own, p.Pub, epoch, func(psk [keyLen]byte) error {
-		defer clear(psk[:])
+		agreed = psk
 		return r.Dev.SetPSK(p.Pub, psk)
 	})
 	if err == nil {
-		r.States.Completed(st, epoch)
+		r.States.Completed(st, epoch, agreed)
 		log.Printf("%s: renewed the PSK with %s (epoch %d)", r.Conf.Device, keyText(p.Pub), epoch)
 		r.save()
 	}

@@ -24,6 +24,16 @@ func (f *fakeDev) SetPSK(p, k [keyLen]byte) error {
 	f.psk[p] = k
 	return nil
 }
+func (f *fakeDev) PSKs() (map[[keyLen]byte][keyLen]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := map[[keyLen]byte][keyLen]byte{}
+	for k, v := range f.psk {
+		m[k] = v
+	}
+	return m, nil
+}
+
 func (f *fakeDev) get(p [keyLen]byte) ([keyLen]byte, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -35,8 +45,11 @@ func runner(t *testing.T, ctx context.Context, pub [keyLen]byte, addr string, po
 	d := &fakeDev{pub: pub, psk: map[[keyLen]byte][keyLen]byte{}}
 	conf := &DeviceConf{Device: "wg-test", Public: pub, Listen: netip.AddrPortFrom(netip.MustParseAddr(addr), port),
 		Interval: 1, Peers: peers}
-	r := &Runner{Conf: conf, Dev: d, States: NewStates("wg-test"), StateDir: t.TempDir(), RetryMin: 100 * time.Millisecond}
-	go r.Run(ctx)
+	r := &Runner{Conf: conf, Dev: d, States: NewStates("wg-test"), StateDir: t.TempDir(),
+		RetryMin: 100 * time.Millisecond, Watch: 100 * time.Millisecond}
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	t.Cleanup(func() { <-done })
 	return d, r
 }
 
@@ -150,5 +163,32 @@ func TestConfigGrammar(t *testing.T) {
 		if _, err := ParseConfig([]byte(b)); err == nil {
 			t.Errorf("accepted: %.60q", b)
 		}
+	}
+}
+
+// A device that lost its keys (re-created) gets the agreed one back, without an exchange.
+func TestLostPSKIsPutBack(t *testing.T) {
+	ExchangeTimeout = 2 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	port := freePort(t)
+	a, b := key(1), key(2)
+	da, _ := runner(t, ctx, a, "127.0.0.1", port, PeerConf{Pub: b, Addr: netip.MustParseAddr("127.0.0.2")})
+	db, _ := runner(t, ctx, b, "127.0.0.2", port, PeerConf{Pub: a, Addr: netip.MustParseAddr("127.0.0.1")})
+	deadline := time.Now().Add(3 * time.Second)
+	for _, ok := db.get(a); !ok; _, ok = db.get(a) {
+		if time.Now().After(deadline) {
+			t.Fatal("no exchange")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	db.mu.Lock()
+	delete(db.psk, a) // the device was re-created
+	db.mu.Unlock()
+	time.Sleep(400 * time.Millisecond)
+	ka, _ := da.get(b)
+	kb, ok := db.get(a)
+	if !ok || ka != kb {
+		t.Fatal("the agreed PSK was not put back")
 	}
 }

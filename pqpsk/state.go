@@ -26,6 +26,7 @@ type PeerState struct {
 	Failures uint64 // consecutive failed exchanges (initiator)
 	Reason   string // why the last exchange failed: one word
 	busy     bool
+	psk      *[keyLen]byte // the key both ends agreed last (memory only, never saved)
 }
 
 // States holds every peer of one device.
@@ -121,10 +122,11 @@ func (s *States) Keep(pubs map[[keyLen]byte]bool) {
 	}
 }
 
-// Completed records a renewal at epoch.
-func (s *States) Completed(p *PeerState, epoch uint64) {
+// Completed records a renewal at epoch with its key.
+func (s *States) Completed(p *PeerState, epoch uint64, psk [keyLen]byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	p.psk = &psk
 	p.Epoch, p.State, p.Reason, p.Failures = epoch, "ok", "-", 0
 	p.Renewals++
 	p.Last = time.Now().Unix()

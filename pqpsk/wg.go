@@ -15,6 +15,8 @@ import (
 // Device is what an exchange needs of a WireGuard device (tests use a fake).
 type Device interface {
 	SetPSK(peer [keyLen]byte, psk [keyLen]byte) error
+	// PSKs is every peer's preshared key as the device holds it (none: absent).
+	PSKs() (map[[keyLen]byte][keyLen]byte, error)
 }
 
 // WG drives a device through the wg tool.
@@ -43,4 +45,26 @@ func (w *WG) SetPSK(peer [keyLen]byte, psk [keyLen]byte) error {
 	defer clear(text)
 	_, err := w.run(text, "set", w.Name, "peer", keyText(peer), "preshared-key", "/dev/stdin")
 	return err
+}
+
+// PSKs reads `wg show <dev> preshared-keys` (read here on the VNF only, never reported).
+func (w *WG) PSKs() (map[[keyLen]byte][keyLen]byte, error) {
+	out, err := w.run(nil, "show", w.Name, "preshared-keys")
+	defer clear(out)
+	if err != nil {
+		return nil, err
+	}
+	m := map[[keyLen]byte][keyLen]byte{}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		pub, err1 := ParseKey(f[0])
+		psk, err2 := ParseKey(f[1])
+		if err1 == nil && err2 == nil {
+			m[pub] = psk
+		}
+	}
+	return m, nil
 }

@@ -57,8 +57,10 @@ report() {  # devices...: host, time and every peer of every device (never the p
   local dev line
   for dev in "$@"; do
     if timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1; then out "UP $dev"; else out "DOWN $dev"; continue; fi
-    # Peer lines only: the first line of the dump holds the private key.
-    wg show "$dev" dump | tail -n +2 | while IFS= read -r line; do out "PEER $dev $line"; done
+    # Peer lines only: the first line of the dump holds the private key. The second field, a
+    # peer's preshared key, never leaves the VNF either: "(hidden)" when one is set.
+    wg show "$dev" dump | tail -n +2 | awk -F'\t' -v OFS='\t' '$2 != "(none)" { $2 = "(hidden)" } { print }' |
+      while IFS= read -r line; do out "PEER $dev $line"; done
   done
 }
 
