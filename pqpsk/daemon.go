@@ -25,6 +25,30 @@ type Runner struct {
 	RetryMin time.Duration
 	// Watch is how often the device's preshared keys are compared with the agreed ones (0: 5 s).
 	Watch time.Duration
+	// ConfigPath is the device's file: a key is put back only for a peer it still lists (the VNF
+	// step rewrites it before it resets a peer's key, so the two never fight). "": no check.
+	ConfigPath string
+}
+
+// stillListed tells whether the device's file on disk still lists pub.
+func (r *Runner) stillListed(pub [keyLen]byte) bool {
+	if r.ConfigPath == "" {
+		return true
+	}
+	data, err := readBounded(r.ConfigPath)
+	if err != nil {
+		return false
+	}
+	conf, err := ParseConfig(data)
+	if err != nil {
+		return false
+	}
+	for _, p := range conf.Peers {
+		if p.Pub == pub {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Runner) watchEvery() time.Duration {
@@ -89,7 +113,7 @@ func (r *Runner) keepInstalled(ctx context.Context) {
 		}
 		r.States.mu.Unlock()
 		for pub, psk := range want {
-			if got, ok := held[pub]; !ok || got != psk {
+			if got, ok := held[pub]; (!ok || got != psk) && r.stillListed(pub) {
 				if err := r.Dev.SetPSK(pub, psk); err == nil {
 					log.Printf("%s: put the agreed PSK back for %s (the device had lost it)", r.Conf.Device, keyText(pub))
 				}

@@ -68,7 +68,7 @@ func (m *manager) start(dev string, data []byte) {
 	r := &running{data: string(data), cancel: cancel, done: make(chan struct{})}
 	m.runs[dev] = r
 	run := &Runner{Conf: conf, Dev: &WG{Tool: m.wgTool, Name: dev}, States: m.states[dev],
-		StateDir: m.stateDir, RetryMin: 5 * time.Second}
+		StateDir: m.stateDir, RetryMin: 5 * time.Second, ConfigPath: filepath.Join(m.configDir, dev+".conf")}
 	go func() { defer close(r.done); run.Run(ctx) }()
 	log.Printf("%s: running with %d peers, renewal every %d s", dev, len(conf.Peers), conf.Interval)
 }

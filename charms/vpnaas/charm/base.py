@@ -120,7 +120,9 @@ class VpnaasCharm(CharmBase):
                                        facts=self.known_facts(), incumbents=json.loads(self._stored.claims),
                                        own_keys=set(json.loads(self._stored.public_keys).values()),
                                        own=self.own_rotation(), memo=self.memory.admission)
-            plan.errors += dataplane.plan_errors(plan, self.programs)
+            programs = self.programs
+            plan.errors += dataplane.plan_errors(plan, programs)
+            dataplane.without_pq_psk(plan, programs)
         return plan
 
     @property

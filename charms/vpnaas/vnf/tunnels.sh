@@ -49,6 +49,9 @@ source "$VPNAAS_PARTS/tunnels/dataplane.sh"
 # each device made as planned: its key, its configuration (peer by peer), up or down
 # shellcheck source=tunnels/devices.sh
 source "$VPNAAS_PARTS/tunnels/devices.sh"
+# the pq-psk daemon: a post-quantum preshared key per tunnel, its files and its state
+# shellcheck source=tunnels/pqpsk.sh
+source "$VPNAAS_PARTS/tunnels/pqpsk.sh"
 
 # --------------------------------------------------------------------------- the report and the removal
 report() {  # devices...: host, time and every peer of every device (never the private key)
@@ -62,6 +65,7 @@ report() {  # devices...: host, time and every peer of every device (never the p
     wg show "$dev" dump | tail -n +2 | awk -F'\t' -v OFS='\t' '$2 != "(none)" { $2 = "(hidden)" } { print }' |
       while IFS= read -r line; do out "PEER $dev $line"; done
   done
+  pq_psk_report
 }
 
 teardown() {  # the charm is being removed: everything it put on the VNF for its tunnels goes, nothing else
@@ -81,7 +85,10 @@ teardown() {  # the charm is being removed: everything it put on the VNF for its
   rm -f "$ROUTES_HOOK" "$SERVICE_HOOK" "$WANTED_ADDRESSES" "$OWNED_ADDRESSES"
   # The shipped programs and the wrapper: every device that ran on them is down now. Named one by
   # one: nothing else in the directory is the charm's to remove (and it may be a mount point).
-  rm -f "$DATAPLANE_DIR/wireguard-go" "$DATAPLANE_DIR/boringtun" "$DATAPLANE_WRAPPER"
+  pq_psk_files >/dev/null   # no device: every file of ours goes
+  pq_psk_stop
+  rmdir "$PQ_PSK_DIR" 2>/dev/null || true
+  rm -f "$DATAPLANE_DIR/wireguard-go" "$DATAPLANE_DIR/boringtun" "$DATAPLANE_DIR/pq-psk" "$DATAPLANE_WRAPPER"
   rmdir "$DATAPLANE_DIR" 2>/dev/null || true
   metrics_remove
   out "TORNDOWN"
