@@ -26,7 +26,7 @@ import measure_parse
 from bundle import BUILD_DIR, build_charms
 from testbed import cli, implchoice, monitor, standin, tunnels, ue_standin
 from testbed.emulators import lcm, nsmodel, vca, vim
-from testbed.measurement import benchstats, capture, prometheus, report, thesis, traffic
+from testbed.measurement import benchstats, capture, pqpsk, prometheus, report, thesis, traffic
 from vpnaas.core import config as charm_config
 from vpnaas.core import refpoints
 
@@ -221,6 +221,8 @@ def run(ns, seconds, pings, out_dir, progress, rounds=1, impl_choice="", thresho
             r["entries"] = _check_and_measure(tb, r, seconds, pings, out_dir, progress, rounds)
             if r["inst"].tunnelled:
                 r["dataplane"] = implchoice.summary(tb, r["inst"], r["entries"])
+                for name, figures in pqpsk.measure(tb, r["inst"], r["model"], progress).items():
+                    r["entries"][name].update(figures)
         if len(instances) > 1:
             results["simultaneous"] = _simultaneous(tb, results, seconds, pings, progress)
         rep = _final_report(results)

@@ -92,3 +92,21 @@ def test_the_vnf_gets_the_daemon_and_its_file(ready, vnf, shipped):
         "peer {} 10.9.0.2".format(key), "public {}".format(own)]
     ready.configure(**{"vpn-pq-psk": False})
     assert vnf.pq_files == {}
+
+
+def test_turning_pq_psk_off_withdraws_the_capability(ready, vnf):
+    rel = ready.relate("vpn", "b/0", peer_data(keypair()[1]))
+    assert ready.published(rel)["pq-psk"] == "1"
+    ready.configure(**{"vpn-pq-psk": False})
+    assert ready.published(rel).get("pq-psk", "") == ""
+
+
+def test_a_peer_withdrawing_the_capability_is_not_skipped_by_the_hook_gate(ready, vnf):
+    _, key = keypair()
+    rel = ready.relate("vpn", "b/0", peer_data(key))
+    assert CLASSICAL not in ready.status.message
+    assert "pq-psk" in ready.charm.cache_fields()
+    ready.harness.update_relation_data(rel, "b/0", {"pq-psk": ""})
+    assert CLASSICAL in ready.status.message
+    (dev,) = ready.charm.build_plan().devices
+    assert wgconfig.PQ_PSK_MARK not in wgconfig.render_body(dev)

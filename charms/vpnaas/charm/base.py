@@ -205,7 +205,8 @@ class VpnaasCharm(CharmBase):
     # ------------------------------------------------------------------ relation cache
     def cache_fields(self) -> List[str]:
         """The relation fields whose change can matter to this unit (relation_cache)."""
-        fields = list(relation_data.KEYS) + [relation_data.WANTS_PEER_KEYS] + list(relation_data.ROTATION_KEYS)
+        fields = list(relation_data.KEYS) + [relation_data.WANTS_PEER_KEYS] + list(relation_data.ROTATION_KEYS) \
+            + [relation_data.PQ_PSK_KEY]   # the peer's pq-psk capability changes its tunnel's configuration
         # peer-keys only wakes a unit that waits for its tunnels, or that rotates a key (the
         # peers confirm the new key with it: rotation.py).
         waits = self.workload.waits_for_tunnels or json.loads(self._stored.rotating)
