@@ -135,7 +135,7 @@ func main() {
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	configDir := fs.String("config", "/etc/wireguard/pq-psk", "the devices' configuration files (<dev>.conf)")
-	stateDir := fs.String("state", "/run/vpnaas-pq-psk", "where the per-device status files are written")
+	stateDir := fs.String("state", "/run/wireguard/vpnaas-pq-psk", "where the per-device status files are written")
 	wgTool := fs.String("wg", "wg", "the wg tool")
 	_ = fs.Parse(os.Args[2:])
 	switch os.Args[1] {

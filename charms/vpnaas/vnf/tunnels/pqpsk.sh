@@ -8,7 +8,7 @@
 # itself). What it owns: PQ_PSK_DIR's files carrying MARKER, the unit, the pid file, the program.
 
 PQ_PSK_DIR=/etc/wireguard/pq-psk
-PQ_PSK_STATE=/run/vpnaas-pq-psk
+PQ_PSK_STATE=/run/wireguard/vpnaas-pq-psk   # beside the UAPI sockets: private to the VNF even in the testbed
 PQ_PSK_SERVICE=vpnaas-pq-psk
 PQ_PSK_UNIT=/etc/systemd/system/vpnaas-pq-psk.service
 PQ_PSK_PIDFILE=/run/wireguard/vpnaas-pq-psk.pid
