@@ -1,0 +1,209 @@
+// One device's runner: a listener on the device's inner address answering the peers this end
+// responds to, and one renewal loop per peer this end initiates. Each peer is independent: an
+// exchange that fails or is refused changes nothing but that peer's counters.
+package main
+
+import (
+	"context"
+	"errors"
+	"log"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+)
+
+const maxConns = 16 // connections answered at once per device
+
+// Runner runs one device's configuration until its context ends.
+type Runner struct {
+	Conf     *DeviceConf
+	Dev      Device
+	States   *States
+	StateDir string
+	// RetryMin is the first retry delay after a failed exchange (doubling up to the interval).
+	RetryMin time.Duration
+	// Watch is how often the device's preshared keys are compared with the agreed ones (0: 5 s).
+	Watch time.Duration
+	// ConfigPath is the device's file: a key is put back only for a peer it still lists (the VNF
+	// step rewrites it before it resets a peer's key, so the two never fight). "": no check.
+	ConfigPath string
+}
+
+// stillListed tells whether the device's file on disk still lists pub.
+func (r *Runner) stillListed(pub [keyLen]byte) bool {
+	if r.ConfigPath == "" {
+		return true
+	}
+	data, err := readBounded(r.ConfigPath)
+	if err != nil {
+		return false
+	}
+	conf, err := ParseConfig(data)
+	if err != nil {
+		return false
+	}
+	for _, p := range conf.Peers {
+		if p.Pub == pub {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Runner) watchEvery() time.Duration {
+	if r.Watch > 0 {
+		return r.Watch
+	}
+	return 5 * time.Second
+}
+
+func (r *Runner) save() {
+	if r.StateDir != "" {
+		if err := r.States.Save(r.StateDir); err != nil {
+			log.Printf("%s: status not saved: %v", r.Conf.Device, err)
+		}
+	}
+}
+
+// Run starts the listener and the initiator loops, and waits for ctx.
+func (r *Runner) Run(ctx context.Context) {
+	own := r.Conf.Public
+	keep := map[[keyLen]byte]bool{}
+	var wg sync.WaitGroup
+	for _, p := range r.Conf.Peers {
+		keep[p.Pub] = true
+		if lessKey(own, p.Pub) {
+			st := r.States.Peer(p.Pub, "initiator")
+			wg.Add(1)
+			go func(p PeerConf) { defer wg.Done(); r.initiateLoop(ctx, own, p, st) }(p)
+		} else {
+			r.States.Peer(p.Pub, "responder")
+		}
+	}
+	r.States.Keep(keep)
+	r.save()
+	wg.Add(2)
+	go func() { defer wg.Done(); r.listen(ctx, own) }()
+	go func() { defer wg.Done(); r.keepInstalled(ctx) }()
+	wg.Wait()
+}
+
+// keepInstalled puts the agreed key back when the device lost it: a device re-created by
+// wg-quick or set whole (wg setconf) starts without preshared keys, while the other end still
+// holds the agreed one; their handshakes would fail, and with them the tunnel this protocol runs
+// over. Only keys agreed by both ends are put back, so nothing is switched one-sidedly.
+func (r *Runner) keepInstalled(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(r.watchEvery()):
+		}
+		held, err := r.Dev.PSKs()
+		if err != nil {
+			continue
+		}
+		r.States.mu.Lock()
+		want := map[[keyLen]byte][keyLen]byte{}
+		for pub, p := range r.States.peers {
+			if p.psk != nil && !p.busy {
+				want[pub] = *p.psk
+			}
+		}
+		r.States.mu.Unlock()
+		for pub, psk := range want {
+			if got, ok := held[pub]; (!ok || got != psk) && r.stillListed(pub) {
+				if err := r.Dev.SetPSK(pub, psk); err == nil {
+					log.Printf("%s: put the agreed PSK back for %s (the device had lost it)", r.Conf.Device, keyText(pub))
+				}
+			}
+		}
+		clear(held)
+	}
+}
+
+func lessKey(a, b [keyLen]byte) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
+// nextEpoch is newer than the last one and than any this end could have used before a restart.
+func nextEpoch(last uint64) uint64 {
+	e := uint64(time.Now().UnixMilli())
+	if e <= last {
+		e = last + 1
+	}
+	return e
+}
+
+func (r *Runner) initiateLoop(ctx context.Context, own [keyLen]byte, p PeerConf, st *PeerState) {
+	interval := time.Duration(r.Conf.Interval) * time.Second
+	wait := time.Duration(rand.Int64N(int64(time.Second))) // first exchange at once
+	retry := r.RetryMin
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		err := r.initiateOnce(ctx, own, p, st)
+		if err == nil {
+			retry = r.RetryMin
+			// jitter: 90-100 % of the interval, so that many tunnels do not renew in step
+			wait = interval - time.Duration(rand.Int64N(int64(interval/10)+1))
+			continue
+		}
+		reason := reasonOf(err)
+		log.Printf("%s: renewal with %s failed: %s", r.Conf.Device, keyText(p.Pub), reason)
+		r.States.Failed(st, reason, errors.Is(err, errRefused))
+		r.save()
+		wait, retry = retry, min(2*retry, interval)
+	}
+}
+
+func (r *Runner) initiateOnce(ctx context.Context, own [keyLen]byte, p PeerConf, st *PeerState) error {
+	d := net.Dialer{Timeout: ExchangeTimeout, LocalAddr: &net.TCPAddr{IP: r.Conf.Listen.Addr().AsSlice()}}
+	c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(p.Addr.String(), itoa(int(r.Conf.Listen.Port()))))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r.States.mu.Lock()
+	epoch := nextEpoch(st.Epoch)
+	r.States.mu.Unlock()
+	var agreed [keyLen]byte
+	err = Initiate(c, own, p.Pub, epoch, func(psk [keyLen]byte) error {
+		agreed = psk
+		return r.Dev.SetPSK(p.Pub, psk)
+	})
+	if err == nil {
+		r.States.Completed(st, epoch, agreed)
+		log.Printf("%s: renewed the PSK with %s (epoch %d)", r.Conf.Device, keyText(p.Pub), epoch)
+		r.save()
+	}
+	return err
+}
+
+// reasonOf names a failure in one word (the status file's grammar).
+func reasonOf(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, errMalformed):
+		return "malformed"
+	case errors.Is(err, errRefused):
+		return "refused"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, errInstall):
+		return "install"
+	default:
+		return "unreachable"
+	}
+}
+
+var errInstall = errors.New("install")

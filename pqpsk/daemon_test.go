@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type fakeDev struct {
+	mu  sync.Mutex
+	pub [keyLen]byte
+	psk map[[keyLen]byte][keyLen]byte
+}
+
+func (f *fakeDev) SetPSK(p, k [keyLen]byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.psk[p] = k
+	return nil
+}
+func (f *fakeDev) PSKs() (map[[keyLen]byte][keyLen]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := map[[keyLen]byte][keyLen]byte{}
+	for k, v := range f.psk {
+		m[k] = v
+	}
+	return m, nil
+}
+
+func (f *fakeDev) get(p [keyLen]byte) ([keyLen]byte, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k, ok := f.psk[p]
+	return k, ok
+}
+
+func runner(t *testing.T, ctx context.Context, pub [keyLen]byte, addr string, port uint16, peers ...PeerConf) (*fakeDev, *Runner) {
+	d := &fakeDev{pub: pub, psk: map[[keyLen]byte][keyLen]byte{}}
+	conf := &DeviceConf{Device: "wg-test", Public: pub, Listen: netip.AddrPortFrom(netip.MustParseAddr(addr), port),
+		Interval: 1, Peers: peers}
+	r := &Runner{Conf: conf, Dev: d, States: NewStates("wg-test"), StateDir: t.TempDir(),
+		RetryMin: 100 * time.Millisecond, Watch: 100 * time.Millisecond}
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	t.Cleanup(func() { <-done })
+	return d, r
+}
+
+func freePort(t *testing.T) uint16 {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return uint16(l.Addr().(*net.TCPAddr).Port)
+}
+
+// Two ends renew every second; a hostile third address floods the responder with garbage
+// meanwhile: both ends still hold the same PSK, renewed, and the refusals are counted.
+func TestRunnersAgreeAndRenewDespiteHostileNeighbour(t *testing.T) {
+	ExchangeTimeout = 2 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	port := freePort(t)
+	a, b := key(1), key(2) // a < b: a initiates
+	da, ra := runner(t, ctx, a, "127.0.0.1", port, PeerConf{Pub: b, Addr: netip.MustParseAddr("127.0.0.2")})
+	db, rb := runner(t, ctx, b, "127.0.0.2", port, PeerConf{Pub: a, Addr: netip.MustParseAddr("127.0.0.1")},
+		PeerConf{Pub: key(0), Addr: netip.MustParseAddr("127.0.0.3")})
+	stop := time.After(2500 * time.Millisecond)
+	for flood := true; flood; {
+		select {
+		case <-stop:
+			flood = false
+		default:
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.3")}, Timeout: time.Second}
+			if c, err := d.Dial("tcp", net.JoinHostPort("127.0.0.2", itoa(int(port)))); err == nil {
+				c.Write([]byte("VPQ1 garbage"))
+				c.Close()
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	ka, oka := da.get(b)
+	kb, okb := db.get(a)
+	if !oka || !okb || ka != kb {
+		t.Fatalf("PSKs differ or missing: %v %v", oka, okb)
+	}
+	sa, sb := ra.States.Peer(b, "initiator"), rb.States.Peer(a, "responder")
+	ra.States.mu.Lock()
+	rb.States.mu.Lock()
+	defer ra.States.mu.Unlock()
+	defer rb.States.mu.Unlock()
+	if sa.Renewals < 2 || sb.Renewals < 2 || sa.Epoch != sb.Epoch || sa.State != "ok" {
+		t.Fatalf("renewals %d/%d epochs %d/%d state %s", sa.Renewals, sb.Renewals, sa.Epoch, sb.Epoch, sa.State)
+	}
+	if rb.States.peers[key(0)].Refusals == 0 {
+		t.Fatal("the hostile neighbour's garbage was not refused")
+	}
+}
+
+// A peer that never answers leaves the established state alone and is reported failing.
+func TestWithheldAnswerReportedFailing(t *testing.T) {
+	ExchangeTimeout = 300 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	port := freePort(t)
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.2", itoa(int(port))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // read nothing, answer nothing
+		}
+	}()
+	d, r := runner(t, ctx, key(1), "127.0.0.1", port, PeerConf{Pub: key(2), Addr: netip.MustParseAddr("127.0.0.2")})
+	time.Sleep(1500 * time.Millisecond)
+	if _, ok := d.get(key(2)); ok {
+		t.Fatal("a PSK was installed without an answer")
+	}
+	if err := r.States.Save(r.StateDir); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(r.StateDir, "wg-test.status"))
+	if !strings.Contains(string(data), "state failing") || !strings.Contains(string(data), "reason timeout") {
+		t.Fatalf("status: %s", data)
+	}
+	s2 := NewStates("wg-test")
+	s2.Load(r.StateDir)
+	if len(s2.peers) != 1 {
+		t.Fatal("the status file does not load back")
+	}
+}
+
+func TestConfigGrammar(t *testing.T) {
+	pub := keyText(key(7))
+	good := "# x\ndevice wg-s6a\npublic " + keyText(key(8)) + "\nlisten 10.0.0.1:51821\ninterval 120\npeer " + pub + " 10.0.0.2\n"
+	c, err := ParseConfig([]byte(good))
+	if err != nil || c.Interval != 120 || len(c.Peers) != 1 || c.Device != "wg-s6a" {
+		t.Fatalf("%v %+v", err, c)
+	}
+	bad := []string{
+		strings.Replace(good, "120", "9", 1), strings.Replace(good, "120", "86401", 1),
+		strings.Replace(good, "10.0.0.2", "10.0.0.2%eth0", 1), strings.Replace(good, "wg-s6a", "a;b", 1),
+		good + "peer " + pub + " 10.0.0.3\n", good + "extra line\n", "device x\n",
+		strings.Replace(good, pub, pub[:42]+"d=", 1), strings.Replace(good, ":51821", ":0", 1),
+		strings.Repeat("#", maxConfigBytes+1), strings.Replace(good, "public", "#", 1),
+		good + "peer " + keyText(key(8)) + " 10.0.0.9\n",
+	}
+	for _, b := range bad {
+		if _, err := ParseConfig([]byte(b)); err == nil {
+			t.Errorf("accepted: %.60q", b)
+		}
+	}
+}
+
+// A device that lost its keys (re-created) gets the agreed one back, without an exchange.
+func TestLostPSKIsPutBack(t *testing.T) {
+	ExchangeTimeout = 2 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	port := freePort(t)
+	a, b := key(1), key(2)
+	da, _ := runner(t, ctx, a, "127.0.0.1", port, PeerConf{Pub: b, Addr: netip.MustParseAddr("127.0.0.2")})
+	db, _ := runner(t, ctx, b, "127.0.0.2", port, PeerConf{Pub: a, Addr: netip.MustParseAddr("127.0.0.1")})
+	deadline := time.Now().Add(3 * time.Second)
+	for _, ok := db.get(a); !ok; _, ok = db.get(a) {
+		if time.Now().After(deadline) {
+			t.Fatal("no exchange")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	db.mu.Lock()
+	delete(db.psk, a) // the device was re-created
+	db.mu.Unlock()
+	time.Sleep(400 * time.Millisecond)
+	ka, _ := da.get(b)
+	kb, ok := db.get(a)
+	if !ok || ka != kb {
+		t.Fatal("the agreed PSK was not put back")
+	}
+}

@@ -1,0 +1,70 @@
+// The WireGuard side: the device's own public key, the peers' latest handshakes, and the one
+// write this program makes: a peer's preshared key, passed on stdin, never on a command line.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Device is what an exchange needs of a WireGuard device (tests use a fake).
+type Device interface {
+	SetPSK(peer [keyLen]byte, psk [keyLen]byte) error
+	// PSKs is every peer's preshared key as the device holds it (none: absent).
+	PSKs() (map[[keyLen]byte][keyLen]byte, error)
+}
+
+// WG drives a device through the wg tool.
+type WG struct {
+	Tool string
+	Name string
+}
+
+func (w *WG) run(stdin []byte, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, w.Tool, args...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(errb.String())
+		return nil, fmt.Errorf("wg %s: %v: %.80s", args[0], err, msg)
+	}
+	return out.Bytes(), nil
+}
+
+// SetPSK installs psk for peer: `wg set <dev> peer <pub> preshared-key /dev/stdin`.
+func (w *WG) SetPSK(peer [keyLen]byte, psk [keyLen]byte) error {
+	text := []byte(base64.StdEncoding.EncodeToString(psk[:]) + "\n")
+	defer clear(text)
+	_, err := w.run(text, "set", w.Name, "peer", keyText(peer), "preshared-key", "/dev/stdin")
+	return err
+}
+
+// PSKs reads `wg show <dev> preshared-keys` (read here on the VNF only, never reported).
+func (w *WG) PSKs() (map[[keyLen]byte][keyLen]byte, error) {
+	out, err := w.run(nil, "show", w.Name, "preshared-keys")
+	defer clear(out)
+	if err != nil {
+		return nil, err
+	}
+	m := map[[keyLen]byte][keyLen]byte{}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		pub, err1 := ParseKey(f[0])
+		psk, err2 := ParseKey(f[1])
+		if err1 == nil && err2 == nil {
+			m[pub] = psk
+		}
+	}
+	return m, nil
+}
