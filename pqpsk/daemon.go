@@ -28,7 +28,19 @@ type Runner struct {
 	// ConfigPath is the device's file: a key is put back only for a peer it still lists (the VNF
 	// step rewrites it before it resets a peer's key, so the two never fight). "": no check.
 	ConfigPath string
+	// StaleAfter is how long a peer may go without a handshake and without a completed exchange
+	// before the key its device holds is given up (0: RejectAfterTime; fallBackStale).
+	StaleAfter time.Duration
+	started    time.Time
 }
+
+// RejectAfterTime is WireGuard's: a session's keys are used at most this long after the
+// handshake that made them (wireguard-go device/constants.go; the kernel's messages.h the same).
+const RejectAfterTime = 180 * time.Second
+
+// retryCap bounds the wait between failed exchanges, whatever the interval: after a fallback to
+// a classical tunnel the next exchange should not wait a whole interval.
+const retryCap = 30 * time.Second
 
 // stillListed tells whether the device's file on disk still lists pub.
 func (r *Runner) stillListed(pub [keyLen]byte) bool {
@@ -68,6 +80,7 @@ func (r *Runner) save() {
 
 // Run starts the listener and the initiator loops, and waits for ctx.
 func (r *Runner) Run(ctx context.Context) {
+	r.started = time.Now()
 	own := r.Conf.Public
 	keep := map[[keyLen]byte]bool{}
 	var wg sync.WaitGroup
@@ -119,7 +132,53 @@ func (r *Runner) keepInstalled(ctx context.Context) {
 				}
 			}
 		}
+		r.fallBackStale(held)
 		clear(held)
+	}
+}
+
+// fallBackStale gives up the preshared key a device holds for a peer when it can no longer be the
+// one both ends hold: no handshake and no completed exchange with that peer for longer than a
+// session may live. That is one end rebooted (its device and this program's state are gone, its
+// key file kept) while the other kept the agreed key: every handshake between them fails, and
+// the exchange that would agree a new key runs over the tunnel, so without this the tunnel stayed
+// down for good. Both ends see the same silence and fall back alike (a genuine outage of the
+// underlay too); the next exchange then runs over the classical tunnel and installs a new key.
+// Cost: an attacker who can stop every packet of the tunnel for RejectAfterTime gets a classical
+// handshake until that exchange completes (seconds; docs/security.md).
+func (r *Runner) fallBackStale(held map[[keyLen]byte][keyLen]byte) {
+	shakes, err := r.Dev.Handshakes()
+	if err != nil {
+		return
+	}
+	stale := r.StaleAfter
+	if stale <= 0 {
+		stale = RejectAfterTime
+	}
+	for pub := range held {
+		st := r.States.Lookup(pub)
+		if st == nil || !r.stillListed(pub) {
+			continue
+		}
+		last := r.started
+		if at := time.Unix(shakes[pub], 0); shakes[pub] > 0 && at.After(last) {
+			last = at
+		}
+		r.States.mu.Lock()
+		if at := time.Unix(st.Last, 0); st.Last > 0 && at.After(last) {
+			last = at
+		}
+		busy := st.busy
+		r.States.mu.Unlock()
+		if busy || time.Since(last) <= stale {
+			continue
+		}
+		if err := r.Dev.ClearPSK(pub); err == nil {
+			r.States.FellBack(st)
+			log.Printf("%s: no handshake and no exchange with %s for %s: its PSK is given up (classical until the next exchange)",
+				r.Conf.Device, keyText(pub), stale)
+			r.save()
+		}
 	}
 }
 
@@ -162,7 +221,7 @@ func (r *Runner) initiateLoop(ctx context.Context, own [keyLen]byte, p PeerConf,
 		log.Printf("%s: renewal with %s failed: %s", r.Conf.Device, keyText(p.Pub), reason)
 		r.States.Failed(st, reason, errors.Is(err, errRefused))
 		r.save()
-		wait, retry = retry, min(2*retry, interval)
+		wait, retry = retry, min(2*retry, interval, retryCap)
 	}
 }
 

@@ -13,9 +13,33 @@ import (
 )
 
 type fakeDev struct {
-	mu  sync.Mutex
-	pub [keyLen]byte
-	psk map[[keyLen]byte][keyLen]byte
+	mu     sync.Mutex
+	pub    [keyLen]byte
+	psk    map[[keyLen]byte][keyLen]byte
+	shakes map[[keyLen]byte]int64
+}
+
+func (f *fakeDev) ClearPSK(p [keyLen]byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.psk, p)
+	return nil
+}
+
+func (f *fakeDev) Handshakes() (map[[keyLen]byte]int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := map[[keyLen]byte]int64{}
+	for k, v := range f.shakes {
+		m[k] = v
+	}
+	return m, nil
+}
+
+func (f *fakeDev) handshake(p [keyLen]byte, at int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.shakes[p] = at
 }
 
 func (f *fakeDev) SetPSK(p, k [keyLen]byte) error {
@@ -42,7 +66,7 @@ func (f *fakeDev) get(p [keyLen]byte) ([keyLen]byte, bool) {
 }
 
 func runner(t *testing.T, ctx context.Context, pub [keyLen]byte, addr string, port uint16, peers ...PeerConf) (*fakeDev, *Runner) {
-	d := &fakeDev{pub: pub, psk: map[[keyLen]byte][keyLen]byte{}}
+	d := &fakeDev{pub: pub, psk: map[[keyLen]byte][keyLen]byte{}, shakes: map[[keyLen]byte]int64{}}
 	conf := &DeviceConf{Device: "wg-test", Public: pub, Listen: netip.AddrPortFrom(netip.MustParseAddr(addr), port),
 		Interval: 1, Peers: peers}
 	r := &Runner{Conf: conf, Dev: d, States: NewStates("wg-test"), StateDir: t.TempDir(),
@@ -190,5 +214,70 @@ func TestLostPSKIsPutBack(t *testing.T) {
 	kb, ok := db.get(a)
 	if !ok || ka != kb {
 		t.Fatal("the agreed PSK was not put back")
+	}
+}
+
+// One end rebooted: its device lost the PSK and this program's state, the other end kept the
+// agreed key, so every handshake and every exchange between them fails. The end that holds the
+// key gives it up once neither a handshake nor an exchange happened for StaleAfter, and not
+// before; a peer whose handshakes go on keeps its key however long no exchange completes.
+func TestAKeyNoHandshakeCanUseIsGivenUpAfterASessionLifetime(t *testing.T) {
+	ExchangeTimeout = 200 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	port := freePort(t)
+	a, gone, alive := key(1), key(2), key(3) // a initiates towards both; nobody listens there
+	d := &fakeDev{pub: a, psk: map[[keyLen]byte][keyLen]byte{gone: key(7), alive: key(8)},
+		shakes: map[[keyLen]byte]int64{}}
+	conf := &DeviceConf{Device: "wg-test", Public: a, Listen: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port),
+		Interval: 1, Peers: []PeerConf{{Pub: gone, Addr: netip.MustParseAddr("127.0.0.2")},
+			{Pub: alive, Addr: netip.MustParseAddr("127.0.0.3")}}}
+	r := &Runner{Conf: conf, Dev: d, States: NewStates("wg-test"), StateDir: t.TempDir(),
+		RetryMin: 100 * time.Millisecond, Watch: 100 * time.Millisecond, StaleAfter: 1500 * time.Millisecond}
+	r.States.Completed(r.States.Peer(gone, "initiator"), 5, key(7))
+	r.States.Completed(r.States.Peer(alive, "initiator"), 5, key(8))
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		d.handshake(alive, time.Now().Unix()) // its sessions go on
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, ok := d.get(gone); ok {
+		t.Fatal("the key no handshake could use for longer than a session lives was kept")
+	}
+	if k, ok := d.get(alive); !ok || k != key(8) {
+		t.Fatal("the key of a peer whose handshakes go on was given up")
+	}
+	st := r.States.Lookup(gone)
+	r.States.mu.Lock()
+	defer r.States.mu.Unlock()
+	// "stale" at the fallback; the failed exchanges after it say why they fail.
+	if st.State != "failing" || st.psk != nil {
+		t.Fatalf("state %s reason %s", st.State, st.Reason)
+	}
+}
+
+// The fallback waits for StaleAfter: a key silent for less is kept.
+func TestAKeySilentForLessThanASessionLifetimeIsKept(t *testing.T) {
+	ExchangeTimeout = 200 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	port := freePort(t)
+	a, b := key(1), key(2)
+	d := &fakeDev{pub: a, psk: map[[keyLen]byte][keyLen]byte{b: key(7)}, shakes: map[[keyLen]byte]int64{}}
+	conf := &DeviceConf{Device: "wg-test", Public: a, Listen: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port),
+		Interval: 1, Peers: []PeerConf{{Pub: b, Addr: netip.MustParseAddr("127.0.0.2")}}}
+	r := &Runner{Conf: conf, Dev: d, States: NewStates("wg-test"), StateDir: t.TempDir(),
+		RetryMin: 100 * time.Millisecond, Watch: 100 * time.Millisecond, StaleAfter: time.Hour}
+	r.States.Completed(r.States.Peer(b, "initiator"), 5, key(7))
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	time.Sleep(800 * time.Millisecond)
+	cancel()
+	<-done
+	if k, ok := d.get(b); !ok || k != key(7) {
+		t.Fatal("a key silent for less than StaleAfter was given up")
 	}
 }

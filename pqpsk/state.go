@@ -111,6 +111,23 @@ func (s *States) Peer(pub [keyLen]byte, role string) *PeerState {
 	return p
 }
 
+// Lookup returns the record of pub, or nil.
+func (s *States) Lookup(pub [keyLen]byte) *PeerState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peers[pub]
+}
+
+// FellBack records that the peer's key was given up (fallBackStale): nothing agreed is held any
+// more, so nothing is put back; the state is "failing" with the reason "stale" until an exchange
+// completes.
+func (s *States) FellBack(p *PeerState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p.psk = nil
+	p.State, p.Reason = "failing", "stale"
+}
+
 // Keep drops the records of peers no longer configured.
 func (s *States) Keep(pubs map[[keyLen]byte]bool) {
 	s.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -17,6 +18,10 @@ type Device interface {
 	SetPSK(peer [keyLen]byte, psk [keyLen]byte) error
 	// PSKs is every peer's preshared key as the device holds it (none: absent).
 	PSKs() (map[[keyLen]byte][keyLen]byte, error)
+	// ClearPSK makes the peer's handshakes classical again (no preshared key).
+	ClearPSK(peer [keyLen]byte) error
+	// Handshakes is every peer's latest handshake, unix seconds (0: none since the device began).
+	Handshakes() (map[[keyLen]byte]int64, error)
 }
 
 // WG drives a device through the wg tool.
@@ -45,6 +50,33 @@ func (w *WG) SetPSK(peer [keyLen]byte, psk [keyLen]byte) error {
 	defer clear(text)
 	_, err := w.run(text, "set", w.Name, "peer", keyText(peer), "preshared-key", "/dev/stdin")
 	return err
+}
+
+// ClearPSK removes peer's preshared key: `wg set <dev> peer <pub> preshared-key /dev/null`.
+func (w *WG) ClearPSK(peer [keyLen]byte) error {
+	_, err := w.run(nil, "set", w.Name, "peer", keyText(peer), "preshared-key", "/dev/null")
+	return err
+}
+
+// Handshakes reads `wg show <dev> latest-handshakes`.
+func (w *WG) Handshakes() (map[[keyLen]byte]int64, error) {
+	out, err := w.run(nil, "show", w.Name, "latest-handshakes")
+	if err != nil {
+		return nil, err
+	}
+	m := map[[keyLen]byte]int64{}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		pub, err1 := ParseKey(f[0])
+		at, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 == nil && err2 == nil && at >= 0 {
+			m[pub] = at
+		}
+	}
+	return m, nil
 }
 
 // PSKs reads `wg show <dev> preshared-keys` (read here on the VNF only, never reported).
