@@ -152,7 +152,7 @@ def ship_pq_psk(tmp_path, monkeypatch):
     """The charm carries pq-psk, as `make charms` builds it where Go is (any bytes: the fake VNF
     checks only their digest); a test that ships other programs replaces the folder."""
     folder = tmp_path / "dataplane-pq"
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)
     data = b"#!/bin/sh\necho pq-psk 1.0.0 ML-KEM-768\n"
     (folder / "pq-psk").write_bytes(data)
     doc = {"programs": {"pq-psk": {"sha256": hashlib.sha256(data).hexdigest(), "version": "1.0.0"}}}

@@ -1,12 +1,10 @@
 """The charm's side of pq-psk: the capability it publishes, the peers whose preshared key the VNF's
 sync leaves to the daemon, the daemon's file, and the status line that says a tunnel is classical
 only (never a silent downgrade)."""
-import hashlib
-import json
 
 import pytest
 from fake_vnf import keypair
-from harness_helpers import peer_data
+from harness_helpers import peer_data, ship_pq_psk
 
 from vpnaas.core import wgconfig
 from vpnaas.vnf import dataplane
@@ -63,13 +61,7 @@ def test_a_later_protocol_counts_as_none(ready, vnf):
 @pytest.fixture
 def shipped(tmp_path, monkeypatch):
     """A charm folder that ships pq-psk (any bytes: the fake VNF checks only their digest)."""
-    folder = tmp_path / "dataplane"
-    folder.mkdir()
-    data = b"#!/bin/sh\necho pq-psk 1.0.0 ML-KEM-768\n"
-    (folder / "pq-psk").write_bytes(data)
-    doc = {"programs": {"pq-psk": {"sha256": hashlib.sha256(data).hexdigest(), "version": "1.0.0"}}}
-    (folder / dataplane.MANIFEST).write_text(json.dumps(doc))
-    monkeypatch.setattr(dataplane, "charm_folder", lambda _charm_dir: str(folder))
+    ship_pq_psk(tmp_path, monkeypatch)
 
 
 def test_not_shipped_is_said_and_the_tunnel_is_classical(ready, vnf, tmp_path, monkeypatch):
