@@ -31,7 +31,9 @@ type Runner struct {
 	// StaleAfter is how long a peer may go without a handshake and without a completed exchange
 	// before the key its device holds is given up (0: RejectAfterTime; fallBackStale).
 	StaleAfter time.Duration
-	started    time.Time
+	// Kick makes the watch look at once (the VNF step has just written a device: SIGHUP).
+	Kick    chan struct{}
+	started time.Time
 }
 
 // RejectAfterTime is WireGuard's: a session's keys are used at most this long after the
@@ -95,6 +97,7 @@ func (r *Runner) Run(ctx context.Context) {
 		}
 	}
 	r.States.Keep(keep)
+	r.adopt()
 	r.save()
 	wg.Add(2)
 	go func() { defer wg.Done(); r.listen(ctx, own) }()
@@ -106,35 +109,110 @@ func (r *Runner) Run(ctx context.Context) {
 // wg-quick or set whole (wg setconf) starts without preshared keys, while the other end still
 // holds the agreed one; their handshakes would fail, and with them the tunnel this protocol runs
 // over. Only keys agreed by both ends are put back, so nothing is switched one-sidedly.
+//
+// A key is bound to the pair of public keys it was agreed under. While the device's own key is
+// not the one its file names (the VNF step has just changed it: a key rotation; the file
+// follows), nothing is put back; a key agreed under an earlier own key is void, and cleared from
+// the device should it still hold it (the step clears them with the key change already), so
+// that both ends start the new pair classical.
 func (r *Runner) keepInstalled(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(r.watchEvery()):
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(r.watchEvery()):
+			case <-r.Kick:
+			}
+		}
+		own, known, err := r.Dev.PublicKey()
+		if err != nil || (known && own != r.Conf.Public) {
+			continue
 		}
 		held, err := r.Dev.PSKs()
 		if err != nil {
 			continue
 		}
-		r.States.mu.Lock()
-		want := map[[keyLen]byte][keyLen]byte{}
-		for pub, p := range r.States.peers {
-			if p.psk != nil && !p.busy {
-				want[pub] = *p.psk
-			}
+		shakes, err := r.Dev.Handshakes()
+		if err != nil {
+			clear(held)
+			continue
 		}
-		r.States.mu.Unlock()
-		for pub, psk := range want {
-			if got, ok := held[pub]; (!ok || got != psk) && r.stillListed(pub) {
-				if err := r.Dev.SetPSK(pub, psk); err == nil {
-					log.Printf("%s: put the agreed PSK back for %s (the device had lost it)", r.Conf.Device, keyText(pub))
-				}
-			}
-		}
-		r.fallBackStale(held)
+		r.restore(held, shakes)
+		r.fallBackStale(held, shakes)
 		clear(held)
+		r.States.Expire(r.stale())
 	}
+}
+
+// restore puts each listed peer's agreed key back where the device lost it, and clears the keys
+// agreed under an earlier own key. Only for peers the device holds: `wg set … peer` would add one.
+func (r *Runner) restore(held map[[keyLen]byte][keyLen]byte, shakes map[[keyLen]byte]int64) {
+	type want struct {
+		st   *PeerState
+		psk  [keyLen]byte
+		void bool
+	}
+	var todo []want
+	r.States.mu.Lock()
+	for pub, p := range r.States.peers {
+		if _, on := shakes[pub]; !on || !p.listed || p.psk == nil || p.busy {
+			continue
+		}
+		todo = append(todo, want{p, *p.psk, p.pskOwn != r.Conf.Public})
+	}
+	r.States.mu.Unlock()
+	for _, w := range todo {
+		pub := w.st.Pub
+		got, has := held[pub]
+		switch {
+		case w.void:
+			if has && got == w.psk && r.Dev.ClearPSK(pub) == nil {
+				log.Printf("%s: cleared the PSK of %s agreed under this device's previous key", r.Conf.Device, keyText(pub))
+			}
+			r.States.Void(w.st)
+		case !has || got != w.psk:
+			if r.stillListed(pub) && r.Dev.SetPSK(pub, w.psk) == nil {
+				log.Printf("%s: put the agreed PSK back for %s (the device had lost it)", r.Conf.Device, keyText(pub))
+			}
+		}
+		if at := shakes[pub]; at > 0 {
+			r.States.Used(w.st, at)
+		}
+	}
+}
+
+// adopt takes the keys the device holds for listed peers this program knows no key of (it was
+// restarted): so a wireguard restart later gets them back (States.Adopt).
+func (r *Runner) adopt() {
+	own, known, err := r.Dev.PublicKey()
+	if err != nil || (known && own != r.Conf.Public) {
+		return
+	}
+	held, err := r.Dev.PSKs()
+	if err != nil {
+		return
+	}
+	for pub, psk := range held {
+		r.States.Adopt(pub, r.Conf.Public, psk)
+	}
+	clear(held)
+}
+
+// install sets the key an exchange agreed, unless the device's own key is no longer the one it
+// was agreed under (the step changed it meanwhile).
+func (r *Runner) install(peer, psk [keyLen]byte) error {
+	if own, known, err := r.Dev.PublicKey(); err != nil || (known && own != r.Conf.Public) {
+		return errors.New("the device's own key changed")
+	}
+	return r.Dev.SetPSK(peer, psk)
+}
+
+func (r *Runner) stale() time.Duration {
+	if r.StaleAfter > 0 {
+		return r.StaleAfter
+	}
+	return RejectAfterTime
 }
 
 // fallBackStale gives up the preshared key a device holds for a peer when it can no longer be the
@@ -146,18 +224,11 @@ func (r *Runner) keepInstalled(ctx context.Context) {
 // underlay too); the next exchange then runs over the classical tunnel and installs a new key.
 // Cost: an attacker who can stop every packet of the tunnel for RejectAfterTime gets a classical
 // handshake until that exchange completes (seconds; docs/security.md).
-func (r *Runner) fallBackStale(held map[[keyLen]byte][keyLen]byte) {
-	shakes, err := r.Dev.Handshakes()
-	if err != nil {
-		return
-	}
-	stale := r.StaleAfter
-	if stale <= 0 {
-		stale = RejectAfterTime
-	}
+func (r *Runner) fallBackStale(held map[[keyLen]byte][keyLen]byte, shakes map[[keyLen]byte]int64) {
+	stale := r.stale()
 	for pub := range held {
 		st := r.States.Lookup(pub)
-		if st == nil || !r.stillListed(pub) {
+		if st == nil || !st.listed || !r.stillListed(pub) {
 			continue
 		}
 		last := r.started
@@ -203,6 +274,14 @@ func nextEpoch(last uint64) uint64 {
 func (r *Runner) initiateLoop(ctx context.Context, own [keyLen]byte, p PeerConf, st *PeerState) {
 	interval := time.Duration(r.Conf.Interval) * time.Second
 	wait := time.Duration(rand.Int64N(int64(time.Second))) // first exchange at once
+	r.States.mu.Lock()
+	if st.psk != nil && st.pskOwn == own && st.Last > 0 {
+		// A key agreed with this peer under this own key is held: the next exchange is its
+		// renewal, due an interval after the last one. A reload of the file (another peer added
+		// or removed) does not renew every peer at once: one write per changed peer only.
+		wait = max(0, time.Until(time.Unix(st.Last, 0).Add(interval-time.Duration(rand.Int64N(int64(interval/10)+1)))))
+	}
+	r.States.mu.Unlock()
 	retry := r.RetryMin
 	for {
 		select {
@@ -238,10 +317,10 @@ func (r *Runner) initiateOnce(ctx context.Context, own [keyLen]byte, p PeerConf,
 	var agreed [keyLen]byte
 	err = Initiate(c, own, p.Pub, epoch, func(psk [keyLen]byte) error {
 		agreed = psk
-		return r.Dev.SetPSK(p.Pub, psk)
+		return r.install(p.Pub, psk)
 	})
 	if err == nil {
-		r.States.Completed(st, epoch, agreed)
+		r.States.Completed(st, epoch, agreed, own)
 		log.Printf("%s: renewed the PSK with %s (epoch %d)", r.Conf.Device, keyText(p.Pub), epoch)
 		r.save()
 	}

@@ -17,6 +17,7 @@ type fakeDev struct {
 	pub    [keyLen]byte
 	psk    map[[keyLen]byte][keyLen]byte
 	shakes map[[keyLen]byte]int64
+	known  map[[keyLen]byte]bool // peers that had a key once and are still on the device
 }
 
 func (f *fakeDev) ClearPSK(p [keyLen]byte) error {
@@ -30,10 +31,22 @@ func (f *fakeDev) Handshakes() (map[[keyLen]byte]int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	m := map[[keyLen]byte]int64{}
+	for k := range f.psk { // a peer the device holds (its handshake 0 unless recorded)
+		m[k] = 0
+	}
+	for k := range f.known {
+		m[k] = 0
+	}
 	for k, v := range f.shakes {
 		m[k] = v
 	}
 	return m, nil
+}
+
+func (f *fakeDev) PublicKey() ([keyLen]byte, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pub, true, nil
 }
 
 func (f *fakeDev) handshake(p [keyLen]byte, at int64) {
@@ -46,6 +59,10 @@ func (f *fakeDev) SetPSK(p, k [keyLen]byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.psk[p] = k
+	if f.known == nil {
+		f.known = map[[keyLen]byte]bool{}
+	}
+	f.known[p] = true
 	return nil
 }
 func (f *fakeDev) PSKs() (map[[keyLen]byte][keyLen]byte, error) {
@@ -234,8 +251,8 @@ func TestAKeyNoHandshakeCanUseIsGivenUpAfterASessionLifetime(t *testing.T) {
 			{Pub: alive, Addr: netip.MustParseAddr("127.0.0.3")}}}
 	r := &Runner{Conf: conf, Dev: d, States: NewStates("wg-test"), StateDir: t.TempDir(),
 		RetryMin: 100 * time.Millisecond, Watch: 100 * time.Millisecond, StaleAfter: 1500 * time.Millisecond}
-	r.States.Completed(r.States.Peer(gone, "initiator"), 5, key(7))
-	r.States.Completed(r.States.Peer(alive, "initiator"), 5, key(8))
+	r.States.Completed(r.States.Peer(gone, "initiator"), 5, key(7), a)
+	r.States.Completed(r.States.Peer(alive, "initiator"), 5, key(8), a)
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()
 	defer func() { cancel(); <-done }()
@@ -271,7 +288,7 @@ func TestAKeySilentForLessThanASessionLifetimeIsKept(t *testing.T) {
 		Interval: 1, Peers: []PeerConf{{Pub: b, Addr: netip.MustParseAddr("127.0.0.2")}}}
 	r := &Runner{Conf: conf, Dev: d, States: NewStates("wg-test"), StateDir: t.TempDir(),
 		RetryMin: 100 * time.Millisecond, Watch: 100 * time.Millisecond, StaleAfter: time.Hour}
-	r.States.Completed(r.States.Peer(b, "initiator"), 5, key(7))
+	r.States.Completed(r.States.Peer(b, "initiator"), 5, key(7), a)
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()
 	time.Sleep(800 * time.Millisecond)
@@ -280,4 +297,159 @@ func TestAKeySilentForLessThanASessionLifetimeIsKept(t *testing.T) {
 	if k, ok := d.get(b); !ok || k != key(7) {
 		t.Fatal("a key silent for less than StaleAfter was given up")
 	}
+}
+
+// waitFor polls cond for at most d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A key rotation: the device's own key changed (the VNF step cleared the peers' keys with it, or
+// did not). A key agreed under the previous own key is never put back and is cleared from the
+// device, so both ends start the new pair of keys classical; nothing is put back while the
+// device's key differs from the one the file names (the file follows the step).
+func TestAKeyAgreedUnderThePreviousOwnKeyIsClearedNeverPutBack(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b, next := key(1), key(2), key(5)
+	d := &fakeDev{pub: next, psk: map[[keyLen]byte][keyLen]byte{b: key(7)}, shakes: map[[keyLen]byte]int64{}}
+	conf := &DeviceConf{Device: "wg-test", Public: a, Listen: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t)),
+		Interval: 100, Peers: []PeerConf{{Pub: b, Addr: netip.MustParseAddr("127.0.0.2")}}}
+	states := NewStates("wg-test")
+	states.Completed(states.Peer(b, "initiator"), 5, key(7), a)
+	r := &Runner{Conf: conf, Dev: d, States: states, RetryMin: time.Hour, Watch: 50 * time.Millisecond}
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	d.mu.Lock()
+	delete(d.psk, b) // the step cleared it with the key change
+	d.mu.Unlock()
+	time.Sleep(300 * time.Millisecond)
+	if _, ok := d.get(b); ok {
+		t.Fatal("a key was put back while the device's key is not the file's")
+	}
+	cancel()
+	<-done
+	// The file now names the new key: the old pair's key is void, and cleared where still held.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	d.SetPSK(b, key(7))
+	conf2 := *conf
+	conf2.Public = next
+	r2 := &Runner{Conf: &conf2, Dev: d, States: states, RetryMin: time.Hour, Watch: 50 * time.Millisecond}
+	done = make(chan struct{})
+	go func() { defer close(done); r2.Run(ctx) }()
+	waitFor(t, 2*time.Second, "the previous pair's key was kept on the device", func() bool { _, ok := d.get(b); return !ok })
+	time.Sleep(200 * time.Millisecond)
+	if _, ok := d.get(b); ok {
+		t.Fatal("the previous pair's key came back")
+	}
+	if _, ok := states.Agreed(b, next); ok {
+		t.Fatal("a key agreed under the previous own key counts for the new one")
+	}
+	cancel()
+	<-done
+}
+
+// A peer the step removed (its relation data refused) and added again, with the same keys on
+// both ends: the other end still holds the agreed key, so this end puts it back on the new entry.
+func TestAPeerRemovedAndAddedAgainGetsTheAgreedKeyBack(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := key(1), key(2)
+	d := &fakeDev{pub: a, psk: map[[keyLen]byte][keyLen]byte{b: key(7)}, shakes: map[[keyLen]byte]int64{}}
+	listen := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t))
+	with := &DeviceConf{Device: "wg-test", Public: a, Listen: listen, Interval: 100,
+		Peers: []PeerConf{{Pub: b, Addr: netip.MustParseAddr("127.0.0.2")}}}
+	without := &DeviceConf{Device: "wg-test", Public: a, Listen: listen, Interval: 100}
+	states := NewStates("wg-test")
+	states.Completed(states.Peer(b, "initiator"), 5, key(7), a)
+	run := func(c *DeviceConf) func() {
+		ctx, cancel := context.WithCancel(ctx)
+		r := &Runner{Conf: c, Dev: d, States: states, RetryMin: time.Hour, Watch: 50 * time.Millisecond}
+		done := make(chan struct{})
+		go func() { defer close(done); r.Run(ctx) }()
+		return func() { cancel(); <-done }
+	}
+	stop := run(without)
+	d.mu.Lock()
+	delete(d.psk, b) // removed from the device
+	delete(d.known, b)
+	d.mu.Unlock()
+	time.Sleep(200 * time.Millisecond)
+	if _, ok := d.get(b); ok {
+		t.Fatal("a key was set for a peer the device does not hold (wg set would add it)")
+	}
+	stop()
+	d.mu.Lock()
+	d.shakes[b] = 0 // added again, classical
+	d.mu.Unlock()
+	stop = run(with)
+	defer stop()
+	waitFor(t, 2*time.Second, "the agreed key was not put back on the peer added again", func() bool {
+		k, ok := d.get(b)
+		return ok && k == key(7)
+	})
+}
+
+// The file changed for another peer (a spoke joined a hub): a peer that holds a key agreed under
+// this own key is not renewed at once; its renewal stays an interval after the last one.
+func TestAReloadDoesNotRenewAPeerThatHoldsAKey(t *testing.T) {
+	ExchangeTimeout = 2 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	port := freePort(t)
+	a, b := key(1), key(2)
+	first, stopFirst := context.WithCancel(ctx)
+	da, ra := runner(t, first, a, "127.0.0.1", port, PeerConf{Pub: b, Addr: netip.MustParseAddr("127.0.0.2")})
+	_, _ = runner(t, ctx, b, "127.0.0.2", port, PeerConf{Pub: a, Addr: netip.MustParseAddr("127.0.0.1")})
+	st := ra.States.Peer(b, "initiator")
+	waitFor(t, 3*time.Second, "no exchange", func() bool { _, ok := da.get(b); return ok })
+	stopFirst()
+	time.Sleep(100 * time.Millisecond)
+	ra.States.mu.Lock()
+	before := st.Renewals
+	ra.States.mu.Unlock()
+	// What a reload starts: a new runner over the same states, its interval 100 s.
+	conf := *ra.Conf
+	conf.Interval = 100
+	r2 := &Runner{Conf: &conf, Dev: da, States: ra.States, RetryMin: time.Hour, Watch: 50 * time.Millisecond}
+	ctx2, cancel2 := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); r2.Run(ctx2) }()
+	time.Sleep(1500 * time.Millisecond)
+	cancel2()
+	<-done
+	ra.States.mu.Lock()
+	after := st.Renewals
+	ra.States.mu.Unlock()
+	if after != before {
+		t.Fatalf("a reload renewed a peer that holds a key: %d -> %d", before, after)
+	}
+}
+
+// The daemon restarted (no key in memory) while the device kept its keys: it adopts them, so
+// that a wireguard restart afterwards still gets them back.
+func TestARestartedDaemonAdoptsTheDevicesKeys(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := key(1), key(2)
+	d := &fakeDev{pub: a, psk: map[[keyLen]byte][keyLen]byte{b: key(7)}, shakes: map[[keyLen]byte]int64{b: time.Now().Unix()}}
+	conf := &DeviceConf{Device: "wg-test", Public: a, Listen: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t)),
+		Interval: 100, Peers: []PeerConf{{Pub: b, Addr: netip.MustParseAddr("127.0.0.2")}}}
+	r := &Runner{Conf: conf, Dev: d, States: NewStates("wg-test"), RetryMin: time.Hour, Watch: 50 * time.Millisecond}
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, 2*time.Second, "the device's key was not adopted", func() bool { _, ok := r.States.Agreed(b, a); return ok })
+	d.mu.Lock()
+	delete(d.psk, b) // wireguard restarted
+	d.mu.Unlock()
+	waitFor(t, 2*time.Second, "the adopted key was not put back", func() bool { k, ok := d.get(b); return ok && k == key(7) })
 }

@@ -84,7 +84,7 @@ func (r *Runner) answer(c net.Conn, own [keyLen]byte, byAddr map[string]PeerConf
 	var agreed [keyLen]byte
 	epoch, err := resp.Respond(c, func(psk [keyLen]byte) error {
 		agreed = psk
-		if err := r.Dev.SetPSK(p.Pub, psk); err != nil {
+		if err := r.install(p.Pub, psk); err != nil {
 			return errors.Join(errInstall, err)
 		}
 		return nil
@@ -93,7 +93,7 @@ func (r *Runner) answer(c net.Conn, own [keyLen]byte, byAddr map[string]PeerConf
 		log.Printf("%s: exchange from %s failed: %s", r.Conf.Device, keyText(p.Pub), reasonOf(err))
 		r.States.Failed(st, reasonOf(err), errors.Is(err, errRefused))
 	} else {
-		r.States.Completed(st, epoch, agreed)
+		r.States.Completed(st, epoch, agreed, own)
 		log.Printf("%s: renewed the PSK with %s (epoch %d)", r.Conf.Device, keyText(p.Pub), epoch)
 	}
 	r.save()

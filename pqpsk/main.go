@@ -28,6 +28,7 @@ type running struct {
 	data   string
 	cancel context.CancelFunc
 	done   chan struct{}
+	kick   chan struct{}
 }
 
 // manager keeps one runner per configuration file.
@@ -55,7 +56,7 @@ func (m *manager) start(dev string, data []byte) {
 		if r := m.runs[dev]; r != nil {
 			r.data = string(data) // refused once, not again every scan
 		} else {
-			m.runs[dev] = &running{data: string(data), cancel: func() {}, done: closed()}
+			m.runs[dev] = &running{data: string(data), cancel: func() {}, done: closed(), kick: make(chan struct{}, 1)}
 		}
 		return
 	}
@@ -65,12 +66,30 @@ func (m *manager) start(dev string, data []byte) {
 		m.states[dev].Load(m.stateDir)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{data: string(data), cancel: cancel, done: make(chan struct{})}
+	r := &running{data: string(data), cancel: cancel, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	m.runs[dev] = r
 	run := &Runner{Conf: conf, Dev: &WG{Tool: m.wgTool, Name: dev}, States: m.states[dev],
-		StateDir: m.stateDir, RetryMin: 5 * time.Second, ConfigPath: filepath.Join(m.configDir, dev+".conf")}
+		StateDir: m.stateDir, RetryMin: 5 * time.Second, ConfigPath: filepath.Join(m.configDir, dev+".conf"),
+		Kick: r.kick}
 	go func() { defer close(r.done); run.Run(ctx) }()
 	log.Printf("%s: running with %d peers, renewal every %d s", dev, len(conf.Peers), conf.Interval)
+}
+
+// kick makes every runner's watch look at its device at once.
+func (m *manager) kick() {
+	for _, r := range m.runs {
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func modTime(path string) time.Time {
+	if fi, err := os.Stat(path); err == nil {
+		return fi.ModTime()
+	}
+	return time.Time{}
 }
 
 func closed() chan struct{} { c := make(chan struct{}); close(c); return c }
@@ -151,9 +170,22 @@ func main() {
 		}
 		m := &manager{configDir: *configDir, stateDir: *stateDir, wgTool: *wgTool,
 			runs: map[string]*running{}, states: map[string]*States{}}
+		// The kick file: the VNF step touches it when it has just written the devices or the
+		// files (tunnels/pqpsk.sh): the files are read and every device looked at now, not at the
+		// next look. A file, not a signal: a signal that came before the handler was installed
+		// would end a daemon just started.
+		kick := filepath.Join(*stateDir, "kick")
+		seen := modTime(kick)
 		for {
 			m.scan()
-			time.Sleep(2 * time.Second)
+			for i := 0; i < 10; i++ { // the scan every 2 s, the kick file every 200 ms
+				time.Sleep(200 * time.Millisecond)
+				if t := modTime(kick); !t.Equal(seen) {
+					seen = t
+					m.scan()
+					m.kick()
+				}
+			}
 		}
 	default:
 		fmt.Fprintln(os.Stderr, "usage: pq-psk run|status|version [flags]")

@@ -27,6 +27,11 @@ type PeerState struct {
 	Reason   string // why the last exchange failed: one word
 	busy     bool
 	psk      *[keyLen]byte // the key both ends agreed last (memory only, never saved)
+	// pskOwn is the device's own public key the key was agreed under: a PSK is bound to the pair
+	// of public keys (the derivation's info), so it is void once the device's key changed.
+	pskOwn [keyLen]byte
+	used   int64 // unix time the key was last seen in use: its exchange or a handshake
+	listed bool  // the device's file lists the peer; an unlisted record only keeps its key a while
 }
 
 // States holds every peer of one device.
@@ -51,7 +56,9 @@ func (s *States) Save(dir string) error {
 	s.mu.Lock()
 	lines := []string{fmt.Sprintf("device %s refusals %d", s.dev, s.other)}
 	for _, p := range s.peers {
-		lines = append(lines, s.line(p))
+		if p.listed {
+			lines = append(lines, s.line(p))
+		}
 	}
 	s.mu.Unlock()
 	sort.Strings(lines[1:])
@@ -107,8 +114,30 @@ func (s *States) Peer(pub [keyLen]byte, role string) *PeerState {
 		p = &PeerState{Pub: pub, State: "waiting", Reason: "-"}
 		s.peers[pub] = p
 	}
-	p.Role = role
+	p.Role, p.listed = role, true
 	return p
+}
+
+// Agreed is the key agreed with pub under the device's own key own (ok false: none).
+func (s *States) Agreed(pub, own [keyLen]byte) (psk [keyLen]byte, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.peers[pub]
+	if p == nil || p.psk == nil || p.pskOwn != own {
+		return psk, false
+	}
+	return *p.psk, true
+}
+
+// Adopt takes the key a device holds for a listed peer this program has no key of in memory (it
+// was restarted; only this program sets a managed peer's key): it is put back like an agreed
+// one should the device lose it, and given up like one (fallBackStale).
+func (s *States) Adopt(pub, own, psk [keyLen]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.peers[pub]; p != nil && p.listed && p.psk == nil {
+		p.psk, p.pskOwn, p.used = &psk, own, time.Now().Unix()
+	}
 }
 
 // Lookup returns the record of pub, or nil.
@@ -128,22 +157,57 @@ func (s *States) FellBack(p *PeerState) {
 	p.State, p.Reason = "failing", "stale"
 }
 
-// Keep drops the records of peers no longer configured.
+// Keep marks the records of peers no longer configured unlisted. One with an agreed key keeps it
+// (Expire): a peer the step removed and added again (its relation data refused for a while, then
+// good again) gets the key back that the other end still holds, instead of a classical entry
+// that no handshake with that end can complete.
 func (s *States) Keep(pubs map[[keyLen]byte]bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k := range s.peers {
-		if !pubs[k] {
+	for k, p := range s.peers {
+		p.listed = pubs[k]
+		if !p.listed && p.psk == nil {
 			delete(s.peers, k)
 		}
 	}
 }
 
-// Completed records a renewal at epoch with its key.
-func (s *States) Completed(p *PeerState, epoch uint64, psk [keyLen]byte) {
+// Expire forgets the unlisted records whose key was not in use for longer than stale: by then
+// the other end gave that key up too (fallBackStale).
+func (s *States) Expire(stale time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p.psk = &psk
+	for k, p := range s.peers {
+		if !p.listed && (p.psk == nil || time.Since(time.Unix(p.used, 0)) > stale) {
+			delete(s.peers, k)
+		}
+	}
+}
+
+// Used records that the peer's key was in use at unix time at (a handshake).
+func (s *States) Used(p *PeerState, at int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if at > p.used {
+		p.used = at
+	}
+}
+
+// Void forgets a key agreed under another own key than the device's (a key rotation).
+func (s *States) Void(p *PeerState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p.psk = nil
+	if p.State == "ok" {
+		p.State = "waiting"
+	}
+}
+
+// Completed records a renewal at epoch with its key, agreed under the device's own key own.
+func (s *States) Completed(p *PeerState, epoch uint64, psk, own [keyLen]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p.psk, p.pskOwn, p.used = &psk, own, time.Now().Unix()
 	p.Epoch, p.State, p.Reason, p.Failures = epoch, "ok", "-", 0
 	p.Renewals++
 	p.Last = time.Now().Unix()

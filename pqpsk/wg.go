@@ -20,8 +20,12 @@ type Device interface {
 	PSKs() (map[[keyLen]byte][keyLen]byte, error)
 	// ClearPSK makes the peer's handshakes classical again (no preshared key).
 	ClearPSK(peer [keyLen]byte) error
-	// Handshakes is every peer's latest handshake, unix seconds (0: none since the device began).
+	// Handshakes is every peer's latest handshake, unix seconds (0: none since the device began):
+	// its keys are exactly the device's peers.
 	Handshakes() (map[[keyLen]byte]int64, error)
+	// PublicKey is the device's own public key; ok is false when the implementation does not
+	// tell it (boringtun's UAPI: "(none)").
+	PublicKey() (pub [keyLen]byte, ok bool, err error)
 }
 
 // WG drives a device through the wg tool.
@@ -77,6 +81,16 @@ func (w *WG) Handshakes() (map[[keyLen]byte]int64, error) {
 		}
 	}
 	return m, nil
+}
+
+// PublicKey reads `wg show <dev> public-key`.
+func (w *WG) PublicKey() ([keyLen]byte, bool, error) {
+	out, err := w.run(nil, "show", w.Name, "public-key")
+	if err != nil {
+		return [keyLen]byte{}, false, err
+	}
+	pub, err := ParseKey(strings.TrimSpace(string(out)))
+	return pub, err == nil, nil
 }
 
 // PSKs reads `wg show <dev> preshared-keys` (read here on the VNF only, never reported).
