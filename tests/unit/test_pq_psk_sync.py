@@ -61,3 +61,43 @@ def test_a_new_managed_peer_is_set_without_a_resync(tmp_path):
 def test_an_unmarked_peer_gets_its_psk_reset(tmp_path):
     out = [line for line in changes(tmp_path, running_lines(PSK, PSK)) if line]
     assert "set {} - - - none".format(B) in out, out
+
+
+KEY_OLD = "D" * 43 + "="
+KEY_NEW = "E" * 43 + "="
+FAKE_WG = """#!/bin/bash
+echo "$*" >> "$WG_LOG"
+if [ "$1" = show ] && [ "$3" = dump ]; then
+  printf '%s\\t%s\\t51820\\toff\\n' "$KEY_OLD" "pub"
+  printf '%s\\t%s\\t(none)\\t10.0.0.2/32\\t0\\t0\\t0\\toff\\n' "$PEER_A" "$PSK"
+  printf '%s\\t(none)\\t(none)\\t10.0.0.6/32\\t0\\t0\\t0\\toff\\n' "$PEER_B"
+fi
+"""
+
+
+def test_a_new_own_key_clears_the_managed_peers_keys_in_the_same_set(tmp_path):
+    """A key rotation's switch (`private-key` in the `wg set`): the preshared keys pq-psk agreed
+    under the previous key are cleared in the same call, the unmanaged peer's is left alone: the
+    other end's entry for the new key starts without one, so both ends start classical."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "wg").write_text(FAKE_WG)
+    (bindir / "wg").chmod(0o755)
+    log = tmp_path / "wg.log"
+    wanted = STRIPPED.replace("[Interface]\n", "[Interface]\nPrivateKey = {}\nListenPort = 51820\n".format(KEY_NEW))
+    env = dict(os.environ, PATH="{}:{}".format(bindir, os.environ["PATH"]), WG_LOG=str(log), KEY_OLD=KEY_OLD,
+               PEER_A=A, PEER_B=B, PSK=PSK)
+    script = ('WG_TIMEOUT=5; pq_managed() { printf "%s " "$PEER_A"; }; pq_psk_kick() { :; }; '
+              'device_sync wg-s11 "$1" ""; echo "$SYNC_HOW"')
+    run = subprocess.run(["bash", "-c", 'set -euo pipefail; source "$0"; ' + script, DEVICES, wanted],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=20, env=env)
+    assert run.returncode == 0, run.stderr
+    sets = [line for line in log.read_text().splitlines() if line.startswith("set ")]
+    assert sets, log.read_text()
+    first = sets[0].split()
+    assert "private-key" in first, sets
+    assert "peer {} preshared-key /dev/null".format(A) in sets[0], sets
+    assert "peer {} preshared-key".format(B) not in sets[0], sets
+    # the fake device never changes: the whole sync follows, and the clearing once more after it
+    assert run.stdout.split() == ["syncconf"], run.stdout
+    assert sets[-1] == "set wg-s11 peer {} preshared-key /dev/null".format(A), sets

@@ -151,8 +151,8 @@ device_sync() {  # dev stripped-configuration previous-names: the running device
   # compared whole once more, and synced whole only if it still differs. Sets SYNC_HOW:
   # "unchanged", "set <n>" (the changes: key, port, each peer set or removed) or "syncconf". Not for boringtun, whose
   # UAPI a partial update wedges (ensure_device gives it `wg setconf` instead).
-  local dev=$1 wanted peers running changes kind peer ep ka allowed psk n=0 whole=0 managed
-  local -a args=() removals=()
+  local dev=$1 wanted peers running changes kind peer ep ka allowed psk n=0 whole=0 managed rekey=0
+  local -a args=() removals=() voided=()
   # A peer whose preshared key pq-psk manages has no psk line on either side: never reset.
   managed=$(pq_managed "/etc/wireguard/$dev.conf")
   wanted=$(printf '%s\n' "$2" | wg_canon_wanted | drop_managed_psk "$managed" | LC_ALL=C sort) || return 1
@@ -165,7 +165,7 @@ device_sync() {  # dev stripped-configuration previous-names: the running device
   fi
   while read -r kind peer ep ka allowed psk; do
     case "$kind" in
-      key) args+=(private-key "/etc/wireguard/$dev.key"); n=$((n + 1)) ;;
+      key) args+=(private-key "/etc/wireguard/$dev.key"); n=$((n + 1)); rekey=1 ;;
       port) args+=(listen-port "$peer"); n=$((n + 1)) ;;
       remove) removals+=(peer "$peer" remove); n=$((n + 1)) ;;
       set)
@@ -178,14 +178,24 @@ device_sync() {  # dev stripped-configuration previous-names: the running device
       *) whole=1 ;;
     esac
   done <<< "$changes"
+  # A new own key voids every preshared key pq-psk agreed on this device: a key is bound to the
+  # pair of public keys, and the other end's entry for the new key starts without one. Cleared in
+  # the same `wg set` as the key change, so both ends start the new pair classical at once (the
+  # daemon never puts back a key agreed under the previous own key: pqpsk/daemon.go).
+  if [ "$rekey" = 1 ]; then
+    for peer in $managed; do
+      printf '%s\n' "$running" | grep -qF "peer $peer " && voided+=(peer "$peer" preshared-key /dev/null)
+    done
+  fi
   if [ "$whole" = 0 ] && [ -n "$running" ]; then
-    timeout "$WG_TIMEOUT" wg set "$dev" "${args[@]}" "${removals[@]}"
+    timeout "$WG_TIMEOUT" wg set "$dev" "${args[@]}" "${voided[@]}" "${removals[@]}"
     if device_unchanged "$dev" "$2"; then
       SYNC_HOW="set $n"
       return 0
     fi
   fi
   wg syncconf "$dev" <(printf '%s\n' "$2")
+  if [ "${#voided[@]}" -gt 0 ]; then timeout "$WG_TIMEOUT" wg set "$dev" "${voided[@]}" 2>/dev/null || true; fi
   SYNC_HOW=syncconf
 }
 
@@ -273,12 +283,14 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementati
     elif [ "$how" = setconf ]; then
       wg setconf "$dev" <(printf '%s\n' "$stripped")
     fi
+    if [ "$how" != unchanged ]; then pq_psk_kick; fi
     apply_routes "$dev"
     dataplane_report "$dev" "$DP_IMPL"
     out "APPLIED $dev $how"
   else
     write_if_changed "$conf" 600 "$wanted"
     device_up "$dev" "$DP_IMPL" "$DP_PROGRAM"
+    pq_psk_kick   # a re-created device has no preshared key: the agreed ones go back now
     # PostUp already ran the hook; once more to report what it refused.
     apply_routes "$dev"
     dataplane_report "$dev" "$DP_IMPL"

@@ -86,6 +86,15 @@ pq_psk_daemon() {  # start the daemon, or restart it when its program changed
   fi
 }
 
+pq_psk_kick() {  # a device was just written: a running daemon looks at it now (pqpsk/main.go: the kick file)
+  # A peer added again or a device re-created has no preshared key until the daemon puts the
+  # agreed one back; at its next look (5 s) that could cost the peer a handshake attempt (5 s
+  # more). A file, not a signal: a signal before the daemon's handler is installed would end it.
+  # Only where the daemon keeps its state (it runs), and only after a change: an unchanged step
+  # touches nothing.
+  if [ -d "$PQ_PSK_STATE" ]; then touch "$PQ_PSK_STATE/kick"; fi
+}
+
 pq_psk_ensure() {  # dev data...: as pq_psk_files, then the daemon runs exactly when a file is left
   if [ "$(pq_psk_files "$@")" = 1 ]; then
     [ -x "$DATAPLANE_DIR/pq-psk" ] || fail "pq-psk is not installed on the VNF and the charm does not ship it"
