@@ -147,25 +147,34 @@ func (r *Runner) keepInstalled(ctx context.Context) {
 
 // restore puts each listed peer's agreed key back where the device lost it, and clears the keys
 // agreed under an earlier own key. Only for peers the device holds: `wg set … peer` would add one.
+// Called with every peer the device holds (shakes) and their keys (held).
 func (r *Runner) restore(held map[[keyLen]byte][keyLen]byte, shakes map[[keyLen]byte]int64) {
 	type want struct {
-		st   *PeerState
-		psk  [keyLen]byte
-		void bool
+		st           *PeerState
+		psk          [keyLen]byte
+		void, listed bool
 	}
 	var todo []want
 	r.States.mu.Lock()
 	for pub, p := range r.States.peers {
-		if _, on := shakes[pub]; !on || !p.listed || p.psk == nil || p.busy {
+		if _, on := shakes[pub]; !on || p.psk == nil || p.busy {
 			continue
 		}
-		todo = append(todo, want{p, *p.psk, p.pskOwn != r.Conf.Public})
+		todo = append(todo, want{p, *p.psk, p.pskOwn != r.Conf.Public, p.listed})
 	}
 	r.States.mu.Unlock()
 	for _, w := range todo {
 		pub := w.st.Pub
 		got, has := held[pub]
 		switch {
+		case !w.listed:
+			// On the device but no longer this program's (pq-psk off for it): the step reset its
+			// key; the agreed one is forgotten, never put back should the peer be listed again
+			// (the other end reset it too). A peer removed from the device keeps it (Keep).
+			if !has || got != w.psk {
+				r.States.Void(w.st)
+			}
+			continue
 		case w.void:
 			if has && got == w.psk && r.Dev.ClearPSK(pub) == nil {
 				log.Printf("%s: cleared the PSK of %s agreed under this device's previous key", r.Conf.Device, keyText(pub))

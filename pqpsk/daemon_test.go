@@ -453,3 +453,31 @@ func TestARestartedDaemonAdoptsTheDevicesKeys(t *testing.T) {
 	d.mu.Unlock()
 	waitFor(t, 2*time.Second, "the adopted key was not put back", func() bool { k, ok := d.get(b); return ok && k == key(7) })
 }
+
+// pq-psk turned off for a peer that stays on the device: the step reset its key, so the agreed
+// one is forgotten and not put back when the peer is listed again (the other end reset it too).
+func TestAPeerThatLeftPQButStayedOnTheDeviceIsNotGivenItsKeyBack(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := key(1), key(2)
+	d := &fakeDev{pub: a, psk: map[[keyLen]byte][keyLen]byte{}, shakes: map[[keyLen]byte]int64{b: time.Now().Unix()}}
+	listen := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t))
+	without := &DeviceConf{Device: "wg-test", Public: a, Listen: listen, Interval: 100}
+	states := NewStates("wg-test")
+	states.Completed(states.Peer(b, "initiator"), 5, key(7), a)
+	r := &Runner{Conf: without, Dev: d, States: states, RetryMin: time.Hour, Watch: 50 * time.Millisecond}
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	waitFor(t, 2*time.Second, "the reset peer's key is still remembered", func() bool {
+		return states.Lookup(b) == nil || func() bool {
+			states.mu.Lock()
+			defer states.mu.Unlock()
+			return states.peers[b] == nil || states.peers[b].psk == nil
+		}()
+	})
+	cancel()
+	<-done
+	if _, ok := d.get(b); ok {
+		t.Fatal("a key was put back on a peer that left pq-psk")
+	}
+}
