@@ -85,20 +85,25 @@ func (r *Runner) Run(ctx context.Context) {
 	r.started = time.Now()
 	own := r.Conf.Public
 	keep := map[[keyLen]byte]bool{}
-	var wg sync.WaitGroup
+	initiators := map[[keyLen]byte]*PeerState{}
 	for _, p := range r.Conf.Peers {
 		keep[p.Pub] = true
 		if lessKey(own, p.Pub) {
-			st := r.States.Peer(p.Pub, "initiator")
-			wg.Add(1)
-			go func(p PeerConf) { defer wg.Done(); r.initiateLoop(ctx, own, p, st) }(p)
+			initiators[p.Pub] = r.States.Peer(p.Pub, "initiator")
 		} else {
 			r.States.Peer(p.Pub, "responder")
 		}
 	}
 	r.States.Keep(keep)
-	r.adopt()
+	r.adopt() // before the loops: a key adopted is renewed on its schedule, not at once
 	r.save()
+	var wg sync.WaitGroup
+	for _, p := range r.Conf.Peers {
+		if st := initiators[p.Pub]; st != nil {
+			wg.Add(1)
+			go func(p PeerConf) { defer wg.Done(); r.initiateLoop(ctx, own, p, st) }(p)
+		}
+	}
 	wg.Add(2)
 	go func() { defer wg.Done(); r.listen(ctx, own) }()
 	go func() { defer wg.Done(); r.keepInstalled(ctx) }()
