@@ -9,6 +9,7 @@ import e2e_pairs as pairs
 import pytest
 
 from testbed.emulators import vca, vim
+from testbed.measurement import probe
 
 
 @pytest.fixture(scope="module")
@@ -29,11 +30,11 @@ def _psk(vnf, dev):
     return out[1] if len(out) == 2 else ""
 
 
-def _wait_for_same_psk(a, b, seconds=60):
+def _wait_for_same_psk(a, b, seconds=60, other_than=""):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         pa, pb = _psk(a, "wg-vpn"), _psk(b, "wg-vpn-peer")
-        if pa and pa != "(none)" and pa == pb:
+        if pa and pa != "(none)" and pa == pb and pa != other_than:
             return pa
         time.sleep(0.5)
     raise AssertionError("no common PSK: {!r} {!r}".format(_psk(a, "wg-vpn")[:4], _psk(b, "wg-vpn-peer")[:4]))
@@ -56,6 +57,37 @@ def test_both_ends_derive_the_same_psk_and_nothing_shows_it(shared):
     # Another reconcile (update-status contacts the VNF): the step leaves the key as it is.
     model.run_hook("a/0", "update-status")
     assert _psk(a, "wg-vpn") == psk and _psk(b, "wg-vpn-peer") == psk
+
+
+def test_a_key_rotation_loses_no_packet_and_ends_with_a_new_common_psk(shared):
+    """rotate-keys on a/0 with pq-psk on: a PSK is bound to the pair of public keys, so the switch
+    clears it on a's main device (tunnels/devices.sh) while b's entry for a's new key starts
+    without one; both ends handshake classically at once and the daemons agree a new key over
+    the tunnel. Before, a kept the old pair's key and no handshake on the main path completed.
+    A probe at 100 echoes a second from before the action until both ends hold the new key
+    loses nothing."""
+    tb, model = shared
+    a, b = tb.vnfs["a"], tb.vnfs["b"]
+    old = _wait_for_same_psk(a, b)
+    key = a.wg_show("wg-vpn", "public-key").strip()
+    watch = probe.Probe(a, pairs.A_SVC, pairs.B_SVC, "a -> b", 0.01).start()
+    try:
+        deadline = time.monotonic() + 10
+        while not watch.answering():
+            assert time.monotonic() < deadline, "the probe gets no reply"
+            time.sleep(0.05)
+        result = model.run_action("a/0", "rotate-keys")
+        assert result.status == "completed", result.message
+        model.settle()
+        assert a.wg_show("wg-vpn", "public-key").strip() != key
+        new = _wait_for_same_psk(a, b, 90, other_than=old)
+        time.sleep(1.0)   # the last echoes' replies
+    finally:
+        counts = watch.stop()
+    assert new != old
+    assert counts["sent"] > 300 and counts["lost"] == 0, counts
+    assert a.wg_show("wg-vpn", "peers").split() == [b.wg_show("wg-vpn-peer", "public-key").strip()]
+    assert pairs.ping(a, pairs.A_SVC, pairs.B_SVC).returncode == 0
 
 
 def test_pq_psk_off_makes_the_tunnel_classical_again(shared):
