@@ -128,7 +128,9 @@ class VpnaasCharm(CharmBase):
                                        facts=self.known_facts(), incumbents=json.loads(self._stored.claims),
                                        own_keys=set(json.loads(self._stored.public_keys).values()),
                                        own=self.own_rotation(), memo=self.memory.admission)
-            plan.errors += dataplane.plan_errors(plan, self.programs)
+            programs = self.programs
+            plan.errors += dataplane.plan_errors(plan, programs)
+            dataplane.without_pq_psk(plan, programs)
         return plan
 
     def defers_unread(self) -> bool:
@@ -228,7 +230,8 @@ class VpnaasCharm(CharmBase):
     # ------------------------------------------------------------------ relation cache
     def cache_fields(self) -> List[str]:
         """The relation fields whose change can matter to this unit (relation_cache)."""
-        fields = list(relation_data.KEYS) + [relation_data.WANTS_PEER_KEYS] + list(relation_data.ROTATION_KEYS)
+        fields = list(relation_data.KEYS) + [relation_data.WANTS_PEER_KEYS] + list(relation_data.ROTATION_KEYS) \
+            + [relation_data.PQ_PSK_KEY]   # the peer's pq-psk capability changes its tunnel's configuration
         # peer-keys only wakes a unit that waits for its tunnels, or that rotates a key (the
         # peers confirm the new key with it: rotation.py).
         waits = self.workload.awaits_peer_keys() or json.loads(self._stored.rotating)

@@ -1,0 +1,123 @@
+# shellcheck shell=bash
+# The tunnel step's part (sourced by tunnels.sh, after lib.sh and devices.sh): the pq-psk daemon
+# (a post-quantum preshared key per tunnel, docs/security.md): one file per device in
+# PQ_PSK_DIR, written from the charm's data section plus the device's public key (made here),
+# and one daemon per VNF (systemd when the VNF has it, else a background process with a pid
+# file, started again by the next step when it died). Idempotent: an unchanged file is not
+# written, a running daemon of the same program is not restarted (it reloads changed files by
+# itself). What it owns: PQ_PSK_DIR's files carrying MARKER, the unit, the pid file, the program.
+
+PQ_PSK_DIR=/etc/wireguard/pq-psk
+PQ_PSK_STATE=/run/wireguard/vpnaas-pq-psk   # beside the UAPI sockets: private to the VNF even in the testbed
+PQ_PSK_SERVICE=vpnaas-pq-psk
+PQ_PSK_UNIT=/etc/systemd/system/vpnaas-pq-psk.service
+PQ_PSK_PIDFILE=/run/wireguard/vpnaas-pq-psk.pid
+PQ_PSK_LOG=/run/wireguard/vpnaas-pq-psk.log
+
+pq_psk_pid() {  # the pid of our running daemon without systemd, else nothing
+  local pid
+  pid=$(cat "$PQ_PSK_PIDFILE" 2>/dev/null || true)
+  case "$pid" in ''|*[!0-9]*) return 0 ;; esac
+  if tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF "$DATAPLANE_DIR/pq-psk run"; then printf '%s' "$pid"; fi
+}
+
+pq_psk_stop() {
+  local pid
+  if [ -e "$PQ_PSK_UNIT" ]; then
+    systemctl disable --now "$PQ_PSK_SERVICE" >/dev/null 2>&1 || true
+    rm -f "$PQ_PSK_UNIT"
+    systemctl daemon-reload >/dev/null 2>&1 || true
+  fi
+  pid=$(pq_psk_pid)
+  if [ -n "$pid" ]; then
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  fi
+  rm -f "$PQ_PSK_PIDFILE"
+}
+
+pq_psk_files() {  # dev data...: write each device's file, remove ours of devices not listed; "1" when any is left
+  local dev data body pub f keep=" " any=0
+  mkdir -p "$PQ_PSK_DIR"
+  chmod 700 "$PQ_PSK_DIR"
+  while [ $# -ge 2 ]; do
+    dev=$1 data=$2
+    shift 2
+    body=$(data_item "${data}_PQ" | base64 -d)
+    [ -n "$body" ] || continue
+    pub=$(wg pubkey < "/etc/wireguard/$dev.key" 2>/dev/null) || continue
+    write_if_changed "$PQ_PSK_DIR/$dev.conf" 600 "$(printf '%s\npublic %s\n' "$body" "$pub")"$'\n'
+    keep="$keep$dev.conf "
+    any=1
+  done
+  for f in "$PQ_PSK_DIR"/*.conf; do
+    [ -e "$f" ] || continue
+    case "$keep" in *" $(basename "$f") "*) continue ;; esac
+    grep -qxF "$MARKER" "$f" && rm -f "$f"
+  done
+  printf '%s' "$any"
+}
+
+pq_psk_daemon() {  # start the daemon, or restart it when its program changed
+  local prog="$DATAPLANE_DIR/pq-psk" text digest pid
+  digest=$(sha256sum < "$prog" | cut -d' ' -f1)
+  if [ "${init:-none}" = systemd ]; then
+    text=$(printf '%s\n' "$MARKER" "# program sha256 $digest" '[Unit]' 'Description=VPNaaS pq-psk (post-quantum WireGuard preshared keys)' \
+      'After=network-online.target' '[Service]' \
+      "ExecStart=$prog run -config $PQ_PSK_DIR -state $PQ_PSK_STATE" 'Restart=always' 'RestartSec=5' \
+      'NoNewPrivileges=yes' 'ProtectHome=yes' 'PrivateTmp=yes' '[Install]' 'WantedBy=multi-user.target')
+    write_if_changed "$PQ_PSK_UNIT" 644 "$text"$'\n'
+    if [ "$WRITTEN" = 1 ]; then systemctl daemon-reload; fi
+    systemctl enable "$PQ_PSK_SERVICE" >/dev/null 2>&1
+    if [ "$WRITTEN" = 1 ] || ! systemctl is-active --quiet "$PQ_PSK_SERVICE"; then systemctl restart "$PQ_PSK_SERVICE"; fi
+    return 0
+  fi
+  pid=$(pq_psk_pid)
+  if [ -n "$pid" ] && [ "$(cat "$PQ_PSK_PIDFILE.sha256" 2>/dev/null)" != "$digest" ]; then
+    pq_psk_stop
+    pid=
+  fi
+  if [ -z "$pid" ]; then
+    mkdir -p /run/wireguard
+    # Its own session, a pid file; the log holds one line per renewal and refusal, cut at start.
+    setsid "$prog" run -config "$PQ_PSK_DIR" -state "$PQ_PSK_STATE" > "$PQ_PSK_LOG" 2>&1 < /dev/null &
+    printf '%s\n' "$!" > "$PQ_PSK_PIDFILE"
+    printf '%s\n' "$digest" > "$PQ_PSK_PIDFILE.sha256"
+  fi
+}
+
+pq_psk_kick() {  # a device was just written: a running daemon looks at it now (pqpsk/main.go: the kick file)
+  # A peer added again or a device re-created has no preshared key until the daemon puts the
+  # agreed one back; at its next look (5 s) that could cost the peer a handshake attempt (5 s
+  # more). A file, not a signal: a signal before the daemon's handler is installed would end it.
+  # Only where the daemon keeps its state (it runs), and only after a change: an unchanged step
+  # touches nothing.
+  if [ -d "$PQ_PSK_STATE" ]; then touch "$PQ_PSK_STATE/kick"; fi
+}
+
+pq_psk_ensure() {  # dev data...: as pq_psk_files, then the daemon runs exactly when a file is left
+  if [ "$(pq_psk_files "$@")" = 1 ]; then
+    [ -x "$DATAPLANE_DIR/pq-psk" ] || fail "pq-psk is not installed on the VNF and the charm does not ship it"
+    pq_psk_daemon
+    out "PQPSK up"
+  else
+    pq_psk_stop
+    out "PQPSK off"
+  fi
+}
+
+pq_psk_apply() {  # as pq_psk_ensure; a failure is reported (FAILED pq-psk ...), never stops the step
+  isolated pq-psk pq_psk_ensure "$@"
+}
+
+pq_psk_report() {  # the daemon's per-peer state: "PQPEER <dev> <peer> <state> <epoch> <renewals> <last> <refusals>"
+  local f
+  for f in "$PQ_PSK_STATE"/*.status; do
+    [ -e "$f" ] || continue
+    # Only well-formed lines (the grammar is report.py's too): public values, counters, times.
+    awk '$1 == "peer" && NF == 21 && $2 ~ /^[A-Za-z0-9_.-]+$/ && $3 ~ /^[A-Za-z0-9+\/]{42}[AEIMQUYcgkosw048]=$/ &&
+         $9 ~ /^(waiting|ok|failing)$/ && $11 ~ /^[0-9]+$/ && $13 ~ /^[0-9]+$/ && $15 ~ /^[0-9]+$/ && $17 ~ /^[0-9]+$/ {
+         print "PQPEER " $2 " " $3 " " $9 " " $11 " " $13 " " $15 " " $17 }' "$f" | head -n 4096 |
+      while IFS= read -r line; do out "$line"; done
+  done
+}

@@ -1,0 +1,112 @@
+// The responder's listener: accepts only connections whose source is a configured peer's inner
+// address (inside the tunnel WireGuard's cryptokey routing authenticates it), one exchange per
+// peer at a time, at most maxConns at once.
+package main
+
+import (
+	"context"
+	"errors"
+	"log"
+	"net"
+	"net/netip"
+	"strconv"
+	"time"
+)
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func (r *Runner) listen(ctx context.Context, own [keyLen]byte) {
+	var ln net.Listener
+	for {
+		var err error
+		lc := net.ListenConfig{}
+		if ln, err = lc.Listen(ctx, "tcp", r.Conf.Listen.String()); err == nil {
+			break
+		}
+		log.Printf("%s: cannot listen yet: %v", r.Conf.Device, err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(2 * time.Second):
+		}
+	}
+	go func() { <-ctx.Done(); ln.Close() }()
+	byAddr := map[string]PeerConf{}
+	for _, p := range r.Conf.Peers {
+		if lessKey(p.Pub, own) { // the peer initiates
+			byAddr[p.Addr.Unmap().String()] = p
+		}
+	}
+	sem := make(chan struct{}, maxConns)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+			go func() { defer func() { <-sem }(); r.answer(c, own, byAddr) }()
+		default:
+			c.Close()
+		}
+	}
+}
+
+func (r *Runner) answer(c net.Conn, own [keyLen]byte, byAddr map[string]PeerConf) {
+	defer c.Close()
+	ap, err := netAddrPort(c.RemoteAddr())
+	p, ok := byAddr[ap]
+	if err != nil || !ok {
+		r.States.mu.Lock()
+		r.States.other++
+		r.States.mu.Unlock()
+		r.save()
+		return
+	}
+	st := r.States.Peer(p.Pub, "responder")
+	r.States.mu.Lock()
+	if st.busy {
+		r.States.mu.Unlock()
+		return
+	}
+	st.busy = true
+	r.States.mu.Unlock()
+	defer func() { r.States.mu.Lock(); st.busy = false; r.States.mu.Unlock() }()
+	resp := &Responder{Own: own, Peer: p.Pub, Accept: func(e uint64) bool {
+		r.States.mu.Lock()
+		defer r.States.mu.Unlock()
+		return e > st.Epoch
+	}}
+	var agreed [keyLen]byte
+	epoch, err := resp.Respond(c, func(psk [keyLen]byte) error {
+		agreed = psk
+		if err := r.install(p.Pub, psk); err != nil {
+			return errors.Join(errInstall, err)
+		}
+		return nil
+	})
+	if err != nil {
+		log.Printf("%s: exchange from %s failed: %s", r.Conf.Device, keyText(p.Pub), reasonOf(err))
+		r.States.Failed(st, reasonOf(err), errors.Is(err, errRefused))
+	} else {
+		r.States.Completed(st, epoch, agreed, own)
+		log.Printf("%s: renewed the PSK with %s (epoch %d)", r.Conf.Device, keyText(p.Pub), epoch)
+	}
+	r.save()
+}
+
+func netAddrPort(a net.Addr) (string, error) {
+	t, ok := a.(*net.TCPAddr)
+	if !ok {
+		return "", errors.New("not TCP")
+	}
+	ip, ok := netip.AddrFromSlice(t.IP)
+	if !ok {
+		return "", errors.New("bad address")
+	}
+	return ip.Unmap().String(), nil
+}
