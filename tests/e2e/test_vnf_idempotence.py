@@ -104,6 +104,10 @@ def test_a_step_that_changes_nothing_touches_no_file(tmp_path):
         # The real shell speaks the report protocol (vpnaas/vnf/report.py), line by line.
         assert vnf_report.problems(report) == [], report
     assert "APPLIED wg-vpn up" in runs["1"]
+    # The step carries no pq-psk program (as from a charm built without it): the pq part is a no-op
+    # that succeeds and leaves nothing, not even its folder.
+    assert all(runs[run].splitlines().count("PQPSK off") == 2 for run in runs), runs["1"]
+    assert not [line for run in files for line in files[run].splitlines() if "pq-psk" in line], files["1"]
     assert "APPLIED wg-vpn unchanged" in runs["2"] and "APPLIED wg-vpn unchanged" in runs["3"]
     written = [line for line in files["1"].splitlines() if " f " in line]
     for path in ("/etc/wireguard/vpnaas-service-addresses ", "/etc/wireguard/vpnaas-service-addresses.owned ",
