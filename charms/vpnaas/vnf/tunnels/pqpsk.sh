@@ -42,9 +42,15 @@ pq_psk_stop() {
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   fi
+  rm -f "$PQ_PSK_PIDFILE"
+}
+
+pq_psk_forget() {  # pq-psk wanted nowhere: the daemon stopped, its state, log and pid files gone
+  # (a restart for a new program keeps the state: its epochs stay monotonic, its counters go on).
   # The state describes PSKs no daemon keeps any more: a stale PQPEER line would say otherwise.
-  if [ -e "$PQ_PSK_PIDFILE" ] || [ -e "$PQ_PSK_PIDFILE.sha256" ] || [ -e "$PQ_PSK_STATE" ] || [ -e "$PQ_PSK_LOG" ]; then
-    rm -rf "$PQ_PSK_PIDFILE" "$PQ_PSK_PIDFILE.sha256" "$PQ_PSK_STATE" "$PQ_PSK_LOG"
+  pq_psk_stop
+  if [ -e "$PQ_PSK_PIDFILE.sha256" ] || [ -e "$PQ_PSK_STATE" ] || [ -e "$PQ_PSK_LOG" ]; then
+    rm -rf "$PQ_PSK_PIDFILE.sha256" "$PQ_PSK_STATE" "$PQ_PSK_LOG"
   fi
 }
 
@@ -116,7 +122,7 @@ pq_psk_ensure() {  # dev data...: as pq_psk_files, then the daemon runs exactly 
     pq_psk_daemon
     out "PQPSK up"
   else
-    pq_psk_stop
+    pq_psk_forget
     out "PQPSK off"
   fi
 }
