@@ -143,6 +143,7 @@ class FakeVnf(object):
         self.routes_ever = set()           # every prefix ever routed into a device
         self.routes_files = {}             # device -> its route list ("prefix src" lines), as stage_routes wrote it
         self.pq_files = {}                 # device -> the pq-psk daemon file (tunnels/pqpsk.sh)
+        self.pq_psk_fails = ""             # why the pq-psk daemon exits at its start ("": it runs)
         self.route_moves = []              # (prefix, from device, to device) of every route a device took over
         self.service_addresses = []
         self.handshakes = {}               # peer public key -> epoch of its latest handshake
@@ -350,6 +351,9 @@ class FakeVnf(object):
         self.pq_files = files
         if files and "pq-psk" not in self.usable:
             out.append("FAILED pq-psk pq-psk is not installed on the VNF and the charm does not ship it")
+            return
+        if files and self.pq_psk_fails:   # a daemon that exits at its start (tunnels/pqpsk.sh)
+            out.append("FAILED pq-psk the pq-psk daemon exited at its start: " + self.pq_psk_fails)
             return
         out.append("PQPSK " + ("up" if files else "off"))
 

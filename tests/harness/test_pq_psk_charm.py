@@ -102,3 +102,18 @@ def test_a_peer_withdrawing_the_capability_is_not_skipped_by_the_hook_gate(ready
     assert CLASSICAL in ready.status.message
     (dev,) = ready.charm.build_plan().devices
     assert wgconfig.PQ_PSK_MARK not in wgconfig.render_body(dev)
+
+
+def test_the_capability_is_published_only_once_the_vnf_said_the_daemon_runs(ready, vnf):
+    """A daemon that does not start: no capability (the peer stays classical and says so), the
+    reason in the status, and the next hook tries again; once it runs, the capability follows."""
+    vnf.pq_psk_fails = "no such device"
+    rel = ready.relate("vpn", "b/0", peer_data(keypair()[1]))
+    assert ready.published(rel).get("pq-psk", "") == ""
+    assert "pq-psk failed: the pq-psk daemon exited at its start: no such device" in ready.status.message
+    assert ready.charm._stored.applied == ""     # not taken as applied: the next hook contacts the VNF
+    vnf.pq_psk_fails = ""
+    ready.harness.charm.on.update_status.emit()
+    assert ready.published(rel)["pq-psk"] == "1" and "pq-psk failed" not in ready.status.message
+    ready.configure(**{"vpn-pq-psk": False})     # off: the capability is withdrawn with the daemon
+    assert ready.published(rel).get("pq-psk", "") == ""

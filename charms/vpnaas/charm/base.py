@@ -69,7 +69,8 @@ class VpnaasCharm(CharmBase):
         super().__init__(*args)
         self._stored.set_default(manual_peers="{}", public_keys="{}", applied="", last_status="",
                                  implementation="", facts="{}", claims="[]", session_config="", config_salt="",
-                                 torn_down=False, rotating="[]", rotation_started="{}", rotation_followed="{}")
+                                 torn_down=False, rotating="[]", rotation_started="{}", rotation_followed="{}",
+                                 pq_psk_daemon=False)
         if not self._stored.config_salt:
             self._stored.config_salt = os.urandom(16).hex()
         #: This hook's clock, one reading for every plan it makes (the rotation deadlines), and when
@@ -131,6 +132,7 @@ class VpnaasCharm(CharmBase):
             programs = self.programs
             plan.errors += dataplane.plan_errors(plan, programs)
             dataplane.without_pq_psk(plan, programs)
+            dataplane.pq_psk_daemon(plan, bool(self._stored.pq_psk_daemon))
         return plan
 
     def defers_unread(self) -> bool:
@@ -342,11 +344,16 @@ class VpnaasCharm(CharmBase):
         if plan.errors:
             self._set_applied("")
             self._blocked_by_config(plan)
+        # pq-psk's capability is published once the VNF said its daemon runs, and withdrawn when it
+        # did not (failed, or off): the peers then keep their tunnel classical and say so.
+        self._stored.pq_psk_daemon = obs.pq_psk == "up"
+        dataplane.pq_psk_daemon(plan, obs.pq_psk == "up")
         # A temporary device that failed offers no path: its key is not published (rotation.py).
         with CLOCK.phase("publish"):
             self.tunnels.publish(plan, {d: k for d, k in obs.public_keys.items()
                                         if d not in obs.failed or not d.startswith(rotation.TEMP_PREFIX)})
         qos_failed = any(q.startswith("failed") for q in obs.qos)   # the next hook tries it again
+        qos_failed = qos_failed or obs.pq_psk.startswith("failed")  # so does a pq-psk daemon that did not start
         self._set_applied(plan.fingerprint() if not (obs.failed or obs.refused or qos_failed) else "")
         self._stored.session_config = self._config_digest()
         self._stored.claims = json.dumps(policy.claims(plan))

@@ -108,6 +108,10 @@ class Device(object):
         self.pq_psk = pq_psk                    # <ep>-pq-psk
         self.pq_psk_renewal = pq_psk_renewal    # pq-psk-renewal-seconds
         self.pq_psk_unshipped = False           # <ep>-pq-psk is on, but the charm was built without pq-psk
+        #: the VNF reported the pq-psk daemon running at the last session ("PQPSK up"): only then is
+        #: the capability published (a peer that configured its end for a daemon that is not there
+        #: would wait for exchanges nobody answers)
+        self.pq_psk_daemon = False
         self.peers: List[Peer] = []
         self.waiting: List[str] = []  # why a peer is not there yet (shown in the status)
         self.problems: List[str] = []  # invalid or refused peer data
@@ -164,7 +168,8 @@ class Device(object):
         if self.implementation == "boringtun":
             return ["{}: tunnels are classical only: boringtun cannot change a preshared key in place".format(
                 self.endpoint)] if self.peers else []
-        return ["{}: tunnel to {} is classical only: the peer has no pq-psk".format(self.endpoint, p.source)
+        return ["{}: tunnel to {} is classical only: the peer has no pq-psk (an earlier release, "
+                "its option off, or its daemon not running yet)".format(self.endpoint, p.source)
                 for p in self.peers if p.source != MANUAL and not p.pq_psk]
 
 

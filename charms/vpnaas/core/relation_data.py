@@ -370,5 +370,6 @@ def publication(device: Device, public_key: str, units: Optional[Set[str]] = Non
     bag[NEXT_ENDPOINT] = validation.format_endpoint(device.publish_host, temp.listen_port) if temp else ""
     bag[NEXT_PEER_KEYS] = ",".join(sorted(key for unit, key in rot.advertised.items()
                                           if temp is not None and (units is None or unit in units)))
-    bag[PQ_PSK_KEY] = PQ_PSK_PROTOCOL if device.pq_psk_runs() else ""
+    # The capability only once the VNF reported the daemon running (Device.pq_psk_daemon).
+    bag[PQ_PSK_KEY] = PQ_PSK_PROTOCOL if device.pq_psk_runs() and device.pq_psk_daemon else ""
     return bag

@@ -119,6 +119,13 @@ def without_pq_psk(plan: Plan, programs: Dict[str, Program]) -> None:
             dev.pq_psk, dev.pq_psk_unshipped = False, True
 
 
+def pq_psk_daemon(plan: Plan, up: bool) -> None:
+    """Whether the VNF reported the pq-psk daemon running at its last session ("PQPSK up"): the
+    devices publish the capability only then (relation_data.publication)."""
+    for dev in plan.devices + plan.temp_devices:
+        dev.pq_psk_daemon = up
+
+
 def prepare_args(plan: Plan, programs: Dict[str, Program]) -> List[str]:
     """``tunnels_prepare``'s arguments: "name digest when" for each shipped program a device of the
     plan may run on; when is ``always`` (an endpoint chose it) or ``nokernel`` (an ``auto``

@@ -62,12 +62,15 @@ def tunnel_step(plan: Plan, facts_digest: str = "", rotate: Iterable[str] = (), 
     step.call("tunnels_prepare", *dataplane.prepare_args(plan, programs or {}))
     step.call("service_addresses", *plan.service_address_args())
     devices = plan.temp_devices + plan.devices
+    # pq-psk runs only where the charm ships its program (the charm's plan says so already:
+    # dataplane.without_pq_psk); a step without it leaves the pq part a no-op on the VNF.
+    pq_shipped = "pq-psk" in (programs or {})
     staged = []
     for i, dev in enumerate(devices, 1):
         data = "DEVICE{}".format(i)
         step.data(data + "_BODY", vnfscript.b64(wgconfig.render_body(dev)))
         step.data(data + "_ROUTES", vnfscript.b64(wgconfig.render_routes(dev)))
-        step.data(data + "_PQ", vnfscript.b64(wgconfig.render_pq_psk(dev)))
+        step.data(data + "_PQ", vnfscript.b64(wgconfig.render_pq_psk(dev) if pq_shipped else ""))
         staged += [dev.name, data]
     step.call("stage_routes", *staged)
     # pq-psk's files first too: a peer that leaves pq-psk is off the daemon's list before the sync

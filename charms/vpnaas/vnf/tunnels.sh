@@ -88,9 +88,8 @@ teardown() {  # the charm is being removed: everything it put on the VNF for its
   rm -f "$ROUTES_HOOK" "$SERVICE_HOOK" "$WANTED_ADDRESSES" "$OWNED_ADDRESSES"
   # The shipped programs and the wrapper: every device that ran on them is down now. Named one by
   # one: nothing else in the directory is the charm's to remove (and it may be a mount point).
-  pq_psk_files >/dev/null   # no device: every file of ours goes
-  pq_psk_stop
-  rmdir "$PQ_PSK_DIR" 2>/dev/null || true
+  pq_psk_files >/dev/null   # no device: every file of ours goes, and the folder with the last one
+  pq_psk_forget             # the daemon stopped, its state, log and pid files deleted
   rm -f "$DATAPLANE_DIR/wireguard-go" "$DATAPLANE_DIR/boringtun" "$DATAPLANE_DIR/pq-psk" "$DATAPLANE_WRAPPER"
   rmdir "$DATAPLANE_DIR" 2>/dev/null || true
   metrics_remove

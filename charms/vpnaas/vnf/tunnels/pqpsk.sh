@@ -5,7 +5,16 @@
 # and one daemon per VNF (systemd when the VNF has it, else a background process with a pid
 # file, started again by the next step when it died). Idempotent: an unchanged file is not
 # written, a running daemon of the same program is not restarted (it reloads changed files by
-# itself). What it owns: PQ_PSK_DIR's files carrying MARKER, the unit, the pid file, the program.
+# itself); with pq-psk wanted on no device, the part touches nothing (no folder made, nothing
+# written). What it owns: PQ_PSK_DIR's files carrying MARKER (and their temporary copies a killed
+# step left), the folder once empty, the unit, the pid files, the log, the state, the program.
+#
+# Where things live: the daemon's configuration (the charm's, changed only when a peer or an
+# option changes) in /etc/wireguard beside the devices' configurations; its state (epochs and
+# counters, rewritten at every renewal, i.e. every 2 minutes by default) in /run: runtime state,
+# worth nothing after a reboot, because the PSKs it describes lived only in the devices' memory and
+# are gone with them (the first exchange after the reboot agrees a new one; a rebooted peer's old
+# PSK is given up by the other end after RejectAfterTime: docs/security.md).
 
 PQ_PSK_DIR=/etc/wireguard/pq-psk
 PQ_PSK_STATE=/run/wireguard/vpnaas-pq-psk   # beside the UAPI sockets: private to the VNF even in the testbed
@@ -36,25 +45,39 @@ pq_psk_stop() {
   rm -f "$PQ_PSK_PIDFILE"
 }
 
+pq_psk_forget() {  # pq-psk wanted nowhere: the daemon stopped, its state, log and pid files gone
+  # (a restart for a new program keeps the state: its epochs stay monotonic, its counters go on).
+  # The state describes PSKs no daemon keeps any more: a stale PQPEER line would say otherwise.
+  pq_psk_stop
+  if [ -e "$PQ_PSK_PIDFILE.sha256" ] || [ -e "$PQ_PSK_STATE" ] || [ -e "$PQ_PSK_LOG" ]; then
+    rm -rf "$PQ_PSK_PIDFILE.sha256" "$PQ_PSK_STATE" "$PQ_PSK_LOG"
+  fi
+}
+
 pq_psk_files() {  # dev data...: write each device's file, remove ours of devices not listed; "1" when any is left
   local dev data body pub f keep=" " any=0
-  mkdir -p "$PQ_PSK_DIR"
-  chmod 700 "$PQ_PSK_DIR"
   while [ $# -ge 2 ]; do
     dev=$1 data=$2
     shift 2
     body=$(data_item "${data}_PQ" | base64 -d)
     [ -n "$body" ] || continue
     pub=$(wg pubkey < "/etc/wireguard/$dev.key" 2>/dev/null) || continue
+    if [ ! -d "$PQ_PSK_DIR" ]; then mkdir -p "$PQ_PSK_DIR"; fi
+    [ "$(stat -c %a "$PQ_PSK_DIR")" = 700 ] || chmod 700 "$PQ_PSK_DIR"
     write_if_changed "$PQ_PSK_DIR/$dev.conf" 600 "$(printf '%s\npublic %s\n' "$body" "$pub")"$'\n'
     keep="$keep$dev.conf "
     any=1
   done
-  for f in "$PQ_PSK_DIR"/*.conf; do
+  [ -d "$PQ_PSK_DIR" ] || { printf '%s' "$any"; return 0; }
+  for f in "$PQ_PSK_DIR"/*.conf "$PQ_PSK_DIR"/*.conf.vpnaas-tmp; do
     [ -e "$f" ] || continue
     case "$keep" in *" $(basename "$f") "*) continue ;; esac
-    grep -qxF "$MARKER" "$f" && rm -f "$f"
+    # A temporary copy is a step's that was killed between writing and renaming it (lib.sh).
+    case "$f" in *.vpnaas-tmp) rm -f "$f"; continue ;; esac
+    if grep -qxF "$MARKER" "$f"; then rm -f "$f"; fi
   done
+  # The folder is the charm's: it goes with its last file (an operator's file keeps it).
+  if [ "$any" = 0 ]; then rmdir "$PQ_PSK_DIR" 2>/dev/null || true; fi
   printf '%s' "$any"
 }
 
@@ -70,6 +93,7 @@ pq_psk_daemon() {  # start the daemon, or restart it when its program changed
     if [ "$WRITTEN" = 1 ]; then systemctl daemon-reload; fi
     systemctl enable "$PQ_PSK_SERVICE" >/dev/null 2>&1
     if [ "$WRITTEN" = 1 ] || ! systemctl is-active --quiet "$PQ_PSK_SERVICE"; then systemctl restart "$PQ_PSK_SERVICE"; fi
+    systemctl is-active --quiet "$PQ_PSK_SERVICE" || fail "the pq-psk daemon does not run (systemctl status $PQ_PSK_SERVICE)"
     return 0
   fi
   pid=$(pq_psk_pid)
@@ -83,6 +107,12 @@ pq_psk_daemon() {  # start the daemon, or restart it when its program changed
     setsid "$prog" run -config "$PQ_PSK_DIR" -state "$PQ_PSK_STATE" > "$PQ_PSK_LOG" 2>&1 < /dev/null &
     printf '%s\n' "$!" > "$PQ_PSK_PIDFILE"
     printf '%s\n' "$digest" > "$PQ_PSK_PIDFILE.sha256"
+    # Running means its state folder made and still alive: "PQPSK up" (and with it the capability
+    # the charm publishes) is never said of a daemon that exited at its start.
+    for _ in $(seq 1 30); do [ -d "$PQ_PSK_STATE" ] && break; sleep 0.1; done
+    if [ -z "$(pq_psk_pid)" ] || [ ! -d "$PQ_PSK_STATE" ]; then
+      fail "the pq-psk daemon exited at its start: $(tail -n 1 "$PQ_PSK_LOG" 2>/dev/null | tr -cd '[:print:]' | cut -c1-160)"
+    fi
   fi
 }
 
@@ -101,7 +131,7 @@ pq_psk_ensure() {  # dev data...: as pq_psk_files, then the daemon runs exactly 
     pq_psk_daemon
     out "PQPSK up"
   else
-    pq_psk_stop
+    pq_psk_forget
     out "PQPSK off"
   fi
 }
