@@ -1,22 +1,13 @@
 """Shared fixtures. Paths come from pyproject (pythonpath = scripts, charms)."""
 import base64
 import fcntl
-import hashlib
 import json
 import os
-import shutil
-import subprocess
-import sys
-import time
 
 import pytest
+from kept_builds import kept
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-#: Where the builds the tests read are kept from one test run to the next (``_kept``).
-KEPT = os.path.join(ROOT, "build", "test-builds")
-#: How many builds of each kind are kept (the newest): one for the tree as it is, one for another
-#: run in the same checkout that started from other sources.
-KEEP = 2
 
 
 def _once_per_run(tmp_path_factory, name, build):
@@ -36,90 +27,6 @@ def _once_per_run(tmp_path_factory, name, build):
         result = build(root / name)
         done.write_text(json.dumps(result))
         return result
-
-
-def _inputs_digest():
-    """sha256 of everything a build of the charms or the packages reads, or None where it cannot be
-    known (no git): every file git shows (tracked or not ignored, as the build sees the tree) but
-    those under tests/ and docs/, which no build reads (this file excepted: it calls the builds),
-    the programs in build/tools the charms ship, and the interpreter with the packages of its
-    environment (PyYAML writes the charms' YAML)."""
-    try:
-        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    digest = hashlib.sha256()
-    rels = sorted(set(filter(None, listed.decode().split("\0"))))
-    tools = os.path.join(ROOT, "build", "tools")
-    rels += sorted(os.path.join("build", "tools", n) for n in os.listdir(tools)) if os.path.isdir(tools) else []
-    for rel in rels:
-        if rel.startswith(("tests/", "docs/")) and rel != "tests/conftest.py":
-            continue
-        path = os.path.join(ROOT, rel)
-        digest.update(rel.encode() + b"\0")
-        if os.path.isfile(path):
-            with open(path, "rb") as f:
-                digest.update(hashlib.sha256(f.read()).digest())
-    digest.update(repr((sys.version, sys.executable)).encode())
-    for folder in sorted(p for p in sys.path if p.endswith("-packages") and os.path.isdir(p)):
-        digest.update(repr(sorted(n for n in os.listdir(folder) if n.endswith((".dist-info", ".egg-info")))).encode())
-    return digest.hexdigest()
-
-
-def _listing(folder):
-    """{path: [size, mtime in ns]} of every file under ``folder``: what a test that wrote into a kept
-    build would change."""
-    out = {}
-    for root, _dirs, files in os.walk(folder):
-        for name in files:
-            path = os.path.join(root, name)
-            st = os.lstat(path)
-            out[os.path.relpath(path, folder)] = [st.st_size, st.st_mtime_ns]
-    return out
-
-
-def _kept(name, build):
-    """``build`` as ``_once_per_run`` calls it, whose result and files are kept in build/test-builds
-    for the next test run: when that run's sources and tools are the same (``_inputs_digest``)
-    and the files are as the build left them, it reads them instead of building again. Sound
-    because the builds are reproducible, byte for byte (tests/packages/test_charm_build.py and
-    test_packages.py build again in every run and compare), and their inputs are in the digest."""
-    def run(_folder):
-        key = _inputs_digest()
-        if key is None:
-            return build(_folder)
-        kinds = os.path.join(KEPT, name)
-        os.makedirs(kinds, exist_ok=True)
-        entry = os.path.join(kinds, key[:24])
-        with open(os.path.join(kinds, ".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                with open(os.path.join(entry, "kept.json")) as f:
-                    kept = json.load(f)
-                if kept["key"] == key and kept["files"] == _listing(os.path.join(entry, "out")):
-                    os.utime(entry)
-                    return kept["result"]
-            except (OSError, ValueError, KeyError):
-                pass
-            shutil.rmtree(entry, ignore_errors=True)
-            os.makedirs(entry)
-            result = build(_path_of(_folder, os.path.join(entry, "out")))
-            with open(os.path.join(entry, "kept.json.tmp"), "w") as f:
-                json.dump({"key": key, "result": result, "files": _listing(os.path.join(entry, "out")),
-                           "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, f)
-            os.replace(os.path.join(entry, "kept.json.tmp"), os.path.join(entry, "kept.json"))
-            others = sorted((os.path.join(kinds, e) for e in os.listdir(kinds) if not e.startswith(".")),
-                            key=os.path.getmtime)
-            for old in others[:-KEEP]:
-                shutil.rmtree(old, ignore_errors=True)
-            return result
-    return run
-
-
-def _path_of(like, path):
-    """``path`` as the type of ``like`` (the builds are handed a pathlib path)."""
-    return type(like)(path)
 
 
 #: Fixtures whose first use builds something for the whole run (seconds of CPU each).
@@ -177,12 +84,12 @@ def charm_dependencies(once_per_run):
 def shipped_charms(once_per_run, charm_dependencies):
     """{name: path of the .charm} as `make charms` builds them (ubuntu@18.04), built once per test
     run (``once_per_run``) into build/test-builds, for every test that reads them; a run from the
-    same sources reads the last run's (``_kept``)."""
+    same sources reads the last run's (``kept``: tests/kept_builds.py)."""
     from bundle import build_charms
 
     def build(out):
         return build_charms.build_all("ubuntu@18.04", out_dir=str(out))
-    return once_per_run("charms-ubuntu-18.04", _kept("charms-ubuntu-18.04", build))
+    return once_per_run("charms-ubuntu-18.04", kept("charms-ubuntu-18.04", build))
 
 
 @pytest.fixture(scope="session")
@@ -200,10 +107,10 @@ def local_charms_dir(once_per_run):
 @pytest.fixture(scope="session")
 def shipped_packages(once_per_run, shipped_charms):
     """(folder, catalog) of `make packages` from ``shipped_charms``, built once per test run (or
-    the last run's, from the same sources: ``_kept``)."""
+    the last run's, from the same sources: ``kept``)."""
     from bundle import packages
 
     def build(out):
         return [str(out), packages.build(str(out), os.path.dirname(next(iter(shipped_charms.values()))))]
-    out, catalog = once_per_run("packages", _kept("packages", build))
+    out, catalog = once_per_run("packages", kept("packages", build))
     return out, catalog

@@ -1,9 +1,9 @@
-"""The builds the tests read are kept from one test run to the next (tests/conftest.py, ``_kept``):
+"""The builds the tests read are kept from one test run to the next (tests/kept_builds.py, ``kept``):
 read again only while the sources are the same and the files are as the build left them."""
 import os
 import subprocess
 
-import conftest
+import kept_builds
 
 
 def _counting(calls):
@@ -17,11 +17,11 @@ def _counting(calls):
 
 
 def test_a_kept_build_is_read_while_its_sources_and_files_are_unchanged(tmp_path, monkeypatch):
-    monkeypatch.setattr(conftest, "KEPT", str(tmp_path / "kept"))
+    monkeypatch.setattr(kept_builds, "KEPT", str(tmp_path / "kept"))
     key = ["1" * 64]
-    monkeypatch.setattr(conftest, "_inputs_digest", lambda: key[0])
+    monkeypatch.setattr(kept_builds, "inputs_digest", lambda: key[0])
     calls = []
-    run = conftest._kept("charms", _counting(calls))
+    run = kept_builds.kept("charms", _counting(calls))
     first = run(tmp_path / "run1")
     assert run(tmp_path / "run2") == first and len(calls) == 1          # the same sources: read
     with open(first["a"], "a") as f:                                     # a test wrote into it
@@ -34,14 +34,14 @@ def test_a_kept_build_is_read_while_its_sources_and_files_are_unchanged(tmp_path
     key[0] = "3" * 64
     run(tmp_path / "run5")
     kept = sorted(os.listdir(str(tmp_path / "kept" / "charms")))
-    assert len(calls) == 4 and len([k for k in kept if not k.startswith(".")]) == conftest.KEEP
+    assert len(calls) == 4 and len([k for k in kept if not k.startswith(".")]) == kept_builds.KEEP
 
 
 def test_without_git_every_run_builds(tmp_path, monkeypatch):
-    monkeypatch.setattr(conftest, "KEPT", str(tmp_path / "kept"))
-    monkeypatch.setattr(conftest, "_inputs_digest", lambda: None)
+    monkeypatch.setattr(kept_builds, "KEPT", str(tmp_path / "kept"))
+    monkeypatch.setattr(kept_builds, "inputs_digest", lambda: None)
     calls = []
-    run = conftest._kept("charms", _counting(calls))
+    run = kept_builds.kept("charms", _counting(calls))
     run(tmp_path / "run1")
     run(tmp_path / "run2" / "x")
     assert len(calls) == 2 and not os.path.exists(str(tmp_path / "kept"))
@@ -49,19 +49,19 @@ def test_without_git_every_run_builds(tmp_path, monkeypatch):
 
 def test_the_digest_follows_the_sources_the_builds_read_and_not_the_tests(tmp_path, monkeypatch):
     root = tmp_path / "project"
-    for rel in ("charms/a.py", "tests/test_b.py", "tests/conftest.py", "docs/c.md", "build/tools/wireguard-go"):
+    for rel in ("charms/a.py", "tests/test_b.py", "tests/kept_builds.py", "docs/c.md", "build/tools/wireguard-go"):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(rel)
     (root / ".gitignore").write_text("/build/\n")
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    monkeypatch.setattr(conftest, "ROOT", str(root))
-    key = conftest._inputs_digest()
+    monkeypatch.setattr(kept_builds, "ROOT", str(root))
+    key = kept_builds.inputs_digest()
     assert key is not None and len(key) == 64
     for rel in ("tests/test_b.py", "docs/c.md"):          # no build reads them
         (root / rel).write_text("changed")
-        assert conftest._inputs_digest() == key, rel
-    for rel in ("charms/a.py", "tests/conftest.py", "build/tools/wireguard-go", "vnf/new.yaml"):
+        assert kept_builds.inputs_digest() == key, rel
+    for rel in ("charms/a.py", "tests/kept_builds.py", "build/tools/wireguard-go", "vnf/new.yaml"):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text("changed")
-        assert conftest._inputs_digest() != key, rel
-        key = conftest._inputs_digest()
+        assert kept_builds.inputs_digest() != key, rel
+        key = kept_builds.inputs_digest()
