@@ -89,9 +89,16 @@ pycompat: venv ## prove the charm runtime code runs on Python 3.6
 # worker per core left the cores half idle (docs/figures.md). --dist loadgroup keeps the order
 # tests/conftest.py gives and the modules that share a costly fixture on one worker. What the
 # system lacks of what it needs is unpacked into build/sysroot first (no root; scripts/unpack-deps.sh).
+# Python's bytecode and pytest's rewritten test modules are kept in build/pycache (never beside the
+# sources) for the next run, also where the shell sets PYTHONDONTWRITEBYTECODE: else every worker
+# and every Python a test starts compiles every module again, in every run. What is kept there for
+# other paths than this checkout's (the tests' temporary copies) is removed when a run starts.
 UNIT_WORKERS ?= $(shell echo $$((2 * $$(nproc))))
+PYCACHE := $(CURDIR)/build/pycache
 UNIT_TIER = bash scripts/unpack-deps.sh && eval "$$(bash scripts/unpack-deps.sh --env)" && \
 	bash scripts/check-unit-deps.sh && \
+	mkdir -p "$(PYCACHE)" && find "$(PYCACHE)" -path "$(PYCACHE)$(CURDIR)" -prune -o -type f -delete && \
+	env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX="$(PYCACHE)" \
 	$(PY) -m pytest -q -p no:cacheprovider -n $(UNIT_WORKERS) --dist loadgroup $(PYTEST_ARGS) tests --ignore=tests/e2e
 
 # The end-to-end tier: each testbed in namespaces of its own, so two modules run at once (one per
