@@ -97,7 +97,7 @@ UNIT_WORKERS ?= $(shell echo $$((2 * $$(nproc))))
 PYCACHE := $(CURDIR)/build/pycache
 UNIT_TIER = bash scripts/unpack-deps.sh && eval "$$(bash scripts/unpack-deps.sh --env)" && \
 	bash scripts/check-unit-deps.sh && \
-	mkdir -p "$(PYCACHE)" && find "$(PYCACHE)" -path "$(PYCACHE)$(CURDIR)" -prune -o -type f -delete && \
+	mkdir -p "$(PYCACHE)" && find "$(PYCACHE)" -type f ! -path "$(PYCACHE)$(CURDIR)/*" -delete && \
 	env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX="$(PYCACHE)" \
 	$(PY) -m pytest -q -p no:cacheprovider -n $(UNIT_WORKERS) --dist loadgroup $(PYTEST_ARGS) tests --ignore=tests/e2e
 
