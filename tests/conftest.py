@@ -4,6 +4,7 @@ import fcntl
 import json
 import os
 
+import kept_builds
 import pytest
 from kept_builds import kept
 
@@ -42,6 +43,14 @@ def pytest_collection_modifyitems(items):
         first = next((i for i in needs_build if "shipped_packages" in i.fixturenames), needs_build[0])
         rest = [i for i in items if i not in set(needs_build)]
         items[:] = [first] + rest + [i for i in needs_build if i is not first]
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Name what a test changed in a kept build (tests/kept_builds.py): it is built again by the next
+    run, and a test that writes into a build every test reads is a bug to fix."""
+    for kind, paths in kept_builds.changed():
+        terminalreporter.write_line("a test changed the kept build {} (the next run builds it again): {}".format(
+            kind, ", ".join(paths[:5])), yellow=True)
 
 
 @pytest.fixture(scope="session")

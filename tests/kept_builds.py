@@ -101,3 +101,25 @@ def kept(name, build):
 def _path_of(like, path):
     """``path`` as the type of ``like`` (the builds are handed a pathlib path)."""
     return type(like)(path)
+
+
+def changed():
+    """[(kind, [paths])]: the newest kept build of each kind whose files are no longer as its build
+    left them (a test wrote into it; the next run builds it again)."""
+    out = []
+    kinds = sorted(os.listdir(KEPT)) if os.path.isdir(KEPT) else []
+    for kind in kinds:
+        entries = [os.path.join(KEPT, kind, e) for e in os.listdir(os.path.join(KEPT, kind)) if not e.startswith(".")]
+        if not entries:
+            continue
+        newest = max(entries, key=os.path.getmtime)
+        try:
+            with open(os.path.join(newest, "kept.json")) as f:
+                files = json.load(f)["files"]
+        except (OSError, ValueError, KeyError):
+            continue
+        now = _listing(os.path.join(newest, "out"))
+        differ = sorted(p for p in set(files) | set(now) if files.get(p) != now.get(p))
+        if differ:
+            out.append((kind, differ))
+    return out

@@ -24,8 +24,10 @@ def test_a_kept_build_is_read_while_its_sources_and_files_are_unchanged(tmp_path
     run = kept_builds.kept("charms", _counting(calls))
     first = run(tmp_path / "run1")
     assert run(tmp_path / "run2") == first and len(calls) == 1          # the same sources: read
+    assert kept_builds.changed() == []
     with open(first["a"], "a") as f:                                     # a test wrote into it
         f.write("!")
+    assert kept_builds.changed() == [("charms", ["a.charm"])]            # named at the run's end
     assert run(tmp_path / "run3") == first and len(calls) == 2          # built again
     assert open(first["a"]).read() == "built"
     key[0] = "2" * 64                                                    # another source
