@@ -89,12 +89,21 @@ pycompat: venv ## prove the charm runtime code runs on Python 3.6
 
 # The unit tier: every test but tests/e2e, two workers per core (pytest-xdist): about half of a
 # worker's time is spent waiting on the subprocesses, sockets and timeouts the tests start, so one
-# worker per core left the cores half idle (docs/figures.md). --dist loadgroup keeps the order
-# tests/conftest.py gives and the modules that share a costly fixture on one worker. What the
+# worker per core left the cores half idle (docs/figures.md). --dist loadgroup keeps the modules
+# that share a costly fixture on one worker (an xdist group) and hands the groups out first, the
+# largest first (pytest-xdist's default reordering, which starts the longest modules: grammar
+# cost, registry extension, CLI corpus), then the other tests in the order tests/conftest.py gives. What the
 # system lacks of what it needs is unpacked into build/sysroot first (no root; scripts/unpack-deps.sh).
+# Python's bytecode and pytest's rewritten test modules are kept in build/pycache (never beside the
+# sources) for the next run, also where the shell sets PYTHONDONTWRITEBYTECODE: else every worker
+# and every Python a test starts compiles every module again, in every run. What is kept there for
+# other paths than this checkout's (the tests' temporary copies) is removed when a run starts.
 UNIT_WORKERS ?= $(shell echo $$((2 * $$(nproc))))
+PYCACHE := $(CURDIR)/build/pycache
 UNIT_TIER = bash scripts/unpack-deps.sh && eval "$$(bash scripts/unpack-deps.sh --env)" && \
 	bash scripts/check-unit-deps.sh && \
+	mkdir -p "$(PYCACHE)" && find "$(PYCACHE)" -type f ! -path "$(PYCACHE)$(CURDIR)/*" -delete && \
+	env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX="$(PYCACHE)" \
 	$(PY) -m pytest -q -p no:cacheprovider -n $(UNIT_WORKERS) --dist loadgroup $(PYTEST_ARGS) tests --ignore=tests/e2e
 
 # The end-to-end tier: each testbed in namespaces of its own, so two modules run at once (one per
