@@ -145,8 +145,11 @@ pq_psk_report() {  # the daemon's per-peer state: "PQPEER <dev> <peer> <state> <
   for f in "$PQ_PSK_STATE"/*.status; do
     [ -e "$f" ] || continue
     # Only well-formed lines (the grammar is report.py's too): public values, counters, times.
-    awk '$1 == "peer" && NF == 21 && $2 ~ /^[A-Za-z0-9_.-]+$/ && $3 ~ /^[A-Za-z0-9+\/]{42}[AEIMQUYcgkosw048]=$/ &&
-         $9 ~ /^(waiting|ok|failing)$/ && $11 ~ /^[0-9]+$/ && $13 ~ /^[0-9]+$/ && $15 ~ /^[0-9]+$/ && $17 ~ /^[0-9]+$/ {
+    # No interval expressions ({42}): mawk, the VNFs' awk (Ubuntu 18.04) and Debian's, has none
+    # and would match nothing; the key's length is checked with length() instead.
+    awk '$1 == "peer" && NF == 21 && length($2) <= 15 && $2 ~ /^[A-Za-z0-9_.-]+$/ && length($3) == 44 && $3 ~ /^[A-Za-z0-9+\/]+[AEIMQUYcgkosw048]=$/ &&
+         $9 ~ /^(waiting|ok|failing)$/ && $11 ~ /^[0-9]+$/ && $13 ~ /^[0-9]+$/ && $15 ~ /^[0-9]+$/ && $17 ~ /^[0-9]+$/ &&
+         length($11) <= 20 && length($13) <= 20 && length($15) <= 20 && length($17) <= 20 {
          print "PQPEER " $2 " " $3 " " $9 " " $11 " " $13 " " $15 " " $17 }' "$f" | head -n 4096 |
       while IFS= read -r line; do out "$line"; done
   done
