@@ -136,9 +136,9 @@ def step_report(tmp_path, status_lines):
     bindir = tmp_path / "mawk-bin"
     bindir.mkdir()
     (bindir / "awk").symlink_to(shutil.which("mawk"))
-    run = subprocess.run(["bash", "-c", 'set -euo pipefail; source "$0/lib.sh"; source "$0/tunnels/pqpsk.sh"; '
-                          'PQ_PSK_STATE=$1; pq_psk_report', VNF_DIR, str(state)],
-                         env=dict(os.environ, PATH="{}:{}".format(bindir, os.environ["PATH"])),
+    run = subprocess.run(["bash", "-c", 'set -euo pipefail; source "$3/lib.sh"; source "$3/tunnels/pqpsk.sh"; '
+                          'PATH=$2:$PATH; [ "$(command -v awk)" = "$2/awk" ]; PQ_PSK_STATE=$1; pq_psk_report',
+                          "/dev/null", str(state), str(bindir), VNF_DIR],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=20)
     assert run.returncode == 0, run.stderr
     return run.stdout.splitlines()

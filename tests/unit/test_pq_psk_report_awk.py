@@ -62,14 +62,17 @@ def awks():
 
 
 def report_under(awk, state, tmp_path):
+    """pq_psk_report's lines with `awk` being that implementation (the step's PATH, set by lib.sh,
+    then has it first)."""
     bindir = tmp_path / ("bin-" + os.path.basename(awk))
     bindir.mkdir()
     (bindir / "awk").symlink_to(awk)
-    env = dict(os.environ, PATH="{}:{}".format(bindir, os.environ["PATH"]))
-    run = subprocess.run(["bash", "-c", 'set -euo pipefail; source "$0/lib.sh"; source "$0/tunnels/pqpsk.sh"; '
-                          'PQ_PSK_STATE=$1; pq_psk_report', VNF, str(state)],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=20)
+    run = subprocess.run(["bash", "-c", 'set -euo pipefail; source "$3/lib.sh"; source "$3/tunnels/pqpsk.sh"; '
+                          'PATH=$2:$PATH; [ "$(command -v awk)" = "$2/awk" ]; PQ_PSK_STATE=$1; pq_psk_report',
+                          "/dev/null", str(state), str(bindir), VNF],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=20)
     assert run.returncode == 0, run.stderr
+    assert run.stderr == "", run.stderr
     return run.stdout.splitlines()
 
 
