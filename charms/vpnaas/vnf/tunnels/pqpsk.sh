@@ -25,7 +25,7 @@ PQ_PSK_LOG=/run/wireguard/vpnaas-pq-psk.log
 
 pq_psk_ours() {  # pid: true when pid runs our daemon (its command line, read with builtins only)
   local -a args=()
-  mapfile -d '' -n 4 -t args < "/proc/$1/cmdline" 2>/dev/null || return 1
+  mapfile -d '' -n 4 -t args 2>/dev/null < "/proc/$1/cmdline" || return 1
   local IFS=' '
   [[ " ${args[*]} " == *" $DATAPLANE_DIR/pq-psk run "* ]]
 }
