@@ -5,6 +5,7 @@ awk (Ubuntu 18.04) and has no interval expressions, so a `{42}` in the program m
 a failing exchange never reached the unit's status (tests/harness/test_pq_psk_charm.py follows
 such a line into the status)."""
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -101,3 +102,19 @@ def test_a_hostile_status_line_is_left_out_under_every_awk(tmp_path):
     for awk in awks():
         assert [line.split(" ")[3] for line in report_under(awk, state, tmp_path)] == ["failing"], awk
 
+
+
+def test_no_vnf_program_uses_an_interval_expression():
+    """awk, sed and grep programs on the VNFs must not count with {n} or {n,m}: mawk (the VNFs'
+    awk) has no intervals. Bash's own `[[ =~ ]]` (the C library's regex) is exempt."""
+    interval = re.compile(r"[\])a-zA-Z.]\\?\{[0-9]+(,[0-9]*)?\\?\}")
+    found = []
+    for folder, _dirs, files in os.walk(VNF):
+        for name in files:
+            if not name.endswith(".sh"):
+                continue
+            with open(os.path.join(folder, name)) as f:
+                for number, text in enumerate(f, 1):
+                    if interval.search(text) and "=~" not in text:
+                        found.append("{}:{}: {}".format(name, number, text.strip()))
+    assert found == []
