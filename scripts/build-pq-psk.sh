@@ -12,12 +12,23 @@ if ! command -v go >/dev/null 2>&1; then
   echo "no Go toolchain: the charms ship without pq-psk (their tunnels are then classical only)"
   exit 0
 fi
-if [ -x "$out" ] && [ -z "$(find "$src" -newer "$out" -type f)" ]; then
+# Rebuilt exactly when what the build reads changed: the contents of the package's sources (a
+# file deleted or renamed counts, a touch does not), the Go toolchain and this script (its
+# flags). Their digest is kept beside the binary.
+inputs() {
+  (cd "$src" && find . -type f \( -name '*.go' ! -name '*_test.go' -o -name go.mod -o -name go.sum \) -print0 |
+    LC_ALL=C sort -z | xargs -0 -r sha256sum)
+  go version
+  sha256sum < scripts/build-pq-psk.sh
+}
+digest=$(inputs | sha256sum | cut -d' ' -f1)
+if [ -x "$out" ] && [ "$(cat "$out.inputs" 2>/dev/null)" = "$digest" ]; then
   echo "pq-psk already built"; exit 0
 fi
 mkdir -p build/tools
 (cd "$src" && CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false" go build -ldflags="-s -w -buildid=" -o "../$out.tmp" .)
 python3 scripts/glibc_check.py --max 2.27 "$out.tmp"
 mv "$out.tmp" "$out"
+printf '%s\n' "$digest" > "$out.inputs"
 "$out" version
 sha256sum "$out"

@@ -144,6 +144,7 @@ class FakeVnf(object):
         self.routes_files = {}             # device -> its route list ("prefix src" lines), as stage_routes wrote it
         self.pq_files = {}                 # device -> the pq-psk daemon file (tunnels/pqpsk.sh)
         self.pq_psk_fails = ""             # why the pq-psk daemon exits at its start ("": it runs)
+        self.pq_report = []                # the PQPEER lines the step's report gives (tunnels/pqpsk.sh pq_psk_report)
         self.route_moves = []              # (prefix, from device, to device) of every route a device took over
         self.service_addresses = []
         self.handshakes = {}               # peer public key -> epoch of its latest handshake
@@ -414,6 +415,7 @@ class FakeVnf(object):
                 fields = [p["public-key"], "(none)", p["endpoint"] or "(none)", ",".join(p["allowed-ips"]) or "(none)",
                           str(self.handshakes.get(p["public-key"], 0)), "1024", "2048", p["keepalive"]]
                 out.append(report.line("PEER", name, "\t".join(fields)))
+        out += self.pq_report
 
     # ------------------------------------------------------------------ what tests look at
     def peer_keys(self, name):

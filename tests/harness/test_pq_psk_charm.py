@@ -2,6 +2,10 @@
 sync leaves to the daemon, the daemon's file, and the status line that says a tunnel is classical
 only (never a silent downgrade)."""
 
+import os
+import shutil
+import subprocess
+
 import pytest
 from fake_vnf import keypair
 from harness_helpers import peer_data, ship_pq_psk
@@ -117,3 +121,48 @@ def test_the_capability_is_published_only_once_the_vnf_said_the_daemon_runs(read
     assert ready.published(rel)["pq-psk"] == "1" and "pq-psk failed" not in ready.status.message
     ready.configure(**{"vpn-pq-psk": False})     # off: the capability is withdrawn with the daemon
     assert ready.published(rel).get("pq-psk", "") == ""
+
+
+VNF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                       "charms", "vpnaas", "vnf")
+
+
+def step_report(tmp_path, status_lines):
+    """The real step's report (tunnels/pqpsk.sh `pq_psk_report`, under mawk, the VNFs' awk) over a
+    daemon status file in the daemon's format (pqpsk/state.go `States.line`)."""
+    state = tmp_path / "pq-state"
+    state.mkdir()
+    (state / "wg-vpn.status").write_text("device wg-vpn refusals 0\n" + "\n".join(status_lines) + "\n")
+    bindir = tmp_path / "mawk-bin"
+    bindir.mkdir()
+    (bindir / "awk").symlink_to(shutil.which("mawk"))
+    run = subprocess.run(["bash", "-c", 'set -euo pipefail; source "$3/lib.sh"; source "$3/tunnels/pqpsk.sh"; '
+                          'PATH=$2:$PATH; [ "$(command -v awk)" = "$2/awk" ]; PQ_PSK_STATE=$1; pq_psk_report',
+                          "/dev/null", str(state), str(bindir), VNF_DIR],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=20)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.splitlines()
+
+
+def daemon_line(key, state, epoch):
+    return ("peer wg-vpn {} role initiator mechanism ML-KEM-768 state {} epoch {} renewals 0 last 0 refusals 0 "
+            "failures 3 reason unreachable").format(key, state, epoch)
+
+
+def test_a_failing_exchange_in_the_steps_report_reaches_the_status(ready, vnf, tmp_path):
+    """A peer that advertises pq-psk but whose exchanges fail is never a silent downgrade: the
+    real report's PQPEER line becomes the status note; once the exchange completes, it is gone."""
+    _, key = keypair()
+    ready.relate("vpn", "b/0", peer_data(key))
+    vnf.pq_report = step_report(tmp_path, [daemon_line(key, "failing", 0)])
+    assert vnf.pq_report and vnf.pq_report[0].startswith("PQPEER wg-vpn " + key + " failing ")
+    ready.harness.charm.on.update_status.emit()
+    assert "vpn: pq-psk with b/0 does not complete (classical only)" in ready.status.message
+    (tmp_path / "later").mkdir()
+    vnf.pq_report = step_report(tmp_path / "later", [daemon_line(key, "failing", 7)])
+    ready.harness.charm.on.update_status.emit()
+    assert "vpn: pq-psk with b/0 does not complete (on the PSK of epoch 7)" in ready.status.message
+    (tmp_path / "ok").mkdir()
+    vnf.pq_report = step_report(tmp_path / "ok", [daemon_line(key, "ok", 8)])
+    ready.harness.charm.on.update_status.emit()
+    assert "does not complete" not in ready.status.message

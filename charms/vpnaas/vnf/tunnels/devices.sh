@@ -81,6 +81,31 @@ drop_managed_psk() {  # managed-keys: canonical lines on stdin without the psk l
     !($1 == "peer" && $3 == "psk" && ($2 in M)) { print }'
 }
 
+keep_managed_psk() {  # dev managed-keys: the stripped configuration on stdin, each managed peer's running preshared key added
+  # `wg syncconf` gives a running peer whose entry has no PresharedKey an all-zero one
+  # (wireguard-tools src/setconf.c, sync_conf), and a managed peer's entry never has one: the
+  # key pq-psk agreed would be gone until the daemon put it back, and for good while it does not
+  # run. So each managed peer's entry carries the key it runs with. The keys go from `wg show` to
+  # the caller's `wg syncconf` through pipes and bash builtins only: never an argument, a file
+  # or a log line.
+  local dev=$1 managed=" $2 " pub psk line cur=""
+  local -A held=()
+  while IFS=$'\t' read -r pub psk; do
+    case "$managed" in *" $pub "*) [ "$psk" = "(none)" ] || held[$pub]=$psk ;; esac
+  done < <(timeout "$WG_TIMEOUT" wg show "$dev" preshared-keys 2>/dev/null || true)
+  while IFS= read -r line || [ -n "$line" ]; do
+    case "$line" in
+      '['*) cur="" ;;
+      PresharedKey*) if [ -n "$cur" ]; then continue; fi ;;
+    esac
+    printf '%s\n' "$line"
+    if [[ $line =~ ^PublicKey\ =\ ([A-Za-z0-9+/]+=)$ ]] && [ -n "${held[${BASH_REMATCH[1]}]:-}" ]; then
+      cur=${BASH_REMATCH[1]}
+      printf 'PresharedKey = %s\n' "${held[$cur]}"
+    fi
+  done
+}
+
 device_unchanged() {  # dev stripped-configuration: true when the running device already is that
   # `wg syncconf` replaces every peer's allowed IPs even when they are the same, and the
   # userspace implementations remove and insert them one call at a time: a packet to or from
@@ -194,7 +219,10 @@ device_sync() {  # dev stripped-configuration previous-names: the running device
       return 0
     fi
   fi
-  wg syncconf "$dev" <(printf '%s\n' "$2")
+  # The whole sync keeps the managed peers' running preshared keys (keep_managed_psk), except
+  # with a new own key, which voids them (above).
+  if [ "$rekey" = 1 ]; then managed=""; fi
+  wg syncconf "$dev" <(printf '%s\n' "$2" | keep_managed_psk "$dev" "$managed")
   if [ "${#voided[@]}" -gt 0 ]; then timeout "$WG_TIMEOUT" wg set "$dev" "${voided[@]}" 2>/dev/null || true; fi
   SYNC_HOW=syncconf
 }

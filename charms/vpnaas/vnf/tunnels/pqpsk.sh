@@ -3,7 +3,7 @@
 # (a post-quantum preshared key per tunnel, docs/security.md): one file per device in
 # PQ_PSK_DIR, written from the charm's data section plus the device's public key (made here),
 # and one daemon per VNF (systemd when the VNF has it, else a background process with a pid
-# file, started again by the next step when it died). Idempotent: an unchanged file is not
+# file, found by its lock when that file is lost, started again by the next step when it died). Idempotent: an unchanged file is not
 # written, a running daemon of the same program is not restarted (it reloads changed files by
 # itself); with pq-psk wanted on no device, the part touches nothing (no folder made, nothing
 # written). What it owns: PQ_PSK_DIR's files carrying MARKER (and their temporary copies a killed
@@ -23,11 +23,39 @@ PQ_PSK_UNIT=/etc/systemd/system/vpnaas-pq-psk.service
 PQ_PSK_PIDFILE=/run/wireguard/vpnaas-pq-psk.pid
 PQ_PSK_LOG=/run/wireguard/vpnaas-pq-psk.log
 
+pq_psk_ours() {  # pid: true when pid runs our daemon (its command line, read with builtins only)
+  local -a args=()
+  mapfile -d '' -n 4 -t args 2>/dev/null < "/proc/$1/cmdline" || return 1
+  local IFS=' '
+  [[ " ${args[*]} " == *" $DATAPLANE_DIR/pq-psk run "* ]]
+}
+
+pq_psk_locked() {  # true when a daemon holds its state's lock (the daemon takes an exclusive flock
+  # on it for as long as it runs, and a second one exits at its start: pqpsk/main.go)
+  [ -e "$PQ_PSK_STATE/lock" ] && ! flock -n "$PQ_PSK_STATE/lock" true 2>/dev/null
+}
+
 pq_psk_pid() {  # the pid of our running daemon without systemd, else nothing
-  local pid
+  # By its pid file, which the daemon's own process writes before it becomes the daemon; else,
+  # when that file was lost while a daemon runs (it holds the lock), by the lock: the process of
+  # our program that has the lock file open (-ef: the same file, not only the same path), whose
+  # pid is then recorded again. Never a second daemon beside a running one.
+  local pid d fd
   pid=$(cat "$PQ_PSK_PIDFILE" 2>/dev/null || true)
-  case "$pid" in ''|*[!0-9]*) return 0 ;; esac
-  if tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF "$DATAPLANE_DIR/pq-psk run"; then printf '%s' "$pid"; fi
+  case "$pid" in ''|*[!0-9]*) pid= ;; esac
+  if [ -n "$pid" ] && pq_psk_ours "$pid"; then printf '%s' "$pid"; return 0; fi
+  pq_psk_locked || return 0
+  for d in /proc/[0-9]*; do
+    pid=${d#/proc/}
+    pq_psk_ours "$pid" || continue
+    for fd in "$d"/fd/*; do
+      if [ "$fd" -ef "$PQ_PSK_STATE/lock" ]; then
+        printf '%s\n' "$pid" > "$PQ_PSK_PIDFILE.vpnaas-tmp" && mv -f "$PQ_PSK_PIDFILE.vpnaas-tmp" "$PQ_PSK_PIDFILE"
+        printf '%s' "$pid"
+        return 0
+      fi
+    done
+  done
 }
 
 pq_psk_stop() {
@@ -37,12 +65,15 @@ pq_psk_stop() {
     rm -f "$PQ_PSK_UNIT"
     systemctl daemon-reload >/dev/null 2>&1 || true
   fi
-  pid=$(pq_psk_pid)
-  if [ -n "$pid" ]; then
+  # Each daemon found (by its pid file, else by its lock), until none is left.
+  for _ in 1 2 3; do
+    pid=$(pq_psk_pid)
+    [ -n "$pid" ] || break
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  fi
-  rm -f "$PQ_PSK_PIDFILE"
+    rm -f "$PQ_PSK_PIDFILE"
+  done
+  rm -f "$PQ_PSK_PIDFILE" "$PQ_PSK_PIDFILE.vpnaas-tmp"
 }
 
 pq_psk_forget() {  # pq-psk wanted nowhere: the daemon stopped, its state, log and pid files gone
@@ -102,14 +133,19 @@ pq_psk_daemon() {  # start the daemon, or restart it when its program changed
     pid=
   fi
   if [ -z "$pid" ]; then
-    mkdir -p /run/wireguard
-    # Its own session, a pid file; the log holds one line per renewal and refusal, cut at start.
-    setsid "$prog" run -config "$PQ_PSK_DIR" -state "$PQ_PSK_STATE" > "$PQ_PSK_LOG" 2>&1 < /dev/null &
-    printf '%s\n' "$!" > "$PQ_PSK_PIDFILE"
-    printf '%s\n' "$digest" > "$PQ_PSK_PIDFILE.sha256"
+    mkdir -p "${PQ_PSK_PIDFILE%/*}"
+    rm -f "$PQ_PSK_PIDFILE"
+    # Its own session; the log holds one line per renewal and refusal, cut at start. The pid (and
+    # the program's digest) is recorded by the daemon's own process before it becomes the daemon
+    # (exec keeps the pid), the pid file renamed into place: a step killed at any point leaves
+    # either no daemon or one its pid file names (or, that file lost, its lock: pq_psk_pid).
+    # shellcheck disable=SC2016  # $$ and $1.. are the started shell's own
+    setsid bash -c 'printf "%s\n" "$1" > "$2.sha256" && printf "%s\n" "$$" > "$2.vpnaas-tmp" && mv -f "$2.vpnaas-tmp" "$2" &&
+      shift 2 && exec "$@"' pq-psk-start "$digest" "$PQ_PSK_PIDFILE" \
+      "$prog" run -config "$PQ_PSK_DIR" -state "$PQ_PSK_STATE" > "$PQ_PSK_LOG" 2>&1 < /dev/null &
     # Running means its state folder made and still alive: "PQPSK up" (and with it the capability
     # the charm publishes) is never said of a daemon that exited at its start.
-    for _ in $(seq 1 30); do [ -d "$PQ_PSK_STATE" ] && break; sleep 0.1; done
+    for _ in $(seq 1 30); do [ -d "$PQ_PSK_STATE" ] && [ -s "$PQ_PSK_PIDFILE" ] && break; sleep 0.1; done
     if [ -z "$(pq_psk_pid)" ] || [ ! -d "$PQ_PSK_STATE" ]; then
       fail "the pq-psk daemon exited at its start: $(tail -n 1 "$PQ_PSK_LOG" 2>/dev/null | tr -cd '[:print:]' | cut -c1-160)"
     fi
@@ -145,8 +181,11 @@ pq_psk_report() {  # the daemon's per-peer state: "PQPEER <dev> <peer> <state> <
   for f in "$PQ_PSK_STATE"/*.status; do
     [ -e "$f" ] || continue
     # Only well-formed lines (the grammar is report.py's too): public values, counters, times.
-    awk '$1 == "peer" && NF == 21 && $2 ~ /^[A-Za-z0-9_.-]+$/ && $3 ~ /^[A-Za-z0-9+\/]{42}[AEIMQUYcgkosw048]=$/ &&
-         $9 ~ /^(waiting|ok|failing)$/ && $11 ~ /^[0-9]+$/ && $13 ~ /^[0-9]+$/ && $15 ~ /^[0-9]+$/ && $17 ~ /^[0-9]+$/ {
+    # No interval expressions ({42}): mawk, the VNFs' awk (Ubuntu 18.04) and Debian's, has none
+    # and would match nothing; the key's length is checked with length() instead.
+    awk '$1 == "peer" && NF == 21 && length($2) <= 15 && $2 ~ /^[A-Za-z0-9_.-]+$/ && length($3) == 44 && $3 ~ /^[A-Za-z0-9+\/]+[AEIMQUYcgkosw048]=$/ &&
+         $9 ~ /^(waiting|ok|failing)$/ && $11 ~ /^[0-9]+$/ && $13 ~ /^[0-9]+$/ && $15 ~ /^[0-9]+$/ && $17 ~ /^[0-9]+$/ &&
+         length($11) <= 20 && length($13) <= 20 && length($15) <= 20 && length($17) <= 20 {
          print "PQPEER " $2 " " $3 " " $9 " " $11 " " $13 " " $15 " " $17 }' "$f" | head -n 4096 |
       while IFS= read -r line; do out "$line"; done
   done
