@@ -30,8 +30,9 @@ type PeerState struct {
 	// pskOwn is the device's own public key the key was agreed under: a PSK is bound to the pair
 	// of public keys (the derivation's info), so it is void once the device's key changed.
 	pskOwn [keyLen]byte
-	used   int64 // unix time the key was last seen in use: its exchange or a handshake
-	listed bool  // the device's file lists the peer; an unlisted record only keeps its key a while
+	used   int64     // unix time the key was last seen in use: its exchange or a handshake
+	lastAt time.Time // the last completed exchange, exactly (Last is whole seconds)
+	listed bool      // the device's file lists the peer; an unlisted record only keeps its key a while
 }
 
 // States holds every peer of one device.
@@ -210,7 +211,8 @@ func (s *States) Completed(p *PeerState, epoch uint64, psk, own [keyLen]byte) {
 	p.psk, p.pskOwn, p.used = &psk, own, time.Now().Unix()
 	p.Epoch, p.State, p.Reason, p.Failures = epoch, "ok", "-", 0
 	p.Renewals++
-	p.Last = time.Now().Unix()
+	p.lastAt = time.Now()
+	p.Last = p.lastAt.Unix()
 }
 
 // Failed records a failed exchange; refused tells whether the peer broke the protocol.
