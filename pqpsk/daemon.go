@@ -86,6 +86,7 @@ func (r *Runner) Run(ctx context.Context) {
 	own := r.Conf.Public
 	keep := map[[keyLen]byte]bool{}
 	initiators := map[[keyLen]byte]*PeerState{}
+	r.States.Bind(own)
 	for _, p := range r.Conf.Peers {
 		keep[p.Pub] = true
 		if lessKey(own, p.Pub) {

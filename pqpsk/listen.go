@@ -77,9 +77,12 @@ func (r *Runner) answer(c net.Conn, own [keyLen]byte, byAddr map[string]PeerConf
 	r.States.mu.Unlock()
 	defer func() { r.States.mu.Lock(); st.busy = false; r.States.mu.Unlock() }()
 	resp := &Responder{Own: own, Peer: p.Pub, Accept: func(e uint64) bool {
+		// Newer than the last completed one while a key agreed under this pair is held; any epoch
+		// once none is (given up, voided, or never agreed): an initiator that rebooted with its
+		// clock stepped back starts again (replay protection does not rest on epochs: States.Bind).
 		r.States.mu.Lock()
 		defer r.States.mu.Unlock()
-		return e > st.Epoch
+		return e > st.Epoch || st.psk == nil || st.pskOwn != own
 	}}
 	var agreed [keyLen]byte
 	epoch, err := resp.Respond(c, func(psk [keyLen]byte) error {
