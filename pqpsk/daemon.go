@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,6 +35,9 @@ type Runner struct {
 	// Kick makes the watch look at once (the VNF step has just written a device: SIGHUP).
 	Kick    chan struct{}
 	started time.Time
+	// dirty: counters changed that only saveSoon saved (refusals); flushLoop writes them.
+	dirty   atomic.Bool
+	dirtyCh chan struct{}
 }
 
 // RejectAfterTime is WireGuard's: a session's keys are used at most this long after the
@@ -73,6 +77,7 @@ func (r *Runner) watchEvery() time.Duration {
 }
 
 func (r *Runner) save() {
+	r.dirty.Store(false) // this write has them
 	if r.StateDir != "" {
 		if err := r.States.Save(r.StateDir); err != nil {
 			log.Printf("%s: status not saved: %v", r.Conf.Device, err)
@@ -80,9 +85,45 @@ func (r *Runner) save() {
 	}
 }
 
+// saveSoon records that refusal counters changed: they are written within a second (flushLoop),
+// with the next save, or at shutdown. A connection flood (the listener is reachable from the
+// underlay, listen.go) costs at most one status file write a second per device, not one each.
+func (r *Runner) saveSoon() {
+	r.dirty.Store(true)
+	select {
+	case r.dirtyCh <- struct{}{}:
+	default:
+	}
+}
+
+// flushLoop writes the counters saveSoon left, at most once a second, and the last ones before
+// the runner ends (its caller may remove the status file right after).
+func (r *Runner) flushLoop(ctx context.Context) {
+	flush := func() {
+		if r.dirty.Load() {
+			r.save()
+		}
+	}
+	defer flush()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.dirtyCh:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		flush()
+	}
+}
+
 // Run starts the listener and the initiator loops, and waits for ctx.
 func (r *Runner) Run(ctx context.Context) {
 	r.started = time.Now()
+	r.dirtyCh = make(chan struct{}, 1)
 	own := r.Conf.Public
 	keep := map[[keyLen]byte]bool{}
 	initiators := map[[keyLen]byte]*PeerState{}
@@ -105,7 +146,8 @@ func (r *Runner) Run(ctx context.Context) {
 			go func(p PeerConf) { defer wg.Done(); r.initiateLoop(ctx, own, p, st) }(p)
 		}
 	}
-	wg.Add(2)
+	wg.Add(3)
+	go func() { defer wg.Done(); r.flushLoop(ctx) }()
 	go func() { defer wg.Done(); r.listen(ctx, own) }()
 	go func() { defer wg.Done(); r.keepInstalled(ctx) }()
 	wg.Wait()
