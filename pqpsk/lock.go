@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -14,19 +16,25 @@ import (
 // lockState takes an exclusive lock on <stateDir>/lock, without waiting: two daemons on one VNF
 // would each put back their own agreed keys and make the PSKs flap. The lock is the kernel's
 // (flock): it goes with the process, whatever happens to a pid file. The file is kept open for the
-// daemon's life; closing it releases the lock.
+// daemon's life (closing it releases the lock) and holds the holder's pid, so that a daemon whose
+// pid file was lost can still be found and stopped.
 func lockState(stateDir string) (*os.File, error) {
 	path := filepath.Join(stateDir, "lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another pq-psk daemon runs (it holds %s): this one exits", path)
+			holder, _ := os.ReadFile(path)
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(holder[:min(len(holder), 20)])))
+			return nil, fmt.Errorf("another pq-psk daemon (pid %d) runs and holds %s: this one exits", pid, path)
 		}
 		return nil, fmt.Errorf("cannot lock %s: %v", path, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return f, nil
 }

@@ -46,9 +46,12 @@ func TestASecondDaemonExitsWhileTheFirstHoldsTheLock(t *testing.T) {
 		_, err := os.Stat(filepath.Join(state, "lock"))
 		return err == nil
 	})
-	time.Sleep(100 * time.Millisecond) // the file exists just before it is locked
+	waitFor(t, 5*time.Second, "the lock file does not name the first daemon", func() bool {
+		b, _ := os.ReadFile(filepath.Join(state, "lock"))
+		return string(b) == fmt.Sprintf("%d\n", first.Process.Pid)
+	})
 	out, err := daemon().CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "another pq-psk daemon runs") {
+	if err == nil || !strings.Contains(string(out), fmt.Sprintf("another pq-psk daemon (pid %d) runs", first.Process.Pid)) {
 		t.Fatalf("a second daemon did not refuse to run: %v %q", err, out)
 	}
 	if first.Process.Signal(syscall.Signal(0)) != nil {
