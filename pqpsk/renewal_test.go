@@ -40,10 +40,10 @@ func snapshot(r *Runner, pub [keyLen]byte) PeerState {
 func TestAnIdleTunnelWithALongIntervalKeepsItsKey(t *testing.T) {
 	ExchangeTimeout = 2 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel() // before the runners' cleanups, which wait for them to end
-	da, db, ra, rb := startPair(t, ctx, 100, 2400*time.Millisecond)
+	defer cancel()                                          // before the runners' cleanups, which wait for them to end
+	da, db, ra, rb := startPair(t, ctx, 100, 3*time.Second) // early renewals every 2 s, fallback at 3 s
 	waitFor(t, 3*time.Second, "no first exchange", func() bool { _, ok := da.get(key(2)); return ok })
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+	for end := time.Now().Add(5500 * time.Millisecond); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		for _, s := range []PeerState{snapshot(ra, key(2)), snapshot(rb, key(1))} {
 			if s.Reason == "stale" {
 				t.Fatalf("the %s gave up a key both ends hold on an idle tunnel", s.Role)
