@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,6 +35,9 @@ type Runner struct {
 	// Kick makes the watch look at once (the VNF step has just written a device: SIGHUP).
 	Kick    chan struct{}
 	started time.Time
+	// dirty: counters changed that only saveSoon saved (refusals); flushLoop writes them.
+	dirty   atomic.Bool
+	dirtyCh chan struct{}
 }
 
 // RejectAfterTime is WireGuard's: a session's keys are used at most this long after the
@@ -73,6 +77,7 @@ func (r *Runner) watchEvery() time.Duration {
 }
 
 func (r *Runner) save() {
+	r.dirty.Store(false) // this write has them
 	if r.StateDir != "" {
 		if err := r.States.Save(r.StateDir); err != nil {
 			log.Printf("%s: status not saved: %v", r.Conf.Device, err)
@@ -80,12 +85,49 @@ func (r *Runner) save() {
 	}
 }
 
+// saveSoon records that refusal counters changed: they are written within a second (flushLoop),
+// with the next save, or at shutdown. A connection flood (the listener is reachable from the
+// underlay, listen.go) costs at most one status file write a second per device, not one each.
+func (r *Runner) saveSoon() {
+	r.dirty.Store(true)
+	select {
+	case r.dirtyCh <- struct{}{}:
+	default:
+	}
+}
+
+// flushLoop writes the counters saveSoon left, at most once a second, and the last ones before
+// the runner ends (its caller may remove the status file right after).
+func (r *Runner) flushLoop(ctx context.Context) {
+	flush := func() {
+		if r.dirty.Load() {
+			r.save()
+		}
+	}
+	defer flush()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.dirtyCh:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		flush()
+	}
+}
+
 // Run starts the listener and the initiator loops, and waits for ctx.
 func (r *Runner) Run(ctx context.Context) {
 	r.started = time.Now()
+	r.dirtyCh = make(chan struct{}, 1)
 	own := r.Conf.Public
 	keep := map[[keyLen]byte]bool{}
 	initiators := map[[keyLen]byte]*PeerState{}
+	r.States.Bind(own)
 	for _, p := range r.Conf.Peers {
 		keep[p.Pub] = true
 		if lessKey(own, p.Pub) {
@@ -104,7 +146,8 @@ func (r *Runner) Run(ctx context.Context) {
 			go func(p PeerConf) { defer wg.Done(); r.initiateLoop(ctx, own, p, st) }(p)
 		}
 	}
-	wg.Add(2)
+	wg.Add(3)
+	go func() { defer wg.Done(); r.flushLoop(ctx) }()
 	go func() { defer wg.Done(); r.listen(ctx, own) }()
 	go func() { defer wg.Done(); r.keepInstalled(ctx) }()
 	wg.Wait()
@@ -231,7 +274,8 @@ func (r *Runner) stale() time.Duration {
 
 // fallBackStale gives up the preshared key a device holds for a peer when it can no longer be the
 // one both ends hold: no handshake and no completed exchange with that peer for longer than a
-// session may live. That is one end rebooted (its device and this program's state are gone, its
+// session may live (RejectAfterTime). On an idle tunnel the initiator renews before that
+// (idleRenewal), so a key both ends hold and can still renew is never given up. That is one end rebooted (its device and this program's state are gone, its
 // key file kept) while the other kept the agreed key: every handshake between them fails, and
 // the exchange that would agree a new key runs over the tunnel, so without this the tunnel stayed
 // down for good. Both ends see the same silence and fall back alike (a genuine outage of the
@@ -252,6 +296,9 @@ func (r *Runner) fallBackStale(held map[[keyLen]byte][keyLen]byte, shakes map[[k
 		r.States.mu.Lock()
 		if at := time.Unix(st.Last, 0); st.Last > 0 && at.After(last) {
 			last = at
+		}
+		if st.lastAt.After(last) {
+			last = st.lastAt
 		}
 		busy := st.busy
 		r.States.mu.Unlock()
@@ -285,31 +332,79 @@ func nextEpoch(last uint64) uint64 {
 	return e
 }
 
+// idleRenewal is how long a tunnel may stay silent (no handshake, no completed exchange) before
+// the initiator renews its key early, whatever its interval: WireGuard's RekeyAfterTime (120 s) of
+// the RejectAfterTime (180 s) after which both ends give a silent key up (fallBackStale; both in
+// wireguard-go's device/constants.go). An idle tunnel (persistent-keepalive 0, no traffic) has no
+// handshakes; with an interval above 180 s its key, valid and held by both ends, would otherwise be
+// given up 180 s after every exchange. The exchange itself makes a handshake, so one such renewal
+// keeps both ends' clocks fresh; the 60 s left before the fallback cover an exchange that fails
+// once (ExchangeTimeout) and its first retries. Both ends use the same constants: the responder's
+// fallback (stale) never fires before the initiator's early renewal would have arrived.
+func (r *Runner) idleRenewal() time.Duration { return r.stale() * 2 / 3 }
+
+// untilDue is how long until the next exchange with peer: period after the last one (last), or
+// idleRenewal after the peer's last activity (that exchange or a later handshake), whichever is
+// first.
+func (r *Runner) untilDue(peer [keyLen]byte, last time.Time, period time.Duration) time.Duration {
+	due, active := last.Add(period), last
+	if shakes, err := r.Dev.Handshakes(); err == nil {
+		if at := shakes[peer]; at > 0 && time.Unix(at, 0).After(active) {
+			active = time.Unix(at, 0)
+		}
+	}
+	if idle := active.Add(r.idleRenewal()); idle.Before(due) {
+		due = idle
+	}
+	return time.Until(due)
+}
+
+// initiateLoop renews the key with one peer this end initiates with: an interval (90-100 %, jitter)
+// after the last exchange, earlier on an idle tunnel (untilDue), at once when no key is held, and
+// after a failure within the back-off. Only this end's interval applies to the tunnel: the
+// responder answers whenever it is asked (docs/security.md).
 func (r *Runner) initiateLoop(ctx context.Context, own [keyLen]byte, p PeerConf, st *PeerState) {
 	interval := time.Duration(r.Conf.Interval) * time.Second
-	wait := time.Duration(rand.Int64N(int64(time.Second))) // first exchange at once
+	// jitter: 90-100 % of the interval, so that many tunnels do not renew in step
+	jittered := func() time.Duration { return interval - time.Duration(rand.Int64N(int64(interval/10)+1)) }
+	period := jittered()
+	var last time.Time // the last completed exchange under this own key; zero: none, renew at once
+	wait := time.Duration(rand.Int64N(int64(time.Second)))
 	r.States.mu.Lock()
 	if st.psk != nil && st.pskOwn == own && st.Last > 0 {
 		// A key agreed with this peer under this own key is held: the next exchange is its
 		// renewal, due an interval after the last one. A reload of the file (another peer added
 		// or removed) does not renew every peer at once: one write per changed peer only.
-		wait = max(0, time.Until(time.Unix(st.Last, 0).Add(interval-time.Duration(rand.Int64N(int64(interval/10)+1)))))
+		last = time.Unix(st.Last, 0)
+		if st.lastAt.After(last) {
+			last = st.lastAt
+		}
 	}
 	r.States.mu.Unlock()
-	retry := r.RetryMin
+	if !last.IsZero() {
+		wait = max(0, r.untilDue(p.Pub, last, period))
+	}
+	retry, failing := r.RetryMin, false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
 		}
+		if !last.IsZero() && !failing {
+			// A handshake since the last look may have moved the early renewal later.
+			if w := r.untilDue(p.Pub, last, period); w > 0 {
+				wait = w
+				continue
+			}
+		}
 		err := r.initiateOnce(ctx, own, p, st)
 		if err == nil {
-			retry = r.RetryMin
-			// jitter: 90-100 % of the interval, so that many tunnels do not renew in step
-			wait = interval - time.Duration(rand.Int64N(int64(interval/10)+1))
+			last, period, retry, failing = time.Now(), jittered(), r.RetryMin, false
+			wait = max(0, r.untilDue(p.Pub, last, period))
 			continue
 		}
+		failing = true
 		reason := reasonOf(err)
 		log.Printf("%s: renewal with %s failed: %s", r.Conf.Device, keyText(p.Pub), reason)
 		r.States.Failed(st, reason, errors.Is(err, errRefused))
@@ -318,7 +413,14 @@ func (r *Runner) initiateLoop(ctx context.Context, own [keyLen]byte, p PeerConf,
 	}
 }
 
+// initiateOnce runs one exchange with p. The peer is marked busy meanwhile, as the responder's
+// answer does: restore and fallBackStale leave it alone, so a watch round that reads the device
+// between install and Completed cannot put the previous key back.
 func (r *Runner) initiateOnce(ctx context.Context, own [keyLen]byte, p PeerConf, st *PeerState) error {
+	r.States.mu.Lock()
+	st.busy = true
+	r.States.mu.Unlock()
+	defer func() { r.States.mu.Lock(); st.busy = false; r.States.mu.Unlock() }()
 	d := net.Dialer{Timeout: ExchangeTimeout, LocalAddr: &net.TCPAddr{IP: r.Conf.Listen.Addr().AsSlice()}}
 	c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(p.Addr.String(), itoa(int(r.Conf.Listen.Port()))))
 	if err != nil {

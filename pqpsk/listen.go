@@ -1,6 +1,14 @@
 // The responder's listener: accepts only connections whose source is a configured peer's inner
-// address (inside the tunnel WireGuard's cryptokey routing authenticates it), one exchange per
-// peer at a time, at most maxConns at once.
+// address, one exchange per peer at a time, at most maxConns at once.
+//
+// It listens on the device's inner address but is not bound to the device: Linux delivers a
+// packet for a local address whatever interface it came in on (the weak host model), so a
+// neighbour on the underlay can reach it. What holds is the source check plus TCP's handshake: a
+// connection with a peer's inner address as its source completes only if its SYN-ACK, routed into
+// the tunnel to the real peer, is answered, which a blind spoofer cannot do. SO_BINDTODEVICE is
+// not used: it binds to the interface index, so a device re-created by wg-quick (which the daemon
+// survives: keepInstalled) would leave the listener deaf until a restart. Refusals are counted
+// and written at most once a second (saveSoon).
 package main
 
 import (
@@ -64,7 +72,7 @@ func (r *Runner) answer(c net.Conn, own [keyLen]byte, byAddr map[string]PeerConf
 		r.States.mu.Lock()
 		r.States.other++
 		r.States.mu.Unlock()
-		r.save()
+		r.saveSoon()
 		return
 	}
 	st := r.States.Peer(p.Pub, "responder")
@@ -77,9 +85,12 @@ func (r *Runner) answer(c net.Conn, own [keyLen]byte, byAddr map[string]PeerConf
 	r.States.mu.Unlock()
 	defer func() { r.States.mu.Lock(); st.busy = false; r.States.mu.Unlock() }()
 	resp := &Responder{Own: own, Peer: p.Pub, Accept: func(e uint64) bool {
+		// Newer than the last completed one while a key agreed under this pair is held; any epoch
+		// once none is (given up, voided, or never agreed): an initiator that rebooted with its
+		// clock stepped back starts again (replay protection does not rest on epochs: States.Bind).
 		r.States.mu.Lock()
 		defer r.States.mu.Unlock()
-		return e > st.Epoch
+		return e > st.Epoch || st.psk == nil || st.pskOwn != own
 	}}
 	var agreed [keyLen]byte
 	epoch, err := resp.Respond(c, func(psk [keyLen]byte) error {
@@ -92,10 +103,11 @@ func (r *Runner) answer(c net.Conn, own [keyLen]byte, byAddr map[string]PeerConf
 	if err != nil {
 		log.Printf("%s: exchange from %s failed: %s", r.Conf.Device, keyText(p.Pub), reasonOf(err))
 		r.States.Failed(st, reasonOf(err), errors.Is(err, errRefused))
-	} else {
-		r.States.Completed(st, epoch, agreed, own)
-		log.Printf("%s: renewed the PSK with %s (epoch %d)", r.Conf.Device, keyText(p.Pub), epoch)
+		r.saveSoon()
+		return
 	}
+	r.States.Completed(st, epoch, agreed, own)
+	log.Printf("%s: renewed the PSK with %s (epoch %d)", r.Conf.Device, keyText(p.Pub), epoch)
 	r.save()
 }
 

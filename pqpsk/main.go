@@ -165,9 +165,15 @@ func main() {
 			log.Fatal(err)
 		}
 	case "run":
+		log.SetOutput(&cappedLog{f: os.Stderr, max: logCap})
 		if err := os.MkdirAll(*stateDir, 0o755); err != nil {
 			log.Fatal(err)
 		}
+		lock, err := lockState(*stateDir)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer lock.Close() // held for the daemon's life (the loop below never ends)
 		m := &manager{configDir: *configDir, stateDir: *stateDir, wgTool: *wgTool,
 			runs: map[string]*running{}, states: map[string]*States{}}
 		// The kick file: the VNF step touches it when it has just written the devices or the

@@ -30,8 +30,9 @@ type PeerState struct {
 	// pskOwn is the device's own public key the key was agreed under: a PSK is bound to the pair
 	// of public keys (the derivation's info), so it is void once the device's key changed.
 	pskOwn [keyLen]byte
-	used   int64 // unix time the key was last seen in use: its exchange or a handshake
-	listed bool  // the device's file lists the peer; an unlisted record only keeps its key a while
+	used   int64     // unix time the key was last seen in use: its exchange or a handshake
+	lastAt time.Time // the last completed exchange, exactly (Last is whole seconds)
+	listed bool      // the device's file lists the peer; an unlisted record only keeps its key a while
 }
 
 // States holds every peer of one device.
@@ -40,6 +41,9 @@ type States struct {
 	dev   string
 	peers map[[keyLen]byte]*PeerState
 	other uint64 // refusals of connections from no configured peer
+	// own is the device's public key the records' epochs were counted under (zero: unknown).
+	own   [keyLen]byte
+	saves uint64 // status file writes (what the rate limit bounds; tests read it)
 }
 
 func NewStates(dev string) *States {
@@ -55,6 +59,10 @@ func (s *States) line(p *PeerState) string {
 func (s *States) Save(dir string) error {
 	s.mu.Lock()
 	lines := []string{fmt.Sprintf("device %s refusals %d", s.dev, s.other)}
+	if s.own != ([keyLen]byte{}) {
+		lines[0] += " public " + keyText(s.own)
+	}
+	s.saves++
 	for _, p := range s.peers {
 		if p.listed {
 			lines = append(lines, s.line(p))
@@ -89,6 +97,9 @@ func (s *States) Load(dir string) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		w := strings.Fields(sc.Text())
+		if len(w) == 6 && w[0] == "device" && w[1] == s.dev && w[4] == "public" {
+			s.own, _ = ParseKey(w[5]) // unreadable: zero, unknown
+		}
 		if len(w) != 21 || w[0] != "peer" || w[1] != s.dev {
 			continue
 		}
@@ -105,7 +116,28 @@ func (s *States) Load(dir string) {
 	}
 }
 
-// Peer returns (creating it) the record of pub in role.
+// Epochs are bound to the pair of public keys, as the PSK is: an initiator counts them on its own
+// clock, so a record kept across a change of either key (a rotation, which swaps the roles half the
+// time; records are keyed by the peer's key, so a new peer key is a new record) would make the
+// responder compare the new initiator's epochs with another clock's, and refuse them all under
+// clock skew. They are reset to 0 when the role or the device's own key changes. Replay protection
+// does not rest on them: a replayed init is answered with a fresh encapsulation, whose key only the
+// holder of the initiator's decapsulation key can confirm (Respond installs only after the
+// initiator's MAC verifies), so the check refuses only stale epochs of an honest peer.
+
+// Bind records the device's own public key; a change resets every record's epoch.
+func (s *States) Bind(own [keyLen]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.own != own {
+		for _, p := range s.peers {
+			p.Epoch = 0
+		}
+		s.own = own
+	}
+}
+
+// Peer returns (creating it) the record of pub in role; a change of role resets its epoch.
 func (s *States) Peer(pub [keyLen]byte, role string) *PeerState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -113,6 +145,9 @@ func (s *States) Peer(pub [keyLen]byte, role string) *PeerState {
 	if p == nil {
 		p = &PeerState{Pub: pub, State: "waiting", Reason: "-"}
 		s.peers[pub] = p
+	}
+	if p.Role != role {
+		p.Epoch = 0
 	}
 	p.Role, p.listed = role, true
 	return p
@@ -210,7 +245,8 @@ func (s *States) Completed(p *PeerState, epoch uint64, psk, own [keyLen]byte) {
 	p.psk, p.pskOwn, p.used = &psk, own, time.Now().Unix()
 	p.Epoch, p.State, p.Reason, p.Failures = epoch, "ok", "-", 0
 	p.Renewals++
-	p.Last = time.Now().Unix()
+	p.lastAt = time.Now()
+	p.Last = p.lastAt.Unix()
 }
 
 // Failed records a failed exchange; refused tells whether the peer broke the protocol.
