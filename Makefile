@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
 .PHONY: help venv deps charms charms-local packages validate test unit unit36 lint shellcheck typecheck pycompat \
-        wireguard-go hookclient boringtun demo bench lifecycle deploy deploy-tools onboard undeploy measure-remote clean \
+        wireguard-go hookclient pq-psk boringtun demo bench lifecycle deploy deploy-tools onboard undeploy measure-remote clean \
         osm-conformance juju-conformance oai-conformance lcm-conformance
 
 help: ## list the targets
@@ -48,13 +48,16 @@ wireguard-go: venv ## build the newest wireguard-go (static) into build/tools: t
 hookclient: ## build the emulated VCA's compiled hook-tool client into build/tools (Go; else the Python client is used)
 	bash scripts/build-hookclient.sh
 
+pq-psk: ## build the pq-psk daemon (pqpsk/, Go standard library: ML-KEM-768 preshared keys) into build/tools: the charms ship it
+	bash scripts/build-pq-psk.sh
+
 boringtun: ## build boringtun-cli (crates.io; cargo-zigbuild for glibc 2.17, from PyPI) into build/tools: the charms ship it
 	bash scripts/build-boringtun.sh
 
-charms: venv wireguard-go boringtun ## build every charm for BASE (default ubuntu@18.04, Python 3.6) into build/charms, with the userspace WireGuard programs
+charms: venv wireguard-go pq-psk boringtun ## build every charm for BASE (default ubuntu@18.04, Python 3.6) into build/charms, with the userspace WireGuard programs
 	$(PY) -m bundle.build_charms --base $(BASE)
 
-charms-local: venv wireguard-go boringtun ## build every charm for this machine's Python into build/charms-local (tests, testbed)
+charms-local: venv wireguard-go pq-psk boringtun ## build every charm for this machine's Python into build/charms-local (tests, testbed)
 	$(PY) -m bundle.build_charms --base local
 
 packages: charms ## build every VNF/NS/NST package into build/packages
@@ -66,9 +69,9 @@ validate: venv ## validate every descriptor, params file and cross-reference
 lint: venv shellcheck typecheck ## ruff over all Python, shellcheck over every shipped shell script, mypy, gofmt + go vet
 	$(VENV)/bin/ruff check charms scripts tests
 	@if command -v go >/dev/null 2>&1; then \
-	  out=$$(gofmt -l scripts/testbed/hookclient-go scripts/bundle/osm_conformance/juju_parse.go); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi; \
-	  (cd scripts/testbed/hookclient-go && go vet ./...); \
-	else echo "no Go toolchain: gofmt/go vet of the hook-tool client not run"; fi
+	  out=$$(gofmt -l scripts/testbed/hookclient-go scripts/bundle/osm_conformance/juju_parse.go pqpsk); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi; \
+	  (cd scripts/testbed/hookclient-go && go vet ./...) && (cd pqpsk && go vet ./...); \
+	else echo "no Go toolchain: gofmt/go vet of the hook-tool client and pq-psk not run"; fi
 
 typecheck: venv ## mypy over everything a charm ships (the shared package; each src/charm.py is the build's one call into it), all of it annotated
 	$(VENV)/bin/mypy
@@ -86,12 +89,21 @@ pycompat: venv ## prove the charm runtime code runs on Python 3.6
 
 # The unit tier: every test but tests/e2e, two workers per core (pytest-xdist): about half of a
 # worker's time is spent waiting on the subprocesses, sockets and timeouts the tests start, so one
-# worker per core left the cores half idle (docs/figures.md). --dist loadgroup keeps the order
-# tests/conftest.py gives and the modules that share a costly fixture on one worker. What the
+# worker per core left the cores half idle (docs/figures.md). --dist loadgroup keeps the modules
+# that share a costly fixture on one worker (an xdist group) and hands the groups out first, the
+# largest first (pytest-xdist's default reordering, which starts the longest modules: grammar
+# cost, registry extension, CLI corpus), then the other tests in the order tests/conftest.py gives. What the
 # system lacks of what it needs is unpacked into build/sysroot first (no root; scripts/unpack-deps.sh).
+# Python's bytecode and pytest's rewritten test modules are kept in build/pycache (never beside the
+# sources) for the next run, also where the shell sets PYTHONDONTWRITEBYTECODE: else every worker
+# and every Python a test starts compiles every module again, in every run. What is kept there for
+# other paths than this checkout's (the tests' temporary copies) is removed when a run starts.
 UNIT_WORKERS ?= $(shell echo $$((2 * $$(nproc))))
+PYCACHE := $(CURDIR)/build/pycache
 UNIT_TIER = bash scripts/unpack-deps.sh && eval "$$(bash scripts/unpack-deps.sh --env)" && \
 	bash scripts/check-unit-deps.sh && \
+	mkdir -p "$(PYCACHE)" && find "$(PYCACHE)" -type f ! -path "$(PYCACHE)$(CURDIR)/*" -delete && \
+	env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX="$(PYCACHE)" \
 	$(PY) -m pytest -q -p no:cacheprovider -n $(UNIT_WORKERS) --dist loadgroup $(PYTEST_ARGS) tests --ignore=tests/e2e
 
 # The end-to-end tier: each testbed in namespaces of its own, so two modules run at once (one per
@@ -105,11 +117,11 @@ E2E_TIER = $(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-load
 # -j2, so that the boringtun build, the longest, starts first and runs beside the venvs, the lint
 # and the 3.6 tier).
 test: deps ## everything CI runs: lint, 3.6 checks, the unit tier on every core, then the end-to-end tier
-	@$(MAKE) --no-print-directory boringtun venv hookclient wireguard-go lint pycompat unit36
+	@$(MAKE) --no-print-directory boringtun venv hookclient wireguard-go pq-psk lint pycompat unit36
 	@$(UNIT_TIER) --durations=15
 	$(E2E_TIER)
 
-unit: venv hookclient wireguard-go boringtun ## every test that needs no root, on every core (pytest-xdist): the everyday loop (under a minute)
+unit: venv hookclient wireguard-go pq-psk boringtun ## every test that needs no root, on every core (pytest-xdist): the everyday loop (under a minute)
 	@$(UNIT_TIER)
 
 unit36: $(VENV36)/.done ## the pure core, the hostile-value corpus, the OAI steps and the charms under Harness on Python 3.6 (the shipped charms' Python)
@@ -123,7 +135,7 @@ unit36: $(VENV36)/.done ## the pure core, the hostile-value corpus, the OAI step
 	  tests/charms/test_hostile_options.py \
 	  tests/charms/test_oai_charms.py tests/charms/test_cn5g_limits.py
 
-demo: deps venv wireguard-go boringtun charms-local hookclient ## bring up NS=$(NS) locally in network namespaces and measure it; IMPL=signalling=boringtun etc.: the data plane per interface (root)
+demo: deps venv wireguard-go pq-psk boringtun charms-local hookclient ## bring up NS=$(NS) locally in network namespaces and measure it; IMPL=signalling=boringtun etc.: the data plane per interface (root)
 	$(PY) -m testbed.demo --ns $(NS) $(if $(IMPL),--implementation "$(IMPL)")
 
 bench: deps venv charms-local wireguard-go hookclient boringtun ## repeated data-plane and convergence measurements (root)

@@ -39,6 +39,7 @@ if [ "$(id -u)" != 0 ] && ! unshare -rn true 2>/dev/null; then
 fi
 # The userspace WireGuard programs the charms ship (make wireguard-go / make boringtun ran before this).
 [ -x build/tools/wireguard-go ] || others+=("build/tools/wireguard-go: make wireguard-go needs a Go toolchain (go.dev/doc/install)")
+[ -x build/tools/pq-psk ] || others+=("build/tools/pq-psk: make pq-psk needs a Go toolchain, 1.24 or later (go.dev/doc/install)")
 [ -x build/tools/boringtun-cli ] || others+=("build/tools/boringtun-cli: make boringtun needs cargo (rustup's stable toolchain)")
 
 if [ "${#missing[@]}" -gt 0 ] || [ "${#others[@]}" -gt 0 ]; then

@@ -4,7 +4,9 @@ import fcntl
 import json
 import os
 
+import kept_builds
 import pytest
+from kept_builds import kept
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -41,6 +43,14 @@ def pytest_collection_modifyitems(items):
         first = next((i for i in needs_build if "shipped_packages" in i.fixturenames), needs_build[0])
         rest = [i for i in items if i not in set(needs_build)]
         items[:] = [first] + rest + [i for i in needs_build if i is not first]
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Name what a test changed in a kept build (tests/kept_builds.py): it is built again by the next
+    run, and a test that writes into a build every test reads is a bug to fix."""
+    for kind, paths in kept_builds.changed():
+        terminalreporter.write_line("a test changed the kept build {} (the next run builds it again): {}".format(
+            kind, ", ".join(paths[:5])), yellow=True)
 
 
 @pytest.fixture(scope="session")
@@ -82,11 +92,13 @@ def charm_dependencies(once_per_run):
 @pytest.fixture(scope="session")
 def shipped_charms(once_per_run, charm_dependencies):
     """{name: path of the .charm} as `make charms` builds them (ubuntu@18.04), built once per test
-    run (``once_per_run``) into the run's temporary folder, for every test that reads them."""
+    run (``once_per_run``) into build/test-builds, for every test that reads them; a run from the
+    same sources reads the last run's (``kept``: tests/kept_builds.py)."""
     from bundle import build_charms
 
-    return once_per_run("charms-ubuntu-18.04",
-                        lambda out: build_charms.build_all("ubuntu@18.04", out_dir=str(out)))
+    def build(out):
+        return build_charms.build_all("ubuntu@18.04", out_dir=str(out))
+    return once_per_run("charms-ubuntu-18.04", kept("charms-ubuntu-18.04", build))
 
 
 @pytest.fixture(scope="session")
@@ -103,10 +115,11 @@ def local_charms_dir(once_per_run):
 
 @pytest.fixture(scope="session")
 def shipped_packages(once_per_run, shipped_charms):
-    """(folder, catalog) of `make packages` from ``shipped_charms``, built once per test run."""
+    """(folder, catalog) of `make packages` from ``shipped_charms``, built once per test run (or
+    the last run's, from the same sources: ``kept``)."""
     from bundle import packages
 
     def build(out):
         return [str(out), packages.build(str(out), os.path.dirname(next(iter(shipped_charms.values()))))]
-    out, catalog = once_per_run("packages", build)
+    out, catalog = once_per_run("packages", kept("packages", build))
     return out, catalog

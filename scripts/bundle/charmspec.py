@@ -106,6 +106,12 @@ def tunnel_options(endpoint, role):
                            "kernel, wireguard-go or boringtun (both shipped in the charm and installed on the VNF "
                            "only when a device uses them). Changing it re-creates wg-{} (a break of about a "
                            "second on {}; the other tunnels are not touched).".format(endpoint, endpoint, endpoint)},
+        endpoint + "-pq-psk": {
+            "type": "boolean", "default": True,
+            "description": "A post-quantum preshared key on wg-{}: derived on the two VNFs from ML-KEM-768 over the "
+                           "tunnel itself and renewed every pq-psk-renewal-seconds by the pq-psk daemon the charm "
+                           "ships (docs/security.md). A peer without it (an earlier release) stays classical only, "
+                           "and the status says so; false: classical only, as before.".format(endpoint)},
         endpoint + "-peer-prefixes": {
             "type": "string", "default": "",
             "description": "Comma-separated prefixes (CIDR) inside which the related peer on {} may announce its "

@@ -28,11 +28,11 @@ def upf(v, view):
     announces FTUP), its UpfInfo and the DNN it serves."""
     infos = view.get("snssai_upf_info_list") or [{}]
     return [
-        ("smfs (the SMF it associates with over PFCP)", view.get("smfs"), [v.smf_ip]),
-        ("N3 address (the F-TEID address the gNB sends GTP-U to)", view["n3"]["addr4"], v.n3),
+        ("smfs (the SMF it associates with over PFCP)", view.get("smfs"), [v.addresses.peers["n4"]]),
+        ("N3 address (the F-TEID address the gNB sends GTP-U to)", view["n3"]["addr4"], v.addresses.ip("n3")),
         ("N3 port", view["n3"]["port"], 2152),
-        ("N4 address (its PFCP node id)", view["n4"]["addr4"], v.n4),
-        ("SBI address", view["sbi"]["addr4"], v.n4),
+        ("N4 address (its PFCP node id)", view["n4"]["addr4"], v.addresses.ip("n4")),
+        ("SBI address", view["sbi"]["addr4"], v.addresses.ip("n4")),
         ("N6 interface", view["n6"]["if_name"], "lo"),
         ("register_nf", view["register_nrf"], False),
         ("http_version", view["http_version"], 1),
@@ -55,11 +55,11 @@ def smf(v, view):
     qos = local.get("qos_profile") or {}
     smf_info = ((cfg.get("smf_info") or {}).get("sNssaiSmfInfoList") or [{}])[0]
     return [
-        ("upfs (PFCP peers)", view.get("upfs"), [v.upf_ip]),
+        ("upfs (PFCP peers)", view.get("upfs"), [v.addresses.peers["n4"]]),
         ("UPF port", [u.get("port") for u in cfg.get("upfs") or []], [8805]),
-        ("N4 address (its PFCP node id)", view["n4"]["addr4"], v.n4),
-        ("SBI address", view["sbi"]["addr4"], v.n11),
-        ("the AMF's URI", view.get("amf_url"), "http://{}:80".format(v.amf_ip)),
+        ("N4 address (its PFCP node id)", view["n4"]["addr4"], v.addresses.ip("n4")),
+        ("SBI address", view["sbi"]["addr4"], v.addresses.ip("n11")),
+        ("the AMF's URI", view.get("amf_url"), "http://{}:80".format(v.addresses.peers["n11"])),
         ("register_nf", view["register_nrf"], False),
         ("http_version", view["http_version"], 1),
         ("use_local_subscription_info", view["use_local_subscription_info"], True),
@@ -87,13 +87,13 @@ def amf(v, view):
     slices = plmn.get("slice_list") or [{}]
     features = cfg.get("support_features_options") or {}
     return [
-        ("N2 address", view["n2"]["addr4"], v.n2),
+        ("N2 address", view["n2"]["addr4"], v.addresses.ip("n2")),
         ("N2 port", view["n2"]["port"], 38412),
-        ("SBI address", view["sbi"]["addr4"], v.n11),
-        ("the SMF's URI", view["smf"]["uri_root"], "http://{}:80".format(v.smf_ip)),
+        ("SBI address", view["sbi"]["addr4"], v.addresses.ip("n11")),
+        ("the SMF's URI", view["smf"]["uri_root"], "http://{}:80".format(v.addresses.peers["n11"])),
         ("simple scenario (no external AUSF/UDM)", features.get("enable_external_ausf_udm"), False),
         ("NF registration", features.get("enable_nf_registration"), False),
-        ("MySQL host", view["database"]["server"], v.mysql_ip),
+        ("MySQL host", view["database"]["server"], v.addresses.peers["db"]),
         ("MySQL user", view["database"]["user"], v.db_user),
         ("MySQL database", view["database"]["db"], "oai_db"),
         ("MySQL password (its length)", view["database"]["password_length"], len(v.db_password)),

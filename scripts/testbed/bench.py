@@ -25,7 +25,7 @@ import tempfile
 import time
 
 from bundle import BUILD_DIR, build_charms
-from testbed import cli, convergence, dataplane, demo, hookprofile, pair, pqcost, spokejoin, tunnels
+from testbed import cli, convergence, dataplane, demo, hookclass, hookprofile, pair, pqcost, spokejoin, tunnels
 from testbed.emulators import lcm, nsmodel, vca, vim
 from testbed.measurement import benchreport, loadcheck, traffic
 from vpnaas.core import hookclock
@@ -226,6 +226,7 @@ def run(args, progress, work, result):
             def then(star, rec):
                 rec["hub_phases"] = hookprofile.phase_summary(hookprofile.profiled_runs(
                     star.model.hook_log, hookprofile.load_records(records), "hub/0", ("session",)))
+                rec.update(hookclass.star_record(star.model))     # why the hooks ran (counts)
                 if args.join and k == join_size and i == 0:
                     rec["spoke_join"] = spokejoin.join(star, args.join, progress=progress)
                     progress("spoke join: {} of {} echoes of s1 lost while {} spokes joined ({:.1f} s)".format(

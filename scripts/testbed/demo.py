@@ -28,7 +28,7 @@ import measure_parse
 from bundle import BUILD_DIR, build_charms
 from testbed import cli, implchoice, monitor, slicelink, standin, tunnels, ue_standin
 from testbed.emulators import lcm, nsmodel, vca, vim
-from testbed.measurement import benchstats, capture, prometheus, report, secretaudit, thesis, traffic
+from testbed.measurement import benchstats, capture, pqpsk, prometheus, report, secretaudit, thesis, traffic
 from vpnaas.core import config as charm_config
 from vpnaas.core import refpoints
 
@@ -228,6 +228,8 @@ def run(ns, seconds, pings, out_dir, progress, rounds=1, impl_choice="", thresho
             r["entries"] = _check_and_measure(tb, r, seconds, pings, out_dir, progress, rounds)
             if r["inst"].tunnelled:
                 r["dataplane"] = implchoice.summary(tb, r["inst"], r["entries"])
+                for name, figures in pqpsk.measure(tb, r["inst"], r["model"], progress).items():
+                    r["entries"][name].update(figures)
         if len(instances) > 1:
             results["simultaneous"] = _simultaneous(tb, results, seconds, pings, progress)
             results["slice_qos"] = _slice_qos(tb, results, out_dir, progress, rounds)

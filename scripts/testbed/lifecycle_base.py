@@ -74,6 +74,14 @@ def interface_indexes(tb, inst):
     return out
 
 
+#: pq-psk's runtime traces on a VNF (tunnels/pqpsk.sh): its state, log and pid files in /run/wireguard,
+#: and a daemon of this VNF still running (the testbed's VNFs share the pid space, not the mounts).
+PQ_PSK_LEFT = ("ls -d /run/wireguard/vpnaas-pq-psk* 2>/dev/null; me=$(readlink /proc/self/ns/mnt);"
+               " for p in /proc/[0-9]*; do [ \"$(readlink \"$p/ns/mnt\" 2>/dev/null)\" = \"$me\" ] || continue;"
+               " tr '\\0' ' ' < \"$p/cmdline\" 2>/dev/null | grep -q '[v]pnaas/pq-psk run'"
+               " && echo \"daemon:${p#/proc/}\"; done; true")
+
+
 def leftovers(tb, model, apps):
     """What the charms left on the VNFs of ``apps`` and in the model: each entry one finding."""
     found = []
@@ -88,6 +96,7 @@ def leftovers(tb, model, apps):
                   vnf.exec(["ip", "-o", "addr", "show", "label", "lo:vpnaas"]).stdout.splitlines()]
         files = vnf.exec(["sh", "-c", "ls -A /etc/wireguard"]).stdout.split()
         found += ["{}: file /etc/wireguard/{}".format(app, f) for f in files]
+        found += ["{}: pq-psk {}".format(app, f) for f in vnf.exec(["sh", "-c", PQ_PSK_LEFT]).stdout.split()]
     with model._lock:
         state = model._state
         found += ["relation {} still holds data".format(rid) for rid, rel in state["relations"].items()

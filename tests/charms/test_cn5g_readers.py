@@ -77,8 +77,9 @@ def test_a_logged_exception_is_a_problem_and_the_cited_benign_warning_is_not():
 
 
 def upf_view(v, **changes):
-    view = {"smfs": [v.smf_ip], "n3": {"addr4": v.n3, "port": 2152}, "n4": {"addr4": v.n4},
-            "sbi": {"addr4": v.n4}, "n6": {"if_name": "lo"}, "register_nrf": False, "http_version": 1,
+    at = v.addresses
+    view = {"smfs": [at.peers["n4"]], "n3": {"addr4": at.ip("n3"), "port": 2152}, "n4": {"addr4": at.ip("n4")},
+            "sbi": {"addr4": at.ip("n4")}, "n6": {"if_name": "lo"}, "register_nrf": False, "http_version": 1,
             "enable_snat": False, "enable_bpf_datapath": False, "pdns": [v.session.pool], "dnns": [v.session.dnn],
             "snssai_upf_info_list": [{"sst": v.slice.sst, "sd": 0xFFFFFF, "dnns": [v.session.dnn]}]}
     view.update(changes)
@@ -105,9 +106,9 @@ def test_a_reader_runs_in_its_own_namespace_with_the_labelled_addresses(tmp_path
                 "echo 'VIEW {}'\n".format(view))
     os.chmod(str(fake), 0o755)
     status, output = nfreader.run_reader(str(fake), comp.render_spec(v)["files"][0]["content"].replace(
-        "@N3_IF@", "lo:vpnaas-n3"), [("lo:vpnaas-n3", v.n3), ("lo:vpnaas-n4", v.n4)])
+        "@N3_IF@", "lo:vpnaas-n3"), [("lo:vpnaas-n3", v.addresses.ip("n3")), ("lo:vpnaas-n4", v.addresses.ip("n4"))])
     assert status == 0, output
-    assert "{}/32 scope global lo:vpnaas-n3".format(v.n3) in output and "lo:vpnaas-n4" in output
+    assert "{}/32 scope global lo:vpnaas-n3".format(v.addresses.ip("n3")) in output and "lo:vpnaas-n4" in output
     report = conformance.Report()
     nfreader.check_case(report, "upf", comp, str(fake), config_for("upf"), "test", conformance.load_renderer(), [])
     assert report.mismatches == 0 and "upf reader, test: read without an exception" in capsys.readouterr().out

@@ -255,9 +255,9 @@ def test_enb_configuration_values():
 def test_peer_address_comes_from_the_relation_when_no_option_is_set():
     plan = plan_with_peer("s6a", "requirer", "172.16.6.2/32")
     values = hss.COMPONENT.config_values(config_for("hss", **{"mme-address": ""}), plan)
-    assert values.mme_ip == "172.16.6.2"
+    assert values.addresses.peers["s6a"] == "172.16.6.2"
     values = hss.COMPONENT.config_values(config_for("hss", **{"mme-address": "172.16.6.9"}), plan)
-    assert values.mme_ip == "172.16.6.9"
+    assert values.addresses.peers["s6a"] == "172.16.6.9"
 
 
 def test_peer_address_missing_everywhere_is_a_clear_error():

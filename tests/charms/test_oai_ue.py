@@ -101,6 +101,19 @@ def test_ue_attach_without_imsi_or_with_a_bad_server_sends_nothing(charm_env, ra
     assert len(vnf.scripts) == sent
 
 
+@pytest.mark.parametrize("action,params", [("ue-attach", {}), ("ue-iperf", {"server": "10.0.9.1"})])
+def test_a_ue_report_outside_the_grammar_fails_the_action_and_shows_nothing_of_it(charm_env, action, params):  # noqa: F811
+    make, vnf = charm_env
+    harness = make("enb", **UE)
+    emit = vnf._emit
+    vnf._emit = lambda lines, on_line: emit(
+        [line.replace("RESULT ip 12.1.1.2", "RESULT ip 12.1.1.256") for line in lines], on_line)
+    done = act(harness, action, params)
+    assert done.failed == "{} failed: the VNF's report is unreadable (ip: '12.1.1.256' is not an IP " \
+                          "address)".format(action)
+    assert not done.results
+
+
 STUB = """#!/bin/bash
 printf '%s\\n' "$(basename "$0") $*" >> "{calls}"
 """

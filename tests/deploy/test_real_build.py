@@ -22,10 +22,12 @@ def real_catalog(shipped_packages):
     return os.path.join(out, "catalog.json")
 
 
-def _dry(catalog, *argv, **extra):
+def _dry(catalog, *argv, env_dir, **extra):
+    """The deploy tool's dry run over ``catalog``; its empty env file is made in ``env_dir``, never
+    beside the packages (the tests' kept build, tests/kept_builds.py, which nothing may change)."""
     out, err = io.StringIO(), io.StringIO()
     old, sys.stderr = sys.stderr, err
-    env = base_env(str(os.path.dirname(catalog)), DRY_RUN="1", **extra)
+    env = base_env(str(env_dir), DRY_RUN="1", **extra)
     env["DEPLOY_ROOT"] = ROOT
     try:
         code = main(["--catalog", catalog] + list(argv), environ=env, out=out, execute=no_subprocess)
@@ -48,8 +50,8 @@ def _named_files(printed):
     "variant", ["eps_wg", "eps_wg_multisite", "eps_wg_2x_osm10", "epc", "slices", "embb", "sa_wg", "sa",
                 "sa_wg_osm10", "sa_slices"]
 )
-def test_real_variant_dry_run(real_catalog, variant):
-    code, printed, err = _dry(real_catalog, "deploy", "--ns", variant)
+def test_real_variant_dry_run(real_catalog, variant, tmp_path):
+    code, printed, err = _dry(real_catalog, "deploy", "--ns", variant, env_dir=tmp_path)
     assert code == 0, err
     cat = Catalog.load(ROOT, real_catalog)
     v = cat.variant(variant)
@@ -78,8 +80,8 @@ def test_real_variant_dry_run(real_catalog, variant):
     assert members == {end for rp in membership.of_variant(variant)[1] for end in (rps[rp].provider, rps[rp].requirer)}
 
 
-def test_real_multisite_uses_second_vim(real_catalog):
-    code, printed, err = _dry(real_catalog, "deploy", "--ns", "eps_wg_multisite")
+def test_real_multisite_uses_second_vim(real_catalog, tmp_path):
+    code, printed, err = _dry(real_catalog, "deploy", "--ns", "eps_wg_multisite", env_dir=tmp_path)
     assert code == 0, err
     assert [a[a.index("--name") + 1] for a in printed.runs("osm", "vim-create")] == [
         "microstack",
@@ -90,20 +92,20 @@ def test_real_multisite_uses_second_vim(real_catalog):
     assert hss["vim_account"] == "microstack-site2"
 
 
-def test_real_flavors_double_resources(real_catalog):
-    code, printed, err = _dry(real_catalog, "deploy", "--ns", "eps_wg_2x")
+def test_real_flavors_double_resources(real_catalog, tmp_path):
+    code, printed, err = _dry(real_catalog, "deploy", "--ns", "eps_wg_2x", env_dir=tmp_path)
     assert code == 0, err
     hss = [a for a in printed.runs("openstack", "flavor", "create") if "hss" in a[-1]][0]
     # thesis Table 4.4: HSS 8 vCPU / 16 GB / 20 GB
     assert hss[hss.index("--vcpus") + 1] == "8" and hss[hss.index("--ram") + 1] == "16384"
 
 
-def test_real_5g_standalone_dry_run_uploads_the_2204_image_and_runs_the_nrue(real_catalog):
+def test_real_5g_standalone_dry_run_uploads_the_2204_image_and_runs_the_nrue(real_catalog, tmp_path):
     """NS=sa_wg: the 5G VNFDs' Ubuntu 22.04 image (only that one), the five VNFs onboarded, the
     secrets of its params never printed, and the UE steps with the gNB, the AMF and the UPF's N6."""
     from deploy_helpers import SECRET_DB, SECRET_NR_K, SECRET_NR_OP
 
-    code, printed, err = _dry(real_catalog, "deploy", "--ns", "sa_wg")
+    code, printed, err = _dry(real_catalog, "deploy", "--ns", "sa_wg", env_dir=tmp_path)
     assert code == 0, err
     created = [a[-1] for a in printed.runs("openstack", "image", "create")]
     assert created == ["ubuntu22.04"]

@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import threading
 import time
 
@@ -32,14 +33,33 @@ def netns_of(model):
             libc.setns(ours.fileno(), 0x40000000)
 
 
+#: What a device's configuration holds that the charm does not control: the preshared key of a
+#: peer with pq-psk is the daemon's, renewed every pq-psk-renewal-seconds (and by the daemon alone).
+PSK_LINE = re.compile(r"^PresharedKey = \S+$", re.M)
+
+
 def state_of(vnf):
-    """Everything the charms manage on a VNF, as a digest (private keys included, never shown)."""
+    """Everything the charms manage on a VNF, as a digest (private keys included, never shown):
+    the devices' configurations (a preshared key only as "set": its value is pq-psk's, which
+    renews it on its own clock; ``pq_psks`` follows it), routes, addresses and every file under
+    /etc/wireguard (pq-psk's folder included) with its mode and size."""
     parts = []
     for argv in (["wg", "showconf", "wg-vpn"], ["wg", "showconf", "wg-vpn-peer"], ["ip", "-o", "route", "show"],
                  ["ip", "-o", "addr", "show", "scope", "global"],
-                 ["sh", "-c", "cd /etc/wireguard && stat -c '%n %a %s' * && sha256sum *"]):
-        parts.append(vnf.exec(argv, check=False).stdout)
+                 ["sh", "-c", "cd /etc/wireguard && find . -printf '%p %y %m %s\\n' | sort"
+                  " && find . -type f -exec sha256sum {} + | sort"]):
+        parts.append(PSK_LINE.sub("PresharedKey = (set)", vnf.exec(argv, check=False).stdout))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def pq_psks(vnf, dev):
+    """(digest of the device's preshared keys, renewals pq-psk counted on it): a changed key is a
+    renewal only when the count moved too."""
+    keys = vnf.exec(["wg", "show", dev, "preshared-keys"]).stdout
+    status = vnf.exec(["/usr/local/lib/vpnaas/pq-psk", "status"], check=False).stdout
+    renewals = sum(int(line.split()[line.split().index("renewals") + 1]) for line in status.splitlines()
+                   if line.startswith("peer ") and line.split()[1] == dev)
+    return hashlib.sha256(keys.encode()).hexdigest(), renewals
 
 
 def sessions(model, unit):
@@ -103,7 +123,11 @@ def test_peering_in_osm_order_gives_encrypted_tunnel(pair, model, testbed, tmp_p
 
 def test_rerunning_every_event_and_action_changes_nothing(pair, model, local_charms):
     a, b, _ = pair
+    deadline = time.monotonic() + 60      # the first exchange agreed on both ends (pq-psk is on by default)
+    while min(pq_psks(a, "wg-vpn")[1], pq_psks(b, "wg-vpn-peer")[1]) == 0 and time.monotonic() < deadline:
+        time.sleep(1)
     before = (state_of(a), state_of(b), json.dumps(model.relation_data(0), sort_keys=True))
+    psks = (pq_psks(a, "wg-vpn"), pq_psks(b, "wg-vpn-peer"))
     for unit in ("a/0", "b/0"):
         app = unit.split("/")[0]
         ep = "vpn" if app == "a" else "vpn-peer"
@@ -116,6 +140,9 @@ def test_rerunning_every_event_and_action_changes_nothing(pair, model, local_cha
     model.upgrade_charm("a", os.path.join(local_charms, "wireguard-proxy"))
     after = (state_of(a), state_of(b), json.dumps(model.relation_data(0), sort_keys=True))
     assert before == after
+    # The preshared keys: unchanged, or renewed by pq-psk meanwhile (never reset by a rerun).
+    for (key, renewals), (key_after, renewals_after) in zip(psks, (pq_psks(a, "wg-vpn"), pq_psks(b, "wg-vpn-peer"))):
+        assert renewals > 0 and (key_after == key or renewals_after > renewals), (renewals, renewals_after)
     assert pairs.ping(a, pairs.A_SVC, pairs.B_SVC).returncode == 0
 
 
@@ -246,20 +273,30 @@ def test_the_secret_audit_finds_nothing_after_a_real_run(pair, model, testbed):
     for unit in ("a/0", "b/0"):
         assert model.run_action(unit, "tunnel-status").status == "completed"
     audit = secretaudit.Audit(os.path.dirname(model.workdir))
+
+    def held():   # the PSKs the two devices hold now (pq-psk's: on by default)
+        return {line.split("\t")[1] for vnf, dev in ((a, "wg-vpn"), (b, "wg-vpn-peer"))
+                for line in vnf.exec(["wg", "show", dev, "preshared-keys"]).stdout.splitlines()} - {"(none)"}
+    psks = held()
     audit.collect({"a": a, "b": b}, {}, {"vca": model})
-    assert sorted(s.kind for s in audit.secrets) == ["wireguard-private-key"] * 2
+    psks |= held()        # a renewal may fall between the reads: the audit read one of these
+    assert sorted(s.kind for s in audit.secrets if s.kind != secretaudit.PQ_PSK) == ["wireguard-private-key"] * 2
+    collected = [s.value for s in audit.secrets if s.kind == secretaudit.PQ_PSK]
+    assert psks and collected and set(collected) <= psks, "the audit did not search the PSKs the devices hold"
     fields = audit.finish()
     assert fields["pq_psk_secret_found_in"] == [] and not secretaudit.found_any(fields), fields
     assert fields["secret_audit"]["places_searched"] > 10 and fields["secret_audit"]["bytes_searched"] > 0
+    assert fields["secret_audit"]["secrets"][secretaudit.PQ_PSK] == len(collected), fields["secret_audit"]
     planted = os.path.join(model.workdir, "planted.log")
-    key = audit.secrets[0].value
+    private = next(s for s in audit.secrets if s.kind == "wireguard-private-key")
+    key = private.value
     with open(planted, "w") as f:
         f.write("2026-11-27 INFO {}\n    {}\n".format(key[:30], key[30:]))
     try:
         found = audit.finish()["secrets_found_in"]["wireguard-private-key"]
     finally:
         os.remove(planted)
-    assert found == ["file/vca/planted.log: {} (exact)".format(audit.secrets[0].label)]
+    assert found == ["file/vca/planted.log: {} (exact)".format(private.label)]
 
 
 def test_the_secret_audit_reads_real_preshared_keys(pair, model, tmp_path):

@@ -3,6 +3,7 @@ bundle's own NSD and params, the built charms in OSM's order, five tunnels. The 
 instantiation and run in file order."""
 import hashlib
 import os
+import re
 
 import pytest
 
@@ -32,10 +33,16 @@ def eps(environment_ready, local_charms, tmp_path_factory):
 
 
 def digest(vnf):
-    """Everything the charms manage on the VNF, as a digest (the text holds private keys)."""
+    """Everything the charms manage on the VNF, as a digest (the text holds private keys): the
+    devices, routes, addresses and every file under /etc/wireguard (pq-psk's folder of daemon
+    files included). A preshared key counts as "set": its value is pq-psk's, renewed by the
+    daemon on its own clock (pq-psk-renewal-seconds), not by a primitive; its state is in /run."""
     out = vnf.exec(["sh", "-c", "for d in $(wg show interfaces); do wg showconf $d; done;"
-                    " ip -o route show; ip -o addr show scope global; cd /etc/wireguard && sha256sum *"]).stdout
+                    " ip -o route show; ip -o addr show scope global;"
+                    " cd /etc/wireguard && find . -printf '%p %y %m %s\\n' | sort"
+                    " && find . -type f -exec sha256sum {} + | sort"]).stdout
     assert "[Interface]" in out and "PrivateKey" in out, "nothing read from {}".format(vnf.name)
+    out = re.sub(r"(?m)^PresharedKey = \S+$", "PresharedKey = (set)", out)
     return hashlib.sha256(out.encode()).hexdigest()
 
 

@@ -64,6 +64,16 @@ def test_the_exporter_serves_the_text_format_on_the_management_address_only(pair
     assert 'vpnaas_wireguard_dataplane_info{refpoint="vpn",device="wg-vpn",implementation=' in text
     private = a.exec(["cat", "/etc/wireguard/wg-vpn.key"]).stdout.strip()
     assert private and private not in text
+    # pq-psk (on by default): the peer's state from the daemon once its first exchange completed, never the PSK.
+    pq = 'vpnaas_wireguard_peer_pq_psk_active{refpoint="vpn",device="wg-vpn",plane="",peer="b/0"} 1'
+    deadline = time.monotonic() + 60
+    while pq not in text and time.monotonic() < deadline:
+        time.sleep(2)
+        text = scrape(testbed, a)
+    assert pq in text, text
+    assert 'vpnaas_wireguard_peer_pq_psk_renewals_total{refpoint="vpn",device="wg-vpn",plane="",peer="b/0"} ' in text
+    psk = a.exec(["wg", "show", "wg-vpn", "preshared-keys"]).stdout.split()[1]
+    assert psk != "(none)" and psk not in text
     listening = a.exec(["ss", "-Hltn", "( sport = :{} )".format(PORT)]).stdout.split()
     # On the management address and bound to the management device (eth0 in the testbed's VNFs).
     assert "{}%eth0:{}".format(a.mgmt_ip, PORT) in listening and "0.0.0.0:{}".format(PORT) not in listening
@@ -129,6 +139,9 @@ def test_hostile_label_values_round_trip_through_a_real_prometheus(pair, testbed
         (age,) = prom.query("vpnaas_wireguard_peer_last_handshake_timestamp_seconds")
         assert age[0]["peer"] == HOSTILE[1] and age[0]["refpoint"] == HOSTILE[0]
         assert {labels["refpoint"] for labels, _ in prom.query("vpnaas_wireguard_device_up")} == {HOSTILE[0]}
+        # pq-psk's families carry the same labels (the daemon's state of b's key).
+        renewals = prom.query("vpnaas_wireguard_peer_pq_psk_renewals_total")
+        assert [labels["peer"] for labels, _ in renewals] == [HOSTILE[1]], renewals
         up = {"__name__": "vpnaas_wireguard_up", "instance": a.mgmt_ip + ":9586", "job": "vpnaas_wg_a", "vnf": "a",
               "exporter": "vpnaas-wireguard"}
         assert prom.query("vpnaas_wireguard_up") == [(up, 1.0)]

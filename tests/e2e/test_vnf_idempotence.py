@@ -7,7 +7,9 @@ folder the step writes -- under /etc/wireguard, the data plane's folder, /run/wi
 OAI component's folders -- changes its bytes, mode, inode or mtime, and nothing is created or
 removed beside them. Every line each run printed is a line of the report protocol
 (vpnaas/vnf/report.py): the conformance of the real shell to the one specification."""
+import hashlib
 import ipaddress
+import os
 import subprocess
 
 import pytest
@@ -16,7 +18,7 @@ from vpnaas.charm import entry
 from vpnaas.core import model, registry, relation_data
 from vpnaas.core import plan as planning
 from vpnaas.oai import component as oai
-from vpnaas.vnf import remote
+from vpnaas.vnf import dataplane, remote
 from vpnaas.vnf import report as vnf_report
 
 #: Run inside the namespace: learn the VNF's facts digest as the charm does (a first step stops
@@ -28,6 +30,7 @@ mount -t tmpfs tmpfs /etc/wireguard
 mkdir -p /run/wireguard /usr/local/lib/vpnaas
 mount -t tmpfs tmpfs /run/wireguard
 mount -t tmpfs tmpfs /usr/local/lib/vpnaas
+if [ -n "${PQ_PROGRAM:-}" ]; then install -m 755 "$PQ_PROGRAM" /usr/local/lib/vpnaas/pq-psk; fi
 ip link set lo up
 ip link add mgmt type veth peer name mgmt-p
 ip addr add 10.77.0.5/24 dev mgmt
@@ -55,6 +58,7 @@ done
 echo "---MODES"
 stat -c '%n %a' /etc/wireguard/wg-vpn.key /etc/wireguard/wg-vpn.conf /etc/wireguard/vpnaas-service-addresses.owned
 kill "$(cat /run/wireguard/vpnaas-metrics-exporter.pid)" 2>/dev/null || true
+kill "$(cat /run/wireguard/vpnaas-pq-psk.pid)" 2>/dev/null || true
 ip link del wg-vpn 2>/dev/null || true
 rm -f "$f"
 """
@@ -85,15 +89,28 @@ def sections(text, name):
     return out
 
 
-def test_a_step_that_changes_nothing_touches_no_file(tmp_path):
+def run_three_times(tmp_path, program=None):
+    """The step of a_plan run three times in a fresh namespace; ``program``: the pq-psk program
+    the charm ships (installed on the VNF beforehand, as the charm's NEED would), or none."""
     plan = a_plan()
     assert plan.errors == [] and [p.source for p in plan.devices[0].peers] == ["b/0"]
     spgwu = next(entry.description(c) for c in registry.load().of_workload("oai") if c.name == "spgwu")
-    step = remote.tunnel_step(plan, component=lambda s: oai.add_gate(s, spgwu, ["wg-vpn"], "none", 300, wait=0))
+    programs = {}
+    if program is not None:
+        with open(program, "rb") as f:
+            programs["pq-psk"] = dataplane.Program("pq-psk", program, hashlib.sha256(f.read()).hexdigest(), "1")
+    step = remote.tunnel_step(plan, component=lambda s: oai.add_gate(s, spgwu, ["wg-vpn"], "none", 300, wait=0),
+                              programs=programs)
     proc = subprocess.run(["unshare", "--net", "--mount", "--propagation", "private", "bash", "-c", OUTER, "step",
                            str(tmp_path)] + step.args, input=step.program(), universal_newlines=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120,
+                          env=dict(os.environ, PQ_PROGRAM=program or ""))
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def test_a_step_that_changes_nothing_touches_no_file(tmp_path):
+    proc = run_three_times(tmp_path)
     runs, files = sections(proc.stdout, "RUN"), sections(proc.stdout, "FILES")
     assert sorted(runs) == ["1", "2", "3"], proc.stdout[-3000:]
     for run in ("1", "2", "3"):
@@ -104,6 +121,10 @@ def test_a_step_that_changes_nothing_touches_no_file(tmp_path):
         # The real shell speaks the report protocol (vpnaas/vnf/report.py), line by line.
         assert vnf_report.problems(report) == [], report
     assert "APPLIED wg-vpn up" in runs["1"]
+    # The step carries no pq-psk program (as from a charm built without it): the pq part is a no-op
+    # that succeeds and leaves nothing, not even its folder.
+    assert all(runs[run].splitlines().count("PQPSK off") == 2 for run in runs), runs["1"]
+    assert not [line for run in files for line in files[run].splitlines() if "pq-psk" in line], files["1"]
     assert "APPLIED wg-vpn unchanged" in runs["2"] and "APPLIED wg-vpn unchanged" in runs["3"]
     written = [line for line in files["1"].splitlines() if " f " in line]
     for path in ("/etc/wireguard/vpnaas-service-addresses ", "/etc/wireguard/vpnaas-service-addresses.owned ",
@@ -119,3 +140,39 @@ def test_a_step_that_changes_nothing_touches_no_file(tmp_path):
     assert steady(files["3"]) == steady(files["1"]), "the third run changed a file"
     modes = dict(line.split() for line in proc.stdout.split("---MODES\n")[1].splitlines()[:3])
     assert set(modes.values()) == {"600"}, modes
+
+
+def test_with_pq_psk_the_daemon_starts_once_and_a_step_that_changes_nothing_touches_no_file(tmp_path):
+    """The charm ships pq-psk (the real program, make pq-psk): the daemon starts at the first run
+    and reports up; the later runs write nothing of it (its file, its folder) and start no
+    second daemon. The daemon's own state in /run is its to write, like the logs."""
+    program = os.path.join(os.path.dirname(__file__), "..", "..", "build", "tools", "pq-psk")
+    assert os.access(program, os.X_OK), "build/tools/pq-psk missing: make pq-psk"
+    proc = run_three_times(tmp_path, os.path.abspath(program))
+    runs, files = sections(proc.stdout, "RUN"), sections(proc.stdout, "FILES")
+    for run in ("1", "2", "3"):
+        assert "FAILED" not in runs[run] and runs[run].splitlines()[-1] == "DONE", runs[run]
+        assert vnf_report.problems(runs[run]) == [], runs[run]
+    assert [line for line in runs["1"].splitlines() if line.startswith("PQPSK")] == ["PQPSK off", "PQPSK up"]
+    assert all([line for line in runs[r].splitlines() if line.startswith("PQPSK")] == ["PQPSK up"] * 2 for r in "23")
+
+    def steady(listing):
+        return [line for line in listing.splitlines() if not line.split(" ")[0].endswith(".log")
+                and not line.startswith("/run/wireguard/vpnaas-pq-psk/")]
+    assert any(line.startswith("/etc/wireguard/pq-psk/wg-vpn.conf f 600 ") for line in files["1"].splitlines())
+    assert any(line.startswith("/etc/wireguard/pq-psk d 700 ") for line in files["1"].splitlines())
+    assert steady(files["2"]) == steady(files["1"]) and steady(files["3"]) == steady(files["1"])
+
+
+def test_a_pq_psk_daemon_that_exits_at_its_start_is_a_failure_said_not_a_capability(tmp_path):
+    """A program that exits at once: each run reports FAILED pq-psk with its last log line (the
+    charm then publishes no capability and says why), never PQPSK up; the tunnel is applied."""
+    program = tmp_path / "pq-psk-broken"
+    program.write_text("#!/bin/sh\necho 'config: no such device' >&2\nexit 1\n")
+    program.chmod(0o755)
+    proc = run_three_times(tmp_path, str(program))
+    runs = sections(proc.stdout, "RUN")
+    for run in ("2", "3"):
+        assert "FAILED pq-psk the pq-psk daemon exited at its start: config: no such device" in runs[run], runs[run]
+        assert "PQPSK up" not in runs[run] and "UP wg-vpn" in runs[run] and runs[run].splitlines()[-1] == "DONE"
+        assert vnf_report.problems(runs[run]) == [], runs[run]

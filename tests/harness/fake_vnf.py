@@ -37,7 +37,7 @@ from vpnaas.vnf import report, vnfscript
 STEP_PREFIX = (vnfscript.load(vnfscript.LIBRARY) + "\n" + vnfscript.load("tunnels.sh") + "\n"
                + vnfscript.load("metrics.sh") + "\n")
 STEP_CALLS = ("facts_guard", "tunnels_prepare", "service_addresses", "stage_routes", "apply_device",
-              "remove_stale_devices", "qos_step", "metrics_apply", "report", "teardown")
+              "remove_stale_devices", "qos_step", "pq_psk_apply", "metrics_apply", "report", "teardown")
 
 
 def keypair():
@@ -142,6 +142,9 @@ class FakeVnf(object):
         self.routes = {}                   # prefix -> (device, preferred source)
         self.routes_ever = set()           # every prefix ever routed into a device
         self.routes_files = {}             # device -> its route list ("prefix src" lines), as stage_routes wrote it
+        self.pq_files = {}                 # device -> the pq-psk daemon file (tunnels/pqpsk.sh)
+        self.pq_psk_fails = ""             # why the pq-psk daemon exits at its start ("": it runs)
+        self.pq_report = []                # the PQPEER lines the step's report gives (tunnels/pqpsk.sh pq_psk_report)
         self.route_moves = []              # (prefix, from device, to device) of every route a device took over
         self.service_addresses = []
         self.handshakes = {}               # peer public key -> epoch of its latest handshake
@@ -338,6 +341,23 @@ class FakeVnf(object):
                        and p not in elsewhere]:
             del self.routes[prefix]
 
+    def step_pq_psk_apply(self, out, *pairs):
+        """tunnels/pqpsk.sh: one daemon file per device with pq-psk peers (the device's public key
+        added), the daemon running exactly when there is one."""
+        files = {}
+        for name, data in zip(pairs[0::2], pairs[1::2]):
+            body = base64.b64decode(self.data[data + "_PQ"]).decode()
+            if body and name in self.devices:
+                files[name] = body + "public {}\n".format(self.devices[name].public_key)
+        self.pq_files = files
+        if files and "pq-psk" not in self.usable:
+            out.append("FAILED pq-psk pq-psk is not installed on the VNF and the charm does not ship it")
+            return
+        if files and self.pq_psk_fails:   # a daemon that exits at its start (tunnels/pqpsk.sh)
+            out.append("FAILED pq-psk the pq-psk daemon exited at its start: " + self.pq_psk_fails)
+            return
+        out.append("PQPSK " + ("up" if files else "off"))
+
     def step_remove_stale_devices(self, out, *wanted):
         for name in sorted(self.devices):
             if name not in wanted:
@@ -395,6 +415,7 @@ class FakeVnf(object):
                 fields = [p["public-key"], "(none)", p["endpoint"] or "(none)", ",".join(p["allowed-ips"]) or "(none)",
                           str(self.handshakes.get(p["public-key"], 0)), "1024", "2048", p["keepalive"]]
                 out.append(report.line("PEER", name, "\t".join(fields)))
+        out += self.pq_report
 
     # ------------------------------------------------------------------ what tests look at
     def peer_keys(self, name):

@@ -6,6 +6,8 @@ defaults from actions.yaml, JUJU_ACTION_NAME, results checked against Juju's key
 10.0.0.5 (see fake_vnf). After every test: nothing the model did not understand was sent, and
 no private WireGuard key of the VNF appears in a status, an action result, relation data or a log.
 """
+import hashlib
+import json
 import logging
 import os
 import re
@@ -18,7 +20,7 @@ from fake_vnf import CLOCK, FakeNetwork, FakeVnf, keypair
 
 from vpnaas.charm import relation_cache
 from vpnaas.core import unitstate
-from vpnaas.vnf import ssh
+from vpnaas.vnf import dataplane, ssh
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "charms"))
 from charms_helpers import harness_for  # noqa: E402
@@ -125,11 +127,13 @@ class Proxy(object):
 
 
 def peer_data(public_key=None, endpoint="192.168.8.20:51821", tunnel="10.9.0.2/30", service="172.16.0.2/32",
-              wants_peer_keys=False):
+              wants_peer_keys=False, pq_psk=True):
     """The databag a well-behaved related unit publishes (``wants_peer_keys``: a unit of a charm
-    whose component waits for its tunnels)."""
+    whose component waits for its tunnels; ``pq_psk``: of this release, running pq-psk)."""
     bag = {"vpnaas-schema": "1", "public-key": public_key or keypair()[1], "endpoint": endpoint,
            "tunnel-address": tunnel, "service-prefixes": service}
+    if pq_psk:
+        bag["pq-psk"] = "1"
     if wants_peer_keys:
         bag["wants-peer-keys"] = "yes"
     return bag
@@ -144,6 +148,18 @@ def vnf(monkeypatch):
     return machine
 
 
+def ship_pq_psk(tmp_path, monkeypatch):
+    """The charm carries pq-psk, as `make charms` builds it where Go is (any bytes: the fake VNF
+    checks only their digest); a test that ships other programs replaces the folder."""
+    folder = tmp_path / "dataplane-pq"
+    folder.mkdir(exist_ok=True)
+    data = b"#!/bin/sh\necho pq-psk 1.0.0 ML-KEM-768\n"
+    (folder / "pq-psk").write_bytes(data)
+    doc = {"programs": {"pq-psk": {"sha256": hashlib.sha256(data).hexdigest(), "version": "1.0.0"}}}
+    (folder / dataplane.MANIFEST).write_text(json.dumps(doc))
+    monkeypatch.setattr(dataplane, "charm_folder", lambda _charm_dir: str(folder))
+
+
 @pytest.fixture
 def proxy(vnf, monkeypatch, tmp_path, caplog):
     """The unit, installed and leader, with no config yet; its SSH key store in tmp_path."""
@@ -156,6 +172,7 @@ def proxy(vnf, monkeypatch, tmp_path, caplog):
     # ... and each finished session confirms the VNF at once (unitstate.confirm_vnf).
     pending = unitstate.vnf_confirmed_pending
     monkeypatch.setattr(unitstate, "vnf_confirmed_pending", lambda d: (pending(d), unitstate.confirm_vnf(d)))
+    ship_pq_psk(tmp_path, monkeypatch)
     harness = harness_for("wireguard-proxy")
     harness.set_leader(True)
     harness.begin()

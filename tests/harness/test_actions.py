@@ -6,8 +6,8 @@ import pytest
 from fake_vnf import keypair
 from harness_helpers import CONFIG, peer_data
 
-TUNNEL_STEP = ["facts_guard", "tunnels_prepare", "service_addresses", "stage_routes", "remove_stale_devices",
-               "qos_step", "metrics_apply", "report"]
+TUNNEL_STEP = ["facts_guard", "tunnels_prepare", "service_addresses", "stage_routes", "pq_psk_apply",
+               "remove_stale_devices", "qos_step", "pq_psk_apply", "metrics_apply", "report"]
 
 
 def test_first_contact_learns_the_facts_then_applies_in_the_same_login(ready, vnf):
@@ -368,5 +368,5 @@ def test_verify_applies_what_is_pending_in_its_one_login(ready, vnf):
     logins = vnf.logins
     verified = ready.act("verify-ssh-credentials")
     assert verified.failed is None and verified.results == {"verified": "true", "hostname": "vnf-a"}
-    assert vnf.logins == logins + 1 and vnf.steps[-1] == TUNNEL_STEP[:4] + ["apply_device"] + TUNNEL_STEP[4:]
+    assert vnf.logins == logins + 1 and vnf.steps[-1] == TUNNEL_STEP[:5] + ["apply_device"] + TUNNEL_STEP[5:]
     assert vnf.devices["wg-vpn"].peers and ready.status.name == "active"

@@ -50,17 +50,18 @@ def test_a_hostile_or_unknown_value_blocks_and_applies_nothing(ready, vnf, value
 
 def test_a_shipped_program_is_installed_once_and_only_where_a_device_needs_it(ready, vnf, programs):
     ready.relate("vpn", "b/0", peer_data())
-    assert vnf.installs == []                      # auto on a kernel with WireGuard: no program
+    # auto on a kernel with WireGuard: no WireGuard program; the pq-psk daemon for the pq-psk peer
+    assert vnf.installs == ["pq-psk"]
     assert vnf.devices["wg-vpn"].implementation == "kernel"
     ready.configure(**{"vpn-implementation": "boringtun"})
-    assert vnf.installs == ["boringtun"]
-    assert vnf.programs == {"boringtun": programs["boringtun"]["sha256"]}
+    assert vnf.installs == ["pq-psk", "boringtun"]
+    assert vnf.programs == {"boringtun": programs["boringtun"]["sha256"], "pq-psk": programs["pq-psk"]["sha256"]}
     assert vnf.devices["wg-vpn"].implementation == "boringtun"
     assert ready.status.name == "active"
     assert "data plane boringtun v1: vpn" in ready.status.message
     starts = vnf.devices["wg-vpn"].starts
     ready.harness.charm.on.update_status.emit()
-    assert vnf.installs == ["boringtun"] and vnf.devices["wg-vpn"].starts == starts
+    assert vnf.installs == ["pq-psk", "boringtun"] and vnf.devices["wg-vpn"].starts == starts
 
 
 def test_switching_back_recreates_the_device_and_the_same_choice_never_does(ready, vnf, programs):
@@ -77,7 +78,7 @@ def test_switching_back_recreates_the_device_and_the_same_choice_never_does(read
 def test_auto_on_a_vnf_without_the_kernel_module_gets_the_shipped_wireguard_go(ready, vnf, programs):
     vnf.kernel_wireguard = False
     ready.relate("vpn", "b/0", peer_data())
-    assert vnf.installs == ["wireguard-go"]
+    assert vnf.installs == ["pq-psk", "wireguard-go"]
     assert vnf.devices["wg-vpn"].implementation == "wireguard-go"
     assert "data plane wireguard-go v1: vpn" in ready.status.message
 

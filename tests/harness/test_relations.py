@@ -49,6 +49,7 @@ def test_publishes_once_the_key_is_known_on_the_vnf(ready, vnf):
         "tunnel-address": "10.9.0.1/30",
         "service-prefixes": "172.16.0.1/32",
         "rotation-protocol": "1",
+        "pq-psk": "1",
     }
     assert vnf.peer_keys("wg-vpn") == [key]
     assert vnf.routes["172.16.0.2/32"] == ("wg-vpn", "172.16.0.1")

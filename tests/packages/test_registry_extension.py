@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 import zipfile
+from xml.etree import ElementTree
 
 import pytest
 import yaml
@@ -209,10 +210,13 @@ def _extend(copy):
         f.write(textwrap.dedent(PROBE_TEST))
 
 
+def _copy_env(copy, env=None):
+    return dict(os.environ if env is None else dict(env, PATH=os.environ["PATH"]),
+                PYTHONPATH=os.pathsep.join([os.path.join(copy, "scripts"), os.path.join(copy, "charms")]))
+
+
 def _run(copy, *argv, rc=0, env=None):
-    env = dict(os.environ if env is None else dict(env, PATH=os.environ["PATH"]),
-               PYTHONPATH=os.pathsep.join([os.path.join(copy, "scripts"), os.path.join(copy, "charms")]))
-    result = subprocess.run([sys.executable] + list(argv), cwd=copy, env=env, stdin=subprocess.DEVNULL,
+    result = subprocess.run([sys.executable] + list(argv), cwd=copy, env=_copy_env(copy, env), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
     assert result.returncode == rc, "{}: exit {}:\n{}".format(" ".join(argv), result.returncode,
                                                                result.stdout.decode()[-4000:])
@@ -248,6 +252,30 @@ def extended(tmp_path_factory, charm_dependencies):
     return copy
 
 
+#: The copy's own tests that must pass there (one pytest run for all, ``copys_tests``).
+COPYS_TESTS = ("tests/unit/test_figures.py", "tests/unit/test_pins.py", "tests/harness/test_probe.py")
+
+
+@pytest.fixture(scope="module")
+def copys_tests(extended, tmp_path_factory):
+    """{test file: (passed, failed)} of one pytest run in the copy over ``COPYS_TESTS`` (its own
+    interpreter, its own code), read from the run's JUnit XML; "output": the run's last lines."""
+    report = str(tmp_path_factory.mktemp("copys-tests") / "junit.xml")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n0", "--junitxml",
+                           report] + list(COPYS_TESTS), cwd=extended, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, timeout=600, env=_copy_env(extended))
+    out = {"output": proc.stdout.decode()[-4000:]}
+    for case in ElementTree.parse(report).getroot().iter("testcase"):
+        dotted = case.get("classname", "")      # the module's, or a test class's in it
+        path = next((t for t in COPYS_TESTS if (dotted + ".").startswith(t[:-len(".py")].replace("/", ".") + ".")),
+                    dotted)
+        bad = any(child.tag in ("failure", "error", "skipped") for child in case)
+        passed, failed = out.get(path, (0, 0))
+        out[path] = (passed + (not bad), failed + bad)
+    assert sorted(k for k in out if k != "output") == sorted(COPYS_TESTS), out
+    return out
+
+
 def _charm_yaml(copy, name, member):
     with zipfile.ZipFile(os.path.join(copy, "build", "charms", name + ".charm")) as z:
         return yaml.safe_load(z.read(member)), z.namelist()
@@ -267,13 +295,13 @@ def test_the_new_component_and_reference_point_reach_both_charms(extended):
     assert "empty: 10.250.99.2/30" in spgwu_config["options"]["x1-tunnel-address"]["description"]
 
 
-def test_the_additions_touch_only_the_files_the_guide_names(extended):
+def test_the_additions_touch_only_the_files_the_guide_names(extended, copys_tests):
     with open(os.path.join(os.path.dirname(extended), "touched.json")) as f:
         assert json.load(f) == TOUCHED
     assert "charms/probe/src/charm.py" not in TOUCHED       # a component has no code of its own
     assert len([t for t in TOUCHED if t.startswith(("charms/probe/", "vnf/probe/"))]) == 5
-    out = _run(extended, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n0", "tests/unit/test_figures.py")
-    assert re.search(r"\b\d+ passed\b", out.strip().splitlines()[-1]) and "failed" not in out, out[-3000:]
+    passed, failed = copys_tests["tests/unit/test_figures.py"]
+    assert passed and not failed, copys_tests["output"]
 
 
 def test_the_reference_point_between_existing_components_reaches_their_charms(extended):
@@ -324,11 +352,10 @@ def test_the_membership_line_puts_the_component_into_every_eps_ns(extended):
         r["name"] for r in sa_wg["ns-configuration"]["relation"])
 
 
-def test_the_pin_file_is_the_one_place_that_names_the_additions(extended):
+def test_the_pin_file_is_the_one_place_that_names_the_additions(extended, copys_tests):
     """The copy's pin test passes with the pin file's lines, and fails without them, naming the NS."""
     test = "tests/unit/test_pins.py"
-    out = _run(extended, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n0", test)
-    assert re.search(r"\b4 passed\b", out.strip().splitlines()[-1]), out[-3000:]
+    assert copys_tests[test] == (4, 0), copys_tests["output"]
     pins = os.path.join(extended, "tests", "pins.yaml")
     os.rename(pins, pins + ".reviewed")
     try:
@@ -354,10 +381,9 @@ def test_the_extended_bundle_validates_and_packages_the_new_vnf(extended):
     assert os.path.isdir(os.path.join(out, "probe-vnf_vnf"))
 
 
-def test_the_new_components_own_test_passes_in_the_copy(extended):
+def test_the_new_components_own_test_passes_in_the_copy(copys_tests):
     """The probe's own test, written as a component's author would, runs in the copy unchanged."""
-    out = _run(extended, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n0", "tests/harness/test_probe.py")
-    assert re.search(r"\b2 passed\b", out.strip().splitlines()[-1]), out[-3000:]
+    assert copys_tests["tests/harness/test_probe.py"] == (2, 0), copys_tests["output"]
 
 
 #: What each reader of the registry makes of it in the copy: the copy's own modules, run there.

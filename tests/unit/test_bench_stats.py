@@ -150,10 +150,13 @@ def test_summary_json_headline_figures():
                                "charm_added_rtt_ms": 0.4, "ovpn-aes_added_rtt_ms": 0.3,
                                "ovpn-chacha_added_rtt_ms": 0.25}])
     ifaces = {"s6a": {"summary": bs.summarize_rounds([{"charm_over_bare_tcp1": 0.9}, {"charm_over_bare_tcp1": 0.96}])}}
-    syn = {"8": {"runs": [{"seconds_after_first_config": 10.0, "cpu_seconds": 20.0},
-                          {"seconds_after_first_config": 14.0, "cpu_seconds": 20.0}]},
-           "32": {"runs": [{"seconds_after_first_config": 35.0, "cpu_seconds": 80.0},
-                           {"seconds_after_first_config": 49.0, "cpu_seconds": 100.0}]}}
+    syn = {"8": {"runs": [{"seconds_after_first_config": 10.0, "cpu_seconds": 20.0, "seconds_after_last_config": 6.0,
+                           "hub_hook_classes": {"sessions": 4}},
+                          {"seconds_after_first_config": 14.0, "cpu_seconds": 20.0, "seconds_after_last_config": 8.0,
+                           "hub_hook_classes": {"sessions": 6}}]},
+           "32": {"runs": [{"seconds_after_first_config": 35.0, "cpu_seconds": 80.0, "seconds_after_last_config": 12.0},
+                           {"seconds_after_first_config": 49.0, "cpu_seconds": 100.0,
+                            "seconds_after_last_config": 16.0}]}}
     s = benchreport.summary({"dataplane": {"summary": dp, "rounds": []}, "interfaces": {"per_interface": ifaces},
                              "synthetic": {"sizes": syn}})
     assert s["product_vs_bare_wireguard"] == pytest.approx(0.93)      # the lowest EPS interface (s6a)
@@ -164,6 +167,8 @@ def test_summary_json_headline_figures():
     assert s["wireguard_added_rtt_ms"] == 0.4 and s["openvpn_added_rtt_ms"] == 0.25
     assert s["convergence_32_over_8"] == pytest.approx(3.5)            # 42 / 12: the ratio of the medians
     assert s["convergence_cpu_32_over_8"] == pytest.approx(4.5)
+    assert s["convergence_after_last_config_32_over_8"] == pytest.approx(2.0)   # 14 / 7
+    assert s["hub_sessions_per_spoke"] == {"8": pytest.approx(0.625)}          # (4 + 6) / 2 / 8; 32: not recorded
     per_round = s["spread"]["convergence_32_over_8_per_round"]
     assert per_round["per_round"] == pytest.approx([3.5, 3.5]) and per_round["n"] == 2
     assert s["spread"]["convergence_cpu_32_over_8_per_round"]["per_round"] == pytest.approx([4.0, 5.0])

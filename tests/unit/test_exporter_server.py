@@ -203,6 +203,7 @@ def test_loading_the_collector_writes_nothing_beside_it(tmp_path):
         (tmp_path / name).write_bytes(open(os.path.join(VNF, name), "rb").read())
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("PYTHONPYCACHEPREFIX", None)       # make unit's: bytecode would be written there instead
     # The exporter's own source is run without an import (which would cache it), as `python3 FILE` does.
     code = ("import sys, types\n"
             "m = types.ModuleType('exporter'); m.__file__ = sys.argv[1]\n"

@@ -211,3 +211,43 @@ def test_boringtuns_handshake_age_becomes_a_timestamp():
     families = mod.collect(labels, _dump(3), "wg-s6a boringtun 0.7.1\n", {}, 1042)
     assert families["vpnaas_wireguard_peer_last_handshake_timestamp_seconds"] == [
         'vpnaas_wireguard_peer_last_handshake_timestamp_seconds{refpoint="s6a",device="wg-s6a",peer="hss/0"} 1039']
+
+
+def _pq_line(dev, key, state, renewals, last):
+    """A line as the pq-psk daemon writes it (pqpsk/state.go, States.line)."""
+    return ("peer {} {} role initiator mechanism ML-KEM-768 state {} epoch 1795819260779 renewals {} last {} "
+            "refusals 0 failures 0 reason -".format(dev, key, state, renewals, last))
+
+
+def test_pq_psk_state_per_peer_comes_from_the_daemons_status_files_never_a_key(tmp_path):
+    """pq-psk's state of each configured peer: active (its last exchange completed), renewals and
+    the last renewal's time, read from the daemon's status files; a malformed line is skipped; a
+    peer pq-psk does not run with has no sample."""
+    mod = exporter()
+    folder = tmp_path / "pq"
+    folder.mkdir()
+    (folder / "wg-s6a.status").write_text("\n".join([
+        "device wg-s6a refusals 3", _pq_line("wg-s6a", KEY_A, "ok", 4, 1795819260),
+        _pq_line("wg-s6a", KEY_B, "bogus", 1, 1), _pq_line("wg-s6a", "x" * 44, "ok", "NaN", 1)]) + "\n")
+    states = mod.pq_psk_states(str(folder))
+    assert states == {("wg-s6a", KEY_A): ("ok", 4, 1795819260)}
+    labels = metrics.labels_document(_plan())["devices"]
+    families = mod.collect(labels, _dump(1000), "", {}, 1042, pq=states)
+    peer = 'refpoint="s6a",device="wg-s6a",plane="control",peer="hss/0"'
+    assert families["vpnaas_wireguard_peer_pq_psk_active"] == ["vpnaas_wireguard_peer_pq_psk_active{%s} 1" % peer]
+    assert families["vpnaas_wireguard_peer_pq_psk_renewals_total"] == [
+        "vpnaas_wireguard_peer_pq_psk_renewals_total{%s} 4" % peer]
+    assert families["vpnaas_wireguard_peer_pq_psk_last_renewal_timestamp_seconds"] == [
+        "vpnaas_wireguard_peer_pq_psk_last_renewal_timestamp_seconds{%s} 1795819260" % peer]
+    failing = mod.collect(labels, _dump(1000), "", {}, 1042, pq={("wg-s6a", KEY_A): ("failing", 4, 0)})
+    assert failing["vpnaas_wireguard_peer_pq_psk_active"] == ["vpnaas_wireguard_peer_pq_psk_active{%s} 0" % peer]
+    assert not failing["vpnaas_wireguard_peer_pq_psk_last_renewal_timestamp_seconds"]
+    assert mod.pq_psk_states(str(tmp_path / "absent")) == {}
+    path = tmp_path / "labels.json"
+    path.write_text(json.dumps({"schema": 1, "devices": labels}))
+    text = mod.exposition({"labels": str(path), "refused": str(tmp_path / "none"),
+                           "implementation": str(tmp_path / "none"), "pq_psk": str(folder)})
+    assert b"vpnaas_wireguard_peer_pq_psk_renewals_total{" in text
+    proc = subprocess.run(["promtool", "check", "metrics"], input=text, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT)
+    assert proc.returncode == 0, proc.stdout.decode()

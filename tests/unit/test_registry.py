@@ -1,4 +1,5 @@
 """The registry (charms/vpnaas/core/registry.yaml): what it says, and what a broken entry is told."""
+import ast
 import copy
 
 import pytest
@@ -42,7 +43,7 @@ def test_the_readers_view_of_the_registry():
 
 def test_a_component_ships_its_workload_and_its_own_modules_only():
     reg = registry.load()
-    oai = ["oai.component", "oai.ue_report", "oai.validation", "oai.workload"]
+    oai = ["oai.addresses", "oai.component", "oai.ue_report", "oai.validation", "oai.workload"]
     assert reg.shipped_modules("enb") == oai + ["oai.lte.enb", "oai.lte.ue"]
     assert reg.shipped_modules("gnb") == oai + ["oai.cn5g.common", "oai.cn5g.gnb", "oai.cn5g.nrue"]
     assert reg.shipped_modules("wireguard-proxy") == []
@@ -118,15 +119,24 @@ def test_the_user_plane_and_the_measurement_client_are_the_registry_fields(monke
 
 
 #: The calls of the OAI modules that name a reference point, and where in their arguments.
-RP_ARGUMENT = {"own_address": 1, "address_of": 1, "peer_address": 2, "sbi": 0}
+RP_ARGUMENT = {"own_address": 1, "peer_address": 2, "sbi": 0, "ip": 0}
+#: The mappings of oai.Addresses a module reads by reference point (``at.own["s1c"]``).
+RP_MAPPINGS = ("own", "peers")
+
+
+def _subscript_constant(node):
+    """The constant key of ``x.own["s1c"]`` / ``x.peers["n11"]`` (ast of Python 3.6 to 3.11), else None."""
+    if not (isinstance(node, ast.Subscript) and getattr(node.value, "attr", "") in RP_MAPPINGS):
+        return None
+    key = getattr(node.slice, "value", node.slice)   # 3.8 and older wrap it in ast.Index
+    return key.value if isinstance(key, ast.Constant) else getattr(key, "s", None)
 
 
 def test_the_oai_modules_name_only_their_components_reference_points():
     """An OAI module names a reference point where its NF's configuration binds to it or reaches a
     peer over it: each name is one of the registry's that the component is an end of (a renamed
-    or removed reference point fails here, not on a VNF). Its own addresses are the registry's
-    list (cn5g_common.Cn5gComponent.own_addresses)."""
-    import ast
+    or removed reference point fails here, not on a VNF). Which addresses it has is the registry's
+    (oai.addresses): the module only reads them by reference point."""
     import os
 
     reg = registry.load()
@@ -147,6 +157,8 @@ def test_the_oai_modules_name_only_their_components_reference_points():
                 at = RP_ARGUMENT.get(name)
                 if at is not None and len(node.args) > at and isinstance(node.args[at], ast.Constant):
                     named.append(node.args[at].value)
+            elif _subscript_constant(node) is not None:
+                named.append(_subscript_constant(node))
             elif isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == ["interfaces"]:
                 named += ["interfaces"]      # the registry's binds say them (below)
         assert set(named) <= its, (module, sorted(set(named) - its))

@@ -45,14 +45,17 @@ def test_tunnel_step_is_valid_bash_and_carries_values_only_as_arguments(wg_key):
     assert proc.returncode == 0, proc.stderr
     code, _, data = program.partition("\n" + vnfscript.DATA_MARKER + "\n")
     assert "172.16.6.129" not in code and "51821" not in code
-    assert step.args == ["d" * 64, "172.16.6.2/32", "wg-s6a", "DEVICE1", "wg-s6a", "fresh", "-", "1", "DEVICE1",
-                         "auto", "wg-s6a", "--", "--", "9586", "wg-s6a"]
+    assert step.args == ["d" * 64, "172.16.6.2/32", "wg-s6a", "DEVICE1", "wg-s6a", "DEVICE1", "wg-s6a", "fresh", "-",
+                         "1", "DEVICE1", "auto", "wg-s6a", "--", "--", "wg-s6a", "DEVICE1", "9586", "wg-s6a"]
     assert 'stage_routes "${3}" "${4}"' in code.splitlines()
-    assert 'apply_device "${5}" "${6}" "${7}" "${8}" "${9}" "${10}"' in code.splitlines()
+    # pq-psk's files before the devices (a peer leaving pq-psk is off the daemon's list before the
+    # sync resets its key) and after them (a device whose key this step made)
+    assert 'pq_psk_apply "${5}" "${6}"' in code.splitlines() and 'pq_psk_apply "${16}" "${17}"' in code.splitlines()
+    assert 'apply_device "${7}" "${8}" "${9}" "${10}" "${11}" "${12}"' in code.splitlines()
     assert code.rstrip().endswith("out DONE\nexit 0")
     # The configuration travels in the data section, whatever its size: the command line does not grow.
     section = dict(line.split("=", 1) for line in base64.b64decode("".join(data.split())).decode().splitlines())
-    assert sorted(section) == ["DEVICE1_BODY", "DEVICE1_ROUTES", "METRICS_COLLECT", "METRICS_EXPORTER",
+    assert sorted(section) == ["DEVICE1_BODY", "DEVICE1_PQ", "DEVICE1_ROUTES", "METRICS_COLLECT", "METRICS_EXPORTER",
                                "METRICS_LABELS"]
     assert "Endpoint = 192.168.8.129:51821" in base64.b64decode(section["DEVICE1_BODY"]).decode()
 

@@ -14,13 +14,16 @@ from vpnaas.core import refpoints, registry, relation_data
 #: it): a change here is a change of the wire format, which needs a new LIBAPI.
 WIRE_FIELDS = ("vpnaas-schema", "public-key", "endpoint", "tunnel-address", "service-prefixes", "wants-peer-keys",
                "peer-keys", "rotation-protocol", "next-key", "next-endpoint", "next-peer-keys")
+#: What this revision appends (optional, LIBPATCH 3): a unit of the previous revision ignores it.
+NEW_FIELDS = ("pq-psk",)
 
 
 def test_the_version_on_the_wire_is_the_api_and_the_fields_are_the_previous_revisions():
     assert (relation_data.LIBAPI, relation_data.SCHEMA_VERSION, relation_data.ROTATION_PROTOCOL) == (1, "1", "1")
-    assert relation_data.PUBLISHED == WIRE_FIELDS
+    assert relation_data.PUBLISHED == WIRE_FIELDS + NEW_FIELDS
     assert relation_data.KEYS == WIRE_FIELDS[:5]
     assert relation_data.ROTATION_KEYS == WIRE_FIELDS[7:]
+    assert relation_data.LIBPATCH == 3 and not any(f.required for f in relation_data.FIELDS if f.name in NEW_FIELDS)
     assert relation_data.LIBPATCH == max(f.patch for f in relation_data.FIELDS)
     assert [f.name for f in relation_data.FIELDS if f.required] == ["vpnaas-schema", "public-key", "endpoint",
                                                                      "tunnel-address"]
@@ -39,7 +42,7 @@ def bags(wg_key):
                                 [ipaddress.ip_network("172.16.6.0/24")])
     full = dict(base, **{"wants-peer-keys": "yes", "peer-keys": ",".join([wg_key(), wg_key()]),
                          "rotation-protocol": "1", "next-key": wg_key(), "next-endpoint": "192.168.8.10:51921",
-                         "next-peer-keys": wg_key()})
+                         "next-peer-keys": wg_key(), "pq-psk": "1"})
     return [base, full, dict(full, **{"ingress-address": "192.168.8.10", "egress-subnets": "192.168.8.10/32"})]
 
 

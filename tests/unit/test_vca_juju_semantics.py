@@ -169,3 +169,50 @@ def test_among_relations_the_order_is_not_the_order_they_were_queued():
         s.settle()
         orders.add(tuple(ran))
     assert len(orders) > 1
+
+
+def test_writes_made_before_a_units_relation_changed_runs_are_one_hook(model):
+    """Juju 2.9 runs relation-changed for a remote unit when the settings version the remote-state
+    watcher reports differs from the one recorded by the last hook about it
+    (worker/uniter/relation/resolver.go ``nextHookForRelation``: "remote units whose latest version
+    is not reflected in localState"; the hook carries the latest version and its commit records it,
+    relation/state.go ``UpdateStateForHook``). So n writes of b/0 made while a/0 has not run the hook
+    yet are one relation-changed, which reads the last of them; a write after it ran is another.
+    The emulation records each write a hook covers (``HookRun.causes``): the instrumentation the
+    hook classification (testbed.hookclass) reads."""
+    model.deploy("a", model.charm)
+    model.deploy("b", model.charm)
+    rid = str(model.relate("a:vpn", "b:vpn-peer"))
+    before = len(model.hook_log)
+    writes = ["v1", "v2", "v3"]
+    for value in writes:                            # three commits of b/0 before a/0 is free again
+        with model._update() as state:
+            state["relations"][rid]["data"]["b/0"]["value"] = value
+        model._wake_remotes(rid, "b/0", ("b/0", "hooks/test", ["value"]))
+    model.settle()
+    changed = [r for r in model.hook_log[before:] if r.unit == "a/0" and r.hook == "hooks/vpn-relation-changed"]
+    assert len(changed) == 1, "one hook for every write made before it ran"
+    assert changed[0].remote == "b/0" and len(changed[0].causes) == len(writes)
+    assert hooks(model, "a/0")[-1][3] == "seen=" + writes[-1]
+    model.set_relation_data(rid, "b/0", {"value": "v4"})
+    changed = [r for r in model.hook_log[before:] if r.unit == "a/0" and r.hook == "hooks/vpn-relation-changed"]
+    assert len(changed) == 2 and changed[-1].causes == (("b/0", "set_relation_data", ["value"]),)
+
+
+def test_a_write_before_the_changed_after_joined_runs_needs_no_hook_of_its_own():
+    """The relation-changed Juju runs right after relation-joined carries the remote unit's latest
+    settings version when it is chosen (relation/resolver.go ``nextHookForRelation``, the
+    ChangedPending branch: ``ChangeVersion: remote.Members[unitName]``): a write of the remote unit
+    that lands while that hook is still pending is covered by it, not a hook of its own (a write
+    after it ran is: the test above)."""
+    s = scheduler.UnitScheduler()
+    ran = []
+    key = vca.vcaops.changed_key("0", "b/0")
+    s.submit("a/0", lambda: ran.append("joined"), relation=("0", "joined", "b/0"))
+    pending = s.submit("a/0", lambda: ran.append("changed"), key=key, relation=("0", "changed", "b/0"),
+                       cause=("b/0", "joined", []))
+    again = s.submit("a/0", lambda: ran.append("changed again"), key=key, relation=("0", "changed", "b/0"),
+                     cause=("b/0", "hooks/vpn-peer-relation-joined", ["value"]))
+    s.settle()
+    assert again is pending and ran == ["joined", "changed"]
+    assert [c[1] for c in pending.causes] == ["joined", "hooks/vpn-peer-relation-joined"]

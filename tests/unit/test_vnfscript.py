@@ -129,7 +129,7 @@ def test_a_step_file_gets_its_parts_in_place_of_their_source_lines():
     assert "$VPNAAS_PARTS" not in text.replace("# shellcheck source=", "")
     assert not re.search(r'^source "', text, re.M)
     parts = sorted(os.listdir(os.path.join(vnfscript.VNF_DIR, "tunnels")))
-    assert parts == ["dataplane.sh", "devices.sh", "facts.sh", "hooks.sh", "qos.sh", "routes.sh"]
+    assert parts == ["dataplane.sh", "devices.sh", "facts.sh", "hooks.sh", "pqpsk.sh", "qos.sh", "routes.sh"]
     for name in parts:
         assert vnfscript.load("tunnels/" + name).rstrip("\n") in text
     for function in ("vpnaas_routes()", "facts_guard()", "tunnels_prepare()", "device_sync()", "report()"):

@@ -69,7 +69,8 @@ class VpnaasCharm(CharmBase):
         super().__init__(*args)
         self._stored.set_default(manual_peers="{}", public_keys="{}", applied="", last_status="",
                                  implementation="", facts="{}", claims="[]", session_config="", config_salt="",
-                                 torn_down=False, rotating="[]", rotation_started="{}", rotation_followed="{}")
+                                 torn_down=False, rotating="[]", rotation_started="{}", rotation_followed="{}",
+                                 pq_psk_daemon=False)
         if not self._stored.config_salt:
             self._stored.config_salt = os.urandom(16).hex()
         #: This hook's clock, one reading for every plan it makes (the rotation deadlines), and when
@@ -120,6 +121,7 @@ class VpnaasCharm(CharmBase):
             # next relation-changed (Juju 2.9 keeps related units' settings across hooks and
             # actions, worker/uniter/runner/context/contextfactory.go getContextRelations), so the
             # first session could not take the keys they publish meanwhile: one session each.
+            self.tunnels.defer_unread = self.defers_unread()
             relations = (self.tunnels.snapshot() if (self.config.get("ssh-hostname") or "").strip()
                          else {ep.name: [] for ep in self.endpoints})
             plan = planning.build_plan(dict(self.config), self.endpoints, relations,
@@ -127,8 +129,28 @@ class VpnaasCharm(CharmBase):
                                        facts=self.known_facts(), incumbents=json.loads(self._stored.claims),
                                        own_keys=set(json.loads(self._stored.public_keys).values()),
                                        own=self.own_rotation(), memo=self.memory.admission)
-            plan.errors += dataplane.plan_errors(plan, self.programs)
+            programs = self.programs
+            plan.errors += dataplane.plan_errors(plan, programs)
+            dataplane.without_pq_psk(plan, programs)
+            dataplane.pq_psk_daemon(plan, bool(self._stored.pq_psk_daemon))
         return plan
+
+    def defers_unread(self) -> bool:
+        """Whether this run leaves unread the remote units it never read, but for the hook's own.
+
+        Juju 2.9's unit agent keeps a related unit's settings from the first read until a hook
+        about that unit (worker/uniter/runner/context/cache.go ``RelationCache.Settings``; only the
+        hook's own remote unit is refreshed: contextfactory.go ``HookContext``,
+        ``InvalidateMember``). OSM configures every VNF at once, so a unit's first session (its
+        config-changed) would read peers that have not published yet and keep them empty: each
+        peer's key then needs a hook, and a session, of its own on this unit. Left unread, the
+        first hook about any peer reads all those that have published by then, in one session.
+
+        Only while this unit has no key of its own (its first session has not succeeded: the VNF
+        holds no tunnel of it, so nothing is removed) and only for a unit that asks its peers for
+        ``peer-keys``: every peer that configures this unit's key then writes it, which is a hook
+        about that peer here, so no peer is left unread for good (relation_data.publication)."""
+        return bool(self.workload.waits_for_tunnels) and not json.loads(self._stored.public_keys)
 
     @property
     def programs(self) -> Dict[str, dataplane.Program]:
@@ -210,7 +232,8 @@ class VpnaasCharm(CharmBase):
     # ------------------------------------------------------------------ relation cache
     def cache_fields(self) -> List[str]:
         """The relation fields whose change can matter to this unit (relation_cache)."""
-        fields = list(relation_data.KEYS) + [relation_data.WANTS_PEER_KEYS] + list(relation_data.ROTATION_KEYS)
+        fields = list(relation_data.KEYS) + [relation_data.WANTS_PEER_KEYS] + list(relation_data.ROTATION_KEYS) \
+            + [relation_data.PQ_PSK_KEY]   # the peer's pq-psk capability changes its tunnel's configuration
         # peer-keys only wakes a unit that waits for its tunnels, or that rotates a key (the
         # peers confirm the new key with it: rotation.py).
         waits = self.workload.awaits_peer_keys() or json.loads(self._stored.rotating)
@@ -321,11 +344,16 @@ class VpnaasCharm(CharmBase):
         if plan.errors:
             self._set_applied("")
             self._blocked_by_config(plan)
+        # pq-psk's capability is published once the VNF said its daemon runs, and withdrawn when it
+        # did not (failed, or off): the peers then keep their tunnel classical and say so.
+        self._stored.pq_psk_daemon = obs.pq_psk == "up"
+        dataplane.pq_psk_daemon(plan, obs.pq_psk == "up")
         # A temporary device that failed offers no path: its key is not published (rotation.py).
         with CLOCK.phase("publish"):
             self.tunnels.publish(plan, {d: k for d, k in obs.public_keys.items()
                                         if d not in obs.failed or not d.startswith(rotation.TEMP_PREFIX)})
         qos_failed = any(q.startswith("failed") for q in obs.qos)   # the next hook tries it again
+        qos_failed = qos_failed or obs.pq_psk.startswith("failed")  # so does a pq-psk daemon that did not start
         self._set_applied(plan.fingerprint() if not (obs.failed or obs.refused or qos_failed) else "")
         self._stored.session_config = self._config_digest()
         self._stored.claims = json.dumps(policy.claims(plan))

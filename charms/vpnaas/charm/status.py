@@ -49,7 +49,7 @@ programs per endpoint, no boot persistence)."""
             parts.append("{}: up, no handshake yet{}".format(label, note))
     if not plan.devices:
         parts.append("ready, no tunnel related")
-    notes = []
+    notes = [why for dev in plan.devices for why in dev.pq_psk_classical()] + pq_psk_notes(plan, obs)
     dataplane = dataplane_note(plan, obs)
     if dataplane:
         notes.append(dataplane)
@@ -78,3 +78,19 @@ def dataplane_note(plan: model.Plan, obs: remote.Observation) -> str:
     if all(key.startswith("kernel ") for key in groups):
         return ""
     return "data plane " + "; ".join("{}: {}".format(key, ", ".join(eps)) for key, eps in sorted(groups.items()))
+
+
+def pq_psk_notes(plan: model.Plan, obs: remote.Observation) -> List[str]:
+    """What is wrong with pq-psk: the daemon could not be started, or a peer that advertises it has
+    not completed an exchange (its tunnel stays on the last agreed PSK, or classical before the
+    first). Nothing while every exchange completes."""
+    if obs.pq_psk.startswith("failed"):
+        return ["pq-psk {}".format(obs.pq_psk[:120])]
+    out = []
+    for dev in plan.devices:
+        for peer in dev.pq_psk_peers():
+            st = obs.pq_peers.get((dev.name, peer.public_key))
+            if st is not None and st["state"] == "failing":
+                what = "classical only" if st["epoch"] == 0 else "on the PSK of epoch {}".format(st["epoch"])
+                out.append("{}: pq-psk with {} does not complete ({})".format(dev.endpoint, peer.source, what))
+    return out

@@ -14,6 +14,8 @@ from vpnaas.core.hookclock import CLOCK
 
 #: ``TunnelRelations.fresh`` when every remote unit is read (every hook but a relation hook).
 EVERY_UNIT = "every unit"
+#: What a device waits for while a remote unit is left unread (``TunnelRelations.defer_unread``).
+DEFERRED = "{} (read when its data next changes)"
 
 
 def tunnel_endpoints(meta: Any) -> List[model.TunnelEndpoint]:
@@ -44,6 +46,9 @@ class TunnelRelations(object):
         self.breaking: Optional[int] = None      # id of the relation in its relation-broken hook, if any
         self.memory = memory or relation_memory.Memory()
         self.fresh: Any = EVERY_UNIT
+        #: Leave unread, in this run, a remote unit never read before (unless the hook is about it):
+        #: see ``VpnaasCharm.defers_unread``.
+        self.defer_unread = False
         self.check_own = "written"
         #: the relations whose own data was read back in this run (the last run's writes are
         #: checked once: memory.written becomes this run's writes)
@@ -77,9 +82,14 @@ class TunnelRelations(object):
         return out
 
     def _reading(self, rel: Any, unit: Any, slot: str) -> relation_data.Reading:
-        if self.fresh != EVERY_UNIT and self.fresh != (rel.id, unit.name):
+        if self.fresh != (rel.id, unit.name) and (self.fresh != EVERY_UNIT or self.defer_unread):
             kept = self.memory.reading(slot, unit.name)
-            if kept is not None:
+            if kept is None and self.defer_unread:
+                # Not read (Juju's agent would keep what it read now until this unit's next hook):
+                # no reading is kept, so that hook reaches the charm.
+                CLOCK.count("peers_deferred")
+                return relation_data.Reading(unit.name, incomplete=DEFERRED.format(unit.name))
+            if kept is not None and self.fresh != EVERY_UNIT:
                 return kept
         bag = dict(rel.data[unit])
         CLOCK.count("databags_read")

@@ -13,6 +13,9 @@ from vpnaas.core import instance, qos, refpoints, validation
 from vpnaas.core.facts import Facts
 from vpnaas.core.validation import Interface, Network
 
+#: pq-psk-renewal-seconds: default and bounds (the pq-psk daemon refuses the same outside them).
+PQ_PSK_RENEWAL, PQ_PSK_MIN, PQ_PSK_MAX = 120, 10, 86400
+
 
 class MissingOption(Exception):
     """A required option that is still empty: the unit waits for it, it is not an error."""
@@ -30,6 +33,7 @@ class CharmConfig(NamedTuple):
     metrics_port: int = 9586     # the WireGuard metrics exporter on the management address; 0: none
     osm_labels: Tuple[Tuple[str, str], ...] = ()   # OSM's ns_id, vnf_member_index, vdu_id (osm-instance)
     slice_qos: qos.QosConfig = qos.QosConfig()    # slice-5qi, slice-dscp-map, slice-egress-mbit (core/qos.py)
+    pq_psk_renewal: int = 120    # pq-psk-renewal-seconds: how often each tunnel's post-quantum PSK is renewed
 
     def __repr__(self) -> str:   # the password must never reach a log through a repr
         return "CharmConfig(ssh_host={!r}, ssh_username={!r}, ...)".format(self.ssh_host, self.ssh_username)
@@ -44,6 +48,7 @@ class EndpointConfig(NamedTuple):
     allowance: List[Network]       # <ep>-peer-prefixes: what a related peer may announce
     service_network: Optional[Network]  # <ep>-service-network: the IP plan's network of this endpoint
     implementation: str = "auto"   # <ep>-implementation: the data plane of its device (dataplane.py)
+    pq_psk: bool = True            # <ep>-pq-psk: a post-quantum PSK per tunnel (the pq-psk daemon)
 
 
 def parse(config: Dict[str, Any]) -> CharmConfig:
@@ -59,6 +64,8 @@ def parse(config: Dict[str, Any]) -> CharmConfig:
         metrics_port=_metrics_port(config.get("metrics-port", 9586)),
         osm_labels=instance.osm_labels(config),
         slice_qos=qos.parse(config),
+        pq_psk_renewal=validation.integer(config.get("pq-psk-renewal-seconds", PQ_PSK_RENEWAL),
+                                          "pq-psk-renewal-seconds", PQ_PSK_MIN, PQ_PSK_MAX),
     )
 
 
@@ -108,6 +115,7 @@ def parse_endpoint(config: Dict[str, Any], name: str, role: str, ssh_host: str) 
         allowance=validation.prefix_list(_option(config, name + "-peer-prefixes"), name + "-peer-prefixes"),
         service_network=_service_network(config, name, service),
         implementation=validation.implementation(config.get(name + "-implementation"), name + "-implementation"),
+        pq_psk=validation.boolean(config.get(name + "-pq-psk", True), name + "-pq-psk"),
     )
 
 

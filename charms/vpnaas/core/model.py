@@ -61,11 +61,11 @@ class PeerRotation(object):
 
 class Peer(object):
     __slots__ = ("public_key", "endpoint", "allowed_ips", "source", "tunnel", "wants_peer_keys", "endpoint_hosts",
-                 "rotation", "routed")
+                 "rotation", "routed", "pq_psk")
 
     def __init__(self, public_key: str, endpoint: str, allowed_ips: List[Network], source: str,
                  tunnel: Optional[Network] = None, wants_peer_keys: bool = False,
-                 rotation: Optional[PeerRotation] = None) -> None:
+                 rotation: Optional[PeerRotation] = None, pq_psk: bool = False) -> None:
         self.public_key = public_key
         self.endpoint = endpoint        # "host:port" or "" (peer that only connects in)
         self.allowed_ips = allowed_ips  # list of networks
@@ -79,6 +79,8 @@ class Peer(object):
         #: Its prefixes are routed into this device (False: into the other device of the same
         #: endpoint, while a key rotation moves them; rotation.py).
         self.routed = True
+        #: Its unit runs pq-psk on this reference point (relation data, ``pq-psk``).
+        self.pq_psk = pq_psk
 
     def as_dict(self) -> Dict[str, Any]:
         return {"public-key": self.public_key, "endpoint": self.endpoint,
@@ -90,7 +92,8 @@ class Device(object):
 
     def __init__(self, endpoint: str, listen_port: int, address: Interface, mtu: int, keepalive: int,
                  service_addresses: List[Interface], publish_host: str, allowance: Iterable[Network] = (),
-                 service_network: Optional[Network] = None, name: str = "", implementation: str = "auto") -> None:
+                 service_network: Optional[Network] = None, name: str = "", implementation: str = "auto",
+                 pq_psk: bool = False, pq_psk_renewal: int = 120) -> None:
         self.endpoint = endpoint
         self.name = name or refpoints.device_name(endpoint)  # a temporary device has its own
         self.listen_port = listen_port
@@ -102,6 +105,13 @@ class Device(object):
         self.allowance = list(allowance)        # <ep>-peer-prefixes: what related peers may announce
         self.service_network = service_network  # <ep>-service-network: the default allowance
         self.implementation = implementation    # <ep>-implementation: auto, kernel, wireguard-go, boringtun
+        self.pq_psk = pq_psk                    # <ep>-pq-psk
+        self.pq_psk_renewal = pq_psk_renewal    # pq-psk-renewal-seconds
+        self.pq_psk_unshipped = False           # <ep>-pq-psk is on, but the charm was built without pq-psk
+        #: the VNF reported the pq-psk daemon running at the last session ("PQPSK up"): only then is
+        #: the capability published (a peer that configured its end for a daemon that is not there
+        #: would wait for exchanges nobody answers)
+        self.pq_psk_daemon = False
         self.peers: List[Peer] = []
         self.waiting: List[str] = []  # why a peer is not there yet (shown in the status)
         self.problems: List[str] = []  # invalid or refused peer data
@@ -132,7 +142,35 @@ class Device(object):
         if self.implementation != "auto":
             # Only then: a plan of the default keeps the fingerprint of the release before.
             out["implementation"] = self.implementation
+        if self.pq_psk_runs():
+            out["pq-psk"] = {"renewal": self.pq_psk_renewal,
+                             "peers": sorted(p.public_key for p in self.pq_psk_peers())}
         return out
+
+    def pq_psk_runs(self) -> bool:
+        """pq-psk runs on this device: the option is on and its data plane can take a new PSK in
+        place (boringtun 0.7.1 cannot change an existing peer at all: tests/e2e/test_pq_psk.py)."""
+        return self.pq_psk and self.implementation != "boringtun"
+
+    def pq_psk_peers(self) -> List["Peer"]:
+        """The peers whose preshared key pq-psk manages: related units that publish the capability."""
+        if not self.pq_psk_runs():
+            return []
+        return [p for p in self.peers if p.pq_psk and p.tunnel is not None]
+
+    def pq_psk_classical(self) -> List[str]:
+        """Why a related peer's tunnel is classical only while this device wants pq-psk (status)."""
+        if self.pq_psk_unshipped:
+            return ["{}: tunnels are classical only: pq-psk is not shipped with this charm".format(
+                self.endpoint)] if self.peers else []
+        if not self.pq_psk:
+            return []
+        if self.implementation == "boringtun":
+            return ["{}: tunnels are classical only: boringtun cannot change a preshared key in place".format(
+                self.endpoint)] if self.peers else []
+        return ["{}: tunnel to {} is classical only: the peer has no pq-psk (an earlier release, "
+                "its option off, or its daemon not running yet)".format(self.endpoint, p.source)
+                for p in self.peers if p.source != MANUAL and not p.pq_psk]
 
 
 class Plan(object):

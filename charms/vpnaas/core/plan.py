@@ -63,7 +63,8 @@ def build_plan(config: Dict[str, Any], endpoints: List[TunnelEndpoint], relation
             continue
         used_ports[port] = ep.name
         dev = Device(ep.name, port, epc.address, cfg.mtu, cfg.keepalive, epc.service_addresses, epc.publish_host,
-                     epc.allowance, epc.service_network, implementation=epc.implementation)
+                     epc.allowance, epc.service_network, implementation=epc.implementation,
+                     pq_psk=epc.pq_psk, pq_psk_renewal=cfg.pq_psk_renewal)
         related[dev.name] = [unit for units in rels for unit in units]
         _add_related_peers(dev, rels)
         for entry in manual:
@@ -100,7 +101,7 @@ def _add_related_peers(dev: Device, rels: List[Dict[str, Any]]) -> None:
             allowed = info.allowed_ips()
             dev.peers.append(Peer(info.public_key, validation.format_endpoint(*info.endpoint),
                                   allowed, unit, tunnel=allowed[0], wants_peer_keys=info.wants_peer_keys,
-                                  rotation=info.rotation))
+                                  rotation=info.rotation, pq_psk=info.pq_psk))
         if not units:
             dev.waiting.append("waiting for the remote unit to join")
 

@@ -9,7 +9,7 @@ vpnaas/charm/entry.py, never here.
 import ipaddress
 import os
 import re
-from typing import Any, Dict, List, NamedTuple, Optional
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import yaml
 
@@ -28,6 +28,8 @@ PLANES = ("control", "user")
 #: Which ends' network functions bind their service address on a reference point by interface
 #: name (registry ``binds``; default none): they read the address of a labelled interface.
 BINDS = ("none", "provider", "requirer", "both")
+#: The name of an option in which one end's charm names the other end's service address.
+_OPTION = re.compile(r"[a-z][a-z0-9-]{0,62}")
 
 
 class ReferencePoint(NamedTuple):
@@ -50,6 +52,18 @@ class ReferencePoint(NamedTuple):
     #: The ends whose network function binds its service address here by interface name (the
     #: address label's placeholder in its configuration; oai/cn5g), of ``BINDS``.
     binds: str = "none"
+    #: (side, option): the ends whose network function is configured with the other end's service
+    #: address (registry ``peer-option``), and the option in which that end's charm may name it
+    #: (a variant without tunnels sets it; otherwise the related peer's published address is used).
+    peer_options: Tuple[Tuple[str, str], ...] = ()
+
+    def peer_option(self, component: str) -> str:
+        """The option in which ``component``'s end names the other end's service address; "" when
+        its network function does not need it."""
+        for side, option in self.peer_options:
+            if component == (self.provider if side == "provider" else self.requirer):
+                return option
+        return ""
 
     def bound_by(self, component: str) -> bool:
         """Whether ``component``'s network function binds its service address here by interface name."""
@@ -184,7 +198,24 @@ def _reference_point(name: str, r: Dict[str, Any], components: Dict[str, Compone
         raise RegistryError("reference point {}: a network function that binds by interface name needs the address "
                             "label (labelled: true)".format(name))
     return ReferencePoint(name, r["provider"], r["requirer"], port, str(tunnel), service, str(r.get("carries") or ""),
-                          labelled, plane, client, binds)
+                          labelled, plane, client, binds, _peer_options(name, r.get("peer-option") or {}))
+
+
+def _peer_options(name: str, entry: Any) -> Tuple[Tuple[str, str], ...]:
+    """The ``peer-option`` entry: {provider|requirer: option name}, in that order of sides."""
+    if not isinstance(entry, dict) or set(entry) - {"provider", "requirer"}:
+        raise RegistryError("reference point {}: peer-option maps provider and/or requirer to an option name".format(
+            name))
+    out = []
+    for side in ("provider", "requirer"):
+        option = entry.get(side)
+        if option is None:
+            continue
+        if not isinstance(option, str) or not _OPTION.fullmatch(option):
+            raise RegistryError("reference point {}: peer-option {}: {!r} is not an option name".format(
+                name, side, option))
+        out.append((side, option))
+    return tuple(out)
 
 
 _CACHE: Dict[str, Registry] = {}

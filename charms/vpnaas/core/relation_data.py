@@ -41,6 +41,9 @@ address (first and second host of the reference point's tunnel network).
 |                     | following units | while it runs one                                               |
 | `next-peer-keys`    | rotating and    | keys of that relation's units its temporary device accepts and  |
 |                     | following units | that may route to it through that device                       |
+| `pq-psk`            | each unit       | "1": its VNF runs the pq-psk daemon on this device (a post-     |
+|                     |                 | quantum PSK, exchanged over the tunnel itself); absent: an      |
+|                     |                 | earlier release or pq-psk off, the tunnel stays classical       |
 
 A unit publishes all fields at once, when its key exists on the VNF. A reader validates every
 value of a remote unit (``decode``: nothing from a related unit is trusted, see
@@ -83,11 +86,13 @@ from vpnaas.core.validation import Interface, Network
 #: The schema version: ``vpnaas-schema`` on the wire.
 LIBAPI = 1
 #: The optional additions to it so far (see ``FIELDS``).
-LIBPATCH = 2
+LIBPATCH = 3
 SCHEMA_VERSION = str(LIBAPI)
 #: The make-before-break key rotation this release speaks (``rotation-protocol``; rotation.py).
 #: Optional fields an earlier release ignores: a peer without them rotates in place, as before.
 ROTATION_PROTOCOL = "1"
+#: The post-quantum PSK protocol this release speaks (``pq-psk``; the pq-psk daemon, docs/security.md).
+PQ_PSK_PROTOCOL = "1"
 
 
 class Field(NamedTuple):
@@ -119,6 +124,7 @@ FIELDS = (
     Field("next-key", False, 2, "validation.public_key", _KEY),
     Field("next-endpoint", False, 2, "validation.endpoint, on the host of endpoint", _ENDPOINT),
     Field("next-peer-keys", False, 2, "validation.public_key_list", _KEYS),
+    Field("pq-psk", False, 3, "validation.protocol_version", 8),
 )
 KEYS = tuple(f.name for f in FIELDS if f.patch == 0)
 WANTS_PEER_KEYS = "wants-peer-keys"
@@ -127,6 +133,7 @@ ROTATION_PROTOCOL_KEY = "rotation-protocol"
 NEXT_KEY = "next-key"
 NEXT_ENDPOINT = "next-endpoint"
 NEXT_PEER_KEYS = "next-peer-keys"
+PQ_PSK_KEY = "pq-psk"
 #: The fields of make-before-break key rotation (optional: an earlier release neither writes
 #: nor reads them, and its peers rotate in place).
 ROTATION_KEYS = tuple(f.name for f in FIELDS if f.patch == 2)
@@ -183,11 +190,11 @@ def side(role: str) -> Side:
 
 class PeerInfo(object):
     __slots__ = ("unit", "public_key", "endpoint", "tunnel_address", "service_prefixes", "wants_peer_keys",
-                 "rotation")
+                 "rotation", "pq_psk")
 
     def __init__(self, unit: str, public_key: str, endpoint: Tuple[str, int], tunnel_address: Interface,
                  service_prefixes: List[Network], wants_peer_keys: bool = False,
-                 rotation: Optional[PeerRotation] = None) -> None:
+                 rotation: Optional[PeerRotation] = None, pq_psk: bool = False) -> None:
         self.unit = unit
         self.public_key = public_key
         self.endpoint = endpoint              # (host, port)
@@ -195,6 +202,7 @@ class PeerInfo(object):
         self.service_prefixes = service_prefixes  # list of networks
         self.wants_peer_keys = wants_peer_keys
         self.rotation = rotation or PeerRotation()
+        self.pq_psk = pq_psk  # it runs pq-psk (a protocol this release speaks)
 
     def allowed_ips(self) -> List[Network]:
         host = self.tunnel_address.ip
@@ -237,6 +245,9 @@ def decode(unit: str, data: Dict[str, str]) -> PeerInfo:
                                                 "{} service-prefixes".format(unit)),
         wants_peer_keys=_flag(data.get(WANTS_PEER_KEYS, ""), "{} {}".format(unit, WANTS_PEER_KEYS)),
         rotation=_rotation(unit, data, endpoint[0]),
+        # A protocol this release does not speak (a later one) counts as none: classical only.
+        pq_psk=str(validation.protocol_version(data.get(PQ_PSK_KEY, ""), "{} {}".format(unit, PQ_PSK_KEY)))
+        == PQ_PSK_PROTOCOL,
     )
 
 
@@ -259,7 +270,8 @@ class Reading(object):
                 "tunnel-address": str(info.tunnel_address),
                 "service-prefixes": [str(p) for p in info.service_prefixes], "wants-peer-keys": info.wants_peer_keys,
                 "rotation": {"protocol": rot.protocol, "next-key": rot.next_key, "next-endpoint": rot.next_endpoint,
-                             "next-peer-keys": sorted(rot.next_peer_keys), "peer-keys": sorted(rot.peer_keys)}}
+                             "next-peer-keys": sorted(rot.next_peer_keys), "peer-keys": sorted(rot.peer_keys)},
+                "pq-psk": info.pq_psk}
 
     @classmethod
     def from_dict(cls, unit: str, doc: Any) -> "Reading":
@@ -278,14 +290,15 @@ class Reading(object):
         rot = doc["rotation"]
         strings = [doc["public-key"], host, rot["next-key"], rot["next-endpoint"]] + list(rot["next-peer-keys"]) \
             + list(rot["peer-keys"])
+        pq = doc.get("pq-psk", False)   # a memory of the release before: no capability
         if not all(isinstance(v, str) for v in strings) or not isinstance(port, int) or \
-                not all(isinstance(v, bool) for v in (doc["wants-peer-keys"], rot["protocol"])):
+                not all(isinstance(v, bool) for v in (doc["wants-peer-keys"], rot["protocol"], pq)):
             raise ValueError("not a reading")
         return cls(unit, PeerInfo(
             unit, doc["public-key"], (host, port), ipaddress.ip_interface(doc["tunnel-address"]),
             [ipaddress.ip_network(p) for p in doc["service-prefixes"]], doc["wants-peer-keys"],
             PeerRotation(rot["protocol"], rot["next-key"], rot["next-endpoint"], rot["next-peer-keys"],
-                         rot["peer-keys"])))
+                         rot["peer-keys"]), pq))
 
 
 def read(unit: str, data: Dict[str, str]) -> Reading:
@@ -357,4 +370,6 @@ def publication(device: Device, public_key: str, units: Optional[Set[str]] = Non
     bag[NEXT_ENDPOINT] = validation.format_endpoint(device.publish_host, temp.listen_port) if temp else ""
     bag[NEXT_PEER_KEYS] = ",".join(sorted(key for unit, key in rot.advertised.items()
                                           if temp is not None and (units is None or unit in units)))
+    # The capability only once the VNF reported the daemon running (Device.pq_psk_daemon).
+    bag[PQ_PSK_KEY] = PQ_PSK_PROTOCOL if device.pq_psk_runs() and device.pq_psk_daemon else ""
     return bag

@@ -89,6 +89,16 @@ def word(value: Any, what: str) -> str:
     return value
 
 
+def boolean(value: Any, what: str) -> bool:
+    """A boolean option: Juju hands a bool; the text "true" or "false" is accepted too, nothing else."""
+    if isinstance(value, bool):
+        return value
+    if value in ("true", "false"):
+        return value == "true"
+    shown = type(value).__name__ if not isinstance(value, str) else excerpt(value)
+    raise InvalidValue("{}: expected true or false, got {}".format(what, shown))
+
+
 def integer(value: Any, what: str, low: int, high: int) -> int:
     """An integer option in [low, high]; numbers given as text are accepted in plain ASCII digits
     (at most 10: an int is never made of longer text)."""

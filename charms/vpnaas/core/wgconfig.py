@@ -42,8 +42,12 @@ def render_body(device: Device) -> str:
         "PreUp = {}".format(SERVICE_HOOK),
         "PostUp = {} %i".format(ROUTES_HOOK),
     ]
+    managed = {p.public_key for p in device.pq_psk_peers()}
     for peer in device.peers:
         lines += ["", "[Peer]", "# {}".format(word(peer.source)), "PublicKey = {}".format(word(peer.public_key))]
+        if peer.public_key in managed:
+            # The VNF's sync never sets or resets this peer's preshared key (tunnels/devices.sh).
+            lines.append(PQ_PSK_MARK)
         if peer.endpoint:
             lines.append("Endpoint = {}".format(word(peer.endpoint)))
         lines.append("AllowedIPs = {}".format(", ".join(word(p) for p in peer.allowed_ips)))
@@ -55,3 +59,25 @@ def render_body(device: Device) -> str:
 def render_routes(device: Device) -> str:
     """``<device>.routes``: one ``prefix source`` line per route (``-``: no preferred source)."""
     return "".join("{} {}\n".format(word(prefix), word(src or "-")) for prefix, src in device.routes())
+
+
+#: The line that marks a peer whose preshared key the pq-psk daemon manages (tunnels/devices.sh).
+PQ_PSK_MARK = "# PresharedKey managed by pq-psk"
+#: The TCP port the pq-psk daemon listens on, on each device's tunnel address (inside the tunnel).
+PQ_PSK_PORT = 51899
+
+
+def render_pq_psk(device: Device) -> str:
+    """The pq-psk daemon's file for ``device`` without its ``public`` line (the VNF adds it: the
+    key is made there); "" when pq-psk does not run on it. Exchanges go to each peer's tunnel
+    address, so WireGuard's cryptokey routing authenticates their source."""
+    if not device.pq_psk_runs():
+        return ""
+    lines = [MARKER, "device {}".format(word(device.name)),
+             "listen {}:{}".format(word(device.address.ip), PQ_PSK_PORT) if device.address.version == 4 else
+             "listen [{}]:{}".format(word(device.address.ip), PQ_PSK_PORT),
+             "interval {}".format(word(device.pq_psk_renewal))]
+    for peer in device.pq_psk_peers():
+        address = peer.tunnel.network_address if peer.tunnel is not None else ""
+        lines.append("peer {} {}".format(word(peer.public_key), word(address)))
+    return "\n".join(lines) + "\n"

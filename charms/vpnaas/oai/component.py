@@ -13,13 +13,12 @@ Report lines: ``PROGRESS <n>/<m> <text>`` (progress display), ``NOTE <text>``, `
 """
 
 import base64
-import ipaddress
 import json
 from typing import Any, Callable, Dict, Generic, Iterable, List, Mapping, NamedTuple, Optional, Tuple, TypeVar, Union
 
-from vpnaas.core import config as charm_config
 from vpnaas.core import model
 from vpnaas.core.validation import InvalidValue
+from vpnaas.oai import addresses as oai_addresses
 from vpnaas.oai import validation as oai_validation
 from vpnaas.vnf import vnfscript
 
@@ -54,6 +53,7 @@ JsonObject = Dict[str, object]
 RenderSpec = Dict[str, List[JsonObject]]
 #: The type of a component's validated configuration values (a NamedTuple of its own module).
 V = TypeVar("V")
+Addresses = oai_addresses.Addresses
 
 
 class Common(NamedTuple):
@@ -156,8 +156,20 @@ class Component(Generic[V]):
     work_dirs: Tuple[str, ...] = ()
 
     def config_values(self, config: Options, plan: Optional[model.Plan]) -> V:
-        """Validated values for configure (raises InvalidValue)."""
+        """Validated values for configure (raises InvalidValue); their field ``addresses`` is
+        ``self.addresses(config, plan)``."""
         raise NotImplementedError
+
+    def addresses(self, config: Options, plan: Optional[model.Plan]) -> Addresses:
+        """Its own and its peers' service addresses by reference point, from the registry."""
+        return oai_addresses.of(self.name, self.title, config, plan)
+
+    def addresses_of(self, values: V) -> Addresses:
+        """The ``addresses`` field of its values (``config_values``)."""
+        found = getattr(values, "addresses", None)
+        if not isinstance(found, oai_addresses.Addresses):
+            raise TypeError("the values of {} carry no Addresses".format(self.name))
+        return found
 
     def render_spec(self, values: V) -> RenderSpec:
         """The renderer's spec: {"files": [...]} (see vnf/oai/render.py)."""
@@ -214,37 +226,6 @@ def source(component: Component[V], config: Options) -> Tuple[str, str]:
     repo = (config.get("oai-repository") or "").strip() or component.repository
     ref = (config.get("oai-ref") or "").strip() or component.ref
     return oai_validation.repository(repo), oai_validation.git_ref(ref)
-
-
-def own_address(config: Options, endpoint: str, title: str) -> ipaddress.IPv4Interface:
-    """This VNF's service address on a reference point: the first of <ep>-service-addresses."""
-    key = endpoint + "-service-addresses"
-    addrs = charm_config.own_service_addresses(config, endpoint)   # this VDU instance's (instance.py)
-    v4 = [a for a in addrs if isinstance(a, ipaddress.IPv4Interface)]
-    if not v4:
-        raise InvalidValue(
-            "{}: not set; the {} needs its {} service address (IPv4), e.g. 172.16.6.2/32".format(
-                key, title, endpoint.upper()
-            )
-        )
-    return v4[0]
-
-
-def peer_address(config: Options, plan: Optional[model.Plan], endpoint: str, option: str) -> str:
-    """The peer's service address on ``endpoint``: the explicit option wins (variants without
-    tunnels set it), otherwise the first service prefix the related peer published."""
-    explicit = (config.get(option) or "").strip()
-    if explicit:
-        return oai_validation.ipv4(explicit, option)
-    dev = plan.device(endpoint) if plan is not None else None
-    for peer in dev.peers if dev is not None else []:
-        for net in peer.allowed_ips[1:]:
-            if net.version == 4 and net.prefixlen == 32:
-                return str(net.network_address)
-    raise InvalidValue(
-        "{}: not set and the {} relation has no peer service address yet (set {} or "
-        "relate {} and wait for the peer to publish)".format(option, endpoint, option, endpoint)
-    )
 
 
 def opc(k_hex: str, op_hex: str) -> str:

@@ -315,8 +315,10 @@ class UeWorkload(OaiWorkload):
             pass
         return super()._secrets() + [k for k in keys if k]
 
-    def _ue_step(self, event: ActionEvent, name: str, build: Callable[[], vnfscript.Step],
-                 timeout: int) -> Optional[Dict[str, str]]:
+    def _ue_step(self, event: ActionEvent, name: str, build: Callable[[], vnfscript.Step], timeout: int,
+                 read: Callable[[Dict[str, str]], Dict[str, str]]) -> Optional[Dict[str, str]]:
+        """Build, run and reconcile: the VNF's results as ``read`` (ue_report) accepts them, or None
+        when the action failed (a bad input, the step, or a report outside the grammar)."""
         try:
             step = build()
         except (InvalidValue, vnfscript.ScriptError) as e:
@@ -329,19 +331,17 @@ class UeWorkload(OaiWorkload):
             self.charm.after_action()
             return None
         self.charm.after_action()
-        return report.results
+        try:
+            return read(report.results)
+        except InvalidValue as e:
+            event.fail("{} failed: the VNF's report is unreadable ({})".format(name, e))
+            return None
 
     def _on_ue_attach(self, event: ActionEvent) -> None:
         timeout = oai_validation.integer(self.config.get("ue-attach-timeout", 120), "ue-attach-timeout", 10, 1800) + 120
-        results = self._ue_step(event, "ue-attach", self.ue_attach_step, timeout)
-        if results is None:
-            return
-        try:
-            attached = ue_report.attach_results(results)
-        except InvalidValue as e:
-            event.fail("ue-attach failed: the VNF's report is unreadable ({})".format(e))
-            return
-        event.set_results(dict(attached, result="attached", **{self.ue.core_view[0]: self.ue.core_view[1]}))
+        attached = self._ue_step(event, "ue-attach", self.ue_attach_step, timeout, ue_report.attach_results)
+        if attached is not None:
+            event.set_results(dict(attached, result="attached", **{self.ue.core_view[0]: self.ue.core_view[1]}))
 
     def _on_ue_iperf(self, event: ActionEvent) -> None:
         params: Dict[str, str] = {}
@@ -352,12 +352,6 @@ class UeWorkload(OaiWorkload):
             params["server"] = server
             return self.ue_iperf_step(server, seconds)
 
-        results = self._ue_step(event, "ue-iperf", build, 400)
-        if results is None:
-            return
-        try:
-            measured = ue_report.iperf_results(results)
-        except InvalidValue as e:
-            event.fail("ue-iperf failed: the VNF's report is unreadable ({})".format(e))
-            return
-        event.set_results(dict(measured, server=params["server"], tunnels=self._stored.last_status))
+        measured = self._ue_step(event, "ue-iperf", build, 400, ue_report.iperf_results)
+        if measured is not None:
+            event.set_results(dict(measured, server=params["server"], tunnels=self._stored.last_status))

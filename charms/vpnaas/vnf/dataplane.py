@@ -40,14 +40,14 @@ VNF_DIR = "/usr/local/lib/vpnaas"
 CHARM_FOLDER = "dataplane"
 MANIFEST = "manifest.json"
 #: implementation -> the program's file in the charm (the name it has upstream).
-PROGRAMS = {"wireguard-go": "wireguard-go", "boringtun": "boringtun-cli"}
+PROGRAMS = {"wireguard-go": "wireguard-go", "boringtun": "boringtun-cli", "pq-psk": "pq-psk"}
 #: The step's deadline for one program on the VNF's side (a few MB over the management network).
 INSTALL_TIMEOUT = 120
 #: Fixed: names and digests are checked by the VNF too, values travel as "$1" "$2" only.
 _INSTALL = r"""set -euo pipefail
 umask 022
 name=$1 want=$2 dir=%(dir)s
-case "$name" in wireguard-go|boringtun) ;; *) echo "ERROR not a shipped program: $name"; exit 3 ;; esac
+case "$name" in wireguard-go|boringtun|pq-psk) ;; *) echo "ERROR not a shipped program: $name"; exit 3 ;; esac
 case "$want" in *[!0-9a-f]*|'') echo "ERROR not a sha256: $want"; exit 3 ;; esac
 mkdir -p "$dir"
 chmod 755 "$dir"
@@ -109,6 +109,23 @@ def plan_errors(plan: Plan, programs: Dict[str, Program]) -> List[str]:
     return out
 
 
+def without_pq_psk(plan: Plan, programs: Dict[str, Program]) -> None:
+    """A charm built without pq-psk (no Go toolchain) runs its tunnels classical only: it does not
+    advertise the capability, and the status says why (``Device.pq_psk_classical``)."""
+    if "pq-psk" in programs:
+        return
+    for dev in plan.devices:
+        if dev.pq_psk:
+            dev.pq_psk, dev.pq_psk_unshipped = False, True
+
+
+def pq_psk_daemon(plan: Plan, up: bool) -> None:
+    """Whether the VNF reported the pq-psk daemon running at its last session ("PQPSK up"): the
+    devices publish the capability only then (relation_data.publication)."""
+    for dev in plan.devices + plan.temp_devices:
+        dev.pq_psk_daemon = up
+
+
 def prepare_args(plan: Plan, programs: Dict[str, Program]) -> List[str]:
     """``tunnels_prepare``'s arguments: "name digest when" for each shipped program a device of the
     plan may run on; when is ``always`` (an endpoint chose it) or ``nokernel`` (an ``auto``
@@ -119,6 +136,8 @@ def prepare_args(plan: Plan, programs: Dict[str, Program]) -> List[str]:
             wanted[dev.implementation] = "always"
         elif dev.implementation == "auto":
             wanted.setdefault("wireguard-go", "nokernel")
+    if any(dev.pq_psk_runs() for dev in plan.devices):
+        wanted["pq-psk"] = "always"   # the pq-psk daemon (tunnels/pqpsk.sh)
     args: List[str] = []
     for name in sorted(wanted):
         if name in programs:

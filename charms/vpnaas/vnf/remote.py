@@ -62,13 +62,21 @@ def tunnel_step(plan: Plan, facts_digest: str = "", rotate: Iterable[str] = (), 
     step.call("tunnels_prepare", *dataplane.prepare_args(plan, programs or {}))
     step.call("service_addresses", *plan.service_address_args())
     devices = plan.temp_devices + plan.devices
+    # pq-psk runs only where the charm ships its program (the charm's plan says so already:
+    # dataplane.without_pq_psk); a step without it leaves the pq part a no-op on the VNF.
+    pq_shipped = "pq-psk" in (programs or {})
     staged = []
     for i, dev in enumerate(devices, 1):
         data = "DEVICE{}".format(i)
         step.data(data + "_BODY", vnfscript.b64(wgconfig.render_body(dev)))
         step.data(data + "_ROUTES", vnfscript.b64(wgconfig.render_routes(dev)))
+        step.data(data + "_PQ", vnfscript.b64(wgconfig.render_pq_psk(dev) if pq_shipped else ""))
         staged += [dev.name, data]
     step.call("stage_routes", *staged)
+    # pq-psk's files first too: a peer that leaves pq-psk is off the daemon's list before the sync
+    # resets its key (the daemon puts a lost key back only for a listed peer); again after the
+    # devices, for a device whose key this step made.
+    step.call("pq_psk_apply", *staged)
     for i, dev in enumerate(devices, 1):
         mode, source = key_mode(plan, dev.name, rotate, fresh_next)
         step.call("apply_device", dev.name, mode, source, "1" if restart else "0", "DEVICE{}".format(i),
@@ -76,6 +84,7 @@ def tunnel_step(plan: Plan, facts_digest: str = "", rotate: Iterable[str] = (), 
     names = [dev.name for dev in devices]
     step.call("remove_stale_devices", *names)
     step.call("qos_step", *qos_args(plan))
+    step.call("pq_psk_apply", *staged)
     metrics.add_to_step(step, plan)
     if component is not None:
         component(step)
@@ -152,6 +161,10 @@ class Observation(object):
         self.dataplane: Dict[str, Tuple[str, str]] = {}
         #: shipped programs the VNF lacks: it applied nothing (dataplane.py)
         self.needs: List[str] = []
+        #: the pq-psk daemon: "up", "off", "failed: <why>" or "" (not reported)
+        self.pq_psk = ""
+        #: (device, peer key) -> pq-psk's state of that peer: state, epoch, renewals, last, refusals
+        self.pq_peers: Dict[Tuple[str, str], Dict[str, Any]] = {}
         #: seconds per function of the step, when it was profiled (TIMING lines; hookclock.py)
         self.timings: Dict[str, float] = {}
 
@@ -238,6 +251,8 @@ def _observation(report: vnfscript.Report) -> Observation:
                 obs.metrics = "failed: " + short(reason, 200)
             elif dev == "qos":
                 obs.qos.append("failed: " + short(reason, 200))
+            elif dev == "pq-psk":
+                obs.pq_psk = "failed: " + short(reason, 200)
             else:
                 obs.failed[short(dev, 20)] = short(reason, 200)
         elif kind == "METRICS":
@@ -245,6 +260,13 @@ def _observation(report: vnfscript.Report) -> Observation:
         elif kind == "QOS":
             if rest.startswith(("mark ", "queue ", "off")) and not rest.startswith(("queue applied", "queue removed")):
                 obs.qos.append(short(rest, 200))
+        elif kind == "PQPSK":
+            obs.pq_psk = short(rest, 10)
+        elif kind == "PQPEER":
+            # The grammar (report.py) already held it: device, key, state and four counters.
+            dev, key, state, epoch, renewals, last, refusals = rest.split(" ")
+            obs.pq_peers[(dev, key)] = {"state": state, "epoch": int(epoch), "renewals": int(renewals),
+                                        "last": int(last), "refusals": int(refusals)}
         elif kind == "REFUSED":
             dev, _, more = rest.partition(" ")
             prefix, _, reason = more.partition(" ")

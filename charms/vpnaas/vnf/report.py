@@ -74,6 +74,9 @@ LINES = {ln.keyword: ln for ln in (
     Line("UP", _DEV, "a device is up"),
     Line("DOWN", _DEV, "a device is down or missing"),
     Line("PEER", r"{} {}".format(_DEV, _DUMP), "one peer of an up device, as wg show dump prints it"),
+    Line("PQPSK", r"up|off", "the pq-psk daemon runs (a device has pq-psk peers) or not"),
+    Line("PQPEER", r"{} {} (?:waiting|ok|failing){}".format(_DEV, _KEY, " [0-9]{1,20}" * 4),
+         "pq-psk's state of one peer: device, key, state, epoch, renewals, last renewal, refusals"),
     Line("REMOVED", _DEV, "a device no longer wanted was removed (for the log)", read=False),
     Line("TORNDOWN", "", "the teardown step ran to its end (for the log)", read=False),
     # the workloads' steps (vnf/oai; oai/component.py reads them)

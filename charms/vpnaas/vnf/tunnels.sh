@@ -52,6 +52,9 @@ source "$VPNAAS_PARTS/tunnels/devices.sh"
 # the slice's DSCP on the tunnels' outer packets, and the underlay egress queued by it
 # shellcheck source=tunnels/qos.sh
 source "$VPNAAS_PARTS/tunnels/qos.sh"
+# the pq-psk daemon: a post-quantum preshared key per tunnel, its files and its state
+# shellcheck source=tunnels/pqpsk.sh
+source "$VPNAAS_PARTS/tunnels/pqpsk.sh"
 
 # --------------------------------------------------------------------------- the report and the removal
 report() {  # devices...: host, time and every peer of every device (never the private key)
@@ -60,9 +63,12 @@ report() {  # devices...: host, time and every peer of every device (never the p
   local dev line
   for dev in "$@"; do
     if timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1; then out "UP $dev"; else out "DOWN $dev"; continue; fi
-    # Peer lines only: the first line of the dump holds the private key.
-    wg show "$dev" dump | tail -n +2 | while IFS= read -r line; do out "PEER $dev $line"; done
+    # Peer lines only: the first line of the dump holds the private key. The second field, a
+    # peer's preshared key, never leaves the VNF either: "(hidden)" when one is set.
+    wg show "$dev" dump | tail -n +2 | awk -F'\t' -v OFS='\t' '$2 != "(none)" { $2 = "(hidden)" } { print }' |
+      while IFS= read -r line; do out "PEER $dev $line"; done
   done
+  pq_psk_report
 }
 
 teardown() {  # the charm is being removed: everything it put on the VNF for its tunnels goes, nothing else
@@ -82,7 +88,9 @@ teardown() {  # the charm is being removed: everything it put on the VNF for its
   rm -f "$ROUTES_HOOK" "$SERVICE_HOOK" "$WANTED_ADDRESSES" "$OWNED_ADDRESSES"
   # The shipped programs and the wrapper: every device that ran on them is down now. Named one by
   # one: nothing else in the directory is the charm's to remove (and it may be a mount point).
-  rm -f "$DATAPLANE_DIR/wireguard-go" "$DATAPLANE_DIR/boringtun" "$DATAPLANE_WRAPPER"
+  pq_psk_files >/dev/null   # no device: every file of ours goes, and the folder with the last one
+  pq_psk_forget             # the daemon stopped, its state, log and pid files deleted
+  rm -f "$DATAPLANE_DIR/wireguard-go" "$DATAPLANE_DIR/boringtun" "$DATAPLANE_DIR/pq-psk" "$DATAPLANE_WRAPPER"
   rmdir "$DATAPLANE_DIR" 2>/dev/null || true
   metrics_remove
   qos_step --   # no marks, no queue: the chain and the queues the charm installed go

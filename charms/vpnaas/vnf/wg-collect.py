@@ -16,6 +16,9 @@ from typing import Any, Dict, List, Optional, Tuple
 LABELS = "/etc/wireguard/vpnaas-metrics.json"
 REFUSED = "/etc/wireguard/vpnaas-metrics.refused"
 IMPLEMENTATION = "/etc/wireguard/vpnaas-metrics.impl"
+#: The pq-psk daemon's per-device status files (tunnels/pqpsk.sh): public keys, states, counters,
+#: times; never a key.
+PQ_PSK_STATE = "/run/wireguard/vpnaas-pq-psk"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 WG_TIMEOUT = 5
 MAX_LABELS_BYTES = 4 * 1024 * 1024
@@ -50,6 +53,11 @@ FAMILIES = (
      "Unix time of the latest handshake with the peer (absent before the first one)."),
     ("vpnaas_wireguard_peer_receive_bytes_total", "counter", "Bytes received from the peer."),
     ("vpnaas_wireguard_peer_transmit_bytes_total", "counter", "Bytes sent to the peer."),
+    ("vpnaas_wireguard_peer_pq_psk_active", "gauge",
+     "1 when pq-psk's last exchange with the peer completed (state ok): the tunnel mixes a post-quantum PSK."),
+    ("vpnaas_wireguard_peer_pq_psk_renewals_total", "counter", "Exchanges with the peer that agreed a new PSK."),
+    ("vpnaas_wireguard_peer_pq_psk_last_renewal_timestamp_seconds", "gauge",
+     "Unix time of the last PSK agreed with the peer; absent before the first."),
     ("vpnaas_wireguard_peer_refused_prefixes", "gauge",
      "Prefixes of the peer that were refused (the charm's route policy, or a route the VNF refused)."),
 )
@@ -166,11 +174,30 @@ def vnf_refusals(path: str = REFUSED) -> Dict[str, List[str]]:
     return out
 
 
+def pq_psk_states(folder: str = PQ_PSK_STATE) -> Dict[Tuple[str, str], Tuple[str, int, int]]:
+    """{(device, peer key): (state, renewals, last renewal)} from the pq-psk daemon's status files;
+    a line that is not exactly the daemon's (the grammar of tunnels/pqpsk.sh's report) is skipped."""
+    out: Dict[Tuple[str, str], Tuple[str, int, int]] = {}
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".status"))
+    except OSError:
+        return out
+    for name in names[:256]:
+        for line in read_text(os.path.join(folder, name), 1024 * 1024).splitlines():
+            w = line.split()
+            if (len(w) == 21 and w[0] == "peer" and len(w[2]) == 44 and w[8] in ("waiting", "ok", "failing")
+                    and w[12].isdigit() and w[14].isdigit()):
+                out[(w[1], w[2])] = (w[8], int(w[12]), int(w[14]))
+    return out
+
+
 def collect(labels: List[Dict[str, Any]], dump: Optional[Dict[str, List[List[str]]]], userspace: str,
             vnf_refused: Dict[str, List[str]], now: float, own: Labels = (),
-            sysfs: str = "/sys/class/net") -> Dict[str, List[str]]:
+            sysfs: str = "/sys/class/net",
+            pq: Optional[Dict[Tuple[str, str], Tuple[str, int, int]]] = None) -> Dict[str, List[str]]:
     """{family: [sample lines]} for the devices the charm manages. ``own``: labels every
-    sample carries (OSM's ns_id, vnf_member_index, vdu_id)."""
+    sample carries (OSM's ns_id, vnf_member_index, vdu_id); ``pq``: pq-psk's state per peer
+    (pq_psk_states)."""
     out: Dict[str, List[str]] = {name: [] for name, _, _ in FAMILIES}
 
     def add(family: str, labels_: Labels, value: object) -> None:
@@ -194,6 +221,7 @@ def collect(labels: List[Dict[str, Any]], dump: Optional[Dict[str, List[List[str
             add("vpnaas_wireguard_peer_configured", planed + (("peer", peer),), 1)
             add("vpnaas_wireguard_peer_session_up", planed + (("peer", peer),), 1 if key in fresh else 0)
             add("vpnaas_wireguard_peer_refused_prefixes", base + (("peer", peer),), refused.pop(peer, 0))
+            _pq_psk(add, planed + (("peer", peer),), (pq or {}).get((name, key)))
         for peer, count in sorted(refused.items()):   # units refused whole: not configured, still counted
             add("vpnaas_wireguard_peer_refused_prefixes", base + (("peer", peer),), count)
         if dump is None or not present:
@@ -211,6 +239,16 @@ def collect(labels: List[Dict[str, Any]], dump: Optional[Dict[str, List[List[str
             add("vpnaas_wireguard_peer_receive_bytes_total", labels_, _int(f[6]))
             add("vpnaas_wireguard_peer_transmit_bytes_total", labels_, _int(f[7]))
     return out
+
+
+def _pq_psk(add: Any, labels: Labels, state: Optional[Tuple[str, int, int]]) -> None:
+    """A peer's pq-psk samples, for a peer the daemon has a state of (pq-psk runs with it)."""
+    if state is None:
+        return
+    add("vpnaas_wireguard_peer_pq_psk_active", labels, 1 if state[0] == "ok" else 0)
+    add("vpnaas_wireguard_peer_pq_psk_renewals_total", labels, state[1])
+    if state[2] > 0:
+        add("vpnaas_wireguard_peer_pq_psk_last_renewal_timestamp_seconds", labels, state[2])
 
 
 def _handshake_time(value: int, name: str, userspace: str, now: float) -> int:
@@ -249,7 +287,7 @@ def exposition(paths: Optional[Dict[str, str]] = None) -> bytes:
     own, labels = load_labels(paths.get("labels", LABELS))
     families = collect(labels, wg_dump(), read_text(paths.get("implementation", IMPLEMENTATION), 4096).strip(),
                        vnf_refusals(paths.get("refused", REFUSED)), time.time(), own,
-                       paths.get("sysfs", "/sys/class/net"))
+                       paths.get("sysfs", "/sys/class/net"), pq_psk_states(paths.get("pq_psk", PQ_PSK_STATE)))
     lines = []
     for name, kind, text in FAMILIES:
         if families[name]:

@@ -107,8 +107,10 @@ class HookContext(object):
     def commit(self, relations):
         """The hook succeeded and its commit reached the controller: apply its writes to the
         committed data and its membership changes to the unit's view. Returns the (relation id,
-        owner) whose bags changed (the units that must hear of it)."""
+        owner) whose bags changed (the units that must hear of it); ``changed_keys`` keeps the keys
+        that changed in each (instrumentation: why the remote units' relation-changed ran)."""
         changed = []
+        self.changed_keys = {}
         for (rid, owner), pending in sorted(self.writes.items()):
             rel = relations.get(rid)
             if rel is None:
@@ -122,6 +124,8 @@ class HookContext(object):
                     bag[key] = value
             if bag != before:
                 changed.append((rid, owner))
+                self.changed_keys[(rid, owner)] = sorted(k for k in set(bag) | set(before)
+                                                         if bag.get(k) != before.get(k))
         if self.rid is not None and self.remote:
             members = self.view.members.setdefault(self.rid, set())
             if self.kind == "departed":

@@ -57,7 +57,8 @@ RELATION_KINDS = ("departed", "broken", "joined", "changed")
 
 
 class Job(object):
-    __slots__ = ("unit", "fn", "key", "rank", "relation", "done", "result", "error", "reported", "not_before")
+    __slots__ = ("unit", "fn", "key", "rank", "relation", "done", "result", "error", "reported", "not_before",
+                 "causes")
 
     def __init__(self, unit, fn, key, rank, relation=None, not_before=None):
         self.unit, self.fn, self.key, self.rank = unit, fn, key, rank
@@ -66,6 +67,9 @@ class Job(object):
         #: A hook in error: not run before this time.monotonic(); until then the unit runs
         #: nothing but its actions.
         self.not_before = not_before
+        #: Why it was queued, each time it was (a coalesced relation-changed has several causes):
+        #: instrumentation only, read by the hook it runs (``current_causes``).
+        self.causes = []
 
     def due(self, now):
         return self.not_before is None or self.not_before <= now
@@ -78,11 +82,23 @@ class Job(object):
         return (RELATION_KINDS.index(kind) if kind in RELATION_KINDS else len(RELATION_KINDS), remote or "")
 
     def run(self):
+        _current.job = self
         try:
             self.result = self.fn()
         except Exception as e:  # noqa: BLE001 - any failure of a hook goes to whoever waits or settles
             self.error = e
+        finally:
+            _current.job = None
         self.done = True
+
+
+_current = threading.local()
+
+
+def current_causes():
+    """The causes of the job this thread runs (a copy; [] outside a job)."""
+    job = getattr(_current, "job", None)
+    return list(job.causes) if job is not None else []
 
 
 class UnitScheduler(object):
@@ -98,13 +114,14 @@ class UnitScheduler(object):
         self._workers = []
 
     # ------------------------------------------------------------------ queueing
-    def submit(self, unit, fn, key=None, rank=RELATION, relation=None, not_before=None):
+    def submit(self, unit, fn, key=None, rank=RELATION, relation=None, not_before=None, cause=None):
         """Queue ``fn`` for ``unit`` with ``rank`` (one of RANKS); a relation hook names its
         ``relation`` as (relation id, kind, remote unit); a hook in error the time.monotonic()
         of its retry (``not_before``). A pending job with the same (unit, key) is not queued
         twice (Juju runs one relation-changed for several changes of a remote unit's data, one
         config-changed for several config changes); that job is returned instead, with the better
-        of the two ranks (a config-changed an upgrade-charm queues covers one already pending)."""
+        of the two ranks (a config-changed an upgrade-charm queues covers one already pending).
+        ``cause`` (instrumentation) is added to the job's causes either way."""
         if rank not in RANKS:
             raise ValueError("unknown rank {!r}".format(rank))
         with self._cv:
@@ -112,8 +129,12 @@ class UnitScheduler(object):
                 for job in self._pending:
                     if job.unit == unit and job.key == key:
                         job.rank = min(job.rank, rank)
+                        if cause is not None:
+                            job.causes.append(cause)
                         return job
             job = Job(unit, fn, key, rank, relation, not_before)
+            if cause is not None:
+                job.causes.append(cause)
             self._pending.append(job)
             if self.parallel > 1:
                 if unit not in self._busy and unit not in self._decided:

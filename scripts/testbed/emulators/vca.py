@@ -66,8 +66,13 @@ class ActionResult(object):
 #: One delivered hook or action: ``started``/``ended`` are time.monotonic() values, ``relation``
 #: the relation id ("" for other hooks), ``log`` the juju-log messages the hook wrote,
 #: ``tool_calls`` the hook-tool calls it made, ``tools`` them by tool ({tool: calls}), ``context`` its
-#: JUJU_CONTEXT_ID (what a profiled charm run names in its record: hookclock.py).
-HookRun = collections.namedtuple("HookRun", "started ended unit hook seconds relation log tool_calls tools context")
+#: JUJU_CONTEXT_ID (what a profiled charm run names in its record: hookclock.py), ``remote`` its
+#: JUJU_REMOTE_UNIT ("" for none), ``causes`` why it was queued (for a relation-changed: each
+#: committed write of the remote side it covers, as (writer, writer's hook, [changed keys]); the
+#: writes between two runs are one hook, as on Juju: scheduler.py).
+HookRun = collections.namedtuple("HookRun", "started ended unit hook seconds relation log tool_calls tools context "
+                                            "remote causes")
+HookRun.__new__.__defaults__ = ("", ())
 
 
 class Model(vcaops.ModelOperations, uniter.Uniter):
@@ -237,7 +242,8 @@ class Model(vcaops.ModelOperations, uniter.Uniter):
                      if ctx_ == context}
             self.hook_log.append(HookRun(started, ended, unit, dispatch_path, ended - started,
                                          extra.get("JUJU_RELATION_ID", ""), new_log,
-                                         self._context_calls.pop(context, 0), tools, context))
+                                         self._context_calls.pop(context, 0), tools, context,
+                                         extra.get("JUJU_REMOTE_UNIT", ""), tuple(scheduler.current_causes())))
         if ctx.killed:
             self._views[unit].restart()
             self.hook_retry.reset(unit)     # a new uniter: its retry timer starts again
@@ -268,7 +274,7 @@ class Model(vcaops.ModelOperations, uniter.Uniter):
         if kind == "joined" and remote:
             self.jobs.changed_pending(unit, rid, remote)
         for changed_rid, owner in changed:
-            self._wake_remotes(changed_rid, owner)
+            self._wake_remotes(changed_rid, owner, (unit, hook, ctx.changed_keys[(changed_rid, owner)]))
         self._hook_committed(unit, hook)
         self._triggered(unit, hook, False)
 
@@ -292,7 +298,8 @@ class Model(vcaops.ModelOperations, uniter.Uniter):
         queued (``settle`` delivers them)."""
         self.jobs.run_now(unit, lambda: self._hook(unit, name, suffix, rid, remote, departing))
 
-    def _queue_hook(self, unit, name, suffix=None, rid=None, remote=None, departing=None, key=None, rank=None):
+    def _queue_hook(self, unit, name, suffix=None, rid=None, remote=None, departing=None, key=None, rank=None,
+                    cause=None):
         hook = _hook_name(name, suffix)
         relation = None
         if rid is not None:
@@ -304,9 +311,9 @@ class Model(vcaops.ModelOperations, uniter.Uniter):
         if hook == "config-changed":
             key = "config-changed"      # Juju runs one for every config change made meanwhile
         return self.jobs.submit(unit, lambda: self._hook(unit, name, suffix, rid, remote, departing), key=key,
-                                rank=rank, relation=relation)
+                                rank=rank, relation=relation, cause=cause)
 
-    def _wake_remotes(self, rid, writer):
+    def _wake_remotes(self, rid, writer, cause=None):
         with self._lock:
             rel = self._state["relations"].get(rid)
             units = list(rel["units"]) if rel else []
@@ -316,7 +323,7 @@ class Model(vcaops.ModelOperations, uniter.Uniter):
             if unit.split("/")[0] == writer_app or unit in self.silenced:
                 continue
             self.jobs.submit(unit, lambda unit=unit: self._wake(unit, rid, remote), key=vcaops.changed_key(rid, remote),
-                             rank=scheduler.RELATION, relation=(rid, "changed", remote))
+                             rank=scheduler.RELATION, relation=(rid, "changed", remote), cause=cause)
 
     def _wake(self, unit, rid, remote):
         """relation-changed for data ``remote`` wrote, unless the relation is gone meanwhile."""
@@ -377,7 +384,7 @@ class Model(vcaops.ModelOperations, uniter.Uniter):
             changed = ctx.commit(self._state["relations"])
             act = copy.deepcopy(self._state["units"][unit]["action"])
         for rid, owner in changed:
-            self._wake_remotes(rid, owner)
+            self._wake_remotes(rid, owner, (unit, "actions/" + name, ctx.changed_keys[(rid, owner)]))
         result = ActionResult(unit, name, "failed" if act["failed"] else "completed", act["results"],
                               act["failed"] or "", act["log"])
         with self._lock:

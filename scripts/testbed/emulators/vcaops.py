@@ -104,7 +104,7 @@ class ModelOperations(object):
                 # The data the remote writes before this runs needs no second hook (Juju's
                 # relation-changed after joined reports the remote's latest version).
                 self._queue_hook(unit, self._endpoint(rid, unit), suffix="relation-changed", rid=rid, remote=remote,
-                                 key=changed_key(rid, remote))
+                                 key=changed_key(rid, remote), cause=(remote, "joined", []))
 
     def _relations_of(self, unit):
         with self._lock:
@@ -192,7 +192,7 @@ class ModelOperations(object):
                     bag.pop(k, None)
                 else:
                     bag[k] = v
-        self._wake_remotes(str(rid), owner)
+        self._wake_remotes(str(rid), owner, (owner, "set_relation_data", sorted(values)))
         self.settle()
 
     def update_status(self, units=None):

@@ -42,6 +42,10 @@ def summary(result):
     times = {int(k): [r["seconds_after_first_config"] for r in v["runs"]] for k, v in sizes.items()}
     cpu = {int(k): [r["cpu_seconds"] for r in v["runs"] if r.get("cpu_seconds") is not None]
            for k, v in sizes.items()}
+    after_last = {int(k): [r["seconds_after_last_config"] for r in v["runs"] if "seconds_after_last_config" in r]
+                  for k, v in sizes.items()}
+    hub_sessions = {int(k): [r["hub_hook_classes"]["sessions"] / float(int(k)) for r in v["runs"]
+                             if r.get("hub_hook_classes")] for k, v in sizes.items()}
     out = {
         "product_vs_bare_wireguard": lowest,
         "wireguard_vs_openvpn_throughput": _median(dp, "charm_over_best_openvpn_tcp1"),
@@ -51,6 +55,13 @@ def summary(result):
         # The same growth in the CPU time the machine spent converging: on a machine whose cores
         # stay busy, convergence_32_over_8 is this figure, whatever the scheduling.
         "convergence_cpu_32_over_8": benchstats.growth(cpu, 8, 32),
+        # Beside the headline (from the first config, which at 32 tunnels includes the spread of the
+        # 33 VNFs' own config primitives through the VCA's shared slots): from the last config.
+        "convergence_after_last_config_32_over_8": benchstats.growth(after_last, 8, 32),
+        # The hub's reconcile sessions after the first config per spoke (its serial work: one per
+        # spoke whose key it could not read in an earlier session; hookclass.py), by size.
+        "hub_sessions_per_spoke": {str(k): benchstats.summarize(v)["median"] for k, v in sorted(hub_sessions.items())
+                                   if v} or None,
         "eps_seconds_up_after_last_config": _median((result.get("eps") or {}).get("summary"),
                                                     "seconds_after_last_config"),
         # Spokes joining a converged hub while an existing spoke pings it (spokejoin.py): echoes lost.

@@ -20,11 +20,7 @@ from vpnaas.oai.cn5g.common import NO, YES
 class AmfValues(NamedTuple):
     common: oai.Common
     slice: cn5g_common.Slice
-    n2: str          # own service addresses
-    n11: str
-    db: str
-    smf_ip: str      # the SMF's n11 address
-    mysql_ip: str    # MySQL's db address
+    addresses: oai.Addresses   # own: n2, n11, db; peers: the SMF's n11, MySQL's db
     db_user: str
     db_password: str
     region: str      # AMF region id (2 hex digits), set id (3), pointer (2)
@@ -35,21 +31,12 @@ class AmfValues(NamedTuple):
 class Amf(cn5g_common.Cn5gComponent[AmfValues]):
     name = "amf"
     title = "AMF"
-    repository = cn5g_common.repository("amf")
-    ref = cn5g_common.COMMITS["amf"]
-    program = "amf"
-    option_sources = ("src/oai_amf",)
-    build_labels = cn5g_common.build_labels("AMF")
 
     def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> AmfValues:
         return AmfValues(
             common=oai.common_values(config),
             slice=cn5g_common.slice_values(config),
-            n2=cn5g_common.address_of(config, "n2", self.title),
-            n11=cn5g_common.address_of(config, "n11", self.title),
-            db=cn5g_common.address_of(config, "db", self.title),
-            smf_ip=oai.peer_address(config, plan, "n11", "smf-address"),
-            mysql_ip=oai.peer_address(config, plan, "db", "mysql-address"),
+            addresses=self.addresses(config, plan),
             db_user=oai_validation.db_name(config.get("db-user"), "db-user"),
             db_password=oai_validation.secret_password(config.get("db-password"), "db-password"),
             region=oai_validation.hex_digits(config.get("amf-region-id"), "amf-region-id", 2),
@@ -62,13 +49,14 @@ class Amf(cn5g_common.Cn5gComponent[AmfValues]):
 
     def document(self, v: AmfValues) -> Dict[str, Any]:
         plmn = {"mcc": v.common.mcc, "mnc": v.common.mnc}
+        at = v.addresses
         doc = cn5g_common.header()
         doc["nfs"] = {
-            "amf": {"host": v.n11, "sbi": cn5g_common.sbi("n11"),
+            "amf": {"host": at.ip("n11"), "sbi": cn5g_common.sbi("n11"),
                     "n2": {"interface_name": cn5g_common.iface("n2"), "port": cn5g_common.N2_PORT}},
-            "smf": cn5g_common.peer(v.smf_ip),
+            "smf": cn5g_common.peer(at.peers["n11"]),
         }
-        doc["database"] = {"host": v.mysql_ip, "user": v.db_user, "type": "mysql", "password": v.db_password,
+        doc["database"] = {"host": at.peers["db"], "user": v.db_user, "type": "mysql", "password": v.db_password,
                            "database_name": "oai_db", "generate_random": YES, "connection_timeout": 300}
         doc["amf"] = {
             "amf_name": "OAI-AMF",

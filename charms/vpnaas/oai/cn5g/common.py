@@ -170,10 +170,21 @@ def served(slice_: Slice, session: Session, key: str) -> Dict[str, Any]:
 
 class Cn5gComponent(oai.Component[V]):
     """An NF of the 5G core: pinned source (``repository(name)``, ``COMMITS``), OAI's build script
-    (``build_labels(title)``), one generated YAML file."""
+    (``build_labels(title)``), one generated YAML file. An NF sets ``name`` and ``title``; the rest
+    of its description follows from them in OAI's layout (``__init__``)."""
 
     workdir = PREFIX
     ubuntu = "22.04"
+
+    def __init__(self) -> None:
+        # OAI names each NF's repository (oai-cn5g-<nf>), program, source folder (src/oai_<nf>,
+        # where its options are defined) and build script (build_<nf>) after it.
+        self.repository = repository(self.name)
+        self.ref = COMMITS[self.name]
+        self.program = self.name
+        self.option_sources = ("src/oai_" + self.name,)
+        self.build_labels = build_labels(self.title)
+
     @property
     def interfaces(self) -> Tuple[str, ...]:
         """Its reference points whose service addresses it binds by interface name (each gets a
@@ -198,8 +209,9 @@ class Cn5gComponent(oai.Component[V]):
 
     def own_addresses(self, values: V) -> Dict[str, str]:
         """{reference point: this NF's service address on it}: one for each reference point the
-        registry makes it an end of (its values name the field after the reference point)."""
-        return {rp.name: getattr(values, rp.name) for rp in registry.load().endpoints_of(self.name)}
+        registry makes it an end of (``oai.addresses``)."""
+        at = self.addresses_of(values)
+        return {rp: at.ip(rp) for rp in at.own}
 
     def n6(self, values: V) -> str:
         """The N6 interface ("": the default route's; "-": the NF has none)."""
@@ -230,11 +242,6 @@ def repository(name: str) -> str:
 def build_labels(title: str) -> Tuple[str, str]:
     """The labels of the two build steps (oai_build_<nf> in vnf/oai/install.sh)."""
     return ("installing the {} build dependencies".format(title), "building the " + title)
-
-
-def address_of(config: oai.Options, endpoint: str, title: str) -> str:
-    """This VNF's service address on ``endpoint`` (the first of <ep>-service-addresses), as text."""
-    return str(oai.own_address(config, endpoint, title).ip)
 
 
 def ambr(value: Any, what: str) -> str:

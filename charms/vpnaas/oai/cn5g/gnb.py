@@ -12,7 +12,6 @@ simulator library. The nrUE of the same VNF attaches over the RF simulator on lo
 (nrue.py).
 """
 
-import ipaddress
 from typing import Dict, List, NamedTuple, Optional
 
 from vpnaas.core import model
@@ -30,9 +29,7 @@ class GnbValues(NamedTuple):
     common: oai.Common
     sst: int
     sd: str      # 6 hex digits or "" (none)
-    n2: ipaddress.IPv4Interface
-    n3: ipaddress.IPv4Interface
-    amf_ip: str
+    addresses: oai.Addresses   # own: n2 (NG-C), n3 (NG-U); peer: the AMF's n2
 
 
 class Gnb(oai.Component[GnbValues]):
@@ -54,16 +51,14 @@ class Gnb(oai.Component[GnbValues]):
         slice_ = cn5g_common.slice_values(config)
         return GnbValues(
             common=oai.common_values(config), sst=slice_.sst, sd=slice_.sd,
-            n2=oai.own_address(config, "n2", self.title),
-            n3=oai.own_address(config, "n3", self.title),
-            amf_ip=oai.peer_address(config, plan, "n2", "amf-address"),
+            addresses=self.addresses(config, plan),
         )
 
     def run_argv(self, values: GnbValues) -> List[str]:
         return [self.binary, "-O", PREFIX + "/gnb.conf", "--gNBs.[0].min_rxtxtime", "6", "--rfsim", "--sa"]
 
     def render_spec(self, values: GnbValues) -> oai.RenderSpec:
-        common = values.common
+        common, at = values.common, values.addresses
         snssai = "sst = {};{}".format(values.sst, " sd = 0x{};".format(values.sd) if values.sd else "")
         edits = [
             _set("tracking_area_code", common.tac),
@@ -72,14 +67,14 @@ class Gnb(oai.Component[GnbValues]):
                  int(common.mcc), int(common.mnc), len(common.mnc), snssai),
              "count": 1, "what": "plmn_list (MCC, MNC, slice)"},
             {"pattern": r'(amf_ip_address\s*=\s*\(\s*\{\s*ipv4\s*=\s*")[^"]*(")',
-             "repl": r"\g<1>{}\g<2>".format(values.amf_ip), "count": 1, "what": "amf_ip_address"},
+             "repl": r"\g<1>{}\g<2>".format(at.peers["n2"]), "count": 1, "what": "amf_ip_address"},
             _set("GNB_INTERFACE_NAME_FOR_NG_AMF", "@N2_IFACE@", quoted=True),
-            _set("GNB_IPV4_ADDRESS_FOR_NG_AMF", str(values.n2), quoted=True),
+            _set("GNB_IPV4_ADDRESS_FOR_NG_AMF", str(at.own["n2"]), quoted=True),
             _set("GNB_INTERFACE_NAME_FOR_NGU", "@N3_IFACE@", quoted=True),
-            _set("GNB_IPV4_ADDRESS_FOR_NGU", str(values.n3), quoted=True),
+            _set("GNB_IPV4_ADDRESS_FOR_NGU", str(at.own["n3"]), quoted=True),
         ]
-        tokens: Dict[str, oai.Token] = {"@N2_IFACE@": {"iface_of": str(values.n2.ip)},
-                                        "@N3_IFACE@": {"iface_of": str(values.n3.ip)}}
+        tokens: Dict[str, oai.Token] = {"@N2_IFACE@": {"iface_of": at.ip("n2")},
+                                        "@N3_IFACE@": {"iface_of": at.ip("n3")}}
         return {"files": [{"src": "{}/{}".format(self.source_dir, TEMPLATE), "dst": PREFIX + "/gnb.conf",
                            "edits": edits, "tokens": tokens}]}
 
@@ -87,7 +82,8 @@ class Gnb(oai.Component[GnbValues]):
         return ["oai/configure-cn5g.sh"]
 
     def configure_calls(self, step: vnfscript.Step, values: GnbValues) -> None:
-        step.call("oai_configure_gnb", oai.b64_json(self.render_spec(values)), str(values.n2.ip), str(values.n3.ip))
+        step.call("oai_configure_gnb", oai.b64_json(self.render_spec(values)), values.addresses.ip("n2"),
+                  values.addresses.ip("n3"))
 
 
 COMPONENT = Gnb()

@@ -35,8 +35,7 @@ FIRST_SQN = 32
 
 
 class MysqlValues(NamedTuple):
-    db: str           # its db service address, where it listens
-    amf_ip: str       # the AMF's db address: the only host its account may connect from
+    addresses: oai.Addresses   # own: db (where it listens); peer: the AMF's db (its account's only host)
     user: str
     password: str
     imsi_first: str
@@ -73,8 +72,7 @@ class Mysql(oai.Component[MysqlValues]):
         k = oai_validation.secret_hex32(config.get("subscriber-k"), "subscriber-k")
         op = oai_validation.secret_hex32(config.get("subscriber-op"), "subscriber-op")
         return MysqlValues(
-            db=str(oai.own_address(config, "db", self.title).ip),
-            amf_ip=oai.peer_address(config, plan, "db", "amf-address"),
+            addresses=self.addresses(config, plan),
             user=oai_validation.db_name(config.get("db-user"), "db-user"),
             password=oai_validation.secret_password(config.get("db-password"), "db-password"),
             imsi_first=imsi, users=users, k=k, op=op, opc=oai.opc(k, op))
@@ -90,19 +88,19 @@ class Mysql(oai.Component[MysqlValues]):
 
     def render_spec(self, values: MysqlValues) -> oai.RenderSpec:
         cnf = ("# Managed by the VPNaaS charm.\n[mysqld]\nbind-address = {}\nmysqlx-bind-address = 127.0.0.1\n"
-               "skip-name-resolve = ON\ninit-file = {}\n").format(values.db, INIT_FILE)
+               "skip-name-resolve = ON\ninit-file = {}\n").format(values.addresses.ip("db"), INIT_FILE)
         return {"files": [{"content": cnf, "dst": CNF}]}
 
     def init_spec(self, values: MysqlValues) -> oai.JsonObject:
         """What vnf/oai/mysql-init.py writes into INIT_FILE (it holds the keys and the password)."""
         return {"schema": "{}/{}".format(self.source_dir, SCHEMA), "dst": INIT_FILE, "database": DATABASE,
-                "user": values.user, "host": values.amf_ip, "password": values.password,
+                "user": values.user, "host": values.addresses.peers["db"], "password": values.password,
                 "imsi_first": values.imsi_first, "count": values.users, "k": values.k, "opc": values.opc,
                 "sqn": FIRST_SQN}
 
     def configure_calls(self, step: vnfscript.Step, values: MysqlValues) -> None:
         step.secret("MYSQL_INIT", oai.b64_json(self.init_spec(values)))
-        step.call("oai_configure_mysql", oai.b64_json(self.render_spec(values)), values.db,
+        step.call("oai_configure_mysql", oai.b64_json(self.render_spec(values)), values.addresses.ip("db"),
                   oai.shipped_b64("oai/mysql-init.py"), INIT_FILE)
 
     def configure_files(self) -> List[str]:

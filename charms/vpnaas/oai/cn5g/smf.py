@@ -24,10 +24,7 @@ class SmfValues(NamedTuple):
     common: oai.Common
     slice: cn5g_common.Slice
     session: cn5g_common.Session
-    n11: str        # own service addresses
-    n4: str
-    amf_ip: str     # the AMF's n11 address
-    upf_ip: str     # the UPF's n4 address
+    addresses: oai.Addresses   # own: n4, n11; peers: the UPF's n4, the AMF's n11
     dns1: str
     dns2: str
     ue_mtu: int
@@ -39,21 +36,13 @@ class SmfValues(NamedTuple):
 class Smf(cn5g_common.Cn5gComponent[SmfValues]):
     name = "smf"
     title = "SMF"
-    repository = cn5g_common.repository("smf")
-    ref = cn5g_common.COMMITS["smf"]
-    program = "smf"
-    option_sources = ("src/oai_smf",)
-    build_labels = cn5g_common.build_labels("SMF")
 
     def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> SmfValues:
         return SmfValues(
             common=oai.common_values(config),
             slice=cn5g_common.slice_values(config),
             session=cn5g_common.session_values(config),
-            n11=cn5g_common.address_of(config, "n11", self.title),
-            n4=cn5g_common.address_of(config, "n4", self.title),
-            amf_ip=oai.peer_address(config, plan, "n11", "amf-address"),
-            upf_ip=oai.peer_address(config, plan, "n4", "upf-address"),
+            addresses=self.addresses(config, plan),
             dns1=oai_validation.ipv4(config.get("dns-primary"), "dns-primary"),
             dns2=oai_validation.ipv4(config.get("dns-secondary"), "dns-secondary"),
             ue_mtu=oai_validation.integer(config.get("ue-mtu", 1376), "ue-mtu", 1280, 1500),
@@ -64,16 +53,17 @@ class Smf(cn5g_common.Cn5gComponent[SmfValues]):
         )
 
     def document(self, v: SmfValues) -> Dict[str, Any]:
+        at = v.addresses
         doc = cn5g_common.header()
         doc["nfs"] = {
-            "amf": cn5g_common.peer(v.amf_ip),
-            "smf": {"host": v.n11, "sbi": cn5g_common.sbi("n11"),
+            "amf": cn5g_common.peer(at.peers["n11"]),
+            "smf": {"host": at.ip("n11"), "sbi": cn5g_common.sbi("n11"),
                     "n4": {"interface_name": cn5g_common.iface("n4"), "port": cn5g_common.N4_PORT}},
         }
         doc["smf"] = {
             "ue_mtu": v.ue_mtu,
             "support_features": {"use_local_subscription_info": YES, "use_local_pcc_rules": YES},
-            "upfs": [{"host": v.upf_ip, "port": cn5g_common.N4_PORT, "config": {"enable_usage_reporting": NO},
+            "upfs": [{"host": at.peers["n4"], "port": cn5g_common.N4_PORT, "config": {"enable_usage_reporting": NO},
                       "upf_info": {"interfaceUpfInfoList": [
                           {"interfaceType": "N3", "networkInstance": "access.oai.org"},
                           {"interfaceType": "N6", "networkInstance": "core.oai.org"}]}}],

@@ -23,20 +23,13 @@ class UpfValues(NamedTuple):
     common: oai.Common
     slice: cn5g_common.Slice
     session: cn5g_common.Session
-    n3: str        # own service addresses
-    n4: str
-    smf_ip: str    # the SMF's n4 address
+    addresses: oai.Addresses   # own: n3, n4; peer: the SMF's n4
     n6: str        # N6's interface name, "" for the default route's
 
 
 class Upf(cn5g_common.Cn5gComponent[UpfValues]):
     name = "upf"
     title = "UPF"
-    repository = cn5g_common.repository("upf")
-    ref = cn5g_common.COMMITS["upf"]
-    program = "upf"
-    option_sources = ("src/oai_upf",)
-    build_labels = cn5g_common.build_labels("UPF")
     prerequisites = oai.Component.prerequisites + ("iptables",)
 
     def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> UpfValues:
@@ -44,9 +37,7 @@ class Upf(cn5g_common.Cn5gComponent[UpfValues]):
             common=oai.common_values(config),
             slice=cn5g_common.slice_values(config),
             session=cn5g_common.session_values(config),
-            n3=cn5g_common.address_of(config, "n3", self.title),
-            n4=cn5g_common.address_of(config, "n4", self.title),
-            smf_ip=oai.peer_address(config, plan, "n4", "smf-address"),
+            addresses=self.addresses(config, plan),
             n6=oai_validation.interface_name(config.get("n6-interface"), "n6-interface"),
         )
 
@@ -61,7 +52,7 @@ class Upf(cn5g_common.Cn5gComponent[UpfValues]):
         doc = cn5g_common.header()
         gtpu = {"interface_name": cn5g_common.iface("n3"), "port": cn5g_common.GTPU_PORT}
         doc["nfs"] = {"upf": {
-            "host": v.n4, "sbi": cn5g_common.sbi("n4"), "n3": gtpu,
+            "host": v.addresses.ip("n4"), "sbi": cn5g_common.sbi("n4"), "n3": gtpu,
             "n4": {"interface_name": cn5g_common.iface("n4"), "port": cn5g_common.N4_PORT},
             "n6": {"interface_name": cn5g_common.iface("n6")}, "n9": dict(gtpu)}}
         doc["upf"] = {
@@ -70,7 +61,7 @@ class Upf(cn5g_common.Cn5gComponent[UpfValues]):
             # Each entry a map with ``host``: the UPF reads ``smfs[i]["host"]`` (upf_config_yaml.cpp);
             # a bare address makes yaml-cpp throw there, the UPF loses smfs and upf_info and never
             # associates (docs/cn5g.md).
-            "smfs": [{"host": v.smf_ip}],
+            "smfs": [{"host": v.addresses.peers["n4"]}],
             "upf_info": cn5g_common.served(v.slice, v.session, "Upf"),
         }
         doc["dnns"] = cn5g_common.dnns(v.session)

@@ -8,7 +8,6 @@ whitespace-sensitive sed did nothing silently). At v1.2.2 build_oai builds into
 cmake_targets/lte_build_oai/build (ran_build is the name of later releases).
 """
 
-import ipaddress
 from typing import Dict, List, NamedTuple, Optional
 
 from vpnaas.core import model
@@ -27,9 +26,7 @@ _set = oai.set_edit
 
 class EnbValues(NamedTuple):
     common: oai.Common
-    s1c: ipaddress.IPv4Interface
-    s1u: ipaddress.IPv4Interface
-    mme_ip: str
+    addresses: oai.Addresses  # own: s1c, s1u; peer: the MME's s1c
     dl_freq: int  # Hz
     prb: int  # one of PRBS
 
@@ -55,9 +52,7 @@ class Enb(oai.Component[EnbValues]):
     def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> EnbValues:
         values = EnbValues(
             common=oai.common_values(config),
-            s1c=oai.own_address(config, "s1c", self.title),
-            s1u=oai.own_address(config, "s1u", self.title),
-            mme_ip=oai.peer_address(config, plan, "s1c", "mme-address"),
+            addresses=self.addresses(config, plan),
             dl_freq=oai_validation.integer(config.get("downlink-frequency"), "downlink-frequency",
                                            400000000, 6000000000),
             prb=oai_validation.integer(config.get("prb"), "prb", 6, 100),
@@ -72,7 +67,8 @@ class Enb(oai.Component[EnbValues]):
         return [self.binary, "-O", PREFIX + "/enb.conf", "--rfsim"]
 
     def render_spec(self, values: EnbValues) -> oai.RenderSpec:
-        s1c, s1u, common = values.s1c, values.s1u, values.common
+        at, common = values.addresses, values.common
+        s1c, s1u = at.own["s1c"], at.own["s1u"]
         edits = [
             _set("tracking_area_code", common.tac),
             _set("mcc", common.mcc, "mcc (plmn_list)"),
@@ -82,7 +78,7 @@ class Enb(oai.Component[EnbValues]):
             _set("downlink_frequency", "{}L".format(values.dl_freq)),
             {
                 "pattern": r'(mme_ip_address\s*=\s*\(\s*\{\s*ipv4\s*=\s*")[^"]*(")',
-                "repl": r"\g<1>{}\g<2>".format(values.mme_ip),
+                "repl": r"\g<1>{}\g<2>".format(at.peers["s1c"]),
                 "count": 1,
                 "what": "mme_ip_address",
             },
@@ -109,8 +105,8 @@ class Enb(oai.Component[EnbValues]):
         step.call(
             "oai_configure_enb",
             oai.b64_json(self.render_spec(values)),
-            str(values.s1c.ip),
-            str(values.s1u.ip),
+            values.addresses.ip("s1c"),
+            values.addresses.ip("s1u"),
         )
 
 

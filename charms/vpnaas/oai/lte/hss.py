@@ -43,8 +43,7 @@ HSS_SUBMODULE_PINS = (
 
 class HssValues(NamedTuple):
     common: oai.Common
-    hss_ip: str  # its S6a service address, where Cassandra listens too
-    mme_ip: str
+    addresses: oai.Addresses  # own: s6a (where Cassandra listens too); peer: the MME's s6a
     imsi_first: str
     msisdn_first: str
     users: int
@@ -87,8 +86,7 @@ class Hss(oai.Component[HssValues]):
     def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> HssValues:
         values = HssValues(
             common=oai.common_values(config),
-            hss_ip=str(oai.own_address(config, "s6a", self.title).ip),
-            mme_ip=oai.peer_address(config, plan, "s6a", "mme-address"),
+            addresses=self.addresses(config, plan),
             imsi_first=oai_validation.digits(config.get("imsi-first"), "imsi-first", 6, 15),
             msisdn_first=oai_validation.digits(config.get("msisdn-first"), "msisdn-first", 5, 15),
             users=oai_validation.integer(config.get("number-of-users"), "number-of-users", 1, 100000),
@@ -121,17 +119,17 @@ class Hss(oai.Component[HssValues]):
         return [values.lte_k, values.lte_op]
 
     def setup_settings(self, values: HssValues) -> List[Tuple[str, str]]:
-        realm = values.common.realm
+        realm, ip = values.common.realm, values.addresses.ip("s6a")
         return [
-            ("host", "{} hss.{} hss".format(values.hss_ip, realm)),
-            ("host", "{} mme.{} mme".format(values.mme_ip, realm)),
+            ("host", "{} hss.{} hss".format(ip, realm)),
+            ("host", "{} mme.{} mme".format(values.addresses.peers["s6a"], realm)),
             # Before every start (boot included): Cassandra must answer CQL, or the HSS hangs.
-            ("cql", "{} {}".format(values.hss_ip, values.cassandra_timeout)),
+            ("cql", "{} {}".format(ip, values.cassandra_timeout)),
         ]
 
     def render_spec(self, values: HssValues) -> oai.RenderSpec:
         src = self.source_dir + "/etc/"
-        realm, ip = values.common.realm, values.hss_ip
+        realm, ip = values.common.realm, values.addresses.ip("s6a")
         fqdn = "hss." + realm
         listen: oai.JsonObject = {
             "pattern": r'#?[ \t]*ListenOn[ \t]*=[ \t]*"[^"\n]*"[ \t]*;',
@@ -203,7 +201,7 @@ class Hss(oai.Component[HssValues]):
                 "--realm",
                 realm,
                 "--cassandra-cluster",
-                values.hss_ip,
+                values.addresses.ip("s6a"),
                 "--verbose",
                 "False",
             ],
@@ -217,7 +215,7 @@ class Hss(oai.Component[HssValues]):
         step.secret("HSS_PROVISION", oai.b64_json(self.provision_spec(values)))
         step.call(
             "oai_configure_hss",
-            values.hss_ip,
+            values.addresses.ip("s6a"),
             self.source_dir,
             values.common.realm,
             values.users,

@@ -5,7 +5,6 @@ manages); the HSS and SPGW-C addresses come from explicit options or from the s6
 TAC_0 is the configured TAC (the one the eNB announces), TAC_1/TAC_2 the next two.
 """
 
-import ipaddress
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from vpnaas.core import model
@@ -27,11 +26,7 @@ def tac_bytes(tac: int) -> Tuple[str, str]:
 
 class MmeValues(NamedTuple):
     common: oai.Common
-    s6a: ipaddress.IPv4Interface
-    s11: ipaddress.IPv4Interface
-    s1c: ipaddress.IPv4Interface
-    hss_ip: str
-    sgw_ip: str
+    addresses: oai.Addresses  # own: s6a, s11, s1c; peers: the HSS's s6a, the SPGW-C's s11
     gid: int
     code: int
 
@@ -56,11 +51,7 @@ class Mme(oai.Component[MmeValues]):
     def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> MmeValues:
         return MmeValues(
             common=oai.common_values(config),
-            s6a=oai.own_address(config, "s6a", self.title),
-            s11=oai.own_address(config, "s11", self.title),
-            s1c=oai.own_address(config, "s1c", self.title),
-            hss_ip=oai.peer_address(config, plan, "s6a", "hss-address"),
-            sgw_ip=oai.peer_address(config, plan, "s11", "sgw-s11-address"),
+            addresses=self.addresses(config, plan),
             gid=oai_validation.integer(config.get("mme-gid"), "mme-gid", 0, 65535),
             code=oai_validation.integer(config.get("mme-code"), "mme-code", 0, 255),
         )
@@ -69,17 +60,18 @@ class Mme(oai.Component[MmeValues]):
         return [self.binary, "-c", PREFIX + "/mme.conf"]
 
     def setup_settings(self, values: MmeValues) -> List[Tuple[str, str]]:
-        realm = values.common.realm
-        return [("host", "{} mme.{} mme".format(values.s6a.ip, realm)),
-                ("host", "{} hss.{} hss".format(values.hss_ip, realm))]
+        realm, at = values.common.realm, values.addresses
+        return [("host", "{} mme.{} mme".format(at.ip("s6a"), realm)),
+                ("host", "{} hss.{} hss".format(at.peers["s6a"], realm))]
 
     def tokens(self, values: MmeValues) -> Dict[str, oai.Token]:
         common = values.common
         realm, mcc, mnc, tac = common.realm, common.mcc, common.mnc, common.tac
         mnc3 = "{:03d}".format(int(mnc))
-        s1c, s11 = values.s1c, values.s11
+        at = values.addresses
+        s1c, s11 = at.own["s1c"], at.own["s11"]
         tokens: Dict[str, oai.Token] = {
-            "@MME_S6A_IP_ADDR@": str(values.s6a.ip),
+            "@MME_S6A_IP_ADDR@": at.ip("s6a"),
             "@INSTANCE@": "1",
             "@PREFIX@": PREFIX,
             "@REALM@": realm,
@@ -87,7 +79,7 @@ class Mme(oai.Component[MmeValues]):
             "@MME_FQDN@": "mme." + realm,
             "@HSS_HOSTNAME@": "hss",
             "@HSS_FQDN@": "hss." + realm,
-            "@HSS_IP_ADDR@": values.hss_ip,
+            "@HSS_IP_ADDR@": at.peers["s6a"],
             "@MCC@": mcc,
             "@MNC@": mnc,
             "@MME_GID@": str(values.gid),
@@ -103,8 +95,8 @@ class Mme(oai.Component[MmeValues]):
             "@MME_INTERFACE_NAME_FOR_S10@": "lo",
             "@MME_IPV4_ADDRESS_FOR_S10@": "127.0.0.10/8",
             "@OUTPUT@": "CONSOLE",
-            "@SGW_IPV4_ADDRESS_FOR_S11_0@": values.sgw_ip,
-            "@SGW_IPV4_ADDRESS_FOR_S11_TEST_0@": values.sgw_ip,
+            "@SGW_IPV4_ADDRESS_FOR_S11_0@": at.peers["s11"],
+            "@SGW_IPV4_ADDRESS_FOR_S11_TEST_0@": at.peers["s11"],
             "@PEER_MME_IPV4_ADDRESS_FOR_S10_0@": "0.0.0.0/24",
             "@PEER_MME_IPV4_ADDRESS_FOR_S10_1@": "0.0.0.0/24",
         }
@@ -137,9 +129,9 @@ class Mme(oai.Component[MmeValues]):
             self.source_dir,
             PREFIX + "/freeDiameter",
             "mme." + values.common.realm,
-            str(values.s1c.ip),
-            str(values.s11.ip),
-            str(values.s6a.ip),
+            values.addresses.ip("s1c"),
+            values.addresses.ip("s11"),
+            values.addresses.ip("s6a"),
         )
 
 

@@ -68,10 +68,7 @@ def pdn_network_edit(pool: ipaddress.IPv4Network) -> oai.JsonObject:
 
 class SpgwcValues(NamedTuple):
     common: oai.Common
-    s11: ipaddress.IPv4Interface
-    sxab: ipaddress.IPv4Interface
-    mme_ip: str
-    spgwu_ip: str
+    addresses: oai.Addresses  # own: s11, sxab; peers: the MME's s11, the SPGW-U's sxab
     pool: ipaddress.IPv4Network  # the UE pool
     dns1: str
     dns2: str
@@ -94,10 +91,7 @@ class Spgwc(oai.Component[SpgwcValues]):
     def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> SpgwcValues:
         return SpgwcValues(
             common=oai.common_values(config),
-            s11=oai.own_address(config, "s11", self.title),
-            sxab=oai.own_address(config, "sxab", self.title),
-            mme_ip=oai.peer_address(config, plan, "s11", "mme-address"),
-            spgwu_ip=oai.peer_address(config, plan, "sxab", "spgwu-address"),
+            addresses=self.addresses(config, plan),
             pool=oai_validation.ipv4_pool(config.get("ue-ip-pool"), "ue-ip-pool"),
             dns1=oai_validation.ipv4(config.get("dns-primary"), "dns-primary"),
             dns2=oai_validation.ipv4(config.get("dns-secondary"), "dns-secondary"),
@@ -110,12 +104,12 @@ class Spgwc(oai.Component[SpgwcValues]):
         return [("loaddr", "{}/8 lo:s5c".format(S5_SGW)), ("loaddr", "{}/8 lo:p5c".format(S5_PGW))]
 
     def render_spec(self, values: SpgwcValues) -> oai.RenderSpec:
-        realm = values.common.realm
+        realm, at = values.common.realm, values.addresses
         tokens: Dict[str, oai.Token] = {
             "@INSTANCE@": "0",
             "@PID_DIRECTORY@": "/var/run",
-            "@SGW_INTERFACE_NAME_FOR_S11@": {"iface_of": str(values.s11.ip)},
-            "@PGW_INTERFACE_NAME_FOR_SX@": {"iface_of": str(values.sxab.ip)},
+            "@SGW_INTERFACE_NAME_FOR_S11@": {"iface_of": at.ip("s11")},
+            "@PGW_INTERFACE_NAME_FOR_SX@": {"iface_of": at.ip("sxab")},
             "@SGW_INTERFACE_NAME_FOR_S5_S8_CP@": "lo:s5c",
             "@PGW_INTERFACE_NAME_FOR_S5_S8_CP@": "lo:p5c",
             "@DEFAULT_DNS_IPV4_ADDRESS@": values.dns1,
@@ -123,8 +117,8 @@ class Spgwc(oai.Component[SpgwcValues]):
             "@DEFAULT_APN@": "default." + realm,
         }
         edits = [
-            explicit_address("@SGW_INTERFACE_NAME_FOR_S11@", values.s11),
-            explicit_address("@PGW_INTERFACE_NAME_FOR_SX@", values.sxab),
+            explicit_address("@SGW_INTERFACE_NAME_FOR_S11@", at.own["s11"]),
+            explicit_address("@PGW_INTERFACE_NAME_FOR_SX@", at.own["sxab"]),
             ue_pool_edit(values.pool),
             {
                 "pattern": r'APN_NI\s*=\s*"apn1"',
@@ -148,16 +142,14 @@ class Spgwc(oai.Component[SpgwcValues]):
         step.call(
             "oai_configure_spgwc",
             oai.b64_json(self.render_spec(values)),
-            str(values.s11.ip),
-            str(values.sxab.ip),
+            values.addresses.ip("s11"),
+            values.addresses.ip("sxab"),
         )
 
 
 class SpgwuValues(NamedTuple):
     common: oai.Common
-    s1u: ipaddress.IPv4Interface
-    sxab: ipaddress.IPv4Interface
-    spgwc_ip: str
+    addresses: oai.Addresses  # own: sxab, s1u; peer: the SPGW-C's sxab
     pool: ipaddress.IPv4Network  # the UE pool
     sgi: str  # SGi's interface name, "" for the default route's
 
@@ -180,9 +172,7 @@ class Spgwu(oai.Component[SpgwuValues]):
     def config_values(self, config: oai.Options, plan: Optional[model.Plan]) -> SpgwuValues:
         return SpgwuValues(
             common=oai.common_values(config),
-            s1u=oai.own_address(config, "s1u", self.title),
-            sxab=oai.own_address(config, "sxab", self.title),
-            spgwc_ip=oai.peer_address(config, plan, "sxab", "spgwc-address"),
+            addresses=self.addresses(config, plan),
             pool=oai_validation.ipv4_pool(config.get("ue-ip-pool"), "ue-ip-pool"),
             sgi=oai_validation.interface_name(config.get("sgi-interface"), "sgi-interface"),
         )
@@ -195,18 +185,19 @@ class Spgwu(oai.Component[SpgwuValues]):
         return [("nat", "{} {}".format(values.pool, values.sgi).strip())]
 
     def render_spec(self, values: SpgwuValues) -> oai.RenderSpec:
+        at = values.addresses
         tokens: Dict[str, oai.Token] = {
             "@INSTANCE@": "0",
             "@PID_DIRECTORY@": "/var/run",
-            "@SGW_INTERFACE_NAME_FOR_S1U_S12_S4_UP@": {"iface_of": str(values.s1u.ip)},
-            "@SGW_INTERFACE_NAME_FOR_SX@": {"iface_of": str(values.sxab.ip)},
+            "@SGW_INTERFACE_NAME_FOR_S1U_S12_S4_UP@": {"iface_of": at.ip("s1u")},
+            "@SGW_INTERFACE_NAME_FOR_SX@": {"iface_of": at.ip("sxab")},
             # Only known on the VNF (the default route's interface unless sgi-interface is set).
             "@SGW_INTERFACE_NAME_FOR_SGI@": {"var": "SGI"},
-            "@SPGWC0_IP_ADDRESS@": values.spgwc_ip,
+            "@SPGWC0_IP_ADDRESS@": at.peers["sxab"],
         }
         edits = [
-            explicit_address("@SGW_INTERFACE_NAME_FOR_S1U_S12_S4_UP@", values.s1u),
-            explicit_address("@SGW_INTERFACE_NAME_FOR_SX@", values.sxab),
+            explicit_address("@SGW_INTERFACE_NAME_FOR_S1U_S12_S4_UP@", at.own["s1u"]),
+            explicit_address("@SGW_INTERFACE_NAME_FOR_SX@", at.own["sxab"]),
             pdn_network_edit(values.pool),
         ]
         return {
@@ -225,8 +216,8 @@ class Spgwu(oai.Component[SpgwuValues]):
             "oai_configure_spgwu",
             oai.b64_json(self.render_spec(values)),
             values.sgi,
-            str(values.s1u.ip),
-            str(values.sxab.ip),
+            values.addresses.ip("s1u"),
+            values.addresses.ip("sxab"),
         )
 
 

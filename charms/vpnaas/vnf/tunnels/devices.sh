@@ -63,6 +63,49 @@ wg_canon_running() {  # dev endpoint-peers: the device's running configuration a
       n = split($4, a, ","); for (i = 1; i <= n; i++) if (a[i] != "(none)") print "peer " $1 " allowed " a[i] }'
 }
 
+PQ_PSK_MARK='# PresharedKey managed by pq-psk'
+
+pq_managed() {  # configuration-file: the peers whose preshared key pq-psk manages ("key key ..."), from the configuration file
+  # The charm marks such a peer in its [Peer] section (wgconfig.py); `wg-quick strip` drops the
+  # comment, so it is read from the file. The sync never sets or resets their preshared key: the
+  # pq-psk daemon installs a new one at every renewal (docs/security.md).
+  awk -v mark="$PQ_PSK_MARK" -F' = ' '
+    /^\[/ { s = ($0 ~ /^\[Peer\]/) ? "p" : "i"; p = ""; m = 0; next }
+    s == "p" && $1 == "PublicKey" { p = $2 }
+    s == "p" && $0 == mark { m = 1 }
+    s == "p" && p != "" && m { printf "%s ", p; m = 0 }' "$1" 2>/dev/null || true
+}
+
+drop_managed_psk() {  # managed-keys: canonical lines on stdin without the psk line of those peers
+  awk -v keep="$1" 'BEGIN { n = split(keep, k, " "); for (i = 1; i <= n; i++) M[k[i]] = 1 }
+    !($1 == "peer" && $3 == "psk" && ($2 in M)) { print }'
+}
+
+keep_managed_psk() {  # dev managed-keys: the stripped configuration on stdin, each managed peer's running preshared key added
+  # `wg syncconf` gives a running peer whose entry has no PresharedKey an all-zero one
+  # (wireguard-tools src/setconf.c, sync_conf), and a managed peer's entry never has one: the
+  # key pq-psk agreed would be gone until the daemon put it back, and for good while it does not
+  # run. So each managed peer's entry carries the key it runs with. The keys go from `wg show` to
+  # the caller's `wg syncconf` through pipes and bash builtins only: never an argument, a file
+  # or a log line.
+  local dev=$1 managed=" $2 " pub psk line cur=""
+  local -A held=()
+  while IFS=$'\t' read -r pub psk; do
+    case "$managed" in *" $pub "*) [ "$psk" = "(none)" ] || held[$pub]=$psk ;; esac
+  done < <(timeout "$WG_TIMEOUT" wg show "$dev" preshared-keys 2>/dev/null || true)
+  while IFS= read -r line || [ -n "$line" ]; do
+    case "$line" in
+      '['*) cur="" ;;
+      PresharedKey*) if [ -n "$cur" ]; then continue; fi ;;
+    esac
+    printf '%s\n' "$line"
+    if [[ $line =~ ^PublicKey\ =\ ([A-Za-z0-9+/]+=)$ ]] && [ -n "${held[${BASH_REMATCH[1]}]:-}" ]; then
+      cur=${BASH_REMATCH[1]}
+      printf 'PresharedKey = %s\n' "${held[$cur]}"
+    fi
+  done
+}
+
 device_unchanged() {  # dev stripped-configuration: true when the running device already is that
   # `wg syncconf` replaces every peer's allowed IPs even when they are the same, and the
   # userspace implementations remove and insert them one call at a time: a packet to or from
@@ -70,10 +113,11 @@ device_unchanged() {  # dev stripped-configuration: true when the running device
   # per second over 1,500 syncconfs of an unchanged configuration, wireguard-go). A step that
   # reconciles one tunnel would so cost the VNF's other tunnels an occasional packet. The private
   # key never leaves this function's pipes.
-  local wanted peers running
-  wanted=$(printf '%s\n' "$2" | wg_canon_wanted | LC_ALL=C sort) || return 1
+  local wanted peers running managed
+  managed=$(pq_managed "/etc/wireguard/$1.conf")
+  wanted=$(printf '%s\n' "$2" | wg_canon_wanted | drop_managed_psk "$managed" | LC_ALL=C sort) || return 1
   peers=$(printf '%s\n' "$wanted" | awk '$3 == "endpoint" { printf "%s ", $2 }')
-  running=$(wg_canon_running "$1" "$peers" | LC_ALL=C sort) || return 1
+  running=$(wg_canon_running "$1" "$peers" | drop_managed_psk "$managed" | LC_ALL=C sort) || return 1
   [ -n "$running" ] && [ "$wanted" = "$running" ]
 }
 
@@ -113,7 +157,8 @@ wg_peer_changes() {  # wanted running names old-names: what makes the running de
         else if (k in name) { if (new || name[k] != old[k]) e = name[k] }
         if (new || val["W", k, "keepalive"] != val["R", k, "keepalive"]) ka = val["W", k, "keepalive"]
         if (new || al["W", k] != al["R", k]) a = (al["W", k] == "") ? "(none)" : substr(al["W", k], 2)
-        if (val["W", k, "psk"] != (new ? "none" : val["R", k, "psk"])) p = val["W", k, "psk"]
+        # no psk line: pq-psk manages it (drop_managed_psk), the sync leaves it as it runs
+        if ((("W", k, "psk") in val) && val["W", k, "psk"] != (new ? "none" : val["R", k, "psk"])) p = val["W", k, "psk"]
         if (p != "-" && p != "none") { print "resync"; continue }
         if (new || e != "-" || ka != "-" || a != "-" || p != "-") print "set " k " " e " " ka " " a " " p
       }
@@ -131,11 +176,13 @@ device_sync() {  # dev stripped-configuration previous-names: the running device
   # compared whole once more, and synced whole only if it still differs. Sets SYNC_HOW:
   # "unchanged", "set <n>" (the changes: key, port, each peer set or removed) or "syncconf". Not for boringtun, whose
   # UAPI a partial update wedges (ensure_device gives it `wg setconf` instead).
-  local dev=$1 wanted peers running changes kind peer ep ka allowed psk n=0 whole=0
-  local -a args=() removals=()
-  wanted=$(printf '%s\n' "$2" | wg_canon_wanted | LC_ALL=C sort) || return 1
+  local dev=$1 wanted peers running changes kind peer ep ka allowed psk n=0 whole=0 managed rekey=0
+  local -a args=() removals=() voided=()
+  # A peer whose preshared key pq-psk manages has no psk line on either side: never reset.
+  managed=$(pq_managed "/etc/wireguard/$dev.conf")
+  wanted=$(printf '%s\n' "$2" | wg_canon_wanted | drop_managed_psk "$managed" | LC_ALL=C sort) || return 1
   peers=$(printf '%s\n' "$wanted" | awk '$3 == "endpoint" { printf "%s ", $2 }')
-  running=$(wg_canon_running "$dev" "$peers" | LC_ALL=C sort) || return 1
+  running=$(wg_canon_running "$dev" "$peers" | drop_managed_psk "$managed" | LC_ALL=C sort) || return 1
   changes=$(wg_peer_changes "$wanted" "$running" "$(printf '%s\n' "$2" | wg_named_endpoints)" "$3")
   if [ -n "$running" ] && [ -z "$changes" ]; then
     SYNC_HOW=unchanged
@@ -143,7 +190,7 @@ device_sync() {  # dev stripped-configuration previous-names: the running device
   fi
   while read -r kind peer ep ka allowed psk; do
     case "$kind" in
-      key) args+=(private-key "/etc/wireguard/$dev.key"); n=$((n + 1)) ;;
+      key) args+=(private-key "/etc/wireguard/$dev.key"); n=$((n + 1)); rekey=1 ;;
       port) args+=(listen-port "$peer"); n=$((n + 1)) ;;
       remove) removals+=(peer "$peer" remove); n=$((n + 1)) ;;
       set)
@@ -156,14 +203,27 @@ device_sync() {  # dev stripped-configuration previous-names: the running device
       *) whole=1 ;;
     esac
   done <<< "$changes"
+  # A new own key voids every preshared key pq-psk agreed on this device: a key is bound to the
+  # pair of public keys, and the other end's entry for the new key starts without one. Cleared in
+  # the same `wg set` as the key change, so both ends start the new pair classical at once (the
+  # daemon never puts back a key agreed under the previous own key: pqpsk/daemon.go).
+  if [ "$rekey" = 1 ]; then
+    for peer in $managed; do
+      printf '%s\n' "$running" | grep -qF "peer $peer " && voided+=(peer "$peer" preshared-key /dev/null)
+    done
+  fi
   if [ "$whole" = 0 ] && [ -n "$running" ]; then
-    timeout "$WG_TIMEOUT" wg set "$dev" "${args[@]}" "${removals[@]}"
+    timeout "$WG_TIMEOUT" wg set "$dev" "${args[@]}" "${voided[@]}" "${removals[@]}"
     if device_unchanged "$dev" "$2"; then
       SYNC_HOW="set $n"
       return 0
     fi
   fi
-  wg syncconf "$dev" <(printf '%s\n' "$2")
+  # The whole sync keeps the managed peers' running preshared keys (keep_managed_psk), except
+  # with a new own key, which voids them (above).
+  if [ "$rekey" = 1 ]; then managed=""; fi
+  wg syncconf "$dev" <(printf '%s\n' "$2" | keep_managed_psk "$dev" "$managed")
+  if [ "${#voided[@]}" -gt 0 ]; then timeout "$WG_TIMEOUT" wg set "$dev" "${voided[@]}" 2>/dev/null || true; fi
   SYNC_HOW=syncconf
 }
 
@@ -251,12 +311,14 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementati
     elif [ "$how" = setconf ]; then
       wg setconf "$dev" <(printf '%s\n' "$stripped")
     fi
+    if [ "$how" != unchanged ]; then pq_psk_kick; fi
     apply_routes "$dev"
     dataplane_report "$dev" "$DP_IMPL"
     out "APPLIED $dev $how"
   else
     write_if_changed "$conf" 600 "$wanted"
     device_up "$dev" "$DP_IMPL" "$DP_PROGRAM"
+    pq_psk_kick   # a re-created device has no preshared key: the agreed ones go back now
     # PostUp already ran the hook; once more to report what it refused.
     apply_routes "$dev"
     dataplane_report "$dev" "$DP_IMPL"

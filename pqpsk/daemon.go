@@ -1,0 +1,463 @@
+// One device's runner: a listener on the device's inner address answering the peers this end
+// responds to, and one renewal loop per peer this end initiates. Each peer is independent: an
+// exchange that fails or is refused changes nothing but that peer's counters.
+package main
+
+import (
+	"context"
+	"errors"
+	"log"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const maxConns = 16 // connections answered at once per device
+
+// Runner runs one device's configuration until its context ends.
+type Runner struct {
+	Conf     *DeviceConf
+	Dev      Device
+	States   *States
+	StateDir string
+	// RetryMin is the first retry delay after a failed exchange (doubling up to the interval).
+	RetryMin time.Duration
+	// Watch is how often the device's preshared keys are compared with the agreed ones (0: 5 s).
+	Watch time.Duration
+	// ConfigPath is the device's file: a key is put back only for a peer it still lists (the VNF
+	// step rewrites it before it resets a peer's key, so the two never fight). "": no check.
+	ConfigPath string
+	// StaleAfter is how long a peer may go without a handshake and without a completed exchange
+	// before the key its device holds is given up (0: RejectAfterTime; fallBackStale).
+	StaleAfter time.Duration
+	// Kick makes the watch look at once (the VNF step has just written a device: SIGHUP).
+	Kick    chan struct{}
+	started time.Time
+	// dirty: counters changed that only saveSoon saved (refusals); flushLoop writes them.
+	dirty   atomic.Bool
+	dirtyCh chan struct{}
+}
+
+// RejectAfterTime is WireGuard's: a session's keys are used at most this long after the
+// handshake that made them (wireguard-go device/constants.go; the kernel's messages.h the same).
+const RejectAfterTime = 180 * time.Second
+
+// retryCap bounds the wait between failed exchanges, whatever the interval: after a fallback to
+// a classical tunnel the next exchange should not wait a whole interval.
+const retryCap = 30 * time.Second
+
+// stillListed tells whether the device's file on disk still lists pub.
+func (r *Runner) stillListed(pub [keyLen]byte) bool {
+	if r.ConfigPath == "" {
+		return true
+	}
+	data, err := readBounded(r.ConfigPath)
+	if err != nil {
+		return false
+	}
+	conf, err := ParseConfig(data)
+	if err != nil {
+		return false
+	}
+	for _, p := range conf.Peers {
+		if p.Pub == pub {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Runner) watchEvery() time.Duration {
+	if r.Watch > 0 {
+		return r.Watch
+	}
+	return 5 * time.Second
+}
+
+func (r *Runner) save() {
+	r.dirty.Store(false) // this write has them
+	if r.StateDir != "" {
+		if err := r.States.Save(r.StateDir); err != nil {
+			log.Printf("%s: status not saved: %v", r.Conf.Device, err)
+		}
+	}
+}
+
+// saveSoon records that refusal counters changed: they are written within a second (flushLoop),
+// with the next save, or at shutdown. A connection flood (the listener is reachable from the
+// underlay, listen.go) costs at most one status file write a second per device, not one each.
+func (r *Runner) saveSoon() {
+	r.dirty.Store(true)
+	select {
+	case r.dirtyCh <- struct{}{}:
+	default:
+	}
+}
+
+// flushLoop writes the counters saveSoon left, at most once a second, and the last ones before
+// the runner ends (its caller may remove the status file right after).
+func (r *Runner) flushLoop(ctx context.Context) {
+	flush := func() {
+		if r.dirty.Load() {
+			r.save()
+		}
+	}
+	defer flush()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.dirtyCh:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		flush()
+	}
+}
+
+// Run starts the listener and the initiator loops, and waits for ctx.
+func (r *Runner) Run(ctx context.Context) {
+	r.started = time.Now()
+	r.dirtyCh = make(chan struct{}, 1)
+	own := r.Conf.Public
+	keep := map[[keyLen]byte]bool{}
+	initiators := map[[keyLen]byte]*PeerState{}
+	r.States.Bind(own)
+	for _, p := range r.Conf.Peers {
+		keep[p.Pub] = true
+		if lessKey(own, p.Pub) {
+			initiators[p.Pub] = r.States.Peer(p.Pub, "initiator")
+		} else {
+			r.States.Peer(p.Pub, "responder")
+		}
+	}
+	r.States.Keep(keep)
+	r.adopt() // before the loops: a key adopted is renewed on its schedule, not at once
+	r.save()
+	var wg sync.WaitGroup
+	for _, p := range r.Conf.Peers {
+		if st := initiators[p.Pub]; st != nil {
+			wg.Add(1)
+			go func(p PeerConf) { defer wg.Done(); r.initiateLoop(ctx, own, p, st) }(p)
+		}
+	}
+	wg.Add(3)
+	go func() { defer wg.Done(); r.flushLoop(ctx) }()
+	go func() { defer wg.Done(); r.listen(ctx, own) }()
+	go func() { defer wg.Done(); r.keepInstalled(ctx) }()
+	wg.Wait()
+}
+
+// keepInstalled puts the agreed key back when the device lost it: a device re-created by
+// wg-quick or set whole (wg setconf) starts without preshared keys, while the other end still
+// holds the agreed one; their handshakes would fail, and with them the tunnel this protocol runs
+// over. Only keys agreed by both ends are put back, so nothing is switched one-sidedly.
+//
+// A key is bound to the pair of public keys it was agreed under. While the device's own key is
+// not the one its file names (the VNF step has just changed it: a key rotation; the file
+// follows), nothing is put back; a key agreed under an earlier own key is void, and cleared from
+// the device should it still hold it (the step clears them with the key change already), so
+// that both ends start the new pair classical.
+func (r *Runner) keepInstalled(ctx context.Context) {
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(r.watchEvery()):
+			case <-r.Kick:
+			}
+		}
+		own, known, err := r.Dev.PublicKey()
+		if err != nil || (known && own != r.Conf.Public) {
+			continue
+		}
+		held, err := r.Dev.PSKs()
+		if err != nil {
+			continue
+		}
+		shakes, err := r.Dev.Handshakes()
+		if err != nil {
+			clear(held)
+			continue
+		}
+		r.restore(held, shakes)
+		r.fallBackStale(held, shakes)
+		clear(held)
+		r.States.Expire(r.stale())
+	}
+}
+
+// restore puts each listed peer's agreed key back where the device lost it, and clears the keys
+// agreed under an earlier own key. Only for peers the device holds: `wg set … peer` would add one.
+// Called with every peer the device holds (shakes) and their keys (held).
+func (r *Runner) restore(held map[[keyLen]byte][keyLen]byte, shakes map[[keyLen]byte]int64) {
+	type want struct {
+		st           *PeerState
+		psk          [keyLen]byte
+		void, listed bool
+	}
+	var todo []want
+	r.States.mu.Lock()
+	for pub, p := range r.States.peers {
+		if _, on := shakes[pub]; !on || p.psk == nil || p.busy {
+			continue
+		}
+		todo = append(todo, want{p, *p.psk, p.pskOwn != r.Conf.Public, p.listed})
+	}
+	r.States.mu.Unlock()
+	for _, w := range todo {
+		pub := w.st.Pub
+		got, has := held[pub]
+		switch {
+		case !w.listed:
+			// On the device but no longer this program's (pq-psk off for it): the step reset its
+			// key; the agreed one is forgotten, never put back should the peer be listed again
+			// (the other end reset it too). A peer removed from the device keeps it (Keep).
+			if !has || got != w.psk {
+				r.States.Void(w.st)
+			}
+			continue
+		case w.void:
+			if has && got == w.psk && r.Dev.ClearPSK(pub) == nil {
+				log.Printf("%s: cleared the PSK of %s agreed under this device's previous key", r.Conf.Device, keyText(pub))
+			}
+			r.States.Void(w.st)
+		case !has || got != w.psk:
+			if r.stillListed(pub) && r.Dev.SetPSK(pub, w.psk) == nil {
+				log.Printf("%s: put the agreed PSK back for %s (the device had lost it)", r.Conf.Device, keyText(pub))
+			}
+		}
+		if at := shakes[pub]; at > 0 {
+			r.States.Used(w.st, at)
+		}
+	}
+}
+
+// adopt takes the keys the device holds for listed peers this program knows no key of (it was
+// restarted): so a wireguard restart later gets them back (States.Adopt).
+func (r *Runner) adopt() {
+	own, known, err := r.Dev.PublicKey()
+	if err != nil || (known && own != r.Conf.Public) {
+		return
+	}
+	held, err := r.Dev.PSKs()
+	if err != nil {
+		return
+	}
+	for pub, psk := range held {
+		r.States.Adopt(pub, r.Conf.Public, psk)
+	}
+	clear(held)
+}
+
+// install sets the key an exchange agreed, unless the device's own key is no longer the one it
+// was agreed under (the step changed it meanwhile).
+func (r *Runner) install(peer, psk [keyLen]byte) error {
+	if own, known, err := r.Dev.PublicKey(); err != nil || (known && own != r.Conf.Public) {
+		return errors.New("the device's own key changed")
+	}
+	return r.Dev.SetPSK(peer, psk)
+}
+
+func (r *Runner) stale() time.Duration {
+	if r.StaleAfter > 0 {
+		return r.StaleAfter
+	}
+	return RejectAfterTime
+}
+
+// fallBackStale gives up the preshared key a device holds for a peer when it can no longer be the
+// one both ends hold: no handshake and no completed exchange with that peer for longer than a
+// session may live (RejectAfterTime). On an idle tunnel the initiator renews before that
+// (idleRenewal), so a key both ends hold and can still renew is never given up. That is one end rebooted (its device and this program's state are gone, its
+// key file kept) while the other kept the agreed key: every handshake between them fails, and
+// the exchange that would agree a new key runs over the tunnel, so without this the tunnel stayed
+// down for good. Both ends see the same silence and fall back alike (a genuine outage of the
+// underlay too); the next exchange then runs over the classical tunnel and installs a new key.
+// Cost: an attacker who can stop every packet of the tunnel for RejectAfterTime gets a classical
+// handshake until that exchange completes (seconds; docs/security.md).
+func (r *Runner) fallBackStale(held map[[keyLen]byte][keyLen]byte, shakes map[[keyLen]byte]int64) {
+	stale := r.stale()
+	for pub := range held {
+		st := r.States.Lookup(pub)
+		if st == nil || !st.listed || !r.stillListed(pub) {
+			continue
+		}
+		last := r.started
+		if at := time.Unix(shakes[pub], 0); shakes[pub] > 0 && at.After(last) {
+			last = at
+		}
+		r.States.mu.Lock()
+		if at := time.Unix(st.Last, 0); st.Last > 0 && at.After(last) {
+			last = at
+		}
+		if st.lastAt.After(last) {
+			last = st.lastAt
+		}
+		busy := st.busy
+		r.States.mu.Unlock()
+		if busy || time.Since(last) <= stale {
+			continue
+		}
+		if err := r.Dev.ClearPSK(pub); err == nil {
+			r.States.FellBack(st)
+			log.Printf("%s: no handshake and no exchange with %s for %s: its PSK is given up (classical until the next exchange)",
+				r.Conf.Device, keyText(pub), stale)
+			r.save()
+		}
+	}
+}
+
+func lessKey(a, b [keyLen]byte) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
+// nextEpoch is newer than the last one and than any this end could have used before a restart.
+func nextEpoch(last uint64) uint64 {
+	e := uint64(time.Now().UnixMilli())
+	if e <= last {
+		e = last + 1
+	}
+	return e
+}
+
+// idleRenewal is how long a tunnel may stay silent (no handshake, no completed exchange) before
+// the initiator renews its key early, whatever its interval: WireGuard's RekeyAfterTime (120 s) of
+// the RejectAfterTime (180 s) after which both ends give a silent key up (fallBackStale; both in
+// wireguard-go's device/constants.go). An idle tunnel (persistent-keepalive 0, no traffic) has no
+// handshakes; with an interval above 180 s its key, valid and held by both ends, would otherwise be
+// given up 180 s after every exchange. The exchange itself makes a handshake, so one such renewal
+// keeps both ends' clocks fresh; the 60 s left before the fallback cover an exchange that fails
+// once (ExchangeTimeout) and its first retries. Both ends use the same constants: the responder's
+// fallback (stale) never fires before the initiator's early renewal would have arrived.
+func (r *Runner) idleRenewal() time.Duration { return r.stale() * 2 / 3 }
+
+// untilDue is how long until the next exchange with peer: period after the last one (last), or
+// idleRenewal after the peer's last activity (that exchange or a later handshake), whichever is
+// first.
+func (r *Runner) untilDue(peer [keyLen]byte, last time.Time, period time.Duration) time.Duration {
+	due, active := last.Add(period), last
+	if shakes, err := r.Dev.Handshakes(); err == nil {
+		if at := shakes[peer]; at > 0 && time.Unix(at, 0).After(active) {
+			active = time.Unix(at, 0)
+		}
+	}
+	if idle := active.Add(r.idleRenewal()); idle.Before(due) {
+		due = idle
+	}
+	return time.Until(due)
+}
+
+// initiateLoop renews the key with one peer this end initiates with: an interval (90-100 %, jitter)
+// after the last exchange, earlier on an idle tunnel (untilDue), at once when no key is held, and
+// after a failure within the back-off. Only this end's interval applies to the tunnel: the
+// responder answers whenever it is asked (docs/security.md).
+func (r *Runner) initiateLoop(ctx context.Context, own [keyLen]byte, p PeerConf, st *PeerState) {
+	interval := time.Duration(r.Conf.Interval) * time.Second
+	// jitter: 90-100 % of the interval, so that many tunnels do not renew in step
+	jittered := func() time.Duration { return interval - time.Duration(rand.Int64N(int64(interval/10)+1)) }
+	period := jittered()
+	var last time.Time // the last completed exchange under this own key; zero: none, renew at once
+	wait := time.Duration(rand.Int64N(int64(time.Second)))
+	r.States.mu.Lock()
+	if st.psk != nil && st.pskOwn == own && st.Last > 0 {
+		// A key agreed with this peer under this own key is held: the next exchange is its
+		// renewal, due an interval after the last one. A reload of the file (another peer added
+		// or removed) does not renew every peer at once: one write per changed peer only.
+		last = time.Unix(st.Last, 0)
+		if st.lastAt.After(last) {
+			last = st.lastAt
+		}
+	}
+	r.States.mu.Unlock()
+	if !last.IsZero() {
+		wait = max(0, r.untilDue(p.Pub, last, period))
+	}
+	retry, failing := r.RetryMin, false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		if !last.IsZero() && !failing {
+			// A handshake since the last look may have moved the early renewal later.
+			if w := r.untilDue(p.Pub, last, period); w > 0 {
+				wait = w
+				continue
+			}
+		}
+		err := r.initiateOnce(ctx, own, p, st)
+		if err == nil {
+			last, period, retry, failing = time.Now(), jittered(), r.RetryMin, false
+			wait = max(0, r.untilDue(p.Pub, last, period))
+			continue
+		}
+		failing = true
+		reason := reasonOf(err)
+		log.Printf("%s: renewal with %s failed: %s", r.Conf.Device, keyText(p.Pub), reason)
+		r.States.Failed(st, reason, errors.Is(err, errRefused))
+		r.save()
+		wait, retry = retry, min(2*retry, interval, retryCap)
+	}
+}
+
+// initiateOnce runs one exchange with p. The peer is marked busy meanwhile, as the responder's
+// answer does: restore and fallBackStale leave it alone, so a watch round that reads the device
+// between install and Completed cannot put the previous key back.
+func (r *Runner) initiateOnce(ctx context.Context, own [keyLen]byte, p PeerConf, st *PeerState) error {
+	r.States.mu.Lock()
+	st.busy = true
+	r.States.mu.Unlock()
+	defer func() { r.States.mu.Lock(); st.busy = false; r.States.mu.Unlock() }()
+	d := net.Dialer{Timeout: ExchangeTimeout, LocalAddr: &net.TCPAddr{IP: r.Conf.Listen.Addr().AsSlice()}}
+	c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(p.Addr.String(), itoa(int(r.Conf.Listen.Port()))))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r.States.mu.Lock()
+	epoch := nextEpoch(st.Epoch)
+	r.States.mu.Unlock()
+	var agreed [keyLen]byte
+	err = Initiate(c, own, p.Pub, epoch, func(psk [keyLen]byte) error {
+		agreed = psk
+		return r.install(p.Pub, psk)
+	})
+	if err == nil {
+		r.States.Completed(st, epoch, agreed, own)
+		log.Printf("%s: renewed the PSK with %s (epoch %d)", r.Conf.Device, keyText(p.Pub), epoch)
+		r.save()
+	}
+	return err
+}
+
+// reasonOf names a failure in one word (the status file's grammar).
+func reasonOf(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, errMalformed):
+		return "malformed"
+	case errors.Is(err, errRefused):
+		return "refused"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, errInstall):
+		return "install"
+	default:
+		return "unreachable"
+	}
+}
+
+var errInstall = errors.New("install")

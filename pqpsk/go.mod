@@ -1,0 +1,3 @@
+module vpnaas.invalid/pqpsk
+
+go 1.24

@@ -1,0 +1,200 @@
+// pq-psk: a post-quantum preshared key per WireGuard tunnel, from ML-KEM-768 (FIPS 203),
+// derived on the two VNFs over the tunnel itself and renewed periodically.
+//
+//	pq-psk run [-config DIR] [-state DIR] [-wg PATH]   the daemon: one runner per DIR/*.conf
+//	pq-psk status [-state DIR]                         every device's per-peer state
+//	pq-psk version
+//
+// The daemon reloads a device when its file changes (checked every 2 s); a file that does not
+// parse is refused whole and the device keeps its running configuration.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+const version = "1.0.0"
+
+type running struct {
+	data   string
+	cancel context.CancelFunc
+	done   chan struct{}
+	kick   chan struct{}
+}
+
+// manager keeps one runner per configuration file.
+type manager struct {
+	configDir, stateDir, wgTool string
+	runs                        map[string]*running
+	states                      map[string]*States
+}
+
+func (m *manager) stop(dev string) {
+	if r := m.runs[dev]; r != nil {
+		r.cancel()
+		<-r.done
+		delete(m.runs, dev)
+	}
+}
+
+func (m *manager) start(dev string, data []byte) {
+	conf, err := ParseConfig(data)
+	if err == nil && conf.Device != dev {
+		err = fmt.Errorf("file %s.conf names device %s", dev, conf.Device)
+	}
+	if err != nil {
+		log.Printf("%s: configuration refused, the running one stays: %v", dev, err)
+		if r := m.runs[dev]; r != nil {
+			r.data = string(data) // refused once, not again every scan
+		} else {
+			m.runs[dev] = &running{data: string(data), cancel: func() {}, done: closed(), kick: make(chan struct{}, 1)}
+		}
+		return
+	}
+	m.stop(dev)
+	if m.states[dev] == nil {
+		m.states[dev] = NewStates(dev)
+		m.states[dev].Load(m.stateDir)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{data: string(data), cancel: cancel, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	m.runs[dev] = r
+	run := &Runner{Conf: conf, Dev: &WG{Tool: m.wgTool, Name: dev}, States: m.states[dev],
+		StateDir: m.stateDir, RetryMin: 5 * time.Second, ConfigPath: filepath.Join(m.configDir, dev+".conf"),
+		Kick: r.kick}
+	go func() { defer close(r.done); run.Run(ctx) }()
+	log.Printf("%s: running with %d peers, renewal every %d s", dev, len(conf.Peers), conf.Interval)
+}
+
+// kick makes every runner's watch look at its device at once.
+func (m *manager) kick() {
+	for _, r := range m.runs {
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func modTime(path string) time.Time {
+	if fi, err := os.Stat(path); err == nil {
+		return fi.ModTime()
+	}
+	return time.Time{}
+}
+
+func closed() chan struct{} { c := make(chan struct{}); close(c); return c }
+
+// scan starts, restarts and stops runners to match the configuration folder.
+func (m *manager) scan() {
+	files, _ := filepath.Glob(filepath.Join(m.configDir, "*.conf"))
+	seen := map[string]bool{}
+	for _, f := range files {
+		dev := strings.TrimSuffix(filepath.Base(f), ".conf")
+		data, err := readBounded(f)
+		if err != nil || !devName.MatchString(dev) {
+			continue
+		}
+		seen[dev] = true
+		if r := m.runs[dev]; r == nil || r.data != string(data) {
+			m.start(dev, data)
+		}
+	}
+	for dev := range m.runs {
+		if !seen[dev] {
+			m.stop(dev)
+			delete(m.states, dev)
+			os.Remove(filepath.Join(m.stateDir, dev+".status"))
+			log.Printf("%s: no configuration any more: stopped", dev)
+		}
+	}
+}
+
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+}
+
+func status(stateDir string, w io.Writer) error {
+	files, err := filepath.Glob(filepath.Join(stateDir, "*.status"))
+	if err != nil {
+		return err
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		data, err := readBounded(f)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func main() {
+	log.SetFlags(0)
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: pq-psk run|status|version [flags]")
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+	configDir := fs.String("config", "/etc/wireguard/pq-psk", "the devices' configuration files (<dev>.conf)")
+	stateDir := fs.String("state", "/run/wireguard/vpnaas-pq-psk", "where the per-device status files are written")
+	wgTool := fs.String("wg", "wg", "the wg tool")
+	_ = fs.Parse(os.Args[2:])
+	switch os.Args[1] {
+	case "version", "--version":
+		fmt.Printf("pq-psk %s %s\n", version, Mechanism)
+	case "status":
+		if err := status(*stateDir, os.Stdout); err != nil {
+			log.Fatal(err)
+		}
+	case "run":
+		log.SetOutput(&cappedLog{f: os.Stderr, max: logCap})
+		if err := os.MkdirAll(*stateDir, 0o755); err != nil {
+			log.Fatal(err)
+		}
+		lock, err := lockState(*stateDir)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer lock.Close() // held for the daemon's life (the loop below never ends)
+		m := &manager{configDir: *configDir, stateDir: *stateDir, wgTool: *wgTool,
+			runs: map[string]*running{}, states: map[string]*States{}}
+		// The kick file: the VNF step touches it when it has just written the devices or the
+		// files (tunnels/pqpsk.sh): the files are read and every device looked at now, not at the
+		// next look. A file, not a signal: a signal that came before the handler was installed
+		// would end a daemon just started.
+		kick := filepath.Join(*stateDir, "kick")
+		seen := modTime(kick)
+		for {
+			m.scan()
+			for i := 0; i < 10; i++ { // the scan every 2 s, the kick file every 200 ms
+				time.Sleep(200 * time.Millisecond)
+				if t := modTime(kick); !t.Equal(seen) {
+					seen = t
+					m.scan()
+					m.kick()
+				}
+			}
+		}
+	default:
+		fmt.Fprintln(os.Stderr, "usage: pq-psk run|status|version [flags]")
+		os.Exit(2)
+	}
+}

@@ -1,0 +1,133 @@
+"""A component's own and peer service addresses come from the registry alone (oai.addresses):
+one for each reference point it is an end of, the peer's where the registry's ``peer-option``
+says its NF needs it; a new reference point between existing components is its registry entry
+(and the configuration line that uses it), with no other code changed."""
+import copy
+import ipaddress
+
+import pytest
+import yaml
+from charms_helpers import COMPONENTS, PEER_KEY, config_for
+
+from bundle.charmspec import charm_spec
+from vpnaas.core import model, registry
+from vpnaas.core import plan as planning
+from vpnaas.core.validation import InvalidValue
+from vpnaas.oai import component as oai
+from vpnaas.oai.cn5g import common as cn5g_common
+
+with open(registry.PATH) as f:
+    DOC = yaml.safe_load(f)
+
+
+def first_address(config, endpoint):
+    return ipaddress.ip_interface(config[endpoint + "-service-addresses"].split(",")[0].strip())
+
+
+@pytest.mark.parametrize("name", sorted(COMPONENTS))
+def test_each_component_has_an_address_on_each_of_its_reference_points(name):
+    comp, config = COMPONENTS[name], config_for(name)
+    at = comp.addresses_of(comp.config_values(config, None))
+    ends = registry.load().endpoints_of(name)
+    assert list(at.own) == [rp.name for rp in ends]
+    assert at.own == {rp.name: first_address(config, rp.name) for rp in ends}
+    assert at.peers == {rp.name: config[rp.peer_option(name)] for rp in ends if rp.peer_option(name)}
+    assert at.peers, "every OAI component here reaches a peer"
+
+
+def test_each_peer_option_is_an_option_of_that_ends_charm():
+    """The options the registry names are the charms' own (config.yaml): what an operator or a
+    VNFD's config primitive sets is unchanged."""
+    named = 0
+    for rp in registry.load().reference_points.values():
+        for side, option in rp.peer_options:
+            component = rp.provider if side == "provider" else rp.requirer
+            assert option in charm_spec(component)["config"]["options"], (rp.name, component, option)
+            named += 1
+    assert named == 14
+
+
+def extended(**entries):
+    doc = copy.deepcopy(DOC)
+    doc["reference-points"].update(entries)
+    return registry.parse(doc)
+
+
+def plan_with(endpoint, role, own, peer_service, tunnel="10.251.5.0/30"):
+    """A plan in which ``endpoint``'s related unit published ``peer_service``."""
+    hosts = list(ipaddress.ip_network(tunnel).hosts())
+    mine, theirs = (hosts[0], hosts[1]) if role == "provider" else (hosts[1], hosts[0])
+    bag = {"vpnaas-schema": "1", "public-key": PEER_KEY, "endpoint": "192.168.8.2:51899",
+           "tunnel-address": "{}/30".format(theirs), "service-prefixes": peer_service}
+    config = {"ssh-hostname": "10.0.0.5", "tunnel-mtu": 1420, "persistent-keepalive": 25,
+              endpoint + "-listen-port": 51899, endpoint + "-tunnel-address": "{}/30".format(mine),
+              endpoint + "-service-addresses": own, endpoint + "-peer-prefixes": peer_service}
+    return planning.build_plan(config, [model.TunnelEndpoint(endpoint, role)], {endpoint: [{"peer/0": bag}]}, {})
+
+
+X5 = {"provider": "upf", "requirer": "smf", "listen-port": 51899, "tunnel-network": "10.251.5.0/30",
+      "service-network": "172.16.95.0/24", "carries": "a second PFCP", "labelled": True, "binds": "both",
+      "peer-option": {"provider": "smf-x5-address", "requirer": "upf-x5-address"}}
+
+
+def test_a_new_reference_point_is_its_registry_entry(monkeypatch):
+    """x5, a new reference point between the UPF and the SMF, only in the registry: both ends get
+    their own address on it and the other's, the SMF's file its label placeholder resolved to that
+    address, and its configure step checks the address on the VNF. No module of theirs changed."""
+    reg = extended(x5=X5)
+    monkeypatch.setattr(registry, "load", lambda path=registry.PATH: reg)
+    smf, upf = COMPONENTS["smf"], COMPONENTS["upf"]
+    values = smf.config_values(config_for("smf", **{"x5-service-addresses": "172.16.95.3/32",
+                                                    "upf-x5-address": "172.16.95.4"}), None)
+    at = values.addresses
+    assert (at.ip("x5"), at.peers["x5"]) == ("172.16.95.3", "172.16.95.4")
+    assert list(at.own) == ["n4", "n11", "x5"] and list(at.peers) == ["n4", "n11", "x5"]
+    assert smf.interfaces == ("n4", "n11", "x5")
+    spec = smf.render_spec(values)["files"][0]
+    assert spec["tokens"][cn5g_common.iface("x5")] == {"iface_of": "172.16.95.3"}
+    step = oai.configure_step(smf, values)
+    assert "172.16.95.3" in step.args
+    # The other end, its peer address from the relation (no option set): what the SMF published.
+    upf_config = config_for("upf", **{"x5-service-addresses": "172.16.95.4/32"})
+    plan = plan_with("x5", "provider", "172.16.95.4/32", "172.16.95.3/32")
+    at = upf.config_values(upf_config, plan).addresses
+    assert (at.ip("x5"), at.peers["x5"]) == ("172.16.95.4", "172.16.95.3")
+    with pytest.raises(InvalidValue, match=r"smf-x5-address: not set and the x5 relation has no peer service"):
+        upf.config_values(upf_config, None)
+    with pytest.raises(InvalidValue, match=r"x5-service-addresses: not set; the UPF needs its X5 service address"):
+        upf.config_values(config_for("upf"), None)
+
+
+def test_a_new_reference_point_between_lte_components_is_its_registry_entry(monkeypatch):
+    """The same for the EPS: s5x between the MME and the SPGW-U, where only the MME reads the
+    peer's address (``peer-option`` for the requirer side only)."""
+    reg = extended(s5x={"provider": "spgwu", "requirer": "mme", "listen-port": 51898,
+                        "tunnel-network": "10.251.6.0/30", "service-network": "172.16.96.0/24",
+                        "carries": "a test", "peer-option": {"requirer": "spgwu-s5x-address"}})
+    monkeypatch.setattr(registry, "load", lambda path=registry.PATH: reg)
+    mme, spgwu = COMPONENTS["mme"], COMPONENTS["spgwu"]
+    at = mme.addresses_of(mme.config_values(config_for("mme", **{
+        "s5x-service-addresses": "172.16.96.2/32", "spgwu-s5x-address": "172.16.96.1"}), None))
+    assert (str(at.own["s5x"]), at.peers["s5x"]) == ("172.16.96.2/32", "172.16.96.1")
+    at = spgwu.addresses_of(spgwu.config_values(config_for("spgwu", **{"s5x-service-addresses": "172.16.96.1/32"}),
+                                                None))
+    assert at.ip("s5x") == "172.16.96.1" and "s5x" not in at.peers
+
+
+@pytest.mark.parametrize("entry,message", [
+    ({"peer-option": {"consumer": "x-address"}}, "peer-option maps provider and/or requirer to an option name"),
+    ({"peer-option": ["smf-address"]}, "peer-option maps provider and/or requirer"),
+    ({"peer-option": {"provider": "Smf Address"}}, "peer-option provider: 'Smf Address' is not an option name"),
+    ({"peer-option": {"requirer": 7}}, "peer-option requirer: 7 is not an option name"),
+])
+def test_a_broken_peer_option_is_named(entry, message):
+    with pytest.raises(registry.RegistryError, match="reference point x5: " + message):
+        extended(x5=dict(X5, **entry))
+
+
+def test_the_values_of_a_component_without_addresses_are_refused():
+    class Bare(oai.Component[int]):
+        name = "bare"
+
+    with pytest.raises(TypeError, match="the values of bare carry no Addresses"):
+        Bare().addresses_of(3)

@@ -1,0 +1,102 @@
+"""The tunnel step's start of the pq-psk daemon without systemd (tunnels/pqpsk.sh `pq_psk_daemon`):
+the daemon's own process records its pid before it becomes the daemon, and a daemon whose pid
+file was lost is found by its state's lock (the daemon holds an exclusive flock on
+`<state>/lock` while it runs), so the next step never starts a second daemon beside it, and
+restarts or stops exactly the one that runs. A stand-in program keeps the daemon's lock contract
+(take the lock or exit at once; make the state folder; run until told to stop)."""
+import os
+import subprocess
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VNF = os.path.join(ROOT, "charms", "vpnaas", "vnf")
+STAND_IN = """#!/bin/bash
+# pq-psk run -config DIR -state DIR, as far as the step sees it
+state=$5
+mkdir -p "$state"
+exec 9>>"$state/lock"
+flock -n 9 || { echo "another daemon holds $state/lock" >&2; exit 1; }
+trap 'exit 0' TERM
+echo "{tag}"
+while :; do sleep 0.2 9>&-; done
+"""
+
+
+def step(tmp_path, script, tag="one"):
+    prog = tmp_path / "bin" / "pq-psk"
+    prog.parent.mkdir(exist_ok=True)
+    (tmp_path / "run").mkdir(exist_ok=True)     # /run/wireguard on a VNF
+    prog.write_text(STAND_IN.replace("{tag}", tag))
+    prog.chmod(0o755)
+    setup = ('source "$1/lib.sh"; source "$1/tunnels/pqpsk.sh"; DATAPLANE_DIR=$2/bin; init=none; '
+             'PQ_PSK_DIR=$2/conf; PQ_PSK_STATE=$2/state; PQ_PSK_PIDFILE=$2/run/pq.pid; PQ_PSK_LOG=$2/run/pq.log; ')
+    run = subprocess.run(["bash", "-c", setup + script, "/dev/null", VNF, str(tmp_path)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=30)
+    assert run.returncode == 0 and "ERROR" not in run.stdout, run.stdout + run.stderr
+    return run.stdout.strip()
+
+
+def daemons(tmp_path):
+    """The pids of the stand-in daemons of this test that run."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open("/proc/{}/cmdline".format(pid), "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if str(tmp_path / "bin" / "pq-psk").encode() in args and b"run" in args:
+            found.append(int(pid))
+    return sorted(found)
+
+
+def cleanup(tmp_path):
+    for pid in daemons(tmp_path):
+        os.kill(pid, 15)
+
+
+def test_the_pid_file_names_the_daemon_itself(tmp_path):
+    try:
+        step(tmp_path, "pq_psk_daemon")
+        (pid,) = daemons(tmp_path)
+        assert (tmp_path / "run" / "pq.pid").read_text() == "{}\n".format(pid)
+        assert not (tmp_path / "run" / "pq.pid.vpnaas-tmp").exists()
+        assert step(tmp_path, "pq_psk_daemon; pq_psk_pid") == str(pid), "a running daemon is left running"
+        assert daemons(tmp_path) == [pid]
+    finally:
+        cleanup(tmp_path)
+
+
+def test_a_lost_pid_file_is_found_by_the_lock_and_no_second_daemon_starts(tmp_path):
+    """A step killed between the start and its pid record (or any loss of the pid file) leaves a
+    daemon no pid file names: the next step finds it by its lock, records it again and leaves it."""
+    try:
+        step(tmp_path, "pq_psk_daemon")
+        (pid,) = daemons(tmp_path)
+        (tmp_path / "run" / "pq.pid").unlink()
+        assert step(tmp_path, "pq_psk_daemon; pq_psk_pid") == str(pid)
+        assert daemons(tmp_path) == [pid], "a second daemon was started beside the running one"
+        assert (tmp_path / "run" / "pq.pid").read_text() == "{}\n".format(pid)
+        # A stale pid file (a pid reused by another program) does not hide the daemon either.
+        (tmp_path / "run" / "pq.pid").write_text("1\n")
+        assert step(tmp_path, "pq_psk_pid") == str(pid)
+    finally:
+        cleanup(tmp_path)
+
+
+def test_a_new_program_replaces_the_daemon_found_by_its_lock(tmp_path):
+    try:
+        step(tmp_path, "pq_psk_daemon")
+        (old,) = daemons(tmp_path)
+        (tmp_path / "run" / "pq.pid").unlink()
+        step(tmp_path, "pq_psk_daemon", tag="two")      # another program: another digest
+        (new,) = daemons(tmp_path)
+        assert new != old and (tmp_path / "run" / "pq.log").read_text().strip() == "two"
+        step(tmp_path, "pq_psk_forget")
+        deadline = time.monotonic() + 5
+        while daemons(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert daemons(tmp_path) == [] and not (tmp_path / "state").exists()
+        assert sorted(os.listdir(str(tmp_path / "run"))) == []
+    finally:
+        cleanup(tmp_path)
