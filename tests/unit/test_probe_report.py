@@ -7,6 +7,10 @@ import time
 
 from testbed.measurement import probe
 
+# The report rounds "at" and "since" to 0.01 s each, so their difference may fall short of the
+# true one by up to 0.01 s (CI saw 0.21 - 0.01 < 0.2 for a 0.2 s silence).
+ROUNDING = 0.01 + 1e-9
+
 
 def test_each_run_of_lost_packets_is_placed_between_the_replies_around_it():
     times = {1: 10.0, 2: 10.01, 5: 10.05, 6: 10.06, 9: 24.3}
@@ -69,4 +73,4 @@ def test_a_probe_that_hears_nothing_takes_both_ends_state_once_per_silence(monke
     result = p.stop()
     assert len(result["silences"]) == 1 and result["received"] == 1
     silence = result["silences"][0]
-    assert silence["state"]["mme"].startswith("wg-s6a public-key PUB") and silence["at"] >= silence["since"] + 0.2
+    assert silence["state"]["mme"].startswith("wg-s6a public-key PUB") and silence["at"] - silence["since"] >= 0.2 - ROUNDING
