@@ -147,7 +147,8 @@ class Faults(object):
     def kill_at(self, ctx, tool):
         """Called at every hook-tool call: kill the hook (or action) when a restart of its unit
         agent is armed for this tool."""
-        if ctx.pid is None:
+        # A tool call comes from the hook's own process: its pid is being recorded, if not yet.
+        if ctx.pid is None and not ctx.started.wait(60):
             return False
         with self._lock:
             if ctx.action:
@@ -175,6 +176,7 @@ class Faults(object):
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 universal_newlines=True, start_new_session=True)
         ctx.pid = proc.pid
+        ctx.started.set()
         try:
             out, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
