@@ -66,11 +66,12 @@ def test_a_probe_that_hears_nothing_takes_both_ends_state_once_per_silence(monke
     monkeypatch.setattr(probe, "SILENCE", 0.2)
     vnf = SilentVnf()
     p = probe.Probe(vnf, "172.16.6.2", "172.16.6.129", "s6a", ends=(vnf, vnf)).start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60        # a Python started, printed and read: slow under load
     while not p._silences and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.5)
     result = p.stop()
     assert len(result["silences"]) == 1 and result["received"] == 1
     silence = result["silences"][0]
-    assert silence["state"]["mme"].startswith("wg-s6a public-key PUB") and silence["at"] - silence["since"] >= 0.2 - ROUNDING
+    assert silence["state"]["mme"].startswith("wg-s6a public-key PUB")
+    assert silence["at"] - silence["since"] >= 0.2 - ROUNDING
