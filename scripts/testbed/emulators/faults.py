@@ -57,6 +57,9 @@ class HookRetry(object):
         self._random = random.Random(seed)
         self._lock = threading.Lock()
         self._current = {}
+        #: (unit, seconds) of every timer started, in order: what the tests check the backoff by
+        #: (the time a retry actually waited also holds the machine's scheduling).
+        self.given = []
 
     def delay(self, unit):
         """Seconds until the failed hook of ``unit`` runs again; the next failure waits longer."""
@@ -64,6 +67,7 @@ class HookRetry(object):
             current = self._current.get(unit, self.minimum)
             following = current * RETRY_FACTOR * (1 + RETRY_JITTER * (self._random.random() * 2 - 1))
             self._current[unit] = min(following, self.maximum)
+            self.given.append((unit, current))
             return current
 
     def reset(self, unit):
