@@ -13,6 +13,7 @@ VNF = os.path.join(ROOT, "charms", "vpnaas", "vnf")
 STAND_IN = """#!/bin/bash
 # pq-psk run -config DIR -state DIR, as far as the step sees it
 state=$5
+sleep {delay}
 mkdir -p "$state"
 exec 9>>"$state/lock"
 flock -n 9 || { echo "another daemon holds $state/lock" >&2; exit 1; }
@@ -22,11 +23,11 @@ while :; do sleep 0.2 9>&-; done
 """
 
 
-def step(tmp_path, script, tag="one"):
+def step(tmp_path, script, tag="one", delay=0):
     prog = tmp_path / "bin" / "pq-psk"
     prog.parent.mkdir(exist_ok=True)
     (tmp_path / "run").mkdir(exist_ok=True)     # /run/wireguard on a VNF
-    prog.write_text(STAND_IN.replace("{tag}", tag))
+    prog.write_text(STAND_IN.replace("{tag}", tag).replace("{delay}", str(delay)))
     prog.chmod(0o755)
     setup = ('source "$1/lib.sh"; source "$1/tunnels/pqpsk.sh"; DATAPLANE_DIR=$2/bin; init=none; '
              'PQ_PSK_DIR=$2/conf; PQ_PSK_STATE=$2/state; PQ_PSK_PIDFILE=$2/run/pq.pid; PQ_PSK_LOG=$2/run/pq.log; ')
@@ -100,3 +101,26 @@ def test_a_new_program_replaces_the_daemon_found_by_its_lock(tmp_path):
         assert sorted(os.listdir(str(tmp_path / "run"))) == []
     finally:
         cleanup(tmp_path)
+
+
+def test_a_daemon_slow_to_start_is_waited_for_and_one_that_exits_is_reported_with_its_reason(tmp_path):
+    """A loaded machine can take seconds to start a program: a daemon that makes its state 4 s
+    after its start runs, and the step says so (it waited 3 s and reported "exited at its
+    start" with an empty reason, the daemon running on unrecorded). One that exits is reported
+    with its last log line."""
+    try:
+        assert step(tmp_path, "pq_psk_daemon; pq_psk_pid", delay=4) == str(daemons(tmp_path)[0])
+    finally:
+        cleanup(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "bin").mkdir()
+    (other / "bin" / "pq-psk").write_text("#!/bin/sh\necho 'config: no such device' >&2\nexit 1\n")
+    (other / "bin" / "pq-psk").chmod(0o755)
+    (other / "run").mkdir()
+    setup = ('source "$1/lib.sh"; source "$1/tunnels/pqpsk.sh"; DATAPLANE_DIR=$2/bin; init=none; '
+             'PQ_PSK_DIR=$2/conf; PQ_PSK_STATE=$2/state; PQ_PSK_PIDFILE=$2/run/pq.pid; PQ_PSK_LOG=$2/run/pq.log; ')
+    run = subprocess.run(["bash", "-c", setup + "pq_psk_daemon", "/dev/null", VNF, str(other)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+    assert run.returncode != 0 and "the pq-psk daemon exited at its start: config: no such device" in run.stdout, \
+        run.stdout + run.stderr
