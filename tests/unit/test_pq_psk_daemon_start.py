@@ -38,17 +38,22 @@ def step(tmp_path, script, tag="one", delay=0):
 
 
 def daemons(tmp_path):
-    """The pids of the stand-in daemons of this test that run."""
-    found = []
+    """The pids of the stand-in daemons of this test that run. A stand-in forks for each `sleep`
+    of its loop, and the child has the stand-in's command line until it runs sleep: a process
+    whose parent is one of the stand-ins is such a child, not a second daemon (one was counted
+    as one on a loaded machine: "too many values to unpack")."""
+    found = {}
     for pid in os.listdir("/proc"):
         try:
             with open("/proc/{}/cmdline".format(pid), "rb") as f:
                 args = f.read().split(b"\0")
-        except OSError:
+            with open("/proc/{}/stat".format(pid), "rb") as f:
+                parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
             continue
         if str(tmp_path / "bin" / "pq-psk").encode() in args and b"run" in args:
-            found.append(int(pid))
-    return sorted(found)
+            found[int(pid)] = parent
+    return sorted(pid for pid, parent in found.items() if parent not in found)
 
 
 def cleanup(tmp_path):
