@@ -70,7 +70,9 @@ pq_psk_stop() {
     pid=$(pq_psk_pid)
     [ -n "$pid" ] || break
     kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    # Until it is gone, 10 s at most (it saves its state first): a daemon still holding its lock
+    # would make the next start fail ("another daemon holds"); 2 s was short on a loaded machine.
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     rm -f "$PQ_PSK_PIDFILE"
   done
   rm -f "$PQ_PSK_PIDFILE" "$PQ_PSK_PIDFILE.vpnaas-tmp"
@@ -113,7 +115,7 @@ pq_psk_files() {  # dev data...: write each device's file, remove ours of device
 }
 
 pq_psk_daemon() {  # start the daemon, or restart it when its program changed
-  local prog="$DATAPLANE_DIR/pq-psk" text digest pid
+  local prog="$DATAPLANE_DIR/pq-psk" text digest pid started
   digest=$(sha256sum < "$prog" | cut -d' ' -f1)
   if [ "${init:-none}" = systemd ]; then
     text=$(printf '%s\n' "$MARKER" "# program sha256 $digest" '[Unit]' 'Description=VPNaaS pq-psk (post-quantum WireGuard preshared keys)' \
@@ -143,9 +145,16 @@ pq_psk_daemon() {  # start the daemon, or restart it when its program changed
     setsid bash -c 'printf "%s\n" "$1" > "$2.sha256" && printf "%s\n" "$$" > "$2.vpnaas-tmp" && mv -f "$2.vpnaas-tmp" "$2" &&
       shift 2 && exec "$@"' pq-psk-start "$digest" "$PQ_PSK_PIDFILE" \
       "$prog" run -config "$PQ_PSK_DIR" -state "$PQ_PSK_STATE" > "$PQ_PSK_LOG" 2>&1 < /dev/null &
+    started=$!
     # Running means its state folder made and still alive: "PQPSK up" (and with it the capability
-    # the charm publishes) is never said of a daemon that exited at its start.
-    for _ in $(seq 1 30); do [ -d "$PQ_PSK_STATE" ] && [ -s "$PQ_PSK_PIDFILE" ] && break; sleep 0.1; done
+    # the charm publishes) is never said of a daemon that exited at its start. Waited for until
+    # then or until its process is gone, 30 s at most: a loaded machine can take seconds to start
+    # a program (3 s was the limit), and one that exits is seen at once.
+    for _ in $(seq 1 300); do
+      [ -d "$PQ_PSK_STATE" ] && [ -s "$PQ_PSK_PIDFILE" ] && break
+      kill -0 "$started" 2>/dev/null || break
+      sleep 0.1
+    done
     if [ -z "$(pq_psk_pid)" ] || [ ! -d "$PQ_PSK_STATE" ]; then
       fail "the pq-psk daemon exited at its start: $(tail -n 1 "$PQ_PSK_LOG" 2>/dev/null | tr -cd '[:print:]' | cut -c1-160)"
     fi
