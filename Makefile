@@ -92,7 +92,9 @@ pycompat: venv ## prove the charm runtime code runs on Python 3.6
 # worker per core left the cores half idle (docs/figures.md). --dist loadgroup keeps the modules
 # that share a costly fixture on one worker (an xdist group) and hands the groups out first, the
 # largest first (pytest-xdist's default reordering, which starts the longest modules: grammar
-# cost, registry extension, CLI corpus), then the other tests in the order tests/conftest.py gives. What the
+# cost, registry extension, CLI corpus), then the other tests in the order tests/conftest.py gives: the
+# longest first by the last run's times (build/test-durations.json), so that the tests that mostly wait
+# start early, beside the others' CPU, and none is left to start alone at the end. What the
 # system lacks of what it needs is unpacked into build/sysroot first (no root; scripts/unpack-deps.sh).
 # Python's bytecode and pytest's rewritten test modules are kept in build/pycache (never beside the
 # sources) for the next run, also where the shell sets PYTHONDONTWRITEBYTECODE: else every worker
