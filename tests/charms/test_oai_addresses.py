@@ -20,6 +20,14 @@ with open(registry.PATH) as f:
     DOC = yaml.safe_load(f)
 
 
+def checked_on_the_vnf(step):
+    """{reference point: address} that the configure step's VNF-side check requires on the VNF
+    (the arguments of oai_configure_addresses, vnf/oai/configure.sh), in the order sent."""
+    [(first, count)] = [(first, count) for f, first, count in step.calls if f == "oai_configure_addresses"]
+    pairs = step.args[first:first - 1 + count]  # after the component's title
+    return dict(zip(pairs[::2], pairs[1::2]))
+
+
 def first_address(config, endpoint):
     return ipaddress.ip_interface(config[endpoint + "-service-addresses"].split(",")[0].strip())
 
@@ -33,6 +41,8 @@ def test_each_component_has_an_address_on_each_of_its_reference_points(name):
     assert at.own == {rp.name: first_address(config, rp.name) for rp in ends}
     assert at.peers == {rp.name: config[rp.peer_option(name)] for rp in ends if rp.peer_option(name)}
     assert at.peers, "every OAI component here reaches a peer"
+    step = oai.configure_step(comp, comp.config_values(config, None))
+    assert list(checked_on_the_vnf(step).items()) == [(rp, at.ip(rp)) for rp in at.own]
 
 
 def test_each_peer_option_is_an_option_of_that_ends_charm():
@@ -86,7 +96,7 @@ def test_a_new_reference_point_is_its_registry_entry(monkeypatch):
     spec = smf.render_spec(values)["files"][0]
     assert spec["tokens"][cn5g_common.iface("x5")] == {"iface_of": "172.16.95.3"}
     step = oai.configure_step(smf, values)
-    assert "172.16.95.3" in step.args
+    assert checked_on_the_vnf(step) == {"n4": at.ip("n4"), "n11": at.ip("n11"), "x5": "172.16.95.3"}
     # The other end, its peer address from the relation (no option set): what the SMF published.
     upf_config = config_for("upf", **{"x5-service-addresses": "172.16.95.4/32"})
     plan = plan_with("x5", "provider", "172.16.95.4/32", "172.16.95.3/32")
@@ -106,12 +116,19 @@ def test_a_new_reference_point_between_lte_components_is_its_registry_entry(monk
                         "carries": "a test", "peer-option": {"requirer": "spgwu-s5x-address"}})
     monkeypatch.setattr(registry, "load", lambda path=registry.PATH: reg)
     mme, spgwu = COMPONENTS["mme"], COMPONENTS["spgwu"]
-    at = mme.addresses_of(mme.config_values(config_for("mme", **{
-        "s5x-service-addresses": "172.16.96.2/32", "spgwu-s5x-address": "172.16.96.1"}), None))
+    values = mme.config_values(config_for("mme", **{
+        "s5x-service-addresses": "172.16.96.2/32", "spgwu-s5x-address": "172.16.96.1"}), None)
+    at = mme.addresses_of(values)
     assert (str(at.own["s5x"]), at.peers["s5x"]) == ("172.16.96.2/32", "172.16.96.1")
-    at = spgwu.addresses_of(spgwu.config_values(config_for("spgwu", **{"s5x-service-addresses": "172.16.96.1/32"}),
-                                                None))
+    # The MME's configure step checks the new address on the VNF with its others (no line of
+    # oai/lte/mme.py or vnf/oai/configure.sh names s5x).
+    assert checked_on_the_vnf(oai.configure_step(mme, values)) == {
+        "s6a": at.ip("s6a"), "s11": at.ip("s11"), "s1c": at.ip("s1c"), "s5x": "172.16.96.2"}
+    values = spgwu.config_values(config_for("spgwu", **{"s5x-service-addresses": "172.16.96.1/32"}), None)
+    at = spgwu.addresses_of(values)
     assert at.ip("s5x") == "172.16.96.1" and "s5x" not in at.peers
+    assert checked_on_the_vnf(oai.configure_step(spgwu, values)) == {
+        "sxab": at.ip("sxab"), "s1u": at.ip("s1u"), "s5x": "172.16.96.1"}
 
 
 @pytest.mark.parametrize("entry,message", [
