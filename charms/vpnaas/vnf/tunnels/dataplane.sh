@@ -35,6 +35,9 @@ tunnels_prepare() {  # [name sha256 always|nokernel]...: the shipped programs a 
     path=$DATAPLANE_DIR/$name
     if [ -x "$path" ] && [ "$(sha256sum < "$path" | cut -d' ' -f1)" = "$digest" ]; then
       USERSPACE[$name]=$path
+      # pq-psk's start compares it with the running daemon's (pqpsk.sh), without hashing it again
+      # shellcheck disable=SC2034  # read by tunnels/pqpsk.sh
+      if [ "$name" = pq-psk ]; then PQ_PSK_DIGEST=$digest; fi
     else
       out "NEED $name"
       missing=1
