@@ -107,7 +107,11 @@ pq_psk_files() {  # dev data...: write each device's file, remove ours of device
     printf -v want '%s\npublic %s\n' "$body" "$pub"
     current=
     if [ -f "$f" ]; then IFS= read -r -d '' current < "$f" || true; fi
-    if [ "$current" != "$want" ] || [ "${mode[$f]:-}" != 600 ]; then write_if_changed "$f" 600 "$want"; fi
+    if [ "$current" != "$want" ] || [ "${mode[$f]:-}" != 600 ]; then
+      write_if_changed "$f" 600 "$want"
+      # a running daemon reads it now, not at its next scan (2 s): a new peer's first exchange
+      if [ "$WRITTEN" = 1 ]; then pq_psk_kick; fi
+    fi
     keep="$keep$dev.conf "
     any=1
   done
@@ -126,8 +130,9 @@ pq_psk_files() {  # dev data...: write each device's file, remove ours of device
 
 pq_psk_daemon() {  # start the daemon, or restart it when its program changed
   local prog="$DATAPLANE_DIR/pq-psk" text digest pid ready rfd line
-  # The program's digest: tunnels_prepare has just checked the installed copy against it
-  # (dataplane.sh), so it is not hashed again here (3 MB, twice in every step).
+  # The program's digest: programs_check has just checked the installed copy against it
+  # (dataplane.sh), so it is not hashed again here (3 MB, twice in every step). The program
+  # started is always the charm's own (that check), so it knows -ready.
   digest=${PQ_PSK_DIGEST:-}
   if [ -z "$digest" ]; then digest=$(sha256sum < "$prog" | cut -d' ' -f1); fi
   if [ "${init:-none}" = systemd ]; then
