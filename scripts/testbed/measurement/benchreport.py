@@ -64,15 +64,6 @@ def summary(result):
                                    if v} or None,
         "eps_seconds_up_after_last_config": _median((result.get("eps") or {}).get("summary"),
                                                     "seconds_after_last_config"),
-        # Hook runs per unit and relation, the worst over the EPS runs: every kind (Juju's
-        # relation-created and -joined included), relation-changed (the target's count), and the
-        # relation-changed runs the peers' writes caused (without the one Juju runs after joined).
-        "eps_max_hooks_per_unit_relation": _worst((result.get("eps") or {}).get("summary"),
-                                                  "max_hooks_per_unit_relation"),
-        "eps_max_changed_per_unit_relation": _worst((result.get("eps") or {}).get("summary"),
-                                                    "max_changed_per_unit_relation"),
-        "eps_max_written_per_unit_relation": _worst((result.get("eps") or {}).get("summary"),
-                                                    "max_written_per_unit_relation"),
         # Spokes joining a converged hub while an existing spoke pings it (spokejoin.py): echoes lost.
         "spoke_join_packets_lost_on_existing": _join(result, "lost"),
         "spoke_join_packets_sent": _join(result, "sent"),
@@ -104,6 +95,12 @@ def summary(result):
         "disturbed_samples": sum(len(r.get("disturbed", []))
                                  for r in (result.get("dataplane") or {}).get("rounds", [])),
     }
+    # Hook runs per unit and relation, the worst over the EPS runs: every kind (Juju's
+    # relation-created and -joined included), relation-changed (the target's count), and the
+    # relation-changed runs the peers' writes caused (without the one Juju runs after joined).
+    eps = (result.get("eps") or {}).get("summary")
+    out.update({"eps_max_{}_per_unit_relation".format(k): _worst(eps, "max_{}_per_unit_relation".format(k))
+                for k in ("hooks", "changed", "written")})
     return out
 
 
