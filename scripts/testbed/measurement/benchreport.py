@@ -111,7 +111,7 @@ def _changed_target(eps):
     t = benchstats.check_target("eps_max_changed_per_unit_relation", _worst(eps, "max_changed_per_unit_relation"))
     total, written = _worst(eps, "max_hooks_per_unit_relation"), _worst(eps, "max_written_per_unit_relation")
     t["text"] += " [every hook kind: {}; caused by the peers' writes: {}]".format(
-        benchstats.fmt(total), benchstats.fmt(written))
+        benchstats.fmt(total, 0), benchstats.fmt(written, 0))
     t["total_hooks_per_unit_relation"], t["written_per_unit_relation"] = total, written
     return t
 
