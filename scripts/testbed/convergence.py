@@ -88,11 +88,21 @@ def hook_kind(run):
     return "verify" if opened_session(run, VERIFY_SESSION) else "charm"
 
 
+def written_by_remote(run):
+    """Whether a relation-changed run is one the remote side's writes caused: it covers a committed
+    write of that side and is not the relation-changed Juju runs right after relation-joined
+    (which it runs whatever was written: worker/uniter/relation/state.go ``UpdateStateForHook``
+    sets ``ChangedPending`` after joined, resolver.go ``nextHookForRelation`` returns it first)."""
+    kinds = [hook for _writer, hook, _keys in run.causes]
+    return bool(kinds) and "joined" not in kinds
+
+
 def hook_counts(runs):
     """Hook runs per unit, per (unit, relation) -- a hub's endpoint has one relation per spoke --,
-    relation-changed only per (unit, relation), and per (unit, relation) the runs that reached
-    the charm (the others ended in the hook gate)."""
-    per_unit, per_rel, per_rel_changed, per_rel_charm = {}, {}, {}, {}
+    relation-changed only per (unit, relation), of them those the remote unit's writes caused
+    (``written_by_remote``), and per (unit, relation) the runs that reached the charm (the others
+    ended in the hook gate)."""
+    per_unit, per_rel, per_rel_changed, per_rel_written, per_rel_charm = {}, {}, {}, {}, {}
     for run in runs:
         per_unit[run.unit] = per_unit.get(run.unit, 0) + 1
         m = _RELATION_HOOK.match(run.hook)
@@ -101,9 +111,10 @@ def hook_counts(runs):
             per_rel[key] = per_rel.get(key, 0) + 1
             if m.group("kind") == "changed":
                 per_rel_changed[key] = per_rel_changed.get(key, 0) + 1
+                per_rel_written[key] = per_rel_written.get(key, 0) + written_by_remote(run)
             per_rel_charm[key] = per_rel_charm.get(key, 0) + (hook_kind(run) != "gate")
     return {"per_unit": per_unit, "per_unit_relation": per_rel, "changed_per_unit_relation": per_rel_changed,
-            "charm_per_unit_relation": per_rel_charm}
+            "written_per_unit_relation": per_rel_written, "charm_per_unit_relation": per_rel_charm}
 
 
 def convergence_record(model, testbed, t_up, ticks_up):
@@ -132,6 +143,7 @@ def convergence_record(model, testbed, t_up, ticks_up):
         "max_hooks_per_unit": max(counts["per_unit"].values()),
         "max_hooks_per_unit_relation": max(counts["per_unit_relation"].values() or [0]),
         "max_changed_per_unit_relation": max(counts["changed_per_unit_relation"].values() or [0]),
+        "max_written_per_unit_relation": max(counts["written_per_unit_relation"].values() or [0]),
         "max_charm_hooks_per_unit_relation": max(counts["charm_per_unit_relation"].values() or [0]),
         "reconcile_sessions_per_unit": reconciles,
         "sshd_logins_per_vnf": logins,
@@ -337,15 +349,15 @@ def run_synthetic_once(runner, k, hub_last=True, then=None):
 def conv_line(label, rec):
     return ("{}: up {:.1f} s after the last config ({:.1f} s after the first), {} hooks ({} after the first "
             "config), {} reconcile + {} verify sessions by then, {} sshd logins for {} sessions once settled, "
-            "worst unit+relation {} hooks").format(
+            "worst unit+relation {} hooks ({} relation-changed)").format(
         label, rec["seconds_after_last_config"], rec["seconds_after_first_config"], rec["hooks_total"],
         rec["hooks_after_first_config"], rec["reconcile_sessions"], rec["verify_sessions"], rec["sshd_logins"],
-        rec["sessions_settled"], rec["max_hooks_per_unit_relation"])
+        rec["sessions_settled"], rec["max_hooks_per_unit_relation"], rec.get("max_changed_per_unit_relation", "-"))
 
 
 CONV_METRICS = ("seconds_after_last_config", "seconds_after_first_config", "hooks_total", "hooks_after_first_config",
                 "max_hooks_per_unit", "max_hooks_per_unit_relation", "max_changed_per_unit_relation",
-                "max_charm_hooks_per_unit_relation",
+                "max_written_per_unit_relation", "max_charm_hooks_per_unit_relation",
                 "reconcile_sessions", "verify_sessions", "sessions", "sshd_logins", "logins_per_session",
                 "hooks_per_tunnel", "charm_hooks_per_tunnel",
                 "sessions_per_tunnel", "hub_gate_hook_seconds", "hub_gate_hook_tool_calls",

@@ -11,7 +11,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VNF = os.path.join(ROOT, "charms", "vpnaas", "vnf")
 STAND_IN = """#!/bin/bash
-# pq-psk run -config DIR -state DIR, as far as the step sees it
+# pq-psk run -config DIR -state DIR -ready FIFO, as far as the step sees it
 state=$5
 sleep {delay}
 mkdir -p "$state"
@@ -19,6 +19,7 @@ exec 9>>"$state/lock"
 flock -n 9 || { echo "another daemon holds $state/lock" >&2; exit 1; }
 trap 'exit 0' TERM
 echo "{tag}"
+if [ "$6" = -ready ] && [ -p "$7" ]; then echo ready > "$7"; fi
 while :; do sleep 0.2 9>&-; done
 """
 
@@ -129,3 +130,32 @@ def test_a_daemon_slow_to_start_is_waited_for_and_one_that_exits_is_reported_wit
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
     assert run.returncode != 0 and "the pq-psk daemon exited at its start: config: no such device" in run.stdout, \
         run.stdout + run.stderr
+
+
+def test_the_start_goes_on_at_the_daemons_word_and_leaves_no_fifo(tmp_path):
+    """The step waits for the daemon's "ready" on a FIFO it holds (no poll interval): the daemon
+    is given the FIFO, says its word into it, and the FIFO is gone after the start."""
+    try:
+        step(tmp_path, "pq_psk_daemon")
+        (pid,) = daemons(tmp_path)
+        with open("/proc/{}/cmdline".format(pid), "rb") as f:
+            args = f.read().split(b"\0")
+        assert args[-3:-1] == [b"-ready", str(tmp_path / "run" / "pq.pid.ready").encode()]
+        assert sorted(os.listdir(str(tmp_path / "run"))) == ["pq.log", "pq.pid", "pq.pid.sha256"]
+    finally:
+        cleanup(tmp_path)
+
+
+def test_a_daemon_that_exits_at_its_start_fails_the_start_without_a_fifo_left(tmp_path):
+    prog = tmp_path / "bin" / "pq-psk"
+    prog.parent.mkdir()
+    (tmp_path / "run").mkdir()
+    prog.write_text("#!/bin/bash\necho 'cannot start: no such device' >&2\nexit 1\n")
+    prog.chmod(0o755)
+    setup = ('source "$1/lib.sh"; source "$1/tunnels/pqpsk.sh"; DATAPLANE_DIR=$2/bin; init=none; '
+             'PQ_PSK_DIR=$2/conf; PQ_PSK_STATE=$2/state; PQ_PSK_PIDFILE=$2/run/pq.pid; PQ_PSK_LOG=$2/run/pq.log; ')
+    run = subprocess.run(["bash", "-c", setup + "pq_psk_daemon", "/dev/null", VNF, str(tmp_path)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=30)
+    assert run.returncode == 3
+    assert run.stdout.strip() == "ERROR the pq-psk daemon exited at its start: cannot start: no such device"
+    assert "pq.pid.ready" not in os.listdir(str(tmp_path / "run"))
