@@ -137,3 +137,19 @@ def test_a_failed_session_leaves_no_cache_and_the_gate_skips_nothing(hub, vnf):
     ready.harness.charm.on.update_status.emit()
     vnf.fault = None
     assert not gate(ready)
+
+
+def test_get_ssh_public_key_answered_before_ops_is_what_the_charm_answers(ready, tmp_path, monkeypatch):
+    """hookgate.answered sets the same result the charm's own handler sets."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    record = tmp_path / "action-set.args"
+    (tools / "action-set").write_text('#!/bin/sh\nprintf "%s\\n" "$@" > {}\n'.format(record))
+    (tools / "action-set").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tools) + os.pathsep + os.environ["PATH"])
+    env = {"JUJU_DISPATCH_PATH": "actions/get-ssh-public-key", "JUJU_CHARM_DIR": str(ready.charm.charm_dir),
+           "JUJU_UNIT_NAME": ready.charm.unit.name}
+    assert hookgate.answered(env)
+    charm = ready.act("get-ssh-public-key")
+    assert charm.failed is None
+    assert record.read_text() == "pubkey={}\n".format(charm.results["pubkey"])

@@ -5,6 +5,7 @@ holds the plan; anything else, or anything unexpected, runs the charm. The hook 
 by a recorder (tests/harness/test_config_gate.py checks the gate against the charm's own decision)."""
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -237,7 +238,6 @@ def _tool_program(tool_dir, name, body):
 
 
 def test_as_dispatch_runs_it_the_exit_status_says_whether_the_hook_is_done(unit, tmp_path):
-    import shlex
     tools = tmp_path / "bin"
     tools.mkdir()
     _tool_program(str(tools), "config-get", "printf '%s' {}".format(shlex.quote(json.dumps(CONFIG))))
@@ -255,3 +255,53 @@ def test_as_dispatch_runs_it_the_exit_status_says_whether_the_hook_is_done(unit,
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     _tool_program(str(tools), "relation-list", "echo '[\"s1/0\", \"s2/0\"]'")
     assert run().returncode == 1
+
+
+# ---------------------------------------------------------------------- get-ssh-public-key before ops
+def _action_set_recorder(tmp_path, rc=0):
+    tools = tmp_path / "action-bin"
+    tools.mkdir(exist_ok=True)
+    record = tmp_path / "action-set.args"
+    _tool_program(str(tools), "action-set", 'for a in "$@"; do printf "%s\\n" "$a"; done >> {}\nexit {}'.format(
+        shlex.quote(str(record)), rc))
+    return str(tools), record
+
+
+def _answered(unit, tools, hook="actions/get-ssh-public-key", monkeypatch=None):
+    env = env_for(unit[0], hook=hook)
+    monkeypatch.setenv("PATH", tools + os.pathsep + os.environ["PATH"])
+    return hookgate.answered(env)
+
+
+def test_get_ssh_public_key_is_answered_before_ops_as_the_charm_answers_it(unit, tmp_path, monkeypatch):
+    tools, record = _action_set_recorder(tmp_path)
+    assert _answered(unit, tools, monkeypatch=monkeypatch)
+    assert record.read_text() == "pubkey=" + PUBLIC + "\n"
+
+
+@pytest.mark.parametrize("case", ["no-key", "half-written", "empty", "two-lines", "not-a-key"])
+def test_without_a_whole_key_the_action_reaches_the_charm(unit, tmp_path, monkeypatch, case):
+    tools, record = _action_set_recorder(tmp_path)
+    pub = os.path.join(unit[1], unitstate.KEY_FILE + ".pub")
+    if case == "no-key":
+        os.remove(os.path.join(unit[1], unitstate.KEY_FILE))
+    elif case == "half-written":
+        os.remove(pub)
+    else:
+        with open(pub, "w") as f:
+            f.write({"empty": "", "two-lines": PUBLIC + "\n" + PUBLIC, "not-a-key": "$(reboot)"}[case])
+    assert not _answered(unit, tools, monkeypatch=monkeypatch)
+    assert not record.exists()
+
+
+def test_a_failing_action_set_reaches_the_charm(unit, tmp_path, monkeypatch):
+    tools, _record = _action_set_recorder(tmp_path, rc=1)
+    assert not _answered(unit, tools, monkeypatch=monkeypatch)
+
+
+@pytest.mark.parametrize("hook", ["actions/generate-ssh-key", "actions/verify-ssh-credentials", "hooks/install",
+                                  "actions/get-ssh-public-key-x", ""])
+def test_no_other_action_is_answered_before_ops(unit, tmp_path, monkeypatch, hook):
+    tools, record = _action_set_recorder(tmp_path)
+    assert not _answered(unit, tools, hook=hook, monkeypatch=monkeypatch)
+    assert not record.exists()

@@ -12,13 +12,20 @@ relation-changed Juju runs next (``relation_cache.nothing_to_do``), not even a t
 library offers a decision made before the framework starts; the decision itself is ``relation_cache``'s, the
 same function the charm applies inside ops.
 
+OSM's ``get-ssh-public-key`` action (run once per VNF before its ``config``, and again by heal
+and scale) is answered here too (``answered``): it only reads the charm's public key
+(``ProxyActions._on_get_ssh_public_key``: no reconcile), so ops' start, a charm run, costs
+nothing here but the same ``action-set``. A unit without a whole key pair reaches the charm, which
+fails the action or repairs the pair.
+
 Run as ``python3 -S -m vpnaas.charm.hookgate`` from the charm directory, with the hook's environment
 (``JUJU_UNIT_NAME`` names this unit: its own data on the relation is read back as Juju holds it,
 so that a hook whose earlier run's publication Juju dropped is never skipped).
 Exit status 0: nothing to do, the hook ends (successfully) here. 1: run the charm. Anything
 unexpected (a value of the wrong shape, a failing or slow tool call, an unreadable cache) means
 "run the charm": this gate can only ever skip what the charm would have skipped. It writes
-nothing, logs nothing, and passes values only as separate arguments (never through a shell).
+nothing but that action's result, logs nothing, and passes values only as separate arguments
+(never through a shell).
 """
 import json
 import os
@@ -135,8 +142,29 @@ def nothing_to_do(environ: Mapping[str, str]) -> bool:
                                         lambda rid: _databag(rid, me))
 
 
+_PUBLIC_KEY_ACTION = "actions/get-ssh-public-key"
+#: An OpenSSH public key line as ``ssh.KeyStore`` writes it: printable ASCII, one line.
+_PUBLIC_KEY = re.compile(r"ssh-[a-z0-9-]{1,40} [A-Za-z0-9+/]{1,1000}={0,2}( [\x21-\x7e]{1,200})?")
+
+
+def answered(environ: Mapping[str, str]) -> bool:
+    """True when ``environ`` is OSM's get-ssh-public-key and its result was set here, as the
+    charm sets it (``action-set pubkey=<the public key>``); False: run the charm."""
+    charm_dir = environ.get("JUJU_CHARM_DIR", "")
+    if environ.get("JUJU_DISPATCH_PATH", "") != _PUBLIC_KEY_ACTION or not charm_dir:
+        return False
+    key = _public_key(unitstate.unit_state_dir(charm_dir))
+    if not key or not _PUBLIC_KEY.fullmatch(key):
+        return False
+    try:
+        return subprocess.run(["action-set", "pubkey=" + key], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, timeout=TOOL_TIMEOUT).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
 def main() -> int:
-    return 0 if nothing_to_do(os.environ) else 1
+    return 0 if answered(os.environ) or nothing_to_do(os.environ) else 1
 
 
 if __name__ == "__main__":
