@@ -217,3 +217,22 @@ def test_a_free_unit_keeps_the_job_it_decided_on_while_it_waits_for_a_slot():
     release.set()
     s.settle()
     assert order == ["config-changed", "action", "relation-changed"]
+
+
+def test_unbounded_no_unit_waits_for_another_units_job():
+    """parallel=UNBOUNDED, Juju under OSM (one machine, one machine lock, per unit): twelve units'
+    jobs all run at once -- each waits until all twelve are running -- while each unit still runs
+    its own jobs one at a time, in order, with at most one worker per unit."""
+    units = ["u{}/0".format(i) for i in range(12)]
+    s = scheduler.UnitScheduler(scheduler.UNBOUNDED)
+    together = threading.Barrier(len(units), timeout=60)
+    log, lock, running, peak = [], threading.Lock(), set(), []
+    for unit in units:
+        s.submit(unit, together.wait)
+        s.submit(unit, _recorder(log, lock, unit, 1, running=running, peak=peak))
+        s.submit(unit, _recorder(log, lock, unit, 2, running=running, peak=peak))
+    s.settle()       # a barrier that broke (a unit kept waiting for a slot) raises here
+    assert sorted(log) == sorted((u, i) for u in units for i in (1, 2))
+    for unit in units:
+        assert [i for u, i in log if u == unit] == [1, 2]
+    assert len(s._workers) <= len(units)
