@@ -235,4 +235,15 @@ def test_unbounded_no_unit_waits_for_another_units_job():
     assert sorted(log) == sorted((u, i) for u in units for i in (1, 2))
     for unit in units:
         assert [i for u, i in log if u == unit] == [1, 2]
-    assert len(s._workers) <= len(units)
+    assert len(s._workers) <= len(units) + 1       # one more watches retry timers
+
+
+def test_unbounded_a_retry_runs_on_its_timer_while_another_units_hook_still_runs():
+    """A unit's hook in error waits for its retry timer only: its retry runs while another unit's
+    long hook is still running (that hook waits for the retry to have run, 60 s at most)."""
+    s = scheduler.UnitScheduler(scheduler.UNBOUNDED)
+    retried, seen = threading.Event(), []
+    s.submit("b/0", lambda: seen.append(retried.wait(60)))
+    s.submit("a/0", retried.set, not_before=time.monotonic() + 0.2)
+    s.settle()
+    assert seen == [True], "the retry waited for another unit's hook"

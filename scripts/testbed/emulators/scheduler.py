@@ -246,9 +246,12 @@ class UnitScheduler(object):
 
     def _start_workers(self):
         """As many workers as ``parallel`` allows, but no more than units that run or have decided
-        a job (called with the lock held)."""
+        a job (called with the lock held). Unbounded, one more: a unit whose hook in error waits
+        for its retry timer has decided nothing, and with every worker inside another unit's hook
+        nobody would watch that timer (a retry due at 0.4 s ran at 3 s, when a 3 s hook of another
+        unit ended; Juju's uniter of that unit retries on time)."""
         wanted = len(self._busy) + len(self._decided)
-        limit = wanted if self.parallel == UNBOUNDED else min(self.parallel, max(wanted, 1))
+        limit = wanted + 1 if self.parallel == UNBOUNDED else min(self.parallel, max(wanted, 1))
         while len(self._workers) < limit:
             t = threading.Thread(target=self._work, name="vca-unit-{}".format(len(self._workers)), daemon=True)
             self._workers.append(t)
