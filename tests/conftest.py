@@ -47,8 +47,14 @@ def pytest_collection_modifyitems(config, items):
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node):
     """pytest-xdist's controller: every worker orders its collection by the same times (read here
-    once; the workers' collections must be identical)."""
-    node.workerinput["vpnaas_durations"] = kept_builds.last_durations()
+    once for all of them: the workers' collections must be identical, and another run in this
+    checkout may replace the file between two workers' configurations)."""
+    if "last" not in _controller_durations:
+        _controller_durations["last"] = kept_builds.last_durations()
+    node.workerinput["vpnaas_durations"] = _controller_durations["last"]
+
+
+_controller_durations = {}
 
 
 _durations = {}
