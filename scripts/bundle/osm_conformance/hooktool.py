@@ -132,9 +132,10 @@ def _tools(answer):
         hookgate.subprocess.run = real
 
 
-def _scenarios(fx):
+def _scenarios(fx, scratch):
     """[(context, call, expected)]: each gate function as a hook runs it, and what it must read.
-    Context: {"hook_relation": id or None, "remote_unit": name or ""}."""
+    Context: {"hook_relation": id or None, "remote_unit": name or ""}. The unit's charm and state
+    directories are made under ``scratch``."""
     from vpnaas.charm import hookgate, relation_cache
     endpoint, unit, key = largest_values()
     full = fx["relations"][0]
@@ -143,9 +144,7 @@ def _scenarios(fx):
     none = {"hook_relation": None, "remote_unit": ""}
     in_order = sorted(fx["relations"], key=lambda r: "{}:{}".format(r["name"], r["id"]))   # relation-ids sorts
     members = [relation_cache.slot(r["id"], u) for r in in_order for u in r["units"]]
-    action_dir = tempfile.mkdtemp(prefix="hooktool-")
-    charm_dir = os.path.join(action_dir, "charm")
-    os.makedirs(os.path.join(action_dir, "state"))
+    charm_dir = os.path.join(scratch, "unit", "charm")
     os.makedirs(charm_dir)
     from vpnaas.core import unitstate
     state = unitstate.unit_state_dir(charm_dir)
@@ -154,7 +153,23 @@ def _scenarios(fx):
         with open(os.path.join(state, name), "w") as f:
             f.write(text)
     action_env = {"JUJU_DISPATCH_PATH": "actions/get-ssh-public-key", "JUJU_CHARM_DIR": charm_dir}
+    # The cache a charm run that ended normally leaves for this world (every member's data, this
+    # unit's own on the relation, the config and key digest): the whole gate then ends both hooks.
+    fields = sorted(full["settings"][remote])
+    salt = "5a17"
+    relation_cache.save(state, relation_cache.make(
+        [endpoint], fields, "fp-1", {relation_cache.slot(full["id"], u): full["settings"][u] for u in full["units"]},
+        fields, {full["id"]: full["settings"][fx["unit"]]}, written=[full["id"]],
+        config=relation_cache.config_digest(salt, fx["config"], key), salt=salt, members=members))
+    relation_cache.promote(state)
+    hook_env = {"JUJU_CHARM_DIR": charm_dir, "JUJU_UNIT_NAME": fx["unit"]}
+    changed_env = dict(hook_env, JUJU_DISPATCH_PATH="hooks/{}-relation-changed".format(endpoint),
+                       JUJU_RELATION=endpoint, JUJU_RELATION_ID="{}:{}".format(endpoint, full["id"]),
+                       JUJU_REMOTE_UNIT=remote)
+    config_env = dict(hook_env, JUJU_DISPATCH_PATH="hooks/config-changed")
     return [
+        ("relation-changed: the whole gate ends the hook", rel_hook, lambda: hookgate.nothing_to_do(changed_env), True),
+        ("config-changed: the whole gate ends the hook", none, lambda: hookgate.nothing_to_do(config_env), True),
         ("action get-ssh-public-key", none, lambda: hookgate.answered(action_env), True),
         ("relation hook: remote unit's data", rel_hook, lambda: hookgate._databag(full["id"], remote),
          full["settings"][remote]),
@@ -175,7 +190,13 @@ def build_corpus():
     per context)."""
     fx = fixture()
     lines, seen = [], set()
-    for name, context, call, _expected in _scenarios(fx):
+    with tempfile.TemporaryDirectory(prefix="hooktool-") as scratch:
+        _record_all(fx, scratch, lines, seen)
+    return {"fixture": fx, "lines": lines}
+
+
+def _record_all(fx, scratch, lines, seen):
+    for name, context, call, _expected in _scenarios(fx, scratch):
         def record(argv, context=context, name=name):
             tag = json.dumps([argv, context], sort_keys=True)
             if tag not in seen:
@@ -184,7 +205,6 @@ def build_corpus():
             return 0, json.dumps(_model_answer(fx, argv))
         with _tools(record):
             call()
-    return {"fixture": fx, "lines": lines}
 
 
 def hook_tool_calls(root=ROOT):
@@ -237,8 +257,13 @@ def replay(corpus, results):
     for line, r in zip(corpus["lines"], results):
         by_line[json.dumps([line["argv"], {"hook_relation": line["hook_relation"], "remote_unit": line["remote_unit"]}],
                            sort_keys=True)] = r
+    with tempfile.TemporaryDirectory(prefix="hooktool-") as scratch:
+        return _replay_all(fx, scratch, by_line)
+
+
+def _replay_all(fx, scratch, by_line):
     out = []
-    for name, context, call, expected in _scenarios(fx):
+    for name, context, call, expected in _scenarios(fx, scratch):
         missing = []
 
         def answer(argv, context=context, missing=missing):
