@@ -75,6 +75,13 @@ def test_replay_names_what_the_gate_cannot_read(corpus, tool, override, scenario
     assert scenario in failed
 
 
+def test_with_every_option_unset_the_gate_reads_nulls():
+    corpus = hooktool.build_corpus(hooktool.unset_fixture())
+    assert set(corpus["fixture"]["config"].values()) == {None}
+    verdicts = [ok for _name, ok, _detail in hooktool.replay(corpus, _model_results(corpus))]
+    assert verdicts == [True] * 9
+
+
 def _doc(results):
     return {"versions": {"juju": "2.9.42"}, "results": results}
 

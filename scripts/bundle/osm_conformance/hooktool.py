@@ -184,11 +184,19 @@ def _scenarios(fx, scratch):
     ]
 
 
-def build_corpus():
-    """{"fixture", "lines": [{"argv", "hook_relation", "remote_unit", "scenario"}]}: every
-    hook-tool line the gate's functions ran at the largest values (in order, duplicates kept once
-    per context)."""
+def unset_fixture():
+    """The same world with every option unset (no value, no default): `config-get --all` then
+    answers null for each, and `config-get ssh-hostname` null."""
     fx = fixture()
+    fx["config"] = {k: None for k in fx["config"]}
+    return fx
+
+
+def build_corpus(fx=None):
+    """{"fixture", "lines": [{"argv", "hook_relation", "remote_unit", "scenario"}]}: every
+    hook-tool line the gate's functions ran in ``fx`` (default: the largest values; in order,
+    duplicates kept once per context)."""
+    fx = fixture() if fx is None else fx
     lines, seen = [], set()
     with tempfile.TemporaryDirectory(prefix="hooktool-") as scratch:
         _record_all(fx, scratch, lines, seen)
@@ -322,9 +330,10 @@ def run_driver(binary, fx, lines, work_dir, tag):
         return json.load(f)
 
 
-def report(version, source, corpus, doc, control_doc):
-    """(text, ok) of one tree's run."""
-    lines = ["Juju {} ({}): {} hook-tool lines of the hook gate".format(version, source, len(corpus["lines"]))]
+def report(version, source, corpus, doc, control_doc, label="largest values"):
+    """(text, ok) of one tree's run over one fixture."""
+    lines = ["Juju {} ({}), {}: {} hook-tool lines of the hook gate".format(version, source, label,
+                                                                          len(corpus["lines"]))]
     ok = True
     per_tool = {}
     for line, r in zip(corpus["lines"], doc["results"]):
@@ -362,17 +371,19 @@ def main(argv=None):
         print("not run: no Juju source tree (give JUJU_SRC=<dir>; see docs/bundle.md)")
         return 2
     os.makedirs(WORK_DIR, exist_ok=True)
-    corpus = build_corpus()
+    corpora = (("largest values", build_corpus()), ("every option unset", build_corpus(unset_fixture())))
     texts, ok = [], True
     for juju_src in args.juju_src:
         binary = build_driver(juju_src, WORK_DIR)
         tag = hashlib.sha256(binary.encode()).hexdigest()[:8]
-        control_doc = run_driver(binary, corpus["fixture"], controls(corpus["fixture"]), WORK_DIR, tag + "-controls")
-        doc = run_driver(binary, corpus["fixture"], corpus["lines"], WORK_DIR, tag)
-        text, good = report(doc["versions"]["juju"], os.path.basename(os.path.normpath(juju_src)), corpus, doc,
-                            control_doc)
-        texts.append(text)
-        ok = ok and good
+        for n, (label, corpus) in enumerate(corpora):
+            fx = corpus["fixture"]
+            control_doc = run_driver(binary, fx, controls(fx), WORK_DIR, "{}-{}-controls".format(tag, n))
+            doc = run_driver(binary, fx, corpus["lines"], WORK_DIR, "{}-{}".format(tag, n))
+            text, good = report(doc["versions"]["juju"], os.path.basename(os.path.normpath(juju_src)), corpus, doc,
+                                control_doc, label)
+            texts.append(text)
+            ok = ok and good
     text = "\n\n".join(texts)
     print(text)
     with open(os.path.join(WORK_DIR, "hooktool-report.txt"), "w") as f:
