@@ -15,7 +15,7 @@ BENCH_ARGS ?=
 
 .PHONY: help venv deps charms charms-local packages validate test unit unit36 lint shellcheck typecheck pycompat \
         wireguard-go hookclient pq-psk boringtun demo bench lifecycle deploy deploy-tools onboard undeploy measure-remote clean \
-        osm-conformance juju-conformance oai-conformance lcm-conformance
+        osm-conformance juju-conformance hooktool-conformance oai-conformance lcm-conformance
 
 help: ## list the targets
 	@grep -hE '^[a-z][a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
@@ -167,6 +167,9 @@ osm-conformance: venv packages ## load every package and params file through OSM
 
 juju-conformance: venv packages ## every `juju` command line of the deploy tool through Juju's own parser (JUJU_SRC="<juju tree> ...", see docs/bundle.md)
 	$(PY) -m bundle.osm_conformance --part juju $(foreach d,$(JUJU_SRC),--juju-src "$(d)")
+
+hooktool-conformance: venv ## every hook-tool line the hook gate runs through Juju's own jujuc commands, and Juju's answers through the gate (JUJU_SRC="<juju tree> ...", see docs/bundle.md)
+	$(PY) -m bundle.osm_conformance.hooktool $(foreach d,$(JUJU_SRC),--juju-src "$(d)")
 
 lcm-conformance: venv ## LCM 19's own functions: what the emulated LCM reads from the VNFDs, and the charms' reader of the <OSM> LCM writes (LCM_SRC=<dir holding osm_lcm/>)
 	$(PY) -m testbed.lcm_conformance --lcm-src "$(LCM_SRC)"
