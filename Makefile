@@ -15,7 +15,7 @@ BENCH_ARGS ?=
 
 .PHONY: help venv deps charms charms-local packages validate test unit unit36 lint shellcheck typecheck pycompat \
         wireguard-go hookclient pq-psk boringtun demo bench lifecycle deploy deploy-tools onboard undeploy measure-remote clean \
-        osm-conformance juju-conformance oai-conformance lcm-conformance
+        osm-conformance juju-conformance hooktool-conformance oai-conformance lcm-conformance
 
 help: ## list the targets
 	@grep -hE '^[a-z][a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
@@ -92,7 +92,9 @@ pycompat: venv ## prove the charm runtime code runs on Python 3.6
 # worker per core left the cores half idle (docs/figures.md). --dist loadgroup keeps the modules
 # that share a costly fixture on one worker (an xdist group) and hands the groups out first, the
 # largest first (pytest-xdist's default reordering, which starts the longest modules: grammar
-# cost, registry extension, CLI corpus), then the other tests in the order tests/conftest.py gives. What the
+# cost, registry extension, CLI corpus), then the other tests in the order tests/conftest.py gives: the
+# longest first by the last run's times (build/test-durations.json), so that the tests that mostly wait
+# start early, beside the others' CPU, and none is left to start alone at the end. What the
 # system lacks of what it needs is unpacked into build/sysroot first (no root; scripts/unpack-deps.sh).
 # Python's bytecode and pytest's rewritten test modules are kept in build/pycache (never beside the
 # sources) for the next run, also where the shell sets PYTHONDONTWRITEBYTECODE: else every worker
@@ -127,7 +129,7 @@ unit: venv hookclient wireguard-go pq-psk boringtun ## every test that needs no 
 unit36: $(VENV36)/.done ## the pure core, the hostile-value corpus, the OAI steps and the charms under Harness on Python 3.6 (the shipped charms' Python)
 	$(VENV36)/bin/python -m pytest -q -p no:cacheprovider tests/unit/test_hostile_values.py \
 	  tests/unit/test_validation.py tests/unit/test_plan.py tests/unit/test_relation_data.py \
-	  tests/unit/test_vnfscript.py tests/unit/test_remote.py tests/unit/test_report_protocol.py tests/unit/test_hookgate.py tests/unit/test_peer_trust.py \
+	  tests/unit/test_vnfscript.py tests/unit/test_remote.py tests/unit/test_report_protocol.py tests/unit/test_hookgate.py tests/unit/test_hookgate_config.py tests/unit/test_peer_trust.py \
 	  tests/unit/test_relation_cache.py tests/unit/test_relation_memory.py tests/unit/test_admission.py tests/unit/test_rotation_protocol.py tests/unit/test_metrics.py tests/unit/test_exporter_server.py tests/unit/test_instance.py \
 	  tests/unit/test_osm_params.py tests/unit/test_grammar_cost.py tests/unit/test_slice_qos.py \
 	  tests/unit/test_dataplane.py tests/harness \
@@ -165,6 +167,9 @@ osm-conformance: venv packages ## load every package and params file through OSM
 
 juju-conformance: venv packages ## every `juju` command line of the deploy tool through Juju's own parser (JUJU_SRC="<juju tree> ...", see docs/bundle.md)
 	$(PY) -m bundle.osm_conformance --part juju $(foreach d,$(JUJU_SRC),--juju-src "$(d)")
+
+hooktool-conformance: venv ## every hook-tool line the hook gate runs through Juju's own jujuc commands, and Juju's answers through the gate (JUJU_SRC="<juju tree> ...", see docs/bundle.md)
+	$(PY) -m bundle.osm_conformance.hooktool $(foreach d,$(JUJU_SRC),--juju-src "$(d)")
 
 lcm-conformance: venv ## LCM 19's own functions: what the emulated LCM reads from the VNFDs, and the charms' reader of the <OSM> LCM writes (LCM_SRC=<dir holding osm_lcm/>)
 	$(PY) -m testbed.lcm_conformance --lcm-src "$(LCM_SRC)"

@@ -369,7 +369,9 @@ func (r *Runner) initiateLoop(ctx context.Context, own [keyLen]byte, p PeerConf,
 	jittered := func() time.Duration { return interval - time.Duration(rand.Int64N(int64(interval/10)+1)) }
 	period := jittered()
 	var last time.Time // the last completed exchange under this own key; zero: none, renew at once
-	wait := time.Duration(rand.Int64N(int64(time.Second)))
+	// No key held: the first exchange starts now. It is what makes the tunnel post-quantum, so no
+	// delay of its own (a random one, up to a second, was here); renewals keep their jitter.
+	var wait time.Duration
 	r.States.mu.Lock()
 	if st.psk != nil && st.pskOwn == own && st.Last > 0 {
 		// A key agreed with this peer under this own key is held: the next exchange is its

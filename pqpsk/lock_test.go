@@ -82,3 +82,44 @@ func TestTheLogIsCutAtItsBound(t *testing.T) {
 		t.Fatalf("%d bytes: %q", len(data), data)
 	}
 }
+
+// The daemon's "ready" goes into the starting step's FIFO at once, and never blocks the daemon or
+// writes into anything that is not a FIFO.
+func TestSignalReady(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "ready")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.OpenFile(fifo, os.O_RDWR, 0) // as the step holds it: read and write, no wait
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	signalReady(fifo)
+	buf := make([]byte, 16)
+	n, err := r.Read(buf)
+	if err != nil || string(buf[:n]) != "ready\n" {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+	// No reader: nothing to tell, and no wait.
+	lone := filepath.Join(dir, "lone")
+	if err := syscall.Mkfifo(lone, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	signalReady(lone)
+	// A regular file is left as it was; a missing path is not created; "" is nothing.
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	signalReady(plain)
+	signalReady(filepath.Join(dir, "missing"))
+	signalReady("")
+	if data, _ := os.ReadFile(plain); string(data) != "x" {
+		t.Fatalf("a regular file was written: %q", data)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing")); !os.IsNotExist(err) {
+		t.Fatalf("a missing path was created: %v", err)
+	}
+}

@@ -1,7 +1,7 @@
 // pq-psk: a post-quantum preshared key per WireGuard tunnel, from ML-KEM-768 (FIPS 203),
 // derived on the two VNFs over the tunnel itself and renewed periodically.
 //
-//	pq-psk run [-config DIR] [-state DIR] [-wg PATH]   the daemon: one runner per DIR/*.conf
+//	pq-psk run [-config DIR] [-state DIR] [-wg PATH] [-ready FIFO]   the daemon: one runner per DIR/*.conf
 //	pq-psk status [-state DIR]                         every device's per-peer state
 //	pq-psk version
 //
@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -146,6 +147,24 @@ func status(stateDir string, w io.Writer) error {
 	return nil
 }
 
+// signalReady tells the VNF step that started this daemon that it runs (its state folder made,
+// its lock taken): one line into the step's FIFO, so that the step goes on at once rather than at
+// its next look. Opened without waiting and only if it is a FIFO: with no reader (a step killed
+// meanwhile) or anything else at that path there is nobody to tell, and the daemon runs on.
+func signalReady(path string) {
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
+		_, _ = f.WriteString("ready\n")
+	}
+}
+
 func main() {
 	log.SetFlags(0)
 	if len(os.Args) < 2 {
@@ -156,6 +175,7 @@ func main() {
 	configDir := fs.String("config", "/etc/wireguard/pq-psk", "the devices' configuration files (<dev>.conf)")
 	stateDir := fs.String("state", "/run/wireguard/vpnaas-pq-psk", "where the per-device status files are written")
 	wgTool := fs.String("wg", "wg", "the wg tool")
+	ready := fs.String("ready", "", "a FIFO to say \"ready\" into once the state is locked (the VNF step that starts it)")
 	_ = fs.Parse(os.Args[2:])
 	switch os.Args[1] {
 	case "version", "--version":
@@ -174,6 +194,7 @@ func main() {
 			log.Fatal(err)
 		}
 		defer lock.Close() // held for the daemon's life (the loop below never ends)
+		signalReady(*ready)
 		m := &manager{configDir: *configDir, stateDir: *stateDir, wgTool: *wgTool,
 			runs: map[string]*running{}, states: map[string]*States{}}
 		// The kick file: the VNF step touches it when it has just written the devices or the

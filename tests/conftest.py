@@ -34,15 +34,41 @@ def _once_per_run(tmp_path_factory, name, build):
 BUILDS = ("shipped_packages", "shipped_charms", "charm_dependencies")
 
 
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
     """The order pytest-xdist hands tests out in (``--dist loadgroup`` keeps it, after the groups):
     one test that needs the package build first, so that one worker builds while the others run
-    tests that need nothing built, and the other tests that need a build last, when it is there."""
-    needs_build = [i for i in items if set(BUILDS) & set(getattr(i, "fixturenames", ()))]
-    if needs_build:
-        first = next((i for i in needs_build if "shipped_packages" in i.fixturenames), needs_build[0])
-        rest = [i for i in items if i not in set(needs_build)]
-        items[:] = [first] + rest + [i for i in needs_build if i is not first]
+    tests that need nothing built, and the other tests that need a build last, when it is there.
+    Within each part, the longest first by the last run's times (``pytest_configure_node``): a
+    test that mostly waits (time-outs, its own processes) starts while the others use the cores,
+    and no long one is left to start at the end, when the other workers have nothing left."""
+    items[:] = kept_builds.run_order(items, BUILDS, getattr(config, "workerinput", {}).get("vpnaas_durations") or {})
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """pytest-xdist's controller: every worker orders its collection by the same times (read here
+    once for all of them: the workers' collections must be identical, and another run in this
+    checkout may replace the file between two workers' configurations)."""
+    if "last" not in _controller_durations:
+        _controller_durations["last"] = kept_builds.last_durations()
+    node.workerinput["vpnaas_durations"] = _controller_durations["last"]
+
+
+_controller_durations = {}
+
+
+_durations = {}
+
+
+def pytest_runtest_logreport(report):
+    _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    """The controller of an xdist run keeps each test's time for the next run's order."""
+    if getattr(session.config.option, "dist", "no") != "no" and not hasattr(session.config, "workerinput"):
+        if _durations:
+            kept_builds.record_durations(_durations)
 
 
 def pytest_terminal_summary(terminalreporter):

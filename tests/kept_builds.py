@@ -123,3 +123,45 @@ def changed():
         if differ:
             out.append((kind, differ))
     return out
+
+
+#: Each test's time in the last xdist run that ran it (setup, call and teardown, seconds): the order
+#: the next run hands the tests out in (tests/conftest.py), the longest first.
+DURATIONS = os.path.join(ROOT, "build", "test-durations.json")
+
+
+def last_durations():
+    """{node id: seconds} of the runs before, or {} (none yet, or unreadable)."""
+    try:
+        with open(DURATIONS) as f:
+            doc = json.load(f)
+        return {str(k): float(v) for k, v in doc.items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+
+
+def record_durations(durations):
+    """Keep ``durations`` ({node id: seconds}) over the runs before's (a run of some files keeps the
+    others' times), replaced whole at once."""
+    merged = last_durations()
+    merged.update(durations)
+    os.makedirs(os.path.dirname(DURATIONS), exist_ok=True)
+    tmp = "{}.{}.tmp".format(DURATIONS, os.getpid())
+    with open(tmp, "w") as f:
+        json.dump(merged, f, sort_keys=True)
+    os.replace(tmp, DURATIONS)
+
+
+def run_order(items, builds, last):
+    """``items`` (pytest's) in the order to hand them out: the first that uses the fixture
+    ``shipped_packages`` (else any of ``builds``), then every item that uses none of ``builds``,
+    then the other items that use one; within each part the longest first by ``last`` ({node id:
+    seconds}; an item it lacks counts 0), else in the order given."""
+    needs_build = [i for i in items if set(builds) & set(getattr(i, "fixturenames", ()))]
+    first = [i for i in needs_build if "shipped_packages" in i.fixturenames][:1] or needs_build[:1]
+    built = set(needs_build)
+
+    def longest_first(part):
+        return sorted(part, key=lambda i: -last.get(i.nodeid, 0.0))
+    return (first + longest_first([i for i in items if i not in built])
+            + longest_first([i for i in needs_build if i not in first]))

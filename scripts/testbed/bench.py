@@ -374,8 +374,9 @@ def parse_args(argv):
     p.add_argument("--sizes", default=",".join(map(str, SIZES)), help="synthetic topology sizes (tunnels, 1-250)")
     p.add_argument("--big", type=int, default=2, help="sizes above this get --big-runs runs (default 2)")
     p.add_argument("--big-runs", type=cli.positive_int, default=2, help="runs of the sizes above --big (default 2)")
-    p.add_argument("--parallel", type=cli.positive_int, default=4,
-                   help="units whose hooks the emulated VCA runs at the same time (default 4; Juju: unbounded)")
+    p.add_argument("--parallel", type=cli.hook_slots, default=0,
+                   help="units whose hooks the emulated VCA runs at the same time (default 0: no bound, as "
+                   "Juju under OSM: a machine and a machine lock per proxy charm unit; 1: one at a time)")
     p.add_argument("--implementation", choices=("wireguard-go", "boringtun"), default="wireguard-go",
                    help="userspace WireGuard of the bare pairs (b), and the VNFs' own wireguard-go (the charms' "
                    "tunnels run on what their option says: --charm-implementations)")

@@ -21,6 +21,17 @@ def positive_int(text):
     return value
 
 
+def hook_slots(text):
+    """``--parallel``: units whose hooks the emulated VCA runs at once; 0: no bound (Juju under OSM)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("{!r} is not a whole number".format(text)) from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("{} must be 0 (no bound) or more".format(value))
+    return value
+
+
 def non_negative_float(text):
     try:
         value = float(text)

@@ -42,9 +42,14 @@ class BenchModel(vca.Model):
         super().__init__(*args, **kwargs)
         self.config_times = []
         self.ticks_at_first_config = None
+        #: The testbed's VNF namespaces (set by instantiate_measured) and the CPU ticks of this
+        #: process tree and of their processes at the first config (``own_ticks``).
+        self.namespaces = lambda: []
+        self.own_at_first_config = None
 
     def set_config(self, app, values, wait=True):
         if not self.config_times:
+            self.own_at_first_config = own_ticks(self.namespaces())
             self.ticks_at_first_config = loadcheck.machine_ticks()
         self.config_times.append(time.monotonic())
         super().set_config(app, values, wait=wait)
@@ -58,6 +63,22 @@ def cpu_record(ticks_before, ticks_after, seconds):
     cores = os.cpu_count() or 1
     return {"cpu_seconds": busy, "cpu_steal_seconds": steal,
             "cpu_busy_fraction": benchstats.ratio(busy, seconds * cores) if seconds > 0 else None}
+
+
+def own_ticks(namespaces):
+    """CPU ticks of the instantiation's own processes: this process (the emulated VCA and LCM),
+    every child it reaped (hooks, with their hook tools, gate and SSH client), and the processes
+    in the VNFs' namespaces with the children they reaped (sshd and its sessions' commands, the
+    tunnel daemons). Unlike ``cpu_seconds`` (the whole machine), other work on the machine does
+    not count; a hook still running at a reading counts only once it ends."""
+    total = loadcheck.process_ticks("self", children=True)
+    seen = set()
+    for ns in namespaces:
+        for pid in vim.sh(["ip", "netns", "pids", ns], check=False).stdout.split():
+            if pid not in seen:
+                seen.add(pid)
+                total += loadcheck.process_ticks(pid, children=True)
+    return total
 
 
 def sshd_logins(vnf):
@@ -88,11 +109,21 @@ def hook_kind(run):
     return "verify" if opened_session(run, VERIFY_SESSION) else "charm"
 
 
+def written_by_remote(run):
+    """Whether a relation-changed run is one the remote side's writes caused: it covers a committed
+    write of that side and is not the relation-changed Juju runs right after relation-joined
+    (which it runs whatever was written: worker/uniter/relation/state.go ``UpdateStateForHook``
+    sets ``ChangedPending`` after joined, resolver.go ``nextHookForRelation`` returns it first)."""
+    kinds = [hook for _writer, hook, _keys in run.causes]
+    return bool(kinds) and "joined" not in kinds
+
+
 def hook_counts(runs):
     """Hook runs per unit, per (unit, relation) -- a hub's endpoint has one relation per spoke --,
-    relation-changed only per (unit, relation), and per (unit, relation) the runs that reached
-    the charm (the others ended in the hook gate)."""
-    per_unit, per_rel, per_rel_changed, per_rel_charm = {}, {}, {}, {}
+    relation-changed only per (unit, relation), of them those the remote unit's writes caused
+    (``written_by_remote``), and per (unit, relation) the runs that reached the charm (the others
+    ended in the hook gate)."""
+    per_unit, per_rel, per_rel_changed, per_rel_written, per_rel_charm = {}, {}, {}, {}, {}
     for run in runs:
         per_unit[run.unit] = per_unit.get(run.unit, 0) + 1
         m = _RELATION_HOOK.match(run.hook)
@@ -101,17 +132,21 @@ def hook_counts(runs):
             per_rel[key] = per_rel.get(key, 0) + 1
             if m.group("kind") == "changed":
                 per_rel_changed[key] = per_rel_changed.get(key, 0) + 1
+                per_rel_written[key] = per_rel_written.get(key, 0) + written_by_remote(run)
             per_rel_charm[key] = per_rel_charm.get(key, 0) + (hook_kind(run) != "gate")
     return {"per_unit": per_unit, "per_unit_relation": per_rel, "changed_per_unit_relation": per_rel_changed,
-            "charm_per_unit_relation": per_rel_charm}
+            "written_per_unit_relation": per_rel_written, "charm_per_unit_relation": per_rel_charm}
 
 
-def convergence_record(model, testbed, t_up, ticks_up):
+def convergence_record(model, testbed, t_up, ticks_up, own_up=None):
     """Everything counted at the moment all tunnels were up (hooks that ended by then); the
     logins-per-session check compares sshd's logins with the charms' session lines once the
     model has settled (both counts complete)."""
     first, last = min(model.config_times), max(model.config_times)
     cpu = cpu_record(model.ticks_at_first_config, ticks_up, t_up - first)
+    own0 = getattr(model, "own_at_first_config", None)
+    own = (own_up - own0) / float(loadcheck.TICK) if own_up is not None and own0 is not None else None
+    cpu.update(own_cpu_seconds=own, own_cpu_seconds_per_vnf=own / len(testbed.vnfs) if own is not None else None)
     runs = [r for r in list(model.hook_log) if r.ended <= t_up]
     reconciles = {}
     for r in runs:
@@ -132,6 +167,7 @@ def convergence_record(model, testbed, t_up, ticks_up):
         "max_hooks_per_unit": max(counts["per_unit"].values()),
         "max_hooks_per_unit_relation": max(counts["per_unit_relation"].values() or [0]),
         "max_changed_per_unit_relation": max(counts["changed_per_unit_relation"].values() or [0]),
+        "max_written_per_unit_relation": max(counts["written_per_unit_relation"].values() or [0]),
         "max_charm_hooks_per_unit_relation": max(counts["charm_per_unit_relation"].values() or [0]),
         "reconcile_sessions_per_unit": reconciles,
         "sshd_logins_per_vnf": logins,
@@ -171,6 +207,8 @@ def instantiate_measured(tb, model, links, vnfs, relations, checks, progress=Non
     still be delivering hooks meanwhile, as Juju would). ``progress`` gets the phases;
     ``after_up()``, called at once when every handshake is there, adds figures of its own."""
     record = {}
+    if isinstance(model, BenchModel):
+        model.namespaces = lambda: [v.netns for v in tb.vnfs.values()]
 
     def after_config(_report):
         pending = checks(tb)
@@ -178,8 +216,9 @@ def instantiate_measured(tb, model, links, vnfs, relations, checks, progress=Non
             progress("waiting for handshakes on {} device(s)".format(len(pending)))
         t_up = wait_handshakes(pending)
         ticks_up = loadcheck.machine_ticks()
+        own_up = own_ticks(model.namespaces()) if isinstance(model, BenchModel) else None
         extra = after_up() if after_up else {}
-        record.update(convergence_record(model, tb, t_up, ticks_up))
+        record.update(convergence_record(model, tb, t_up, ticks_up, own_up))
         record.update(extra)
 
     lcm.instantiate(tb, model, links, vnfs, relations, after_config=after_config, progress=progress, detail=False)
@@ -337,15 +376,15 @@ def run_synthetic_once(runner, k, hub_last=True, then=None):
 def conv_line(label, rec):
     return ("{}: up {:.1f} s after the last config ({:.1f} s after the first), {} hooks ({} after the first "
             "config), {} reconcile + {} verify sessions by then, {} sshd logins for {} sessions once settled, "
-            "worst unit+relation {} hooks").format(
+            "worst unit+relation {} hooks ({} relation-changed)").format(
         label, rec["seconds_after_last_config"], rec["seconds_after_first_config"], rec["hooks_total"],
         rec["hooks_after_first_config"], rec["reconcile_sessions"], rec["verify_sessions"], rec["sshd_logins"],
-        rec["sessions_settled"], rec["max_hooks_per_unit_relation"])
+        rec["sessions_settled"], rec["max_hooks_per_unit_relation"], rec.get("max_changed_per_unit_relation", "-"))
 
 
 CONV_METRICS = ("seconds_after_last_config", "seconds_after_first_config", "hooks_total", "hooks_after_first_config",
                 "max_hooks_per_unit", "max_hooks_per_unit_relation", "max_changed_per_unit_relation",
-                "max_charm_hooks_per_unit_relation",
+                "max_written_per_unit_relation", "max_charm_hooks_per_unit_relation",
                 "reconcile_sessions", "verify_sessions", "sessions", "sshd_logins", "logins_per_session",
                 "hooks_per_tunnel", "charm_hooks_per_tunnel",
                 "sessions_per_tunnel", "hub_gate_hook_seconds", "hub_gate_hook_tool_calls",

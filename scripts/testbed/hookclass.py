@@ -151,7 +151,9 @@ def main(argv=None):
     p = cli.OneLineParser(prog="testbed.hookclass", description="Why the hub's hooks ran, by cause (root).")
     p.add_argument("--sizes", default="8", help="star sizes (tunnels, 1-250; default 8; empty: none)")
     p.add_argument("--eps", action="store_true", help="also the EPS (eps_wg), every unit after the first config")
-    p.add_argument("--parallel", type=cli.positive_int, default=4, help="VCA parallelism (default 4)")
+    p.add_argument("--parallel", type=cli.hook_slots, default=0,
+                   help="units whose hooks the emulated VCA runs at the same time (default 0: no bound, as "
+                   "Juju under OSM: a machine and a machine lock per proxy charm unit; 1: one at a time)")
     p.add_argument("--out", default=os.path.join(BUILD_DIR, "hookclass"), help="output directory")
     p.add_argument("--charms", default="", help="built charms to run (default: build/charms-local; another "
                                                 "checkout's, for an A/B of the charms with this emulation)")

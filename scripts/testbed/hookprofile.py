@@ -270,7 +270,9 @@ def main(argv=None):
                           description="A hub's relation hooks by phase at two or more star sizes (root).")
     p.add_argument("--sizes", default="8,32", help="star sizes (tunnels, 1-250; default 8,32)")
     p.add_argument("--rounds", type=cli.positive_int, default=5, help="rounds of each operation (default 5)")
-    p.add_argument("--parallel", type=cli.positive_int, default=4, help="VCA parallelism (default 4)")
+    p.add_argument("--parallel", type=cli.hook_slots, default=0,
+                   help="units whose hooks the emulated VCA runs at the same time (default 0: no bound, as "
+                   "Juju under OSM: a machine and a machine lock per proxy charm unit; 1: one at a time)")
     p.add_argument("--out", default=os.path.join(BUILD_DIR, "hookprofile"), help="output directory")
     args = p.parse_args(argv)
     args.sizes = cli.parse_list(p, "--sizes", args.sizes, convert=cli.positive_int)

@@ -70,9 +70,22 @@ def op_hook_error_retry(ctx):
 
     def next_run(error):
         return next(r for r in runs if "hooks/" + error.hook == r.hook and r.started > error.at)
+    # The retry timers the unit's failures started (faults.HookRetry.given), in order.
+    timers = [seconds for u, seconds in model.hook_retry.given if u == unit][-len(failed):] if failed else []
+
+    def slot_free(i):
+        """When the retry of failure ``i`` could start: its timer fired (it starts as the failure
+        is recorded) and every run that ended before the retry had ended. A bounded VCA (the
+        e2e's ``--parallel 1``) runs the retry after another unit's hook, however long that took
+        on a loaded machine (13.5 s once, against a 5 s timer)."""
+        retry = next_run(failed[i])
+        return max([failed[i].at + timers[i]] +
+                   [r.ended for r in model.hook_log[hooks:] if r is not retry and r.ended <= retry.started])
     first = failed[0] if failed else None
     rec.update(hook_errors=["{} {}".format(e.hook, e.why) for e in failed],
                retry_delays=[round(next_run(e).started - e.at, 2) for e in failed],
+               retry_timers=[round(t, 3) for t in timers],
+               retry_late_after_slot_free=[round(next_run(e).started - slot_free(i), 2) for i, e in enumerate(failed)],
                retry_minimum=model.hook_retry.minimum,
                action_during_error=asked[0].result.status if asked and asked[0].done else None,
                ran_while_in_error=[r.hook for r in runs if first and first.at < r.started < next_run(first).started],

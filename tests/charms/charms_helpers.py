@@ -59,8 +59,6 @@ CONFIGS = {
     "spgwc": {
         "s11-service-addresses": "172.16.1.104/32",
         "sxab-service-addresses": "172.55.55.101/32",
-        "mme-address": "172.16.1.102",
-        "spgwu-address": "172.55.55.102",
         "ue-ip-pool": "12.1.1.0/24",
         "dns-primary": "10.1.1.1",
         "dns-secondary": "10.1.2.1",

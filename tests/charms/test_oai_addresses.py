@@ -2,8 +2,10 @@
 one for each reference point it is an end of, the peer's where the registry's ``peer-option``
 says its NF needs it; a new reference point between existing components is its registry entry
 (and the configuration line that uses it), with no other code changed."""
+import base64
 import copy
 import ipaddress
+import json
 
 import pytest
 import yaml
@@ -20,6 +22,14 @@ with open(registry.PATH) as f:
     DOC = yaml.safe_load(f)
 
 
+def checked_on_the_vnf(step):
+    """{reference point: address} that the configure step's VNF-side check requires on the VNF
+    (the arguments of oai_configure_addresses, vnf/oai/configure.sh), in the order sent."""
+    [(first, count)] = [(first, count) for f, first, count in step.calls if f == "oai_configure_addresses"]
+    pairs = step.args[first:first - 1 + count]  # after the component's title
+    return dict(zip(pairs[::2], pairs[1::2]))
+
+
 def first_address(config, endpoint):
     return ipaddress.ip_interface(config[endpoint + "-service-addresses"].split(",")[0].strip())
 
@@ -32,7 +42,9 @@ def test_each_component_has_an_address_on_each_of_its_reference_points(name):
     assert list(at.own) == [rp.name for rp in ends]
     assert at.own == {rp.name: first_address(config, rp.name) for rp in ends}
     assert at.peers == {rp.name: config[rp.peer_option(name)] for rp in ends if rp.peer_option(name)}
-    assert at.peers, "every OAI component here reaches a peer"
+    assert at.peers or name == "spgwc", "every OAI component here but the SPGW-C reaches a peer"
+    step = oai.configure_step(comp, comp.config_values(config, None))
+    assert list(checked_on_the_vnf(step).items()) == [(rp, at.ip(rp)) for rp in at.own]
 
 
 def test_each_peer_option_is_an_option_of_that_ends_charm():
@@ -44,7 +56,41 @@ def test_each_peer_option_is_an_option_of_that_ends_charm():
             component = rp.provider if side == "provider" else rp.requirer
             assert option in charm_spec(component)["config"]["options"], (rp.name, component, option)
             named += 1
-    assert named == 14
+    assert named == 12
+
+
+def configuration_text(comp, values):
+    """Everything a component's configure sends: the program, its arguments, its data section
+    decoded, the service settings and the render spec (each file's edits and tokens)."""
+    step = oai.configure_step(comp, values)
+    secrets = {k: base64.b64decode(v).decode() for k, v in step.secrets.items()}
+    return "\n".join([step.program(), json.dumps(step.args), json.dumps(secrets),
+                      oai.service_settings(comp, values), json.dumps(comp.render_spec(values))])
+
+
+@pytest.mark.parametrize("name,endpoint", [(name, rp.name) for name in sorted(COMPONENTS)
+                                           for rp in registry.load().endpoints_of(name) if rp.peer_option(name)])
+def test_each_peer_address_a_component_requires_reaches_its_configuration(name, endpoint):
+    """A peer address the registry makes a component require (``peer-option``) is one its network
+    function is configured with: required but never used, it would only refuse a start (the
+    SPGW-C once required the MME's and the SPGW-U's, which OAI's SPGW-C never reads: the MME
+    reaches it on S11 and the SPGW-U sets up the PFCP association)."""
+    comp = COMPONENTS[name]
+    option = registry.load().reference_points[endpoint].peer_option(name)
+    marker = "10.123.45.67"
+    text = configuration_text(comp, comp.config_values(config_for(name, **{option: marker}), None))
+    assert marker in text, (name, endpoint, option)
+
+
+def test_the_spgwc_needs_no_peer_address():
+    """OAI's SPGW-C (openair-spgwc 2020.w36: etc/spgw_c.conf, read by sgwc_config.cpp and
+    pgw_config.cpp) is configured with its own S11, SX and S5/S8 interfaces only: with no related
+    peer and no option, its configuration is complete."""
+    comp = COMPONENTS["spgwc"]
+    assert "mme-address" not in charm_spec("spgwc")["config"]["options"]
+    assert "spgwu-address" not in charm_spec("spgwc")["config"]["options"]
+    at = comp.addresses_of(comp.config_values(config_for("spgwc"), None))
+    assert at.peers == {} and list(at.own) == ["s11", "sxab"]
 
 
 def extended(**entries):
@@ -86,7 +132,7 @@ def test_a_new_reference_point_is_its_registry_entry(monkeypatch):
     spec = smf.render_spec(values)["files"][0]
     assert spec["tokens"][cn5g_common.iface("x5")] == {"iface_of": "172.16.95.3"}
     step = oai.configure_step(smf, values)
-    assert "172.16.95.3" in step.args
+    assert checked_on_the_vnf(step) == {"n4": at.ip("n4"), "n11": at.ip("n11"), "x5": "172.16.95.3"}
     # The other end, its peer address from the relation (no option set): what the SMF published.
     upf_config = config_for("upf", **{"x5-service-addresses": "172.16.95.4/32"})
     plan = plan_with("x5", "provider", "172.16.95.4/32", "172.16.95.3/32")
@@ -106,12 +152,19 @@ def test_a_new_reference_point_between_lte_components_is_its_registry_entry(monk
                         "carries": "a test", "peer-option": {"requirer": "spgwu-s5x-address"}})
     monkeypatch.setattr(registry, "load", lambda path=registry.PATH: reg)
     mme, spgwu = COMPONENTS["mme"], COMPONENTS["spgwu"]
-    at = mme.addresses_of(mme.config_values(config_for("mme", **{
-        "s5x-service-addresses": "172.16.96.2/32", "spgwu-s5x-address": "172.16.96.1"}), None))
+    values = mme.config_values(config_for("mme", **{
+        "s5x-service-addresses": "172.16.96.2/32", "spgwu-s5x-address": "172.16.96.1"}), None)
+    at = mme.addresses_of(values)
     assert (str(at.own["s5x"]), at.peers["s5x"]) == ("172.16.96.2/32", "172.16.96.1")
-    at = spgwu.addresses_of(spgwu.config_values(config_for("spgwu", **{"s5x-service-addresses": "172.16.96.1/32"}),
-                                                None))
+    # The MME's configure step checks the new address on the VNF with its others (no line of
+    # oai/lte/mme.py or vnf/oai/configure.sh names s5x).
+    assert checked_on_the_vnf(oai.configure_step(mme, values)) == {
+        "s6a": at.ip("s6a"), "s11": at.ip("s11"), "s1c": at.ip("s1c"), "s5x": "172.16.96.2"}
+    values = spgwu.config_values(config_for("spgwu", **{"s5x-service-addresses": "172.16.96.1/32"}), None)
+    at = spgwu.addresses_of(values)
     assert at.ip("s5x") == "172.16.96.1" and "s5x" not in at.peers
+    assert checked_on_the_vnf(oai.configure_step(spgwu, values)) == {
+        "sxab": at.ip("sxab"), "s1u": at.ip("s1u"), "s5x": "172.16.96.1"}
 
 
 @pytest.mark.parametrize("entry,message", [

@@ -12,7 +12,7 @@ import subprocess
 
 import oai_tree
 import pytest
-from charms_helpers import LTE_K, LTE_OP, config_for, run_step
+from charms_helpers import COMPONENTS, LTE_K, LTE_OP, config_for, run_step
 
 from vpnaas.core import refpoints, validation
 from vpnaas.oai import component as oai
@@ -215,6 +215,27 @@ def test_gate_after_configure_starts_once_then_reports_running(vnf):
     finally:
         stop = move(oai.add_gate(vnfscript.Step([]), comp, [], "stopped", 300), vnf)
         run_step(stop, env=env_for(vnf), timeout=30)
+
+
+@pytest.mark.parametrize("name", sorted(COMPONENTS))
+def test_configure_refuses_an_own_address_missing_on_the_vnf_and_changes_nothing(name, vnf):
+    """The VNF-side check of every own service address (oai_configure_addresses) takes them from
+    the registry (oai.address_args), whatever the component: with one of them missing on the VNF,
+    configure names the component, the reference point and the address, and writes no file."""
+    comp, config = COMPONENTS[name], config_for(name)
+    values = comp.config_values(config, None)
+    at = comp.addresses_of(values)
+    ips = [at.ip(rp) for rp in at.own]
+    rp = next(rp for rp in reversed(list(at.own)) if ips.count(at.ip(rp)) == 1)
+    built(vnf, comp)
+    step = move(oai.configure_step(comp, values), vnf)
+    kept = [(ip, label) for ip, label in own_ips(config) if ip != at.ip(rp)]
+    rc, out, err = run_step(step, env=env_for(vnf), timeout=60, prefix=netns_prefix(kept))
+    assert rc == 3, out + err
+    assert "ERROR the {} {} service address {} is not configured on any interface".format(
+        comp.title, rp.upper(), at.ip(rp)) in out, out + err
+    for dst in (e["dst"] for e in comp.render_spec(values)["files"]):
+        assert not os.path.exists(vnf + dst), dst
 
 
 def test_ue_steps_on_a_fresh_vnf_say_what_is_missing(vnf):

@@ -150,7 +150,7 @@ def test_ue_sh_attaches_and_measures(tmp_path):
     env = dict(os.environ, OAI_STATE_DIR=str(state), OAI_LOG_DIR=str(tmp_path / "log"),
                OAI_RUN_DIR=str(tmp_path / "run"), OAI_INIT="direct")
     try:
-        rc, out, err = run_step(step, env=env, stubs=stubs, timeout=15)
+        rc, out, err = run_step(step, env=env, stubs=stubs, timeout=60)
         assert rc == 0, out + err
         assert "RESULT imsi 208951234500001" in out and "RESULT ip 12.1.1.2" in out
         assert oct(os.stat(str(state / "ue.conf")).st_mode & 0o777) == "0o600"

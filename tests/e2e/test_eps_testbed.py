@@ -134,7 +134,7 @@ def test_rotate_keys_on_mme_reestablishes_its_three_tunnels(eps):
     result = model.run_action("mme/0", "rotate-keys")
     assert result.status == "completed", result.message
     assert tb.vnfs["mme"].exec(["wg", "show", "all", "public-key"]).stdout != old
-    state = demo.wait_tunnels(tb, r["inst"], timeout=20)
+    state = demo.wait_tunnels(tb, r["inst"])
     assert state == {rp: True for rp in REFPOINTS}
     for rp in r["inst"].refpoints:
         assert demo.standin_reachable(tb, rp), rp.name
@@ -147,4 +147,4 @@ def test_killed_wireguard_and_restarted_sshd_are_repaired_by_update_status(eps):
     assert spgwu.exec(["wg", "show", "wg-s1u"], check=False).returncode != 0
     tb.restart_sshd(hss)
     r["model"].update_status()
-    assert demo.wait_tunnels(tb, r["inst"], timeout=20) == {rp: True for rp in REFPOINTS}
+    assert demo.wait_tunnels(tb, r["inst"]) == {rp: True for rp in REFPOINTS}

@@ -100,7 +100,10 @@ def test_an_underlay_neighbour_routing_the_management_address_over_its_link_gets
     control = a.popen(["python3", "-m", "http.server", "--bind", a.mgmt_ip, "9587"],
                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        time.sleep(1)
+        deadline = time.monotonic() + 60    # the control listens (a Python starting: seconds under load, not 1)
+        while not a.exec(["ss", "-Hltn", "( sport = :9587 )"]).stdout.strip():
+            assert control.poll() is None and time.monotonic() < deadline, "the control server did not listen"
+            time.sleep(0.1)
         via_underlay = b.exec(["python3", "-c", CONNECT, a.mgmt_ip, "9587"]).stdout.strip()
         assert via_underlay.startswith("HTTP/1.0 "), via_underlay   # the path exists: the control answers
         refused = b.exec(["python3", "-c", CONNECT, a.mgmt_ip, str(PORT)]).stdout.strip()

@@ -7,7 +7,6 @@ the queue is installed once and kept by a later session; what a killed step left
 back to 0 removes both. Needs iptables on the machine (scripts/install-deps.sh) and
 build/tools/boringtun-cli (``make boringtun``); never skipped."""
 import subprocess
-import time
 
 import e2e_pairs as pairs
 import pytest
@@ -67,9 +66,14 @@ def capture_tos(tb, vnf_name, seconds, traffic):
     """Outer WireGuard packets (UDP) leaving ``vnf_name`` on the link, as tcpdump -v prints them."""
     port = tb.port(tb.vnfs[vnf_name], pairs.LINK)
     cap = subprocess.Popen(["ip", "netns", "exec", tb.infra, "tcpdump", "-l", "-n", "-t", "-v", "-i", port, "-c", "20",
-                            "udp"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True)
+                            "udp"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     try:
-        time.sleep(1)
+        # tcpdump says "listening on <port>" once its capture is open (a fixed 1 s was a guess:
+        # traffic sent before that is not seen); it ends the lines it writes there.
+        said = ""
+        while "listening on" not in said:
+            said = cap.stderr.readline()
+            assert said, "tcpdump did not start capturing"
         traffic()
         out, _ = cap.communicate(timeout=seconds)
     except subprocess.TimeoutExpired:

@@ -25,7 +25,8 @@ from vpnaas.vnf import report as vnf_report
 #: after the facts), then run the step three times with it, listing every file after each run.
 OUTER = r"""
 set -e
-root=$1; shift; shift            # the facts digest the charm would pass comes below
+root=$1 n=$2; shift 2             # n: the step's arguments before the facts digest (programs_check's)
+pre=("${@:1:n}") post=("${@:n+2}")  # the facts digest the charm would pass comes below
 mount -t tmpfs tmpfs /etc/wireguard
 mkdir -p /run/wireguard /usr/local/lib/vpnaas
 mount -t tmpfs tmpfs /run/wireguard
@@ -43,14 +44,14 @@ mkdir -p "$OAI_STATE_DIR" "$OAI_RUN_DIR" "$OAI_UNIT_DIR"
 date > "$OAI_STATE_DIR/spgwu.configured"
 f=$(mktemp)
 cat > "$f"
-digest=$(bash "$f" - "$@" | sed -n 's/^FACTS \([0-9a-f]\{64\}\)$/\1/p')
+digest=$(bash "$f" "${pre[@]}" - "${post[@]}" | sed -n 's/^FACTS \([0-9a-f]\{64\}\)$/\1/p')
 listing() {
   find /etc/wireguard /usr/local/lib/vpnaas /run/wireguard "$root" -printf '%p %y %m %i %s %T@\n' | sort
   find /etc/wireguard /usr/local/lib/vpnaas "$root" -type f -exec md5sum {} + | sort
 }
 for run in 1 2 3; do
   echo "---RUN $run"
-  bash "$f" "$digest" "$@" || echo "EXIT $?"
+  bash "$f" "${pre[@]}" "$digest" "${post[@]}" || echo "EXIT $?"
   echo "---FILES $run"
   listing
   sleep 0.05       # a rewrite in the next run would show a later mtime
@@ -101,8 +102,10 @@ def run_three_times(tmp_path, program=None):
             programs["pq-psk"] = dataplane.Program("pq-psk", program, hashlib.sha256(f.read()).hexdigest(), "1")
     step = remote.tunnel_step(plan, component=lambda s: oai.add_gate(s, spgwu, ["wg-vpn"], "none", 300, wait=0),
                               programs=programs)
+    before = len(dataplane.prepare_args(plan, programs))     # programs_check's, then facts_guard's digest
+    assert step.args[before] == "-"
     proc = subprocess.run(["unshare", "--net", "--mount", "--propagation", "private", "bash", "-c", OUTER, "step",
-                           str(tmp_path)] + step.args, input=step.program(), universal_newlines=True,
+                           str(tmp_path), str(before)] + step.args, input=step.program(), universal_newlines=True,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120,
                           env=dict(os.environ, PQ_PROGRAM=program or ""))
     assert proc.returncode == 0, proc.stderr[-3000:]

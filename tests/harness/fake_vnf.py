@@ -36,7 +36,7 @@ from vpnaas.vnf import report, vnfscript
 
 STEP_PREFIX = (vnfscript.load(vnfscript.LIBRARY) + "\n" + vnfscript.load("tunnels.sh") + "\n"
                + vnfscript.load("metrics.sh") + "\n")
-STEP_CALLS = ("facts_guard", "tunnels_prepare", "service_addresses", "stage_routes", "apply_device",
+STEP_CALLS = ("programs_check", "facts_guard", "tunnels_prepare", "service_addresses", "stage_routes", "apply_device",
               "remove_stale_devices", "qos_step", "pq_psk_apply", "metrics_apply", "report", "teardown")
 
 
@@ -232,6 +232,8 @@ class FakeVnf(object):
             calls.append((words[0], values))
         ran = []   # the calls that ran (a guard may end the step early)
         self.steps.append(ran)
+        self.missing = False   # a shipped program missing (programs_check), per step
+        self.usable = {"wireguard-go"} if not self.kernel_wireguard else set()   # the VNF's own on PATH
         out = []
         try:
             for name, values in calls:
@@ -248,10 +250,8 @@ class FakeVnf(object):
         self.unexpected += ["the fake VNF's report: " + p for p in report.problems("\n".join(out))]
         return 0, "\n".join(out) + "\n", ""
 
-    def step_tunnels_prepare(self, out, *shipped):
-        out.append(report.line("INIT", self.init))
-        self.usable = {"wireguard-go"} if not self.kernel_wireguard else set()   # the VNF's own on PATH
-        missing = False
+    def step_programs_check(self, out, *shipped):
+        """tunnels/dataplane.sh: NEED each shipped program that is not here, before the facts guard."""
         for name, digest, when in zip(shipped[0::3], shipped[1::3], shipped[2::3]):
             if when == "nokernel" and self.kernel_wireguard:
                 continue
@@ -259,8 +259,13 @@ class FakeVnf(object):
                 self.usable.add(name)
             else:
                 out.append(report.line("NEED", name))
-                missing = True
-        if missing:
+                self.missing = True
+
+    def step_tunnels_prepare(self, out, *shipped):
+        out.append(report.line("INIT", self.init))
+        if shipped:
+            self.step_programs_check(out, *shipped)
+        if self.missing:
             raise Stopped()
         out.append("IMPL kernel" if self.kernel_wireguard else "IMPL userspace /usr/local/lib/vpnaas/wireguard-go v1")
 

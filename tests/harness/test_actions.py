@@ -6,14 +6,14 @@ import pytest
 from fake_vnf import keypair
 from harness_helpers import CONFIG, peer_data
 
-TUNNEL_STEP = ["facts_guard", "tunnels_prepare", "service_addresses", "stage_routes", "pq_psk_apply",
+TUNNEL_STEP = ["programs_check", "facts_guard", "tunnels_prepare", "service_addresses", "stage_routes", "pq_psk_apply",
                "remove_stale_devices", "qos_step", "pq_psk_apply", "metrics_apply", "report"]
 
 
 def test_first_contact_learns_the_facts_then_applies_in_the_same_login(ready, vnf):
     # generate-ssh-key ran before the config (Waiting, VNF untouched); config-changed made the contact.
     # The first step stops at its facts guard (the charm knew no facts), the second applies.
-    assert vnf.steps == [["facts_guard"], TUNNEL_STEP]
+    assert vnf.steps == [["programs_check", "facts_guard"], TUNNEL_STEP]
     assert vnf.logins == 1
     assert ready.status.name == "active" and ready.status.message == "ready, no tunnel related"
     facts = json.loads(ready.charm._stored.facts)
@@ -368,5 +368,18 @@ def test_verify_applies_what_is_pending_in_its_one_login(ready, vnf):
     logins = vnf.logins
     verified = ready.act("verify-ssh-credentials")
     assert verified.failed is None and verified.results == {"verified": "true", "hostname": "vnf-a"}
-    assert vnf.logins == logins + 1 and vnf.steps[-1] == TUNNEL_STEP[:5] + ["apply_device"] + TUNNEL_STEP[5:]
+    assert vnf.logins == logins + 1 and vnf.steps[-1] == TUNNEL_STEP[:6] + ["apply_device"] + TUNNEL_STEP[6:]
     assert vnf.devices["wg-vpn"].peers and ready.status.name == "active"
+
+
+def test_a_first_contact_that_needs_a_program_is_two_steps_in_one_login(proxy, vnf):
+    """The VNF says which shipped program it lacks before its facts are judged: the facts and the
+    NEED come in one answer, the charm installs on a second channel of the same login, and the
+    next step applies. Nothing was applied by the first step."""
+    proxy.act("generate-ssh-key")
+    vnf.authorize(proxy.charm.keystore.public_key())
+    proxy.relate("vpn", "b/0", peer_data())
+    proxy.configure(**CONFIG)
+    assert vnf.logins == 1 and vnf.installs == ["pq-psk"]
+    assert vnf.steps == [["programs_check", "facts_guard"], TUNNEL_STEP[:6] + ["apply_device"] + TUNNEL_STEP[6:]]
+    assert vnf.devices["wg-vpn"].peers and proxy.status.name == "active"

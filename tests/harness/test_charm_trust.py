@@ -33,7 +33,7 @@ def test_a_tunnel_address_holding_the_ssh_client_is_refused_on_first_contact(pro
                        "vpn-service-addresses": "172.16.0.1/32", "vpn-service-network": "172.16.0.0/16"})
     assert proxy.status.name == "blocked"
     assert "vpn-tunnel-address: 10.20.0.10/24 contains the SSH client 10.20.0.9" in proxy.status.message
-    assert vnf.steps == [["facts_guard"]] and vnf.devices == {}
+    assert vnf.steps == [["programs_check", "facts_guard"]] and vnf.devices == {}
 
 
 def test_rotate_keys_with_a_config_error_names_the_config_error(ready, vnf):
@@ -54,10 +54,11 @@ def test_a_vnf_rebuilt_at_the_same_address_never_gets_the_old_vnfs_plan(ready, v
     assert ready.status.name == "blocked" and "host key of 10.0.0.5 changed" in ready.status.message
     assert ready.act("reset-ssh-host-key").results == {"forgotten": "true"}
     assert json.loads(ready.charm._stored.facts).get("facts", {}).get("gateways") == ["172.16.0.254"]
-    # the new VM's facts, then (its shipped programs are gone: NEED pq-psk) the install, then the step
-    steps = [s for s in vnf.steps[-3:]]
-    assert steps[0] == ["facts_guard"], "the old VNF's facts were not used to apply anything"
-    assert steps[1] == ["facts_guard", "tunnels_prepare"] and "apply_device" in steps[2]
+    # the new VM's facts and (its shipped programs are gone) NEED pq-psk in one answer, the
+    # install, then the step: two steps, not one more for the programs
+    steps = [s for s in vnf.steps[-2:]]
+    assert steps[0] == ["programs_check", "facts_guard"], "the old VNF's facts were not used to apply anything"
+    assert vnf.installs[-1] == "pq-psk" and "apply_device" in steps[1]
     assert "172.16.0.254/32" not in vnf.routes and vnf.allowed_ips("wg-vpn") == {key: ["10.9.0.2/32"]}
     assert "refused 172.16.0.254/32 from b/0 on wg-vpn: it overlaps this VNF's default gateway" in ready.status.message
 
@@ -68,7 +69,7 @@ def test_new_facts_stop_the_step_before_the_stale_plan_is_applied(ready, vnf):
     vnf.gateways = ["172.16.0.50"]      # the VNF's gateway moved (the charm has not seen it yet) ...
     ready.harness.update_relation_data(rel, "b/0", {"service-prefixes": "172.16.0.50/32"})   # ... onto this
     assert "172.16.0.50/32" not in vnf.routes_ever, "a plan made with the old facts was applied"
-    assert vnf.steps[-2] == ["facts_guard"] and "apply_device" in vnf.steps[-1]
+    assert vnf.steps[-2] == ["programs_check", "facts_guard"] and "apply_device" in vnf.steps[-1]
     assert "172.16.0.50/32 from b/0 on wg-vpn: it overlaps this VNF's default gateway" in ready.status.message
 
 

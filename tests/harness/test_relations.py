@@ -125,7 +125,8 @@ def test_a_vnf_whose_own_addresses_changed_is_replanned_in_the_same_login(ready,
     logins, steps = vnf.logins, len(vnf.steps)
     ready.harness.charm.on.update_status.emit()
     # One login: the first step stops at its facts guard (other facts), the second applies the new plan.
-    assert vnf.logins == logins + 1 and len(vnf.steps) == steps + 2 and vnf.steps[-2] == ["facts_guard"]
+    assert vnf.logins == logins + 1 and len(vnf.steps) == steps + 2
+    assert vnf.steps[-2] == ["programs_check", "facts_guard"]
     assert "172.16.7.9/32" not in vnf.routes and vnf.allowed_ips("wg-vpn") == {key: ["10.9.0.2/32"]}
     assert ready.status.name == "blocked"
     assert ready.status.message.startswith("vpn: refused 172.16.7.9/32 from b/0 on wg-vpn: it overlaps this VNF's "

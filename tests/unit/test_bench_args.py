@@ -50,7 +50,7 @@ def _main_in_process(module, args, capsys):
     ["--sizes", ","], ["--sizes", ""], ["--sizes", "8,,32"], ["--sizes", "x"], ["--sizes", "0"],
     ["--sizes", "300"], ["--seconds", "-5"], ["--seconds", "0"], ["--rounds", "0"], ["--runs", "abc"],
     ["--only", "dataplane,nothing"], ["--only", ","], ["--paths", "wireguard"], ["--max-other-load", "-1"],
-    ["--max-other-load", "nan"], ["--retries", "-1"], ["--out", "/dev/null"], ["--parallel", "0"],
+    ["--max-other-load", "nan"], ["--retries", "-1"], ["--out", "/dev/null"], ["--parallel", "-1"], ["--parallel", "x"],
 ])
 def test_bench_bad_argument_is_one_line_and_status_2(args, nothing_runs, capsys):
     code, out, err = _main_in_process(bench, args, capsys)

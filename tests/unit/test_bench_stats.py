@@ -45,7 +45,7 @@ def test_summarize_rounds_per_metric_with_gaps():
     ("synthetic_cpu_32_over_8", 4.0, True), ("synthetic_cpu_32_over_8", 4.1, False),
     ("spoke_join_packets_lost", 0, True), ("spoke_join_packets_lost", 1, False),
     ("eps_seconds_after_last_config", 5.0, True), ("eps_seconds_after_last_config", 5.1, False),
-    ("eps_max_hooks_per_unit_relation", 3, True), ("eps_max_hooks_per_unit_relation", 5, False),
+    ("eps_max_changed_per_unit_relation", 3, True), ("eps_max_changed_per_unit_relation", 4, False),
 ])
 def test_check_target_direction(name, value, met):
     t = bs.check_target(name, value)
@@ -252,3 +252,39 @@ def test_summary_json_has_the_join_probe_the_eps_figure_and_each_phases_growth()
     assert names["spoke_join_packets_lost"] is True and names["synthetic_cpu_32_over_8"] is True
     assert names["synthetic_32_over_8"] is True        # 30 / 11
     assert benchreport.summary({})["spoke_join_packets_lost_on_existing"] is None
+
+
+def test_hook_counts_separate_jujus_hooks_from_those_the_peers_writes_caused():
+    """Per unit and relation: every kind (Juju's relation-created and -joined included), the
+    relation-changed runs (the target's count), and of them those a write of the remote caused:
+    not the one Juju runs right after relation-joined, even when it covers a write."""
+    from testbed import convergence
+    from testbed.emulators.vca import HookRun
+
+    def run(t, hook, causes=()):
+        return HookRun(t, t + 1, "mme/0", hook, 1.0, "3", ["ops started"], 0, {}, "c{}".format(t), "hss/0",
+                       tuple(causes))
+    key = ("hss/0", "hooks/config-changed", ["public-key"])
+    runs = [run(0, "hooks/s6a-relation-created"), run(1, "hooks/s6a-relation-joined"),
+            run(2, "hooks/s6a-relation-changed", [("hss/0", "joined", []), key]),
+            run(3, "hooks/s6a-relation-changed", [("hss/0", "hooks/verify-ssh-credentials", ["peer-keys"])]),
+            run(4, "hooks/s6a-relation-changed", [key, ("hss/0", "hooks/s6a-relation-changed", ["peer-keys"])])]
+    counts = convergence.hook_counts(runs)
+    assert counts["per_unit_relation"] == {"mme/0 3": 5}
+    assert counts["changed_per_unit_relation"] == {"mme/0 3": 3}
+    assert counts["written_per_unit_relation"] == {"mme/0 3": 2}
+
+
+def test_the_hook_target_counts_relation_changed_and_shows_the_total_beside_it():
+    from testbed import convergence
+    from testbed.measurement import benchreport
+    eps = [{"seconds_after_last_config": 4.0, "max_hooks_per_unit_relation": 5, "max_changed_per_unit_relation": 3,
+            "max_written_per_unit_relation": 2, "logins_per_session": 1.0}]
+    result = {"eps": {"summary": convergence.conv_summary(eps)}}
+    (t,) = [t for t in benchreport.targets(result) if t["name"] == "eps_max_changed_per_unit_relation"]
+    assert t["measured"] == 3 and t["met"] is True
+    assert t["total_hooks_per_unit_relation"] == 5 and "every hook kind: 5" in t["text"]
+    assert t["written_per_unit_relation"] == 2
+    s = benchreport.summary(result)
+    assert (s["eps_max_hooks_per_unit_relation"], s["eps_max_changed_per_unit_relation"],
+            s["eps_max_written_per_unit_relation"]) == (5, 3, 2)

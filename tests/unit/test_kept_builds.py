@@ -67,3 +67,34 @@ def test_the_digest_follows_the_sources_the_builds_read_and_not_the_tests(tmp_pa
         (root / rel).write_text("changed")
         assert kept_builds.inputs_digest() != key, rel
         key = kept_builds.inputs_digest()
+
+
+class _Item(object):
+    def __init__(self, nodeid, *fixturenames):
+        self.nodeid, self.fixturenames = nodeid, list(fixturenames)
+
+
+def test_the_run_order_hands_the_longest_out_first_and_the_build_users_after_the_first_of_them():
+    items = [_Item("short"), _Item("uses-charms", "shipped_charms"), _Item("long"), _Item("new"),
+             _Item("uses-packages", "shipped_packages"), _Item("long-build-user", "shipped_packages", "tmp_path"),
+             _Item("middle")]
+    last = {"short": 0.1, "long": 9.0, "middle": 2.0, "uses-charms": 1.0, "long-build-user": 6.0,
+            "uses-packages": 0.5}
+    order = [i.nodeid for i in kept_builds.run_order(items, ("shipped_charms", "shipped_packages"), last)]
+    assert order == ["uses-packages", "long", "middle", "short", "new", "long-build-user", "uses-charms"]
+    # No times yet (a first run, or no xdist): the order given, the build users as before.
+    order = [i.nodeid for i in kept_builds.run_order(items, ("shipped_charms", "shipped_packages"), {})]
+    assert order == ["uses-packages", "short", "long", "new", "middle", "uses-charms", "long-build-user"]
+    assert [i.nodeid for i in kept_builds.run_order(items[:1], ("shipped_charms",), last)] == ["short"]
+
+
+def test_the_times_are_kept_over_the_runs_before_and_an_unreadable_file_is_none(tmp_path, monkeypatch):
+    monkeypatch.setattr(kept_builds, "DURATIONS", str(tmp_path / "build" / "test-durations.json"))
+    assert kept_builds.last_durations() == {}
+    kept_builds.record_durations({"a": 1.5, "b": 2.0})
+    kept_builds.record_durations({"b": 0.5, "c": 3.0})          # a run of some files: a is kept
+    assert kept_builds.last_durations() == {"a": 1.5, "b": 0.5, "c": 3.0}
+    assert os.listdir(str(tmp_path / "build")) == ["test-durations.json"]
+    for text in ("{not json", "[1, 2]", '{"a": "x"}'):
+        (tmp_path / "build" / "test-durations.json").write_text(text)
+        assert kept_builds.last_durations() == {}

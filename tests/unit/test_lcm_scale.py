@@ -37,7 +37,7 @@ class Model(object):
 
     def set_config(self, app, values, wait=True):
         if self.config_gate is not None:
-            assert self.config_gate.wait(5), "post-scale did not run while day-1 was running"
+            assert self.config_gate.wait(60), "post-scale did not run while day-1 was running"
         self.calls.append(("config", app))
         self.config[app] = values
 

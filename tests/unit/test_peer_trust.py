@@ -195,9 +195,11 @@ def test_a_hub_with_400_spokes_plans_in_bounded_time_and_its_step_fits_the_trans
         spokes["s{}/0".format(i)] = bag(key, tunnel="10.100.{}.{}/16".format(1 + i // 250, 1 + i % 250),
                                         prefixes="172.17.{}.{}/32,{}".format(1 + i // 250, 1 + i % 250, v6),
                                         endpoint="192.168.{}.{}:51820".format(64 + i // 250, 1 + i % 250))
-    started = time.monotonic()
+    # CPU seconds of this process, not the wall clock: the work is bounded, not the machine's load
+    # (a xdist worker among busy ones gets a fraction of a core; grammar_cost.py does the same).
+    started = time.process_time()
     plan_ = planning.build_plan(cfg, eps, {"vpn": [{u: b} for u, b in spokes.items()]}, {}, facts=FACTS)
-    planned = time.monotonic() - started
+    planned = time.process_time() - started
     dev = plan_.device("vpn")
     assert len(dev.peers) == 400 and dev.problems == []
     assert planned < 20, "planning 400 spokes (10,000 prefixes) took {:.1f} s".format(planned)
@@ -279,9 +281,9 @@ def test_fifty_units_with_a_mebibyte_in_a_field_are_refused_whole_in_bounded_tim
     huge = "1" * (1 << 20) + "\n{count_index: " + "[" * 4000
     units = {"hss/{}".format(i): bag(KEYS[1], tunnel="10.250.1.3/29", **{field: huge}) for i in range(1, 51)}
     units["hss/0"] = bag(KEYS[0], tunnel="10.250.1.2/29")
-    start = time.monotonic()
+    start = time.process_time()      # CPU seconds: bounded work, whatever the machine's load
     plan_ = a_plan({"s6a": [units]}, config={"s6a-tunnel-address": "10.250.1.1/29"})
-    assert time.monotonic() - start < 2.0
+    assert time.process_time() - start < 2.0
     assert routed(plan_) == {"hss/0": ["10.250.1.2/32", "172.16.6.129/32"]}
     problems = plan_.device("s6a").problems
     assert len(problems) == 50 and all(len(p) < 300 and "\n" not in p for p in problems), problems[:2]

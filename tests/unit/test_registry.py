@@ -165,7 +165,9 @@ def test_the_oai_modules_name_only_their_components_reference_points():
         checked += len(named)
         if module in ("oai.cn5g.amf", "oai.cn5g.smf", "oai.cn5g.upf"):
             assert "def own_addresses" not in text, module
-    assert checked > 20
+    # The check saw the modules' uses (19 when the configure calls stopped naming the addresses
+    # they only check on the VNF: oai.address_args sends them from the registry).
+    assert checked > 15
     assert {"oai.cn5g.amf", "oai.cn5g.smf", "oai.cn5g.upf"} <= set(ends)
 
 

@@ -61,7 +61,7 @@ def runs(model, unit, hook):
     return [r for r in model.hook_log if r.unit == unit and r.hook == hook]
 
 
-def wait_until(predicate, what, limit=10.0):
+def wait_until(predicate, what, limit=60.0):
     deadline = time.monotonic() + limit
     while not predicate():
         assert time.monotonic() < deadline, what
@@ -130,6 +130,20 @@ def test_with_nothing_queued_an_action_still_runs_before_config_changed(setup, m
 
 
 # ---------------------------------------------------------------------- hook errors
+def check_backoff(model, waits, expected):
+    """The retry timers a/0's failures started are ``expected`` (Juju's backoff: the first the
+    minimum, each next factor 2 +-3 % of the last (1.03 ** 2 < 1.07), reset by a success), and
+    each retry waited at least its timer (``waits``: from the failed run's end to the retry's
+    start; the timer starts after that end). The timers are what the emulation decides; the
+    waits add the machine's scheduling, which made tight upper bounds on them fail under load
+    (a retry 0.7 s late, median of 10 runs of a niced test). A retry that waited for anything
+    but its timer (another hook, a poll) would still take seconds longer: 5 s is the bound."""
+    given = [seconds for unit, seconds in model.hook_retry.given if unit == "a/0"]
+    assert len(given) == len(expected) == len(waits), (given, waits)
+    for timer, want, got in zip(given, expected, waits):
+        assert want * 0.93 <= timer <= want * 1.07 and timer <= got < timer + 5, (given, waits)
+
+
 def test_juju_retries_a_failed_hook_after_5_10_20_s_up_to_5_min():
     """apiserver/facades/agent/retrystrategy ``HookRetryStrategy`` (MinRetryTime 5 s, MaxRetryTime
     5 min, RetryTimeFactor 2, JitterRetryTime) as juju/utils ``BackoffTimer`` runs it (the first
@@ -163,14 +177,20 @@ def test_a_failed_hook_runs_again_with_backoff_and_nothing_else_but_actions_mean
     model.deploy("a", charm)
     model.deploy("b", charm)
     fail(tmp_path, "config-changed", 3)
+    seen, actions = [], []
+
+    def meanwhile():
+        """The moment the first run failed (before its 0.3 s retry: a test thread woken by a
+        poll could come after it on a loaded machine, and the action then ran after the retry)."""
+        seen.append((model.unit_state("a/0")["hook-error"], model.status("a/0")))
+        model.relate("a:vpn", "b:vpn-peer", wait=False)          # a/0's relation hooks wait
+        actions.append(model.queue_action("a/0", "do-it"))
+    model.when("a/0", "config-changed", meanwhile, failed=True)
     model.set_config("a", {"x": "1"}, wait=False)
-    wait_until(lambda: model.hook_errors, "config-changed did not fail")
-    assert model.unit_state("a/0")["hook-error"] == {"hook": "config-changed",
-                                                     "message": 'hook failed: "config-changed"'}
-    assert model.status("a/0") == ("error", 'hook failed: "config-changed"')      # as juju status shows it
-    model.relate("a:vpn", "b:vpn-peer", wait=False)          # a/0's relation hooks wait
-    assert model.run_action("a/0", "do-it", {}, wait=False).status == "completed"
     model.settle()
+    assert seen == [({"hook": "config-changed", "message": 'hook failed: "config-changed"'},
+                     ("error", 'hook failed: "config-changed"'))]                 # as juju status shows it
+    assert [a.result.status for a in actions] == ["completed"]
     mine = ran(model, "a/0")[4:]
     assert mine[:5] == ["hooks/config-changed", "actions/do-it", "hooks/config-changed", "hooks/config-changed",
                         "hooks/config-changed"], mine
@@ -178,8 +198,7 @@ def test_a_failed_hook_runs_again_with_backoff_and_nothing_else_but_actions_mean
     assert model.status("a/0")[0] != "error"
     tries = runs(model, "a/0", "hooks/config-changed")[1:]
     waits = [later.started - earlier.ended for earlier, later in zip(tries, tries[1:])]
-    for got, delay in zip(waits, (0.3, 0.6, 1.2)):
-        assert delay * 0.93 <= got < delay * 1.07 + 0.5, waits
+    check_backoff(model, waits, (0.3, 0.6, 1.2))
     assert [e.why for e in model.hook_errors] == ["exit 1"] * 3
 
 
@@ -196,7 +215,7 @@ def test_the_backoff_starts_again_after_a_hook_succeeded(setup):
     tries = runs(model, "a/0", "hooks/config-changed")[1:]
     assert len(tries) == 5
     waits = [tries[1].started - tries[0].ended, tries[2].started - tries[1].ended, tries[4].started - tries[3].ended]
-    assert 0.19 < waits[0] < 0.6 and 0.38 < waits[1] < 0.9 and 0.19 < waits[2] < 0.6, waits
+    check_backoff(model, waits, (0.2, 0.4, 0.2))
 
 
 def test_an_agent_restarted_mid_hook_runs_it_again_after_the_first_backoff(setup):

@@ -12,7 +12,13 @@ DISPATCH = """#!/bin/sh
 log="$LOG_DIR/$(echo $JUJU_UNIT_NAME | tr / -).log"
 echo "$JUJU_DISPATCH_PATH ${JUJU_RELATION_ID:-} ${JUJU_REMOTE_UNIT:-}" >> "$log"
 case "$JUJU_DISPATCH_PATH" in
-  hooks/install) sleep "${INSTALL_SLEEP:-0}" ;;
+  hooks/install) while [ -n "${INSTALL_GATE:-}" ] && [ ! -e "$INSTALL_GATE" ]; do sleep 0.01; done
+    # INSTALL_BARRIER=n: this install waits (60 s at most, then fails) until n installs run at once.
+    touch "$LOG_DIR/installing-$(echo $JUJU_UNIT_NAME | tr / -)"
+    waited=0
+    while [ "$(ls "$LOG_DIR" | grep -c '^installing-')" -lt "${INSTALL_BARRIER:-0}" ]; do
+      waited=$((waited + 1)); [ "$waited" -lt 6000 ] || exit 1; sleep 0.01
+    done ;;
   hooks/config-changed) while [ -n "${CONFIG_GATE:-}" ] && [ ! -e "$CONFIG_GATE" ]; do sleep 0.01; done ;;
   hooks/*-relation-joined) relation-set "me=$JUJU_UNIT_NAME" ;;
 esac
@@ -33,10 +39,9 @@ def _log(tmp_path, unit):
         return [line.split() for line in f]
 
 
-def _setup(tmp_path, monkeypatch, parallel, install_sleep="0"):
+def _setup(tmp_path, monkeypatch, parallel):
     (tmp_path / "logs").mkdir()
     monkeypatch.setenv("LOG_DIR", str(tmp_path / "logs"))
-    monkeypatch.setenv("INSTALL_SLEEP", install_sleep)
     return vca.Model(str(tmp_path / "model"), parallel=parallel), _charm(tmp_path)
 
 
@@ -77,7 +82,7 @@ def test_parallel_model_keeps_each_units_order_and_propagates_data(tmp_path, mon
     assert {e[2] for e in changed} == {"s1/0", "s2/0", "s3/0"}
 
 
-def _wait_for_hook(tmp_path, unit, hook, limit=10.0):
+def _wait_for_hook(tmp_path, unit, hook, limit=60.0):
     """Until ``unit`` has started ``hook`` (the charm logs a hook before it runs it)."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
@@ -96,13 +101,15 @@ def _relations(model):
 
 
 def test_relation_added_during_a_hook_wakes_nobody_with_a_foreign_unit(tmp_path, monkeypatch):
-    model, charm = _setup(tmp_path, monkeypatch, parallel=2, install_sleep="0")
+    model, charm = _setup(tmp_path, monkeypatch, parallel=2)
     model.deploy("b", charm)
     model.deploy("c", charm)
-    monkeypatch.setenv("INSTALL_SLEEP", "0.8")
+    gate = tmp_path / "install-gate"
+    monkeypatch.setenv("INSTALL_GATE", str(gate))
     model.deploy("slow", charm, wait=False)           # its install runs while the relation appears
     _wait_for_hook(tmp_path, "slow/0", "hooks/install")
     model.relate("b:vpn", "c:vpn-peer", wait=False)
+    gate.touch()
     model.settle()
     for unit in ("b/0", "c/0"):
         remotes = {e[2] for e in _log(tmp_path, unit) if e[0].endswith("-relation-changed")}
@@ -110,16 +117,17 @@ def test_relation_added_during_a_hook_wakes_nobody_with_a_foreign_unit(tmp_path,
 
 
 def test_parallel_hooks_of_different_units_overlap(tmp_path, monkeypatch):
-    model, charm = _setup(tmp_path, monkeypatch, parallel=4, install_sleep="0.6")
-    t0 = time.monotonic()
+    """Each install waits until all four run at once (a barrier in the charm): one after
+    another, the first would fail (and be retried: more than 16 hooks, a hook error). Not a time
+    taken: four 0.6 s installs begun within 0.6 s of each other is scheduling, not the emulation."""
+    model, charm = _setup(tmp_path, monkeypatch, parallel=4)
+    monkeypatch.setenv("INSTALL_BARRIER", "4")
     for app in ("a", "b", "c", "d"):
         model.deploy(app, charm, wait=False)
     model.settle()
-    took = time.monotonic() - t0
-    assert len(model.hook_log) == 16
-    assert took < 4 * 0.6 + 1.5          # one after another would take over 2.4 s of sleeping alone
-    started = sorted(r.started for r in model.hook_log if r.hook == "hooks/install")
-    assert started[-1] - started[0] < 0.6   # all four installs began before the first ended
+    assert len(model.hook_log) == 16 and model.hook_errors == []
+    installs = [r for r in model.hook_log if r.hook == "hooks/install"]
+    assert max(r.started for r in installs) < min(r.ended for r in installs)   # all four at once
 
 
 def test_a_busy_unit_runs_relation_created_its_action_then_one_config_changed_then_relation_hooks(tmp_path,
@@ -133,7 +141,7 @@ def test_a_busy_unit_runs_relation_created_its_action_then_one_config_changed_th
     gate = tmp_path / "gate"
     monkeypatch.setenv("CONFIG_GATE", str(gate))              # config-changed waits for the gate
     model.set_config("a", {"x": "1"}, wait=False)
-    deadline = time.monotonic() + 10                          # the deploy's config-changed ran too
+    deadline = time.monotonic() + 60                          # the deploy's config-changed ran too
     while sum(e[0] == "hooks/config-changed" for e in _log(tmp_path, "a/0")) < 2:
         assert time.monotonic() < deadline, "a/0 did not start its config-changed"
         time.sleep(0.01)

@@ -36,15 +36,29 @@ def test_each_unit_runs_its_jobs_in_order(parallel):
 
 
 def test_units_run_at_the_same_time_within_the_bound():
+    """Each job waits at a barrier for a second one to run beside it: one after another, the
+    first job would never pass it (BrokenBarrierError after its generous timeout), whatever the
+    load; the peak of jobs seen running at once is then exactly the bound. (Not a time taken:
+    0.1 s jobs expected to end within 0.35 s failed on a loaded machine.)"""
     s = scheduler.UnitScheduler(2)
     log, lock, running, peak = [], threading.Lock(), set(), []
+    pairs = threading.Barrier(2, timeout=60)
+
+    def job(unit):
+        def run():
+            with lock:
+                running.add(unit)
+                peak.append(len(running))
+            pairs.wait()
+            with lock:
+                running.discard(unit)
+                log.append((unit, 0))
+        return run
     for unit in ("a/0", "b/0", "c/0", "d/0"):
-        s.submit(unit, _recorder(log, lock, unit, 0, pause=0.1, running=running, peak=peak))
-    t0 = time.monotonic()
+        s.submit(unit, job(unit))
     s.settle()
-    took = time.monotonic() - t0
-    assert max(peak) == 2                 # never more than the bound
-    assert took < 0.35                    # 4 x 0.1 s on 2 workers, not one after another (0.4 s)
+    assert sorted(log) == [(u, 0) for u in ("a/0", "b/0", "c/0", "d/0")]
+    assert max(peak) == 2                 # two at once, never more than the bound
 
 
 def test_one_unit_never_runs_two_jobs_at_once():
@@ -111,7 +125,7 @@ def test_a_free_slot_goes_to_the_unit_with_the_longest_queue():
     def blocker(running, release):
         def job():
             running.set()
-            release.wait(5)
+            release.wait(60)
         return job
 
     def job(name):
@@ -122,12 +136,12 @@ def test_a_free_slot_goes_to_the_unit_with_the_longest_queue():
 
     s.submit("x/0", blocker(x_runs, release_x))
     s.submit("y/0", blocker(y_runs, release_y))
-    assert x_runs.wait(5) and y_runs.wait(5)          # both slots taken
+    assert x_runs.wait(60) and y_runs.wait(60)         # both slots taken
     s.submit("b/0", job("b0"))                         # queued first, one job
     for i in range(3):
         s.submit("hub/0", job("hub{}".format(i)))      # queued later, three jobs
     release_x.set()                                    # one slot frees up; y/0 keeps the other
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while len(started) < 4 and time.monotonic() < deadline:
         time.sleep(0.01)
     release_y.set()
@@ -145,14 +159,14 @@ def test_a_unit_runs_actions_then_lifecycle_then_relation_hooks_then_idle_ones(p
 
     def blocker():
         busy.set()
-        release.wait(5)
+        release.wait(60)
 
     def job(name):
         return lambda: order.append(name)
 
     if parallel > 1:
         s.submit("a/0", blocker, rank=scheduler.ACTION)  # the unit is busy while the rest is queued
-        assert busy.wait(5)
+        assert busy.wait(60)
     s.submit("a/0", job("update-status"), rank=scheduler.IDLE)
     s.submit("a/0", job("changed-1"), rank=scheduler.RELATION)
     s.submit("a/0", job("config-changed"), rank=scheduler.LIFECYCLE)
@@ -190,11 +204,11 @@ def test_a_free_unit_keeps_the_job_it_decided_on_while_it_waits_for_a_slot():
 
     def blocker():
         busy.set()
-        release.wait(5)
+        release.wait(60)
 
     s.submit("x/0", blocker)
     s.submit("y/0", blocker)
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while s._busy != {"x/0", "y/0"} and time.monotonic() < deadline:   # both slots taken
         time.sleep(0.01)
     s.submit("a/0", lambda: order.append("config-changed"), rank=scheduler.LIFECYCLE)
@@ -203,3 +217,33 @@ def test_a_free_unit_keeps_the_job_it_decided_on_while_it_waits_for_a_slot():
     release.set()
     s.settle()
     assert order == ["config-changed", "action", "relation-changed"]
+
+
+def test_unbounded_no_unit_waits_for_another_units_job():
+    """parallel=UNBOUNDED, Juju under OSM (one machine, one machine lock, per unit): twelve units'
+    jobs all run at once -- each waits until all twelve are running -- while each unit still runs
+    its own jobs one at a time, in order, with at most one worker per unit."""
+    units = ["u{}/0".format(i) for i in range(12)]
+    s = scheduler.UnitScheduler(scheduler.UNBOUNDED)
+    together = threading.Barrier(len(units), timeout=60)
+    log, lock, running, peak = [], threading.Lock(), set(), []
+    for unit in units:
+        s.submit(unit, together.wait)
+        s.submit(unit, _recorder(log, lock, unit, 1, running=running, peak=peak))
+        s.submit(unit, _recorder(log, lock, unit, 2, running=running, peak=peak))
+    s.settle()       # a barrier that broke (a unit kept waiting for a slot) raises here
+    assert sorted(log) == sorted((u, i) for u in units for i in (1, 2))
+    for unit in units:
+        assert [i for u, i in log if u == unit] == [1, 2]
+    assert len(s._workers) <= len(units) + 1       # one more watches retry timers
+
+
+def test_unbounded_a_retry_runs_on_its_timer_while_another_units_hook_still_runs():
+    """A unit's hook in error waits for its retry timer only: its retry runs while another unit's
+    long hook is still running (that hook waits for the retry to have run, 60 s at most)."""
+    s = scheduler.UnitScheduler(scheduler.UNBOUNDED)
+    retried, seen = threading.Event(), []
+    s.submit("b/0", lambda: seen.append(retried.wait(60)))
+    s.submit("a/0", retried.set, not_before=time.monotonic() + 0.2)
+    s.settle()
+    assert seen == [True], "the retry waited for another unit's hook"

@@ -7,7 +7,6 @@ when this unit's key is published, Juju wakes the peer with relation-changed, an
 
 Written against the ops API that ops 1.5.4 (Python 3.6, OSM's proxy machine) and later share.
 """
-import hashlib
 import json
 import logging
 import os
@@ -213,9 +212,9 @@ class VpnaasCharm(CharmBase):
             self.tunnels.fresh = (event.relation.id, event.unit.name if event.unit is not None else None)
         self.tunnels.check_own = "all" if kind in _FORCING_EVENTS else "written"
         try:
-            self.reconcile(force=force)
+            plan, _ = self.reconcile(force=force)
             with CLOCK.phase("relation_cache"):
-                self._remember_relations()
+                self._remember_relations(plan)
         except ReconcileFailed:
             pass  # status already says what is wrong; the next event retries
         finally:
@@ -256,15 +255,22 @@ class VpnaasCharm(CharmBase):
                                             lambda: event.relation.data[unit], lambda: self.config.get("ssh-hostname"),
                                             lambda rid: relations[rid].data[self.unit] if rid in relations else None)
 
-    def _remember_relations(self) -> None:
+    def _remember_relations(self, plan: model.Plan) -> None:
         """After a reconcile that did not fail: the digests of every remote unit's data as the plan
         took it (relation_memory), and of what this unit asked Juju to hold on each relation, for
-        the plan the VNF holds now."""
+        the plan the VNF holds now; and, when the last session ran with this very config and the
+        workload wants no session of its own, that config's digest and who is related, so that a
+        config-changed that can change nothing ends in the hook gate."""
         fields = self.cache_fields()
+        config = self._stored.session_config
+        quiet = config == self._config_digest() and not self.workload.wants_session(plan)
+        members = [relation_cache.slot(rel.id, unit.name)
+                   for ep in self.endpoints for rel in self.tunnels.live(ep.name) for unit in rel.units]
         relation_cache.save(self.state_dir, relation_cache.make(
             (ep.name for ep in self.endpoints), fields, self._stored.applied, {}, relation_data.PUBLISHED,
             until=self._rotation_expires, digests=self.memory.gate_digests(fields),
-            own_digests=self.tunnels.own_digests(), written=self.memory.written))
+            own_digests=self.tunnels.own_digests(), written=self.memory.written,
+            config=config if quiet else "", salt=self._stored.config_salt, members=members))
 
     def _set_applied(self, fingerprint: str) -> None:
         """Record the fingerprint of the plan the VNF holds ("": unknown). The relation cache is
@@ -277,10 +283,8 @@ class VpnaasCharm(CharmBase):
     def _config_digest(self) -> str:
         """Every option and the charm's SSH public key, hashed with a salt of this unit's (the
         digest of a password or an LTE key must not be checkable against guesses)."""
-        doc = {"config": dict(self.config),
-               "key": self.keystore.public_key() if self.keystore.has_key() else ""}
-        text = self._stored.config_salt + json.dumps(doc, sort_keys=True, default=str)
-        return hashlib.sha256(text.encode()).hexdigest()
+        return relation_cache.config_digest(self._stored.config_salt, self.config,
+                                            self.keystore.public_key() if self.keystore.has_key() else "")
 
     def _config_is_new(self) -> bool:
         """True unless the last SSH session already ran with exactly this config and key. Juju hands a

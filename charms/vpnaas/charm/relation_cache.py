@@ -45,6 +45,15 @@ It is only valid while three things hold, and each has its own guard:
 * no rotation deadline of that plan has run out (``until``, a time.time(); rotation.py): a hook
   after it reaches the charm, which plans without the rotation whose time is up.
 
+A config-changed can change nothing too, and is skipped (``config_nothing_to_do``) when the
+config and the charm's SSH key are those the last session ran with (``config``: their salted
+digest, recorded only when that holds and the workload wants no session of its own), the related
+units are those the cache was taken over (``members``) and each one's data, and this unit's own
+on the relations written last, still have their digests. The charm would build the same plan from
+the same inputs, find it on the VNF and open no session (``VpnaasCharm.reconcile`` unforced): a
+config-changed that Juju runs after a relation hook already applied the new config (a busy unit:
+OSM configures the VNFs while their relations' hooks run) costs a charm run otherwise.
+
 A file that cannot be read, or of another format, is no cache: nothing is skipped. Pure
 standard library (``hookgate`` imports it before ops).
 """
@@ -114,7 +123,9 @@ def load(directory: str) -> Optional[State]:
             and _strings(state.get("endpoints")) and _strings(state.get("fields"))
             and _strings(state.get("own_fields")) and _digests(state.get("digests"))
             and _digests(state.get("own")) and _strings(state.get("written"))
-            and isinstance(state.get("until", 0.0), (int, float))):
+            and isinstance(state.get("until", 0.0), (int, float))
+            and isinstance(state.get("config", ""), str) and isinstance(state.get("salt", ""), str)
+            and _strings(state.get("members", []))):
         return None
     return state
 
@@ -127,12 +138,15 @@ def make(endpoints: Iterable[str], fields: Sequence[str], applied: str,
          databags: Mapping[str, Mapping[str, Any]], own_fields: Sequence[str] = (),
          own: Optional[Mapping[int, Mapping[str, Any]]] = None, until: Optional[float] = None,
          digests: Optional[Mapping[str, str]] = None, own_digests: Optional[Mapping[str, str]] = None,
-         written: Iterable[str] = ()) -> State:
+         written: Iterable[str] = (), config: str = "", salt: str = "", members: Optional[Iterable[str]] = None
+         ) -> State:
     """A cache of ``databags`` ({slot: remote unit's databag}; or their ``digests`` over ``fields``)
     taken while the VNF held ``applied``, with this unit's own databags as it published them
     ({relation id: databag}; or their ``own_digests`` over ``own_fields``), the relations the
     charm run wrote (``written``: a hook is skipped only once Juju holds those writes), valid until
-    ``until`` (a time.time(); None: no deadline)."""
+    ``until`` (a time.time(); None: no deadline). ``config``: ``config_digest`` (with ``salt``) of
+    the config and key the VNF's last session ran with, "" when a config-changed must reach the
+    charm; ``members``: the slots of every related unit when the cache was taken (None: unknown)."""
     slots = {s: digest(bag, fields) for s, bag in databags.items()}
     slots.update(digests or {})
     mine = {str(rid): digest(bag, own_fields) for rid, bag in (own or {}).items()}
@@ -142,6 +156,8 @@ def make(endpoints: Iterable[str], fields: Sequence[str], applied: str,
                     "written": sorted(set(str(r) for r in written))}
     if until is not None:
         state["until"] = until
+    if config and members is not None:
+        state.update(config=config, salt=salt, members=sorted(set(members)))
     return state
 
 
@@ -208,9 +224,48 @@ def nothing_to_do(state: Optional[State], kind: str, endpoint: str, relation_id:
     return not ssh_hostname()
 
 
-def _holds_own(state: State, relation_id: int, own_data: Callable[[int], Optional[Mapping[str, Any]]]) -> bool:
-    """Juju holds what this unit published on ``relation_id`` and on every relation written last."""
-    rids = sorted({str(relation_id)} | set(state["written"]))
+def config_digest(salt: str, config: Mapping[str, Any], public_key: str) -> str:
+    """Every option and the charm's SSH public key ("" without one), hashed with a salt of the
+    unit's (the digest of a password or an LTE key must not be checkable against guesses)."""
+    text = salt + json.dumps({"config": dict(config), "key": public_key}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+#: The most related units whose data the gate reads for a config-changed; beyond, the charm decides.
+MAX_MEMBERS = 256
+
+
+def config_nothing_to_do(state: Optional[State], config: Callable[[str], Optional[str]],
+                         members: Callable[[Sequence[str]], Optional[Sequence[str]]],
+                         remote_data: Callable[[int, str], Optional[Mapping[str, Any]]],
+                         own_data: Callable[[int], Optional[Mapping[str, Any]]]) -> bool:
+    """True when a config-changed can change nothing (see the module's docstring): ``config(salt)``
+    gives the digest of the config and key this hook sees (None if unreadable), ``members(endpoints)``
+    the slots of every unit related on them now (None if unreadable), ``remote_data(rid, unit)``
+    and ``own_data(rid)`` the databags as Juju hands them to this hook. Called only as needed."""
+    if state is None or not state.get("config") or not state["applied"]:
+        return False
+    if time.time() >= state.get("until", float("inf")) or config(state.get("salt", "")) != state["config"]:
+        return False
+    recorded = state.get("members", [])
+    if len(recorded) > MAX_MEMBERS:
+        return False
+    now = members(state["endpoints"])
+    if now is None or sorted(now) != sorted(recorded):
+        return False
+    for name in recorded:
+        known = state["digests"].get(name)
+        rid, _, unit = name.partition("/")
+        data = remote_data(int(rid), unit) if known is not None else None
+        if data is None or digest(data, state["fields"]) != known:
+            return False
+    return _holds_own(state, None, own_data)
+
+
+def _holds_own(state: State, relation_id: Optional[int], own_data: Callable[[int], Optional[Mapping[str, Any]]]
+               ) -> bool:
+    """Juju holds what this unit published on ``relation_id`` (if any) and on every relation written last."""
+    rids = sorted(({str(relation_id)} if relation_id is not None else set()) | set(state["written"]))
     if len(rids) > MAX_WRITTEN + 1:
         return False
     for rid in rids:

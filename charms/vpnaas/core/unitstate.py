@@ -8,6 +8,9 @@ Pure standard library: ``hookgate`` imports this before ops (see there why).
 import os
 
 DIRECTORY = "vpnaas"
+#: The charm's SSH private key in the state directory (``ssh.KeyStore``); its public half beside it
+#: with ``.pub``. Named here because ``hookgate`` reads the public half into the config digest.
+KEY_FILE = "id_vpnaas"
 
 
 def unit_state_dir(charm_dir: str) -> str:

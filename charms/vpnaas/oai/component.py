@@ -295,6 +295,13 @@ def install_step(component: Component[V], inputs: InstallPlan) -> vnfscript.Step
 
 
 # --------------------------------------------------------------------------- configure
+def address_args(addresses: Addresses) -> List[str]:
+    """The arguments of ``oai_configure_addresses`` (vnf/oai/configure.sh): each reference point
+    the component is an end of, then its own service address on it, in the registry's order. The
+    VNF-side check thus follows the registry (``oai.addresses``): no component's call names them."""
+    return [arg for rp in addresses.own for arg in (rp, addresses.ip(rp))]
+
+
 def configure_step(component: Component[V], values: V) -> vnfscript.Step:
     """Render and apply the configuration; requires a completed install."""
     step = vnfscript.Step([LIB, "oai/configure.sh"] + component.configure_files())
@@ -306,6 +313,8 @@ def configure_step(component: Component[V], values: V) -> vnfscript.Step:
         b64(service_settings(component, values)),
         PREFIX,
     )
+    # Before anything of the VNF's setup changes: a missing address changes nothing but the helpers.
+    step.call("oai_configure_addresses", component.title, *address_args(component.addresses_of(values)))
     if component.work_dirs:
         step.call("oai_configure_dirs", *[component.workdir + "/" + d for d in component.work_dirs])
     step.call("oai_configure_setup", component.name)

@@ -58,8 +58,11 @@ def tunnel_step(plan: Plan, facts_digest: str = "", rotate: Iterable[str] = (), 
     checks the installed copy of each one a device needs and, when one is missing or differs,
     reports ``NEED <name>`` and applies nothing (``Observation.needs``)."""
     step = vnfscript.Step(TUNNEL_FILES)
+    # The programs first: a VNF whose facts the charm does not know yet (its first contact) asks
+    # for them in the same answer as its facts, and the next step applies (vnfsession.apply).
+    step.call("programs_check", *dataplane.prepare_args(plan, programs or {}))
     step.call("facts_guard", facts_digest or "-", *plan.endpoint_names)
-    step.call("tunnels_prepare", *dataplane.prepare_args(plan, programs or {}))
+    step.call("tunnels_prepare")
     step.call("service_addresses", *plan.service_address_args())
     devices = plan.temp_devices + plan.devices
     # pq-psk runs only where the charm ships its program (the charm's plan says so already:

@@ -36,7 +36,7 @@ def _paramiko() -> Any:
     import paramiko
     return paramiko
 
-KEY_FILE = "id_vpnaas"
+KEY_FILE = unitstate.KEY_FILE
 KNOWN_HOSTS = "known_hosts"
 #: The pinned hosts whose next successful login may present a new host key (one entry a line).
 REPROVISIONED = "known_hosts.reprovisioned"

@@ -57,20 +57,22 @@ def apply(charm: Any, session: ssh.Session, target: ssh.Target, plan: model.Plan
     gateway or address, a peer's endpoint name that resolves elsewhere): then the plan is made
     again with what it reported, and sent again in the same login. A plan that the VNF's facts
     make invalid (an operator's address on its management network) is returned with its errors,
-    nothing applied. A VNF that lacks a shipped program a device needs (``NEED``) gets it on a
-    second channel of the same login, then the step again (dataplane.py)."""
+    nothing applied. A VNF that lacks a shipped program a device needs (``NEED``, reported before
+    its facts are judged: remote.tunnel_step) gets it on a second channel of the same login, then
+    the step again (dataplane.py): a first contact is two steps, not three."""
     installed: List[str] = []
     for _ in range(FACTS_ATTEMPTS + len(dataplane.PROGRAMS)):
         known = charm.known_facts()
         obs = run_step(session, target, tunnel_step(charm, plan, known.digest if known else "", options))
         charm.remember_facts(obs.facts)
-        if obs.needs and not obs.facts_changed:
+        if obs.needs:
             install_programs(charm.programs, session, target, obs.needs, installed)
+        if obs.facts_changed:
+            plan = charm.build_plan()
+            if plan.errors:
+                return plan, obs
             continue
-        if not obs.facts_changed:
-            return plan, obs
-        plan = charm.build_plan()
-        if plan.errors:
+        if not obs.needs:
             return plan, obs
     raise ssh.SshError("the VNF reported other facts {} times in one session (its addresses are changing); "
                        "retrying at the next event".format(FACTS_ATTEMPTS), transient=True)

@@ -144,7 +144,8 @@ class Exporter(object):
         self.closed = {r: 0 for r in REASONS}
         self.sock: Optional[socket.socket] = None
 
-    def listen(self, address: str, port: int, interface: Optional[str]) -> None:
+    def listen(self, address: str, port: int, interface: Optional[str]) -> int:
+        """Bind and listen; returns the port (``port`` 0: the one the kernel chose)."""
         family = socket.AF_INET6 if ":" in address else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -153,6 +154,7 @@ class Exporter(object):
         sock.bind((address, port))
         sock.listen(64)
         self.sock = sock
+        return int(sock.getsockname()[1])
 
     def serve_forever(self) -> None:
         assert self.sock is not None
@@ -297,8 +299,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     setup_logging(args.log)
     threading.stack_size(512 * 1024)
     exporter = Exporter(collector.exposition, max(1, args.max_connections))
-    exporter.listen(args.listen, args.port, args.interface)
-    log.info("serving on %s:%s%s", args.listen, args.port, " (device {})".format(args.interface)
+    port = exporter.listen(args.listen, args.port, args.interface)
+    log.info("serving on %s:%s%s", args.listen, port, " (device {})".format(args.interface)
              if args.interface else "")
     exporter.serve_forever()
     return 0

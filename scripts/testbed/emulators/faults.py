@@ -57,6 +57,9 @@ class HookRetry(object):
         self._random = random.Random(seed)
         self._lock = threading.Lock()
         self._current = {}
+        #: (unit, seconds) of every timer started, in order: what the tests check the backoff by
+        #: (the time a retry actually waited also holds the machine's scheduling).
+        self.given = []
 
     def delay(self, unit):
         """Seconds until the failed hook of ``unit`` runs again; the next failure waits longer."""
@@ -64,6 +67,7 @@ class HookRetry(object):
             current = self._current.get(unit, self.minimum)
             following = current * RETRY_FACTOR * (1 + RETRY_JITTER * (self._random.random() * 2 - 1))
             self._current[unit] = min(following, self.maximum)
+            self.given.append((unit, current))
             return current
 
     def reset(self, unit):
@@ -147,7 +151,8 @@ class Faults(object):
     def kill_at(self, ctx, tool):
         """Called at every hook-tool call: kill the hook (or action) when a restart of its unit
         agent is armed for this tool."""
-        if ctx.pid is None:
+        # A tool call comes from the hook's own process: its pid is being recorded, if not yet.
+        if ctx.pid is None and not ctx.started.wait(60):
             return False
         with self._lock:
             if ctx.action:
@@ -175,6 +180,7 @@ class Faults(object):
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 universal_newlines=True, start_new_session=True)
         ctx.pid = proc.pid
+        ctx.started.set()
         try:
             out, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -22,6 +22,7 @@ simpler emulation hides faults:
 ``commit``. Written here because no library emulates a unit agent outside Juju.
 """
 import copy
+import threading
 
 
 class UnitView(object):
@@ -54,6 +55,9 @@ class HookContext(object):
         self.action = action
         self.hook = hook          # its dispatch path: hooks/<name> or actions/<name>
         self.pid = None           # the hook's process (faults.py kills it to restart the agent)
+        # Set once ``pid`` is: the hook's first tool call can reach the tool server before the
+        # thread that started the hook has recorded its pid (a loaded machine).
+        self.started = threading.Event()
         self.killed = False
         self.failed_tool = ""     # the tool whose call faults.py made fail (the hook then fails)
         self.members = {r: set(units) for r, units in view.members.items()}

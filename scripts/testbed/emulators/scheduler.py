@@ -31,6 +31,16 @@ that decision, so an action queued a moment after a config change of an idle uni
 config-changed, as on Juju. With ``parallel=1`` there are no threads at all: jobs run in the
 calling thread, the next one of the unit that queued first.
 
+``parallel=UNBOUNDED`` (0) is Juju's own concurrency under OSM: no unit waits for another's hook.
+Juju 2.9's uniter takes the machine lock around every hook and action
+(``worker/uniter/uniter.go`` ``acquireExecutionLock``), but that lock is one per machine
+(``cmd/jujud/agent/machine.go``: ``machinelock.New`` in the machine agent, handed to the uniters
+it runs; ``core/machinelock``: a host-wide mutex), and OSM's N2VC gives every proxy charm's
+execution environment a machine of its own (``n2vc_juju_conn.py`` ``create_execution_environment``
+→ ``libjuju.create_machine`` with no machine id: ``model.add_machine``). So the units of an NS
+never share a lock; a bound here is a testbed choice, not Juju's. Workers are started as units
+have work, at most one per unit that runs or has decided a job.
+
 Written here rather than with concurrent.futures: a thread pool runs any queued job on any
 free worker, while per-unit order needs "the best-ranked pending job of a unit that is not
 busy".
@@ -44,6 +54,8 @@ import time
 #: the previous operation's commit queued (and a hook in error, retried when its timer fires).
 QUEUED, INSTALL, CREATED, LEADER, ACTION, LIFECYCLE, RELATION, IDLE = range(8)
 RANKS = (QUEUED, INSTALL, CREATED, LEADER, ACTION, LIFECYCLE, RELATION, IDLE)
+#: ``parallel`` meaning no bound across units (one worker per unit with work, as Juju under OSM).
+UNBOUNDED = 0
 #: The longest the serial scheduler sleeps at once while only a timer is pending.
 _NAP = 0.5
 #: ``not_before`` of a hook in error that waits for ``juju resolved`` (no retry timer).
@@ -103,7 +115,7 @@ def current_causes():
 
 class UnitScheduler(object):
     def __init__(self, parallel=1, seed=0):
-        self.parallel = max(1, int(parallel))
+        self.parallel = UNBOUNDED if int(parallel) == UNBOUNDED else max(1, int(parallel))
         self._random = random.Random(seed)
         self._cv = threading.Condition()
         self._pending = collections.deque()
@@ -136,7 +148,7 @@ class UnitScheduler(object):
             if cause is not None:
                 job.causes.append(cause)
             self._pending.append(job)
-            if self.parallel > 1:
+            if self.parallel != 1:
                 if unit not in self._busy and unit not in self._decided:
                     self._decide(unit)
                 self._start_workers()
@@ -233,7 +245,14 @@ class UnitScheduler(object):
             ", ".join(sorted({j.unit for j in self._pending if j.parked()})))
 
     def _start_workers(self):
-        while len(self._workers) < self.parallel:
+        """As many workers as ``parallel`` allows, but no more than units that run or have decided
+        a job (called with the lock held). Unbounded, one more: a unit whose hook in error waits
+        for its retry timer has decided nothing, and with every worker inside another unit's hook
+        nobody would watch that timer (a retry due at 0.4 s ran at 3 s, when a 3 s hook of another
+        unit ended; Juju's uniter of that unit retries on time)."""
+        wanted = len(self._busy) + len(self._decided)
+        limit = wanted + 1 if self.parallel == UNBOUNDED else min(self.parallel, max(wanted, 1))
+        while len(self._workers) < limit:
             t = threading.Thread(target=self._work, name="vca-unit-{}".format(len(self._workers)), daemon=True)
             self._workers.append(t)
             t.start()
@@ -295,6 +314,7 @@ class UnitScheduler(object):
                     self._cv.wait(self._due_in(time.monotonic()))
                     job = self._next()
                 self._busy.add(job.unit)
+                self._start_workers()       # a retry timer may have let several units decide
             job.run()
             with self._cv:
                 self._busy.discard(job.unit)

@@ -231,8 +231,7 @@ class Cn5gComponent(oai.Component[V]):
     def configure_calls(self, step: vnfscript.Step, values: V) -> None:
         # The spec travels in the data section: the AMF's holds the database password.
         step.secret("CN5G_SPEC", oai.b64_json(self.render_spec(values)))
-        step.call("oai_configure_cn5g", self.title, PREFIX, self.n6(values),
-                  *sorted(set(self.own_addresses(values).values())))
+        step.call("oai_configure_cn5g", self.title, PREFIX, self.n6(values))
 
 
 def repository(name: str) -> str:

@@ -82,8 +82,7 @@ class Gnb(oai.Component[GnbValues]):
         return ["oai/configure-cn5g.sh"]
 
     def configure_calls(self, step: vnfscript.Step, values: GnbValues) -> None:
-        step.call("oai_configure_gnb", oai.b64_json(self.render_spec(values)), values.addresses.ip("n2"),
-                  values.addresses.ip("n3"))
+        step.call("oai_configure_gnb", oai.b64_json(self.render_spec(values)))
 
 
 COMPONENT = Gnb()

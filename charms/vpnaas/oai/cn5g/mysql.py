@@ -100,7 +100,7 @@ class Mysql(oai.Component[MysqlValues]):
 
     def configure_calls(self, step: vnfscript.Step, values: MysqlValues) -> None:
         step.secret("MYSQL_INIT", oai.b64_json(self.init_spec(values)))
-        step.call("oai_configure_mysql", oai.b64_json(self.render_spec(values)), values.addresses.ip("db"),
+        step.call("oai_configure_mysql", oai.b64_json(self.render_spec(values)),
                   oai.shipped_b64("oai/mysql-init.py"), INIT_FILE)
 
     def configure_files(self) -> List[str]:

@@ -102,12 +102,7 @@ class Enb(oai.Component[EnbValues]):
         }
 
     def configure_calls(self, step: vnfscript.Step, values: EnbValues) -> None:
-        step.call(
-            "oai_configure_enb",
-            oai.b64_json(self.render_spec(values)),
-            values.addresses.ip("s1c"),
-            values.addresses.ip("s1u"),
-        )
+        step.call("oai_configure_enb", oai.b64_json(self.render_spec(values)))
 
 
 COMPONENT = Enb()

@@ -129,9 +129,6 @@ class Mme(oai.Component[MmeValues]):
             self.source_dir,
             PREFIX + "/freeDiameter",
             "mme." + values.common.realm,
-            values.addresses.ip("s1c"),
-            values.addresses.ip("s11"),
-            values.addresses.ip("s6a"),
         )
 
 

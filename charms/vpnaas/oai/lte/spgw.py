@@ -139,12 +139,7 @@ class Spgwc(oai.Component[SpgwcValues]):
         }
 
     def configure_calls(self, step: vnfscript.Step, values: SpgwcValues) -> None:
-        step.call(
-            "oai_configure_spgwc",
-            oai.b64_json(self.render_spec(values)),
-            values.addresses.ip("s11"),
-            values.addresses.ip("sxab"),
-        )
+        step.call("oai_configure_spgwc", oai.b64_json(self.render_spec(values)))
 
 
 class SpgwuValues(NamedTuple):
@@ -216,8 +211,6 @@ class Spgwu(oai.Component[SpgwuValues]):
             "oai_configure_spgwu",
             oai.b64_json(self.render_spec(values)),
             values.sgi,
-            values.addresses.ip("s1u"),
-            values.addresses.ip("sxab"),
         )
 
 

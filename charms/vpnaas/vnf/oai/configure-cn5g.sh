@@ -4,14 +4,12 @@
 # MySQL's init file come from the program's data section (`secret`): the AMF's holds the database
 # password, MySQL's the subscribers' keys.
 
-oai_configure_cn5g() {  # title prefix n6-interface("-": none, "": the default route's) service-ip...
-  local title=$1 prefix=$2 n6=$3 ip
+oai_configure_cn5g() {  # title prefix n6-interface("-": none, "": the default route's)
+  local title=$1 prefix=$2 n6=$3
   local -a vars=()
-  shift 3
   # OAI's build helpers create the configuration folder world-writable (mkdir -m 777): the
   # generated file holds addresses (and the AMF's the database password).
   chmod 755 "$prefix"
-  for ip in "$@"; do require_addr "$ip" "the $title service address"; done
   if [ "$n6" != - ]; then
     [ -n "$n6" ] || n6=$(default_route_dev)
     [ -n "$n6" ] || fail "no N6 interface: the VNF has no default route; set n6-interface"
@@ -22,13 +20,12 @@ oai_configure_cn5g() {  # title prefix n6-interface("-": none, "": the default r
   render_files "$(secret CN5G_SPEC)" ${vars[@]+"${vars[@]}"}
 }
 
-oai_configure_mysql() {  # spec-base64 db-ip mysql-init.py-base64 init-file
-  local init=$4 report rc=0
-  require_addr "$2" "the MySQL db service address"
+oai_configure_mysql() {  # spec-base64 mysql-init.py-base64 init-file
+  local init=$3 report rc=0
   progress "1/2 writing MySQL's listening address"
   render_files "$1"
   progress "2/2 writing MySQL's init file (database, users table, the AMF's account, subscribers)"
-  install_helper mysql-init.py "$3"
+  install_helper mysql-init.py "$2"
   report=$(secret MYSQL_INIT | base64 -d | python3 "$OAI_STATE/mysql-init.py") || rc=$?
   if [ "$rc" != 0 ]; then
     printf '%s\n' "$report" | grep -m 1 '^ERROR ' || out "ERROR writing MySQL's init file failed"
@@ -38,9 +35,7 @@ oai_configure_mysql() {  # spec-base64 db-ip mysql-init.py-base64 init-file
   chown mysql:mysql "$init" || fail "cannot give $init to the mysql user (is mysql-server-8.0 installed?)"
 }
 
-oai_configure_gnb() {  # spec-base64 n2-ip n3-ip
-  require_addr "$2" "the gNB N2 service address"
-  require_addr "$3" "the gNB N3 service address"
+oai_configure_gnb() {  # spec-base64
   progress "1/1 rendering gnb.conf"
   render_files "$1"
 }

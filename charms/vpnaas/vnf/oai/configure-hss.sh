@@ -21,11 +21,10 @@ wait_cql() {  # ip limit: bounded wait for Cassandra's CQL port, with progress
   done
 }
 
-oai_configure_hss() {  # ip src realm users imsi-first cassandra-timeout binary prefix provision.py-base64
+oai_configure_hss() {  # cassandra-ip src realm users imsi-first cassandra-timeout binary prefix provision.py-base64
   local ip=$1 src=$2 realm=$3 users=$4 imsi=$5 limit=$6 binary=$7 prefix=$8
   local log="$OAI_LOGS/oai-hss-configure.log"
   : > "$log"
-  require_addr "$ip" "the HSS S6a service address"
   install_helper provision.py "$9"
   progress "1/6 rendering the HSS and Cassandra configuration"
   render_files "$(secret HSS_SPEC)"

@@ -20,6 +20,15 @@ oai_configure_dirs() {  # dir...: the folders the component's configuration name
   mkdir -p "$@"
 }
 
+oai_configure_addresses() {  # title (reference-point ip)...: each own service address is on this VNF
+  local title=$1
+  shift
+  while [ "$#" -ge 2 ]; do
+    require_addr "$2" "the $title ${1^^} service address"
+    shift 2
+  done
+}
+
 oai_configure_setup() {  # component: what does not survive a reboot (also run before every start)
   "$OAI_SBIN/oai-service" setup "$1" || fail "oai-service setup $1 failed"
 }
@@ -40,12 +49,9 @@ oai_configure_end() {  # component service binary
 }
 
 # --------------------------------------------------------------------------- per component
-oai_configure_mme() {  # spec-base64 src freediameter-dir mme-fqdn s1c-ip s11-ip s6a-ip
+oai_configure_mme() {  # spec-base64 src freediameter-dir mme-fqdn
   local spec=$1 src=$2 fd=$3 fqdn=$4 log="$OAI_LOGS/oai-mme-configure.log" before
   : > "$log"
-  require_addr "$5" "the MME S1-C service address"
-  require_addr "$6" "the MME S11 service address"
-  require_addr "$7" "the MME S6a service address"
   progress "1/2 rendering mme.conf and mme_fd.conf"
   render_files "$spec"
   progress "2/2 checking the S6a certificate"
@@ -56,9 +62,7 @@ oai_configure_mme() {  # spec-base64 src freediameter-dir mme-fqdn s1c-ip s11-ip
   [ "$before" = "$(files_digest "$fd"/*.pem)" ] || OAI_CHANGED="$OAI_CHANGED certificates"
 }
 
-oai_configure_spgwc() {  # spec-base64 s11-ip sxab-ip
-  require_addr "$2" "the SPGW-C S11 service address"
-  require_addr "$3" "the SPGW-C SXab service address"
+oai_configure_spgwc() {  # spec-base64
   progress "1/1 rendering spgw_c.conf"
   render_files "$1"
 }
@@ -67,20 +71,16 @@ default_route_dev() {  # empty without a default route (awk reads all: no SIGPIP
   ip -4 route show default | awk '!found {for (i = 1; i < NF; i++) if ($i == "dev") {print $(i + 1); found = 1; break}}'
 }
 
-oai_configure_spgwu() {  # spec-base64 sgi-interface-or-empty s1u-ip sxab-ip
+oai_configure_spgwu() {  # spec-base64 sgi-interface-or-empty
   local sgi=$2
   [ -n "$sgi" ] || sgi=$(default_route_dev)
   [ -n "$sgi" ] || fail "no SGi interface: the VNF has no default route; set sgi-interface"
   ip link show dev "$sgi" >/dev/null 2>&1 || fail "SGi interface $sgi does not exist on this VNF"
-  require_addr "$3" "the SPGW-U S1-U service address"
-  require_addr "$4" "the SPGW-U SXab service address"
   progress "1/1 rendering spgw_u.conf"
   render_files "$1" "SGI=$sgi"
 }
 
-oai_configure_enb() {  # spec-base64 s1c-ip s1u-ip
-  require_addr "$2" "the eNB S1-C service address"
-  require_addr "$3" "the eNB S1-U service address"
+oai_configure_enb() {  # spec-base64
   progress "1/1 rendering enb.conf"
   render_files "$1"
 }

@@ -37,7 +37,10 @@ run_detached() {  # name limit args...: survives a dropped SSH session; a rerun 
     pid=$!
     echo "$pid" > "$pidf"
   fi
-  { timeout "$limit" tail -n +1 -F --pid="$pid" "$log" 2>/dev/null || true; } | while IFS= read -r line; do
+  # tail (coreutils; busybox's has no --pid) wakes on each write to the log, but sees the run's end
+  # only when it next checks the pid: every -s seconds (1 by default), then it reads the log to its
+  # end and exits. 0.1 s: the action returns a tenth of a second after the run, not up to a second.
+  { timeout "$limit" tail -n +1 -s 0.1 -F --pid="$pid" "$log" 2>/dev/null || true; } | while IFS= read -r line; do
     case "$line" in PROGRESS\ *|NOTE\ *|RESULT\ *) out "$line" ;; esac
   done
   if kill -0 "$pid" 2>/dev/null && [ ! -e "$rcf" ]; then

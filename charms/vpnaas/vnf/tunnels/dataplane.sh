@@ -3,44 +3,65 @@
 # the kernel module or a shipped userspace program.
 
 declare -A USERSPACE=()    # implementation -> the program this step may start it with
+declare -A SHIPPED=()      # shipped program -> its installed copy, checked by programs_check
 declare -A DP_VERSION=()   # implementation -> its version (asked once per step)
 
-tunnels_prepare() {  # [name sha256 always|nokernel]...: the shipped programs a device may need
-  require_tools wg wg-quick ip base64 sha256sum
-  if [ -d /run/systemd/system ]; then init=systemd; else init=none; fi
-  out "INIT $init"
+kernel_probe() {  # TUNNELS_KERNEL=1 when the kernel can make a WireGuard device (asked once per step)
+  [ -z "${TUNNELS_PROBED:-}" ] || return 0
+  TUNNELS_PROBED=1
   ip link del vpnaas-probe 2>/dev/null || true   # left over if an earlier run was killed here
-  # The routes the VNF refuses during this step ("dev prefix" lines), and the data plane of each
-  # device ("dev implementation version"), for the metrics (metrics.sh).
-  TUNNELS_REFUSED_LOG=$(mktemp)
-  TUNNELS_DATAPLANE_LOG=$(mktemp)
-  # shellcheck disable=SC2064  # the file names are fixed now
-  trap "rm -f '$TUNNELS_REFUSED_LOG' '$TUNNELS_DATAPLANE_LOG'" EXIT
   if ip link add vpnaas-probe type wireguard 2>/dev/null; then
     ip link del vpnaas-probe
     TUNNELS_KERNEL=1
   fi
-  # A wireguard-go the charm did not ship: the one named by WG_QUICK_USERSPACE_IMPLEMENTATION, else
-  # the VNF's own on PATH (what releases before the shipped programs used).
-  local ug=${WG_QUICK_USERSPACE_IMPLEMENTATION:-} name digest when path missing=0
-  case "$(basename "${ug:-none}")" in wireguard-go*) ;; *) ug=$(command -v wireguard-go || true) ;; esac
-  if [ -n "$ug" ] && [ -x "$ug" ]; then USERSPACE[wireguard-go]=$ug; fi
-  # The shipped programs: used only when the installed copy is the charm's byte for byte. One
-  # that is missing or differs is asked for (NEED) and nothing is applied: the charm sends it in
-  # the same login and runs this step again.
+}
+
+programs_check() {  # [name sha256 always|nokernel]...: NEED each shipped program a device may need that is not here
+  # First in the tunnel step, before the facts guard: a VNF met for the first time (its facts
+  # unknown to the charm) asks for its programs in the same answer, so the charm sends them and the
+  # next step applies, instead of a step for the facts, one for the programs and one to apply. It
+  # only reads: nothing is applied before the facts guard and tunnels_prepare, which stops when a
+  # program is missing. The shipped programs are used only when the installed copy is the
+  # charm's byte for byte; one that is missing or differs is asked for (NEED).
+  local name digest when path
+  kernel_probe
   while [ $# -ge 3 ]; do
     name=$1 digest=$2 when=$3
     shift 3
     if [ "$when" = nokernel ] && [ "$TUNNELS_KERNEL" = 1 ]; then continue; fi
     path=$DATAPLANE_DIR/$name
     if [ -x "$path" ] && [ "$(sha256sum < "$path" | cut -d' ' -f1)" = "$digest" ]; then
-      USERSPACE[$name]=$path
+      SHIPPED[$name]=$path
+      # pq-psk's start compares it with the running daemon's (pqpsk.sh), without hashing it again
+      # shellcheck disable=SC2034  # read by tunnels/pqpsk.sh
+      if [ "$name" = pq-psk ]; then PQ_PSK_DIGEST=$digest; fi
     else
       out "NEED $name"
-      missing=1
+      PROGRAMS_MISSING=1
     fi
   done
-  if [ "$missing" = 1 ]; then
+}
+
+tunnels_prepare() {  # [name sha256 always|nokernel]...: as programs_check (a step that did not call it)
+  require_tools wg wg-quick ip base64 sha256sum
+  if [ -d /run/systemd/system ]; then init=systemd; else init=none; fi
+  out "INIT $init"
+  # The routes the VNF refuses during this step ("dev prefix" lines), and the data plane of each
+  # device ("dev implementation version"), for the metrics (metrics.sh).
+  TUNNELS_REFUSED_LOG=$(mktemp)
+  TUNNELS_DATAPLANE_LOG=$(mktemp)
+  # shellcheck disable=SC2064  # the file names are fixed now
+  trap "rm -f '$TUNNELS_REFUSED_LOG' '$TUNNELS_DATAPLANE_LOG'" EXIT
+  kernel_probe
+  # A wireguard-go the charm did not ship: the one named by WG_QUICK_USERSPACE_IMPLEMENTATION, else
+  # the VNF's own on PATH (what releases before the shipped programs used).
+  local ug=${WG_QUICK_USERSPACE_IMPLEMENTATION:-} name
+  case "$(basename "${ug:-none}")" in wireguard-go*) ;; *) ug=$(command -v wireguard-go || true) ;; esac
+  if [ -n "$ug" ] && [ -x "$ug" ]; then USERSPACE[wireguard-go]=$ug; fi
+  if [ $# -ge 3 ]; then programs_check "$@"; fi
+  for name in "${!SHIPPED[@]}"; do USERSPACE[$name]=${SHIPPED[$name]}; done
+  # A missing program: nothing is applied; the charm sends it in the same login and runs the step again.
+  if [ "${PROGRAMS_MISSING:-0}" = 1 ]; then
     out DONE
     exit 0
   fi

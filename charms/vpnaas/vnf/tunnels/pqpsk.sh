@@ -41,7 +41,8 @@ pq_psk_pid() {  # the pid of our running daemon without systemd, else nothing
   # our program that has the lock file open (-ef: the same file, not only the same path), whose
   # pid is then recorded again. Never a second daemon beside a running one.
   local pid d fd
-  pid=$(cat "$PQ_PSK_PIDFILE" 2>/dev/null || true)
+  pid=
+  if [ -f "$PQ_PSK_PIDFILE" ]; then read -r pid < "$PQ_PSK_PIDFILE" || true; fi
   case "$pid" in ''|*[!0-9]*) pid= ;; esac
   if [ -n "$pid" ] && pq_psk_ours "$pid"; then printf '%s' "$pid"; return 0; fi
   pq_psk_locked || return 0
@@ -70,10 +71,12 @@ pq_psk_stop() {
     pid=$(pq_psk_pid)
     [ -n "$pid" ] || break
     kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    # Until it is gone, 10 s at most (it saves its state first): a daemon still holding its lock
+    # would make the next start fail ("another daemon holds"); 2 s was short on a loaded machine.
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     rm -f "$PQ_PSK_PIDFILE"
   done
-  rm -f "$PQ_PSK_PIDFILE" "$PQ_PSK_PIDFILE.vpnaas-tmp"
+  rm -f "$PQ_PSK_PIDFILE" "$PQ_PSK_PIDFILE.vpnaas-tmp" "$PQ_PSK_PIDFILE.ready"
 }
 
 pq_psk_forget() {  # pq-psk wanted nowhere: the daemon stopped, its state, log and pid files gone
@@ -86,23 +89,38 @@ pq_psk_forget() {  # pq-psk wanted nowhere: the daemon stopped, its state, log a
 }
 
 pq_psk_files() {  # dev data...: write each device's file, remove ours of devices not listed; "1" when any is left
-  local dev data body pub f keep=" " any=0
+  # Runs twice in every tunnel step (remote.py), on the critical path of every session: a file
+  # that is already as wanted costs no program run (read and compared with builtins; the modes of
+  # the folder and of every file asked once, by one stat).
+  local dev data item body pub f m want current keep=" " any=0
+  local -A mode=()
+  while IFS=' ' read -r m f; do mode[$f]=$m; done < <(stat -c '%a %n' -- "$PQ_PSK_DIR" "$PQ_PSK_DIR"/*.conf 2>/dev/null || true)
   while [ $# -ge 2 ]; do
     dev=$1 data=$2
     shift 2
-    body=$(data_item "${data}_PQ" | base64 -d)
+    item=$(data_item "${data}_PQ")
+    if [ -z "$item" ] || [ ! -e "/etc/wireguard/$dev.key" ]; then continue; fi
+    body=$(base64 -d <<<"$item")
     [ -n "$body" ] || continue
     pub=$(wg pubkey < "/etc/wireguard/$dev.key" 2>/dev/null) || continue
     if [ ! -d "$PQ_PSK_DIR" ]; then mkdir -p "$PQ_PSK_DIR"; fi
-    [ "$(stat -c %a "$PQ_PSK_DIR")" = 700 ] || chmod 700 "$PQ_PSK_DIR"
-    write_if_changed "$PQ_PSK_DIR/$dev.conf" 600 "$(printf '%s\npublic %s\n' "$body" "$pub")"$'\n'
+    [ "${mode[$PQ_PSK_DIR]:-}" = 700 ] || { chmod 700 "$PQ_PSK_DIR"; mode[$PQ_PSK_DIR]=700; }
+    f=$PQ_PSK_DIR/$dev.conf
+    printf -v want '%s\npublic %s\n' "$body" "$pub"
+    current=
+    if [ -f "$f" ]; then IFS= read -r -d '' current < "$f" || true; fi
+    if [ "$current" != "$want" ] || [ "${mode[$f]:-}" != 600 ]; then
+      write_if_changed "$f" 600 "$want"
+      # a running daemon reads it now, not at its next scan (2 s): a new peer's first exchange
+      if [ "$WRITTEN" = 1 ]; then pq_psk_kick; fi
+    fi
     keep="$keep$dev.conf "
     any=1
   done
   [ -d "$PQ_PSK_DIR" ] || { printf '%s' "$any"; return 0; }
   for f in "$PQ_PSK_DIR"/*.conf "$PQ_PSK_DIR"/*.conf.vpnaas-tmp; do
     [ -e "$f" ] || continue
-    case "$keep" in *" $(basename "$f") "*) continue ;; esac
+    case "$keep" in *" ${f##*/} "*) continue ;; esac
     # A temporary copy is a step's that was killed between writing and renaming it (lib.sh).
     case "$f" in *.vpnaas-tmp) rm -f "$f"; continue ;; esac
     if grep -qxF "$MARKER" "$f"; then rm -f "$f"; fi
@@ -113,8 +131,12 @@ pq_psk_files() {  # dev data...: write each device's file, remove ours of device
 }
 
 pq_psk_daemon() {  # start the daemon, or restart it when its program changed
-  local prog="$DATAPLANE_DIR/pq-psk" text digest pid
-  digest=$(sha256sum < "$prog" | cut -d' ' -f1)
+  local prog="$DATAPLANE_DIR/pq-psk" text digest pid ready rfd line started
+  # The program's digest: programs_check has just checked the installed copy against it
+  # (dataplane.sh), so it is not hashed again here (3 MB, twice in every step). The program
+  # started is always the charm's own (that check), so it knows -ready.
+  digest=${PQ_PSK_DIGEST:-}
+  if [ -z "$digest" ]; then digest=$(sha256sum < "$prog" | cut -d' ' -f1); fi
   if [ "${init:-none}" = systemd ]; then
     text=$(printf '%s\n' "$MARKER" "# program sha256 $digest" '[Unit]' 'Description=VPNaaS pq-psk (post-quantum WireGuard preshared keys)' \
       'After=network-online.target' '[Service]' \
@@ -134,7 +156,15 @@ pq_psk_daemon() {  # start the daemon, or restart it when its program changed
   fi
   if [ -z "$pid" ]; then
     mkdir -p "${PQ_PSK_PIDFILE%/*}"
-    rm -f "$PQ_PSK_PIDFILE"
+    ready=$PQ_PSK_PIDFILE.ready
+    rm -f "$PQ_PSK_PIDFILE" "$ready"
+    # The daemon says it runs (its state folder made, its lock taken: pqpsk/main.go -ready) with
+    # a line into a FIFO this step holds open for reading and writing (so neither end's open
+    # waits for the other): the step goes on the moment it is said, not at the next look of a
+    # poll. A daemon that exits at its start says nothing: the read ends after 3 s, and the check
+    # below decides in every case, as it did alone.
+    mkfifo -m 600 "$ready"
+    exec {rfd}<>"$ready"
     # Its own session; the log holds one line per renewal and refusal, cut at start. The pid (and
     # the program's digest) is recorded by the daemon's own process before it becomes the daemon
     # (exec keeps the pid), the pid file renamed into place: a step killed at any point leaves
@@ -142,10 +172,19 @@ pq_psk_daemon() {  # start the daemon, or restart it when its program changed
     # shellcheck disable=SC2016  # $$ and $1.. are the started shell's own
     setsid bash -c 'printf "%s\n" "$1" > "$2.sha256" && printf "%s\n" "$$" > "$2.vpnaas-tmp" && mv -f "$2.vpnaas-tmp" "$2" &&
       shift 2 && exec "$@"' pq-psk-start "$digest" "$PQ_PSK_PIDFILE" \
-      "$prog" run -config "$PQ_PSK_DIR" -state "$PQ_PSK_STATE" > "$PQ_PSK_LOG" 2>&1 < /dev/null &
+      "$prog" run -config "$PQ_PSK_DIR" -state "$PQ_PSK_STATE" -ready "$ready" > "$PQ_PSK_LOG" 2>&1 < /dev/null {rfd}<&- &
+    started=$!
+    # Until it says so or its process is gone, 30 s at most: a loaded machine can take seconds to
+    # start a program (3 s was once the limit and failed a slow start), and one that exits at its
+    # start is seen within 0.1 s (the step holds the FIFO's write end too, so no EOF tells it).
+    for _ in $(seq 1 300); do
+      if read -r -t 0.1 -u "$rfd" line; then break; fi
+      kill -0 "$started" 2>/dev/null || break
+    done
+    exec {rfd}<&-
+    rm -f "$ready"
     # Running means its state folder made and still alive: "PQPSK up" (and with it the capability
     # the charm publishes) is never said of a daemon that exited at its start.
-    for _ in $(seq 1 30); do [ -d "$PQ_PSK_STATE" ] && [ -s "$PQ_PSK_PIDFILE" ] && break; sleep 0.1; done
     if [ -z "$(pq_psk_pid)" ] || [ ! -d "$PQ_PSK_STATE" ]; then
       fail "the pq-psk daemon exited at its start: $(tail -n 1 "$PQ_PSK_LOG" 2>/dev/null | tr -cd '[:print:]' | cut -c1-160)"
     fi
