@@ -445,12 +445,25 @@ class Outcome(object):
         self.error = error
 
 
+def _without_ops_debug(record: logging.LogRecord) -> bool:
+    """ops' own DEBUG lines (it is up, which storage, the event it emits; ops.main and ops.storage
+    log them on the root logger, where the charm logs nothing) cost a juju-log process each on
+    every hook, and Juju keeps them only where the model's logging-config asks for DEBUG. They stay
+    with JUJU_DEBUG (ops' own debug switch, set by `juju debug-hooks`); the charm's lines, and
+    ops' from INFO up, are unchanged. A filter of the root logger sees only what is logged on it
+    (the charm's named loggers' records reach its handlers without it)."""
+    return record.levelno > logging.DEBUG
+
+
 def main(charm_class: Any) -> None:
     """Run ``charm_class`` for this hook with ops, then let this run's relation cache become the
     cache and its finished session confirm the VNF (``unitstate``): only now, when ops has
     committed the charm's stored state. A run that raises or is killed leaves both unused."""
     CLOCK.since_start("imports")
     from ops.main import main as ops_main
+
+    if not os.environ.get("JUJU_DEBUG"):
+        logging.getLogger().addFilter(_without_ops_debug)
 
     # What ops does itself: the event restored (a relation-list per relation of its endpoint, in
     # ops 1.5.4), the charm made, the handler called, the state committed.

@@ -9,10 +9,53 @@ pure core only holds those names. tests/unit/test_import_graph.py counts each na
 of this module (no circle, and each reaches a workload's module only).
 """
 import importlib
-from typing import Any, List, Type
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+from typing import Any, FrozenSet, List, Optional, Sequence, Type
 
-from vpnaas.charm import base as charm_base
-from vpnaas.core import registry
+#: What a machine charm's run imports only when it uses it. ops 1.5.4 (the last for Python 3.6, OSM's
+#: proxy machine) imports ``ops.pebble``, its client for Kubernetes sidecar containers, in
+#: ``ops.model`` on every hook, and with it ``http.client``, ``email``, ``ssl``, ``cgi`` and a
+#: vendored websocket client: about a quarter of ops' import time (docs/figures.md, hook6), for a
+#: module a machine charm never reaches (``ops.model`` uses it only inside ``Container``'s methods,
+#: and a charm without ``containers`` in its metadata has none).
+DEFERRED = ("ops.pebble",)
+
+
+class _LazyFinder(importlib.abc.MetaPathFinder):
+    """Finds ``names`` as the path finder does, with their loader wrapped in the standard library's
+    ``importlib.util.LazyLoader`` (made for this): the module object exists at once and its code
+    runs at the first attribute access, so only when the cost is paid changes, and a run that does
+    reach the module gets all of it."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names: FrozenSet[str] = frozenset(names)
+
+    def find_spec(self, fullname: str, path: Optional[Sequence[str]], target: Any = None) -> Any:
+        if fullname not in self.names:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
+            return None                 # not a source module: the ordinary import
+        spec.loader = importlib.util.LazyLoader(spec.loader)
+        return spec
+
+
+def defer_imports(names: Sequence[str] = DEFERRED) -> None:
+    """Import ``names`` lazily from now on in this process (idempotent; one already imported stays
+    as it is). Done here, before ops is first imported (by ``base``): the charm's Harness tests
+    import ``ops.testing``, which uses pebble at once, without it."""
+    wanted = [n for n in names if n not in sys.modules]
+    if wanted and not any(isinstance(f, _LazyFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _LazyFinder(wanted))
+
+
+defer_imports()
+
+from vpnaas.charm import base as charm_base  # noqa: E402 (after the deferral above)
+from vpnaas.core import registry  # noqa: E402
 
 
 def resolve(dotted: str, modules: List[str], who: str) -> Any:
