@@ -7,10 +7,11 @@ import os
 import subprocess
 import sys
 
+import pytest
 import yaml
 
-from vpnaas.charm import base
-from vpnaas.core import registry
+from vpnaas.charm import base, entry, hookgate, relation_cache
+from vpnaas.core import registry, unitstate
 
 CHARMS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "charms")
 
@@ -90,3 +91,56 @@ def test_ops_own_debug_lines_are_dropped_and_the_charms_lines_kept():
     assert kept.records == [("root", "INFO", "Running legacy hooks/install."),
                             ("vpnaas.charm.base", "DEBUG", "reconcile: plan unchanged, VNF not contacted"),
                             ("ops.framework", "DEBUG", "Re-emitting deferred.")]
+
+
+def _gated_unit(tmp_path):
+    """A unit that reconciled (its relation cache taken): Juju's relation-joined about s1/0 ends in
+    the gate without a tool call (its relation-changed follows: hookgate.nothing_to_do)."""
+    charm_dir = tmp_path / "unit-hub-0" / "charm"
+    charm_dir.mkdir(parents=True)
+    state = unitstate.unit_state_dir(str(charm_dir))
+    relation_cache.save(state, relation_cache.make(["vpn"], ["public-key"], "fp-1", {"2/s1/0": {}}, ["public-key"],
+                                                   {2: {}}))
+    relation_cache.promote(state)
+    return {"JUJU_DISPATCH_PATH": "hooks/vpn-relation-joined", "JUJU_CHARM_DIR": str(charm_dir),
+            "JUJU_RELATION": "vpn", "JUJU_RELATION_ID": "vpn:2", "JUJU_UNIT_NAME": "hub/0", "JUJU_REMOTE_APP": "s1",
+            "JUJU_REMOTE_UNIT": "s1/0"}
+
+
+def test_a_hook_the_gate_ends_imports_neither_ops_nor_yaml_in_the_charms_process(tmp_path):
+    """src/charm.py asks the gate first, in its own process (entry.main; dispatch starts one
+    interpreter): a hook the gate ends loads no third-party module."""
+    code = ("import json, sys\nfrom vpnaas.charm import entry\nentry.main('wireguard-proxy')\n"
+            "loaded = [m for m in ('ops', 'yaml', 'paramiko', 'vpnaas.charm.base') if m in sys.modules]\n"
+            "print(json.dumps(loaded))")
+    env = dict(os.environ, PYTHONPATH=CHARMS, **_gated_unit(tmp_path))
+    proc = subprocess.run([sys.executable, "-S", "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, env=env, timeout=120)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "[]\n", "")
+
+
+@pytest.mark.parametrize("gate", ["run the charm", "raises"])
+def test_a_hook_the_gate_does_not_end_runs_the_charm(monkeypatch, gate):
+    def answer():
+        if gate == "raises":
+            raise ValueError("a bug in the gate")
+        return 1
+    ran = []
+    monkeypatch.setattr(hookgate, "main", answer)
+    monkeypatch.setattr(base, "main", ran.append)
+    entry.main("mme")
+    assert [cls.__name__ for cls in ran] == ["MmeCharm"]
+
+
+def test_a_hook_the_gate_ends_runs_no_charm(monkeypatch):
+    ran = []
+    monkeypatch.setattr(hookgate, "main", lambda: 0)
+    monkeypatch.setattr(base, "main", ran.append)
+    entry.main("mme")
+    assert ran == []
+
+
+def test_dispatch_starts_one_interpreter_without_site():
+    from bundle import build_charms
+    lines = [line for line in build_charms.DISPATCH.splitlines() if "python3" in line]
+    assert lines == ["exec python3 -S ./src/charm.py"]
