@@ -46,6 +46,9 @@ RECONCILE_SESSION = "reconcile: ssh session to"
 #: config-changed is one of them only when the config (or the charm's SSH key) is not the one
 #: the last session used: see ``_config_is_new``.
 _FORCING_EVENTS = ("update_status", "upgrade_charm", "start")
+#: The hooks that import the SSH library although they open no session (ssh.load_library): the
+#: first after Juju unpacked the charm's files, long before the first session.
+_LIBRARY_LOADING_EVENTS = ("install", "upgrade_charm")
 #: The relation hooks that may find nothing to do (relation_cache), by their kind there.
 _ARRIVING = ((RelationCreatedEvent, "created"), (RelationJoinedEvent, "joined"), (RelationChangedEvent, "changed"))
 #: What the planning and the step builder may raise on values that passed the grammar but do not
@@ -197,6 +200,8 @@ class VpnaasCharm(CharmBase):
             self._handle(event)
 
     def _handle(self, event: Any) -> None:
+        if event.handle.kind in _LIBRARY_LOADING_EVENTS:
+            ssh.load_library()
         self.tunnels.begin_run()
         if self._nothing_to_do(event):
             return  # no VNF yet, or one relation's unchanged data: not worth reading all k relations

@@ -36,6 +36,18 @@ def _paramiko() -> Any:
     import paramiko
     return paramiko
 
+def load_library() -> None:
+    """Import paramiko (and cryptography below it) in a hook that opens no session: install and
+    upgrade-charm, the first hooks after Juju unpacked the charm. Juju 2.9 writes the charm's
+    files without the archive's times (juju/utils zip ``ExtractAll``), so bytecode shipped in the
+    charm would be older than its source and compiled again anyway (Python 3.6 has no
+    hash-checked bytecode), and a unit's first import compiles it: without this, in the unit's
+    first session, which for the VNF configured last is on the path to its tunnels (about a
+    tenth of a CPU-second; docs/figures.md, hook6). Python writes the bytecode into the charm's
+    directory (the unit agent's, written by the hooks' user), for every later hook."""
+    _paramiko()
+
+
 KEY_FILE = unitstate.KEY_FILE
 KNOWN_HOSTS = "known_hosts"
 #: The pinned hosts whose next successful login may present a new host key (one entry a line).
