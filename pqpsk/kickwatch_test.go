@@ -9,37 +9,36 @@ import (
 	"time"
 )
 
-// The kick file touched (created, then its times set as `touch` does) is seen through inotify.
+// The kick file created, touched (its times set) and truncated (the VNF step's `: > kick`) is
+// seen through inotify each time; each by a watch of its own, added just before, so that no
+// event of an earlier change can stand in for it.
 func TestWatchKickSeesTheKickFileTouched(t *testing.T) {
 	dir := t.TempDir()
-	kicks := watchKick(dir, "kick")
-	if kicks == nil {
-		t.Fatal("inotify cannot watch a temporary folder")
-	}
-	expect := func(what string) {
-		t.Helper()
+	path := filepath.Join(dir, "kick")
+	for _, c := range []struct {
+		what   string
+		change func() error
+	}{
+		{"created", func() error { return os.WriteFile(path, nil, 0o644) }},
+		{"touched", func() error { later := time.Now().Add(time.Hour); return os.Chtimes(path, later, later) }},
+		{"truncated", func() error { return os.WriteFile(path, nil, 0o644) }},
+	} {
+		kicks := watchKick(dir, "kick")
+		if kicks == nil {
+			t.Fatal("inotify cannot watch a temporary folder")
+		}
+		if err := c.change(); err != nil {
+			t.Fatal(err)
+		}
 		select {
 		case _, ok := <-kicks:
 			if !ok {
-				t.Fatalf("%s: the watch ended", what)
+				t.Fatalf("the kick file %s: the watch ended", c.what)
 			}
 		case <-time.After(10 * time.Second):
-			t.Fatalf("%s: not seen", what)
+			t.Fatalf("the kick file %s: not seen", c.what)
 		}
 	}
-	path := filepath.Join(dir, "kick")
-	if err := os.WriteFile(path, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	expect("the kick file created")
-	for len(kicks) > 0 { // the creation's events, coalesced
-		<-kicks
-	}
-	later := time.Now().Add(time.Hour)
-	if err := os.Chtimes(path, later, later); err != nil {
-		t.Fatal(err)
-	}
-	expect("the kick file touched")
 }
 
 func event(name string, pad int) []byte {
