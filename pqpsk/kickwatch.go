@@ -44,11 +44,18 @@ func watchKick(dir, name string) <-chan struct{} {
 				close(ch)
 				return
 			}
-			if names(buf[:n], name) {
+			found, gone := names(buf[:n], name)
+			if found {
 				select {
 				case ch <- struct{}{}:
 				default:
 				}
+			}
+			if gone { // the folder was removed or moved: this watch sees nothing more
+				log.Printf("the state folder's watch ended: the kick file is looked at every 200 ms")
+				syscall.Close(fd)
+				close(ch)
+				return
 			}
 		}
 	}()
@@ -56,22 +63,26 @@ func watchKick(dir, name string) <-chan struct{} {
 }
 
 // names tells whether one of the inotify events in b (struct inotify_event: wd, mask, cookie and
-// len, 4 bytes each in the machine's order, then len bytes of NUL-padded name) is for name. A
-// record cut short ends the reading: the kernel never writes one.
-func names(b []byte, name string) bool {
+// len, 4 bytes each in the machine's order, then len bytes of NUL-padded name) is for name, and
+// whether the watch is gone (IN_IGNORED: the folder was removed, or its file system unmounted).
+// A record cut short ends the reading: the kernel never writes one.
+func names(b []byte, name string) (found, gone bool) {
 	for len(b) >= syscall.SizeofInotifyEvent {
+		if binary.NativeEndian.Uint32(b[4:8])&syscall.IN_IGNORED != 0 {
+			gone = true
+		}
 		n := int(binary.NativeEndian.Uint32(b[12:16]))
 		if n > len(b)-syscall.SizeofInotifyEvent {
-			return false
+			return found, gone
 		}
 		got := b[syscall.SizeofInotifyEvent : syscall.SizeofInotifyEvent+n]
 		if i := bytes.IndexByte(got, 0); i >= 0 {
 			got = got[:i]
 		}
 		if string(got) == name {
-			return true
+			found = true
 		}
 		b = b[syscall.SizeofInotifyEvent+n:]
 	}
-	return false
+	return found, gone
 }
