@@ -140,8 +140,11 @@ def test_a_new_reference_point_is_its_registry_entry(monkeypatch):
     assert (at.ip("x5"), at.peers["x5"]) == ("172.16.95.4", "172.16.95.3")
     with pytest.raises(InvalidValue, match=r"smf-x5-address: not set and the x5 relation has no peer service"):
         upf.config_values(upf_config, None)
+    # The fixture gives every reference point its IP plan's address (the registry's default here);
+    # the charm refuses to configure without one.
+    assert config_for("upf")["x5-service-addresses"] == "172.16.95.1/32"
     with pytest.raises(InvalidValue, match=r"x5-service-addresses: not set; the UPF needs its X5 service address"):
-        upf.config_values(config_for("upf"), None)
+        upf.config_values(config_for("upf", **{"x5-service-addresses": ""}), None)
 
 
 def test_a_new_reference_point_between_lte_components_is_its_registry_entry(monkeypatch):
