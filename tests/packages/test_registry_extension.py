@@ -257,10 +257,10 @@ def extended(tmp_path_factory, charm_dependencies):
 #: component reaches (x1 at the SPGW-U, x2 at the HSS and the SPGW-C): every OAI component's
 #: addresses from the test fixture (charms_helpers.config_for), the SPGW-U's hubs and the fake VNF
 #: manager's devices when it scales, the VNFDs' generated service-address parameters and the
-#: params' defaults for them.
+#: params' defaults for them, the OAI conformance's configuration of every component.
 COPYS_TESTS = ("tests/unit/test_figures.py", "tests/unit/test_pins.py", "tests/harness/test_probe.py",
                "tests/charms/test_oai_addresses.py", "tests/deploy/test_scale.py",
-               "tests/descriptors/test_service_address_params.py")
+               "tests/descriptors/test_service_address_params.py", "tests/charms/test_oai_conformance.py")
 
 
 @pytest.fixture(scope="module")
