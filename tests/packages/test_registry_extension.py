@@ -21,7 +21,8 @@ from xml.etree import ElementTree
 import pytest
 import yaml
 
-from bundle import descriptors, membership
+from bundle import descriptors, membership, params
+from vpnaas.core import registry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 #: One worker runs this module: its module-scoped fixture is built once (tests/conftest.py).
@@ -401,19 +402,23 @@ def test_a_reference_point_that_ends_at_oai_components_is_its_registry_entry(ext
         passed, failed = copys_tests[test]
         assert passed and not failed, (test, copys_tests["output"])
     out = _packages(extended)
-    for vnfd_id, wanted in (("oai-spgwu", ["sxab", "s1u", "x1"]), ("oai-hss", ["s6a", "x2"]),
-                            ("oai-spgwc", ["s11", "sxab", "x2"]), ("probe-vnf", ["x1"])):
+    shipped = registry.load()               # the project's, without the additions
+    for component, vnfd_id, added in (("spgwu", "oai-spgwu", ["x1"]), ("hss", "oai-hss", ["x2"]),
+                                      ("spgwc", "oai-spgwc", ["x2"]), ("probe", "probe-vnf", ["x1"])):
         with open(os.path.join(out, vnfd_id + "_vnf", vnfd_id + "_vnfd.yaml")) as f:
             entry = descriptors.day12(yaml.safe_load(f)["vnfd"])
         config = next(p for p in entry["initial-config-primitive"] if p["name"] == "config")
         assert [p["name"][:-len("-service-addresses")] for p in config["parameter"]
-                if p["name"].endswith("-service-addresses")] == wanted, vnfd_id
+                if p["name"].endswith("-service-addresses")] == [
+                    rp.name for rp in shipped.endpoints_of(component)] + added, vnfd_id
     rendered = yaml.safe_load(_run(extended, "-m", "bundle.params", "params/eps_wg.yaml",
                                    env={"MGMT_NETWORK": "mgmt", "LTE_K": "0" * 32, "LTE_OP": "1" * 32}))
     given = {i["member-vnf-index"]: i["additionalParams"] for i in rendered["additionalParamsForVnf"]}
     assert (given["spgwu"]["x1_service_addresses"], given["hss"]["x2_service_addresses"],
             given["spgwc"]["x2_service_addresses"]) == ("172.31.99.129/32", "172.31.98.1/32", "172.31.98.129/32")
-    assert given["spgwu"]["s1u_service_addresses"] == "192.168.248.159/32"      # the file's plan is kept
+    plan = {i["member-vnf-index"]: i["additionalParams"]
+            for i in params.load(os.path.join(ROOT, "params", "eps_wg.yaml"))["additionalParamsForVnf"]}
+    assert given["spgwu"]["s1u_service_addresses"] == plan["spgwu"]["s1u_service_addresses"]   # the file's plan
 
 
 def test_the_new_components_own_test_passes_in_the_copy(copys_tests):
