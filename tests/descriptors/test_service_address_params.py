@@ -14,6 +14,8 @@ from vpnaas.core import instance, registry
 
 EPS_WG = "params/eps_wg.yaml"
 ENV = {"MGMT_NETWORK": "mgmt", "LTE_K": "0" * 32, "LTE_OP": "1" * 32}
+#: A listen port no reference point of the registry has (a synthetic one takes it).
+FREE_PORT = min(set(range(65000, 65100)) - {rp.listen_port for rp in registry.load().reference_points.values()})
 
 
 def _config(desc):
@@ -135,7 +137,7 @@ def test_a_new_reference_point_reaches_the_vnfds_and_params_from_its_registry_en
     bundle validates with no descriptor or params edit."""
     with open(registry.PATH) as f:
         doc = yaml.safe_load(f)
-    doc["reference-points"]["x9"] = {"provider": "mme", "requirer": "spgwu", "listen-port": 51897,
+    doc["reference-points"]["x9"] = {"provider": "mme", "requirer": "spgwu", "listen-port": FREE_PORT,
                                      "tunnel-network": "10.250.97.0/30", "service-network": "172.31.97.0/24",
                                      "carries": "a synthetic interface"}
     extended = registry.parse(doc)
@@ -151,3 +153,20 @@ def test_a_new_reference_point_reaches_the_vnfds_and_params_from_its_registry_en
     # The params files' checks (the charms' options are the built charms': the extension test
     # builds them from an extended registry, tests/packages/test_registry_extension.py).
     assert not [p for p in problems_of(bundle) if p.startswith("params/")]
+
+
+def test_a_reference_point_without_a_service_network_needs_its_params_lines(monkeypatch):
+    """No service network in the registry, no default: `make validate` names each params file and
+    member that lacks the address the generated parameter asks for."""
+    with open(registry.PATH) as f:
+        doc = yaml.safe_load(f)
+    doc["reference-points"]["x9"] = {"provider": "mme", "requirer": "spgwu", "listen-port": FREE_PORT,
+                                     "tunnel-network": "10.250.97.0/30", "carries": "a synthetic interface"}
+    extended = registry.parse(doc)
+    monkeypatch.setattr(registry, "load", lambda path=registry.PATH: extended)
+    assert "x9" not in extended.default_service_addresses("mme")
+    problems = problems_of(descriptors.load_bundle())
+    assert_problem(problems, "params/epc.yaml", "additionalParamsForVnf[1].additionalParams",
+                   "member mme: parameter 'x9_service_addresses' is not supplied (needed by vnf/mme/mme_vnfd.yaml")
+    assert_problem(problems, "params/eps_wg.yaml", "additionalParamsForVnf[3].additionalParams",
+                   "member spgwu: parameter 'x9_service_addresses' is not supplied")
