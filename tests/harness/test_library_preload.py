@@ -27,3 +27,14 @@ def test_other_hooks_without_a_session_do_not(proxy, monkeypatch):
     proxy.harness.charm.on.update_status.emit()
     proxy.harness.charm.on.start.emit()
     assert calls == []
+
+
+def test_a_library_that_cannot_be_imported_does_not_fail_the_install(proxy, monkeypatch, caplog):
+    """The warm-up is no new way for install to fail: the import error is logged (the first
+    session's hook fails on it, as before the warm-up existed)."""
+    def missing():
+        raise ImportError("No module named 'paramiko'")
+    monkeypatch.setattr(ssh, "_paramiko", missing)
+    proxy.harness.charm.on.install.emit()
+    assert any("SSH library cannot be imported" in r.getMessage() and r.levelname == "WARNING"
+               for r in caplog.records)

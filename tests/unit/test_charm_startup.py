@@ -143,4 +143,35 @@ def test_a_hook_the_gate_ends_runs_no_charm(monkeypatch):
 def test_dispatch_starts_one_interpreter_without_site():
     from bundle import build_charms
     lines = [line for line in build_charms.DISPATCH.splitlines() if "python3" in line]
-    assert lines == ["exec python3 -S ./src/charm.py"]
+    assert lines == ['exec python3 -S "$CHARM_DIR/src/charm.py"']
+
+
+def test_dispatch_gives_the_charm_absolute_paths_whatever_its_working_directory(tmp_path):
+    """Without site, a relative PYTHONPATH entry stays relative: a late import (paramiko in the first
+    session) would then depend on the working directory. The real dispatch, run by sh in a charm
+    directory: every path the charm's interpreter searches, and the module it runs, are absolute,
+    and a module imported after a chdir is still found."""
+    import subprocess
+    import sys
+
+    from bundle import build_charms
+    charm = tmp_path / "charm"
+    (charm / "src").mkdir(parents=True)
+    (charm / "lib").mkdir()
+    (charm / "venv" / "late_module").mkdir(parents=True)
+    (charm / "venv" / "late_module" / "__init__.py").write_text("")
+    (charm / "dispatch").write_text(build_charms.DISPATCH)
+    (charm / "src" / "charm.py").write_text(
+        "import os, sys\n"
+        "print(repr([p for p in sys.path if p and not os.path.isabs(p)]))\n"
+        "os.chdir('/')\n"
+        "import late_module\n"
+        "print(os.path.isabs(late_module.__file__))\n")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "python3").symlink_to(sys.executable)
+    env = {"PATH": "{}:/usr/bin:/bin".format(bindir), "JUJU_CHARM_DIR": str(charm)}
+    for cwd, environ in ((charm, env), (charm, dict(env, JUJU_CHARM_DIR=""))):
+        out = subprocess.run(["sh", str(charm / "dispatch")], cwd=str(cwd), env=environ,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60, check=True)
+        assert out.stdout.decode().split() == ["[]", "True"], out.stderr.decode()

@@ -467,7 +467,7 @@ def main(charm_class: Any) -> None:
     CLOCK.since_start("imports")
     from ops.main import main as ops_main
 
-    if not os.environ.get("JUJU_DEBUG"):
+    if "JUJU_DEBUG" not in os.environ:     # ops 1.5.4's own test of its debug switch (ops/main.py)
         logging.getLogger().addFilter(_without_ops_debug)
 
     # What ops does itself: the event restored (a relation-list per relation of its endpoint, in

@@ -40,12 +40,17 @@ def load_library() -> None:
     """Import paramiko (and cryptography below it) in a hook that opens no session: install and
     upgrade-charm, the first hooks after Juju unpacked the charm. Juju 2.9 writes the charm's
     files without the archive's times (juju/utils zip ``ExtractAll``), so bytecode shipped in the
-    charm would be older than its source and compiled again anyway (Python 3.6 has no
+    charm would not carry its source's time and be compiled again anyway (Python 3.6 has no
     hash-checked bytecode), and a unit's first import compiles it: without this, in the unit's
     first session, which for the VNF configured last is on the path to its tunnels (about a
     tenth of a CPU-second; docs/figures.md, hook6). Python writes the bytecode into the charm's
-    directory (the unit agent's, written by the hooks' user), for every later hook."""
-    _paramiko()
+    directory (the unit agent's, written by the hooks' user), for every later hook. A warm-up only:
+    a library that cannot be imported is logged here and fails the first session's hook, as it
+    did before, never the install."""
+    try:
+        _paramiko()
+    except ImportError as error:
+        logger.warning("the SSH library cannot be imported (a session will fail): %s", error)
 
 
 KEY_FILE = unitstate.KEY_FILE
