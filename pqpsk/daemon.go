@@ -40,7 +40,9 @@ type Runner struct {
 	// Kick fires when the VNF step has just written a device or a file (the kick file): the
 	// watch looks at once, an initiator waiting for its peer on the device looks again, and so
 	// does a listener waiting for its address. nil: only the timers.
-	Kick    *Wakeup
+	Kick *Wakeup
+	// look: the device's peers as the waiting initiators last read them (devicePeers).
+	look    deviceLook
 	started time.Time
 	// dirty: counters changed that only saveSoon saved (refusals); flushLoop writes them.
 	dirty   atomic.Bool
@@ -440,7 +442,7 @@ func (r *Runner) initiateLoop(ctx context.Context, own [keyLen]byte, p PeerConf,
 func (r *Runner) untilOnDevice(ctx context.Context, peer [keyLen]byte) bool {
 	for said := false; ; said = true {
 		kicked := r.Kick.C()
-		if shakes, err := r.Dev.Handshakes(); err == nil {
+		if shakes, err := r.devicePeers(kicked); err == nil {
 			if _, on := shakes[peer]; on {
 				return true
 			}
@@ -455,6 +457,35 @@ func (r *Runner) untilOnDevice(ctx context.Context, peer [keyLen]byte) bool {
 		case <-time.After(r.watchEvery()):
 		}
 	}
+}
+
+// deviceLook is one read of the device's peers (`wg show <dev> latest-handshakes`), shared by
+// every initiator waiting for its peer: the kick that follows a step wakes them all at once, and a
+// hub's first session leaves one waiting per new spoke, so each reading the device itself made a
+// `wg` process per waiting peer per kick.
+type deviceLook struct {
+	mu    sync.Mutex
+	kick  <-chan struct{} // the kick's channel taken before the read
+	at    time.Time
+	peers map[[keyLen]byte]int64 // read-only once stored
+}
+
+// devicePeers reads the device's peers, or returns the last read when it was made since the kick
+// whose channel the caller holds (kicked, taken before the call) and within the watch interval:
+// a change the step made and kicked for is never missed, as every kick starts a new read. With
+// no kick (nil) every call reads.
+func (r *Runner) devicePeers(kicked <-chan struct{}) (map[[keyLen]byte]int64, error) {
+	r.look.mu.Lock()
+	defer r.look.mu.Unlock()
+	if kicked != nil && r.look.peers != nil && r.look.kick == kicked && time.Since(r.look.at) < r.watchEvery() {
+		return r.look.peers, nil
+	}
+	peers, err := r.Dev.Handshakes()
+	if err != nil {
+		return nil, err
+	}
+	r.look.kick, r.look.at, r.look.peers = kicked, time.Now(), peers
+	return peers, nil
 }
 
 // initiateOnce runs one exchange with p. The peer is marked busy meanwhile, as the responder's

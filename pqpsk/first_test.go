@@ -154,3 +154,53 @@ func TestWakeupWakesEveryWaiter(t *testing.T) {
 		t.Fatal("a nil Wakeup has a channel")
 	}
 }
+
+// The initiators waiting for their peers share one read of the device per kick: a hub's first
+// session leaves one waiting per new spoke, and the step's kick wakes them all at once. A read is
+// reused only until the next kick (whose change it may not show) or the watch interval; with no
+// kick every look reads.
+func TestWaitingInitiatorsShareOneReadOfTheDevicePerKick(t *testing.T) {
+	a := key(1)
+	d := holding(a)
+	kick := &Wakeup{}
+	r := &Runner{Conf: &DeviceConf{Device: "wg-test", Public: a}, Dev: d, Watch: time.Hour, Kick: kick}
+	look := func() {
+		if _, err := r.devicePeers(kick.C()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 8; i++ {
+		look()
+	}
+	if n := d.looked(); n != 1 {
+		t.Fatalf("8 waiters before a kick read the device %d times, want 1", n)
+	}
+	d.hold(key(2))
+	kick.Fire()
+	for i := 0; i < 8; i++ {
+		look()
+	}
+	if n := d.looked(); n != 2 {
+		t.Fatalf("8 waiters after one kick read the device %d times in all, want 2", n)
+	}
+	shakes, _ := r.devicePeers(kick.C())
+	if _, on := shakes[key(2)]; !on {
+		t.Fatal("the read after the kick does not show the peer the step added")
+	}
+	r.Watch = time.Nanosecond // every read older than the watch interval: read again
+	look()
+	look()
+	if n := d.looked(); n != 4 {
+		t.Fatalf("reads past the watch interval were reused: %d reads, want 4", n)
+	}
+	r.Watch, r.Kick = time.Hour, nil
+	r.look = deviceLook{}
+	for i := 0; i < 3; i++ {
+		if _, err := r.devicePeers(r.Kick.C()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := d.looked(); n != 7 {
+		t.Fatalf("with no kick each look must read: %d reads, want 7", n)
+	}
+}

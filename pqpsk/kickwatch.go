@@ -65,11 +65,16 @@ func watchKick(dir, name string) <-chan struct{} {
 // names tells whether one of the inotify events in b (struct inotify_event: wd, mask, cookie and
 // len, 4 bytes each in the machine's order, then len bytes of NUL-padded name) is for name, and
 // whether the watch is gone (IN_IGNORED: the folder was removed, or its file system unmounted).
-// A record cut short ends the reading: the kernel never writes one.
+// An overflow of the kernel's queue (IN_Q_OVERFLOW) counts as found: the events it dropped may
+// have held the kick. A record cut short ends the reading: the kernel never writes one.
 func names(b []byte, name string) (found, gone bool) {
 	for len(b) >= syscall.SizeofInotifyEvent {
-		if binary.NativeEndian.Uint32(b[4:8])&syscall.IN_IGNORED != 0 {
+		mask := binary.NativeEndian.Uint32(b[4:8])
+		if mask&syscall.IN_IGNORED != 0 {
 			gone = true
+		}
+		if mask&syscall.IN_Q_OVERFLOW != 0 {
+			found = true
 		}
 		n := int(binary.NativeEndian.Uint32(b[12:16]))
 		if n > len(b)-syscall.SizeofInotifyEvent {

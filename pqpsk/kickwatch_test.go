@@ -50,7 +50,8 @@ func event(name string, pad int, mask uint32) []byte {
 }
 
 // Events of other files in the state folder (the status files' temporary copies and renames) do
-// not count; a record cut short ends the reading; IN_IGNORED says the watch is gone.
+// not count; a record cut short ends the reading; IN_IGNORED says the watch is gone; an overflow
+// counts as a kick.
 func TestKickEventsAreFoundByName(t *testing.T) {
 	is := func(b []byte, found, gone bool) bool {
 		f, g := names(b, "kick")
@@ -72,6 +73,9 @@ func TestKickEventsAreFoundByName(t *testing.T) {
 	}
 	if !is(append(event("kick", 12, syscall.IN_ATTRIB), event("", 0, syscall.IN_IGNORED)...), true, true) {
 		t.Fatal("the watch's end not seen")
+	}
+	if !is(append(other, event("", 0, syscall.IN_Q_OVERFLOW)...), true, false) {
+		t.Fatal("an overflow of the kernel's queue (the kick may be among what it dropped) not taken for a kick")
 	}
 }
 
