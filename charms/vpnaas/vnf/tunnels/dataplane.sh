@@ -141,10 +141,11 @@ dataplane_resolve() {  # choice (auto|kernel|wireguard-go|boringtun): sets DP_IM
   esac
 }
 
-dataplane_current() {  # dev: the implementation the running device was brought up with ("" if none runs)
-  local dev=$1 rec
-  timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1 || return 0
-  rec=$(cat "/etc/wireguard/$dev.impl" 2>/dev/null || true)
+dataplane_current() {  # dev [running]: the implementation the running device was brought up with ("" if none runs)
+  # "running": the caller has just seen the device answer (not asked again).
+  local dev=$1 rec=
+  if [ "${2:-}" != running ]; then timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1 || return 0; fi
+  if [ -f "/etc/wireguard/$dev.impl" ]; then IFS= read -r rec < "/etc/wireguard/$dev.impl" || true; fi
   if [ -n "$rec" ]; then printf '%s' "$rec"; return 0; fi
   # A device of a release before the choice: the kernel's, or wireguard-go (the only program then).
   if grep -qx DEVTYPE=wireguard "/sys/class/net/$dev/uevent" 2>/dev/null; then printf kernel; else printf wireguard-go; fi

@@ -2,8 +2,16 @@
 # The tunnel step's part (sourced by tunnels.sh, after lib.sh): each device made as planned: its
 # key, its configuration (peer by peer), up or down.
 
-iface_signature() {  # the [Interface] settings that wg syncconf cannot change
-  grep -E '^(Address|MTU|Table|PreUp|PreDown|PostUp|PostDown) =' "$1" 2>/dev/null || true
+iface_signature() {  # configuration-text: SIGNATURE set to the [Interface] settings that wg syncconf cannot change
+  # Bash alone, and only the text before the first [Peer] (where those settings are): its cost
+  # does not grow with the peers.
+  local head=${1%%$'\n[Peer]'*} line IFS=$'\n'
+  local -
+  set -f
+  SIGNATURE=
+  for line in $head; do
+    case "$line" in 'Address ='*|'MTU ='*|'Table ='*|'PreUp ='*|'PreDown ='*|'PostUp ='*|'PostDown ='*) SIGNATURE+=$line$'\n' ;; esac
+  done
 }
 
 device_down() {
@@ -273,9 +281,15 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementati
   # A device runs on one implementation for its whole life: another choice re-creates it (a short
   # break on this device only); the same choice never does.
   # A userspace daemon that no longer answers (WG_TIMEOUT) counts as gone: it is started again.
-  if [ "$restart" = 0 ] && timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1 \
-     && [ "$(iface_signature "$conf")" = "$(iface_signature <(printf '%s' "$wanted"))" ] \
-     && [ "$(dataplane_current "$dev")" = "$DP_IMPL" ]; then
+  # What the running peers' endpoint names were (device_sync), and its interface settings: the
+  # file as it is before this step writes it, read without a program.
+  previous=
+  if [ -f "$conf" ]; then IFS= read -r -d '' previous < "$conf" || true; fi
+  iface_signature "$previous"
+  local was=$SIGNATURE
+  iface_signature "$wanted"
+  if [ "$restart" = 0 ] && [ "$was" = "$SIGNATURE" ] && timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1 \
+     && [ "$(dataplane_current "$dev" running)" = "$DP_IMPL" ]; then
     local how=syncconf
     if [ "$DP_IMPL" = boringtun ]; then
       # boringtun 0.7.1 answers the partial updates of `wg syncconf` and `wg set` with EPROTO and
@@ -285,9 +299,6 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementati
       how=unchanged
       cmp -s "$conf" <(printf '%s' "$wanted") || how=setconf
     fi
-    # What the running peers' endpoint names were (device_sync): read before it is rewritten.
-    previous=
-    if [ -f "$conf" ]; then IFS= read -r -d '' previous < "$conf" || true; fi
     write_if_changed "$conf" 600 "$wanted"
     write_if_changed "/etc/wireguard/$dev.impl" 600 "$DP_IMPL"$'\n'
     # The routes this device lost in this step (stage_routes, the temporary device applied first)
