@@ -336,7 +336,8 @@ remove_stale_devices() {  # wanted devices as arguments; only files carrying our
   for f in /etc/wireguard/wg-*.conf /etc/wireguard/wr-*.conf; do
     [ -e "$f" ] || continue
     grep -qxF "$MARKER" "$f" || continue
-    dev=$(basename "$f" .conf)
+    dev=${f##*/}
+    dev=${dev%.conf}
     keep=0
     for w in "$@"; do [ "$w" = "$dev" ] && keep=1; done
     [ "$keep" = 1 ] && continue

@@ -40,7 +40,8 @@ stage_routes() {  # dev data-name ...: every planned device's route list, before
   # A device that is going away holds nothing any more: it protects no route of another.
   for f in /etc/wireguard/wg-*.routes /etc/wireguard/wr-*.routes; do
     [ -s "$f" ] || continue
-    dev=$(basename "$f" .routes)
+    dev=${f##*/}
+    dev=${dev%.routes}
     [ -n "${planned[$dev]:-}" ] || : > "$f"
   done
 }
