@@ -15,7 +15,7 @@ the step starts (wireguard-go, pq-psk, the exporter) are counted at their start 
 threads are no processes, and the trace ends when the step does). Programs are counted by the
 name they execute. Counts are what this reports; times under load are not claims.
 
-    sudo PYTHONPATH=scripts:charms .venv/bin/python -m testbed.vnfcount --sizes 8,32 [--json FILE]
+    sudo PYTHONPATH=scripts:charms .venv/bin/python -m testbed.vnfcount --sizes 8,32 [--cpu] [--json FILE]
 """
 import argparse
 import base64
@@ -63,6 +63,12 @@ for s in "$out"/*.session; do
   name=${s%.session}
   mapfile -t args < "$name.args"
   export N=$name
+  if [ "$MODE" = cpu ]; then
+    # The CPU of the step and of every process it waited for (the daemons it starts are not).
+    TIMEFORMAT='%R %U %S'
+    { time bash "$s" "${args[@]}" > "$name.out" 2> "$name.err" || echo "EXIT $?" >> "$name.out"; } 2> "$name.cpu"
+    continue
+  fi
   # The step's shell is strace's child: once it ends, strace is told to let go of the daemons
   # the step started (they run on) and ends too.
   # shellcheck disable=SC2016
@@ -153,7 +159,9 @@ def sessions(n, progs):
     return first
 
 
-def run(sizes, keep=None):
+def run(sizes, keep=None, cpu=False):
+    """{size: {session kind: counts}}; ``cpu``: no strace, the CPU seconds of each session
+    instead (the step's shell and every program it waited for)."""
     progs = programs()
     results = {}
     for n in sizes:
@@ -161,7 +169,7 @@ def run(sizes, keep=None):
             # the facts: one step without a digest stops after them (as the charm's first contact)
             probe = os.path.join(tmp, "0-facts")
             write(probe, remote.tunnel_step(hub_plan(n), "", programs=progs))
-            namespace(tmp, progs)
+            namespace(tmp, progs, "count")
             facts = remote.parse_report(open(probe + ".out").read()).facts
             digest = facts.digest
             for f in os.listdir(tmp):
@@ -172,7 +180,7 @@ def run(sizes, keep=None):
                 step.timed = True
                 write(os.path.join(tmp, name), step)
             t0 = time.monotonic()
-            namespace(tmp, progs)
+            namespace(tmp, progs, "cpu" if cpu else "count")
             res = {}
             for name, k in order:
                 path = os.path.join(tmp, name)
@@ -180,7 +188,12 @@ def run(sizes, keep=None):
                 obs = remote.parse_report(text)
                 assert not obs.facts_changed and not obs.failed, (name, text[-2000:])
                 applied = [line for line in text.splitlines() if line.startswith("APPLIED ")]
-                res[name.split("-", 1)[1]] = dict(count(path + ".trace", text), peers=k, applied=applied)
+                if cpu:
+                    wall, user, sys_ = (float(x) for x in open(path + ".cpu").read().split()[-3:])
+                    res[name.split("-", 1)[1]] = dict(cpu_seconds=round(user + sys_, 3), seconds=wall, peers=k,
+                                                      applied=applied)
+                else:
+                    res[name.split("-", 1)[1]] = dict(count(path + ".trace", text), peers=k, applied=applied)
             res["seconds_all_sessions_under_strace"] = round(time.monotonic() - t0, 2)
             if keep:
                 subprocess.run(["cp", "-r", tmp, "{}-{}".format(keep, n)], check=True)
@@ -195,8 +208,8 @@ def write(path, step):
         f.write("".join(a + "\n" for a in step.args))
 
 
-def namespace(tmp, progs):
-    env = dict(os.environ, PROGRAMS=" ".join("{}={}".format(k, p.path) for k, p in progs.items()))
+def namespace(tmp, progs, mode):
+    env = dict(os.environ, MODE=mode, PROGRAMS=" ".join("{}={}".format(k, p.path) for k, p in progs.items()))
     proc = subprocess.run(["unshare", "--net", "--mount", "--propagation", "private", "bash", "-c", OUTER, "ns", tmp],
                           env=env, universal_newlines=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           timeout=900)
@@ -209,11 +222,15 @@ def main(argv=None):
     ap.add_argument("--sizes", default="8,32")
     ap.add_argument("--json")
     ap.add_argument("--keep", help="copy each size's traces to <keep>-<size>")
+    ap.add_argument("--cpu", action="store_true", help="CPU seconds per session instead of counts (no strace)")
     args = ap.parse_args(argv)
-    results = run([int(s) for s in args.sizes.split(",")], args.keep)
+    results = run([int(s) for s in args.sizes.split(",")], args.keep, args.cpu)
     for n, res in results.items():
         for kind, r in res.items():
-            if isinstance(r, dict):
+            if isinstance(r, dict) and args.cpu:
+                print("{:>3} peers {:<20} cpu {:.3f} s, {:.3f} s wall | {}".format(
+                    n, kind, r["cpu_seconds"], r["seconds"], " ".join(r["applied"])))
+            elif isinstance(r, dict):
                 top = ", ".join("{} {}".format(k, v) for k, v in list(r["programs"].items())[:8])
                 print("{:>3} peers {:<20} processes {:>4} execs {:>4}  {} | {}".format(
                     n, kind, r["processes"], r["execs"], top, " ".join(r["applied"])))
