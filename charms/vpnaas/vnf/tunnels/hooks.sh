@@ -93,8 +93,8 @@ vpnaas_rp_loose() {  # dev: loose reverse-path filtering on one of the charm's d
   # filtering would drop it. WireGuard accepts a source only from the peer whose AllowedIPs hold
   # it, which is stricter; so loose mode (2: the kernel applies the larger of "all" and the
   # device's value, so this holds whatever the VNF's default).
-  local rpf="/proc/sys/net/ipv4/conf/$1/rp_filter"
-  if [ -w "$rpf" ] && [ "$(cat "$rpf")" != 2 ]; then echo 2 > "$rpf"; fi
+  local rpf="/proc/sys/net/ipv4/conf/$1/rp_filter" v=
+  if [ -w "$rpf" ]; then read -r v < "$rpf" || true; [ "$v" = 2 ] || echo 2 > "$rpf"; fi
 }
 
 vpnaas_routes() {  # dev: exactly the routes listed in /etc/wireguard/<dev>.routes point into dev
