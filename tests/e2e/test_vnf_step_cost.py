@@ -2,9 +2,10 @@
 exactly as the charm sends it (remote.tunnel_step, wireguard-go and pq-psk as shipped, the
 metrics exporter) runs in a fresh network and mount namespace under strace (testbed.vnfcount),
 for a hub of 2 and of 12 spokes. A session that changes nothing and a session that adds one
-spoke start exactly as many processes at both sizes; a first session (the device made, every
-spoke's routes added) almost as many (its daemons' starts may poll a few times more or fewer),
-and not two per spoke as one `ip route` per route did. Counts, never times."""
+spoke start exactly as many processes at both sizes (the metrics exporter's part left out: its
+wait for a listener polls); a first session (the device made, every spoke's routes added) almost
+as many (its daemons' starts may poll a few times more or fewer), and not two per spoke as one
+`ip route` per route did. Counts, never times."""
 import shutil
 
 import pytest
@@ -32,7 +33,15 @@ def test_the_steps_processes_do_not_grow_with_the_hubs_peers():
         assert res["nochange-after-add"]["applied"] == ["APPLIED wg-vpn unchanged"]
     a, b = results[small], results[large]
     for kind in ("nochange", "add", "nochange-after-add"):
-        assert a[kind]["processes"] == b[kind]["processes"], (kind, a[kind], b[kind])
+        assert tunnels(a[kind]) == tunnels(b[kind]), (kind, a[kind], b[kind])
     # 10 more spokes: 20 more routes, which one `ip route replace` each would show as 20 processes
-    assert abs(b["first"]["processes"] - a["first"]["processes"]) < 10, (a["first"], b["first"])
+    first_a, first_b = tunnels(a["first"], "pq_psk_apply"), tunnels(b["first"], "pq_psk_apply")
+    assert abs(first_b - first_a) < 10, (a["first"], b["first"])
     assert b["first"]["programs"].get("ip", 0) - a["first"]["programs"].get("ip", 0) < 5, (a["first"], b["first"])
+
+
+def tunnels(counts, *also):
+    """The processes of a session without the metrics exporter's part (and ``also``'s): its wait
+    for the exporter's listener asks `ss` until it answers, as often as Python's start takes on
+    a loaded machine (so does pq-psk's start for its daemon's ready line), whatever the peers."""
+    return sum(n for function, n in counts["by_function"].items() if function not in ("metrics_apply",) + also)

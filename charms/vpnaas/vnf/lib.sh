@@ -83,7 +83,7 @@ write_file() {  # path mode base64-content: as write_if_changed, the content giv
 # subshell could not keep what it decoded). A tunnel step reads one item per device and several
 # for the exporter; decoding the whole section for each cost four programs each time.
 VPNAAS_DATA=()
-mapfile -t VPNAAS_DATA < <(sed -n '/^__VPNAAS_DATA__$/,$p' "$0" | tail -n +2 | base64 -d 2>/dev/null || true)
+mapfile -t VPNAAS_DATA < <(sed '1,/^__VPNAAS_DATA__$/d' "$0" | base64 -d 2>/dev/null || true)
 
 data_item() {  # name: a value from the program's data section (never an argument)
   local line
