@@ -117,6 +117,7 @@ def programs():
 
 
 _LINE = re.compile(r"^(\d+) +([0-9.]+) (\w+)\((.*)$")
+_RESUMED = re.compile(r"^(\d+) +[0-9.]+ <\.\.\. execve resumed>.*= (-?\d+)")
 
 
 def windows(report):
@@ -134,8 +135,14 @@ def count(trace, report=""):
     strace -f output (``report``: the step's, timed: forks attributed to its functions)."""
     forks, progs = 0, collections.Counter()
     spans, by = windows(report), collections.Counter()
+    pending = {}   # pid -> the program of its execve that strace shows in two lines
     with open(trace) as f:
         for line in f:
+            r = _RESUMED.match(line)
+            if r:
+                if r.group(1) in pending and r.group(2) == "0":
+                    progs[pending.pop(r.group(1))] += 1
+                continue
             m = _LINE.match(line)
             if not m:
                 continue
@@ -149,6 +156,8 @@ def count(trace, report=""):
                     by[next((fn for a, b, fn in spans if a <= t <= b), "(between)")] += 1
             elif call == "execve" and re.search(r"= 0$", rest.strip()):
                 progs[os.path.basename(rest.split('"')[1])] += 1
+            elif call == "execve" and rest.rstrip().endswith("<unfinished ...>"):
+                pending[m.group(1)] = os.path.basename(rest.split('"')[1])
     return {"processes": forks, "execs": sum(progs.values()), "programs": dict(progs.most_common()),
             "by_function": dict(by.most_common())}
 
