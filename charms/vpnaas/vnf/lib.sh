@@ -53,10 +53,17 @@ write_if_changed() {  # path mode content: the file holds exactly content; WRITT
   # Compared before anything is written: a file that is already as wanted keeps its bytes, inode
   # and mtime, and nothing is created in its directory (whose mtime stays too); only a mode that
   # differs is set. Otherwise it is written whole beside the target and renamed over it.
+  # One program at most for a file that is as wanted (its size and mode asked by one stat; its
+  # bytes read by bash itself, LC_ALL=C: ${#3} counts bytes): this runs a dozen times in every
+  # session. The size first: a file with a NUL byte (where `read` stops) never passes for equal.
   WRITTEN=0
-  if [ -f "$1" ] && cmp -s "$1" <(printf '%s' "$3"); then
-    [ "$(stat -c %a "$1")" = "$2" ] || chmod "$2" "$1"
-    return 0
+  local meta current=
+  if [ -f "$1" ] && meta=$(stat -c '%s %a' -- "$1" 2>/dev/null) && [ "${meta%% *}" = "${#3}" ]; then
+    IFS= read -r -d '' current < "$1" || true
+    if [ "$current" = "$3" ]; then
+      [ "${meta#* }" = "$2" ] || chmod "$2" "$1"
+      return 0
+    fi
   fi
   printf '%s' "$3" > "$1.vpnaas-tmp"
   chmod "$2" "$1.vpnaas-tmp"
@@ -76,7 +83,7 @@ write_file() {  # path mode base64-content: as write_if_changed, the content giv
 # subshell could not keep what it decoded). A tunnel step reads one item per device and several
 # for the exporter; decoding the whole section for each cost four programs each time.
 VPNAAS_DATA=()
-mapfile -t VPNAAS_DATA < <(sed -n '/^__VPNAAS_DATA__$/,$p' "$0" | tail -n +2 | base64 -d 2>/dev/null || true)
+mapfile -t VPNAAS_DATA < <(sed '1,/^__VPNAAS_DATA__$/d' "$0" | base64 -d 2>/dev/null || true)
 
 data_item() {  # name: a value from the program's data section (never an argument)
   local line
