@@ -126,6 +126,21 @@ def test_a_route_ip_refuses_in_the_batch_is_reported_alone_and_the_others_are_ad
     assert "10.250.1.4 dev wg-t proto 148" in routes and "10.250.1.3 " not in routes, routes
 
 
+def test_a_route_ip_cannot_parse_stops_the_batch_and_every_route_after_it_is_still_added():
+    """ip exits at an argument it cannot parse even with -force (iproute2's invarg), so the lines
+    after it in the batch are not applied: the replay of every line adds them, and the report names
+    only the route ip refused."""
+    setup = (VETH + "; ip addr add 172.16.6.1/32 dev lo; printf '10.250.1.2/32 172.16.6.1\n"
+             "10.250.1.3/32 10.0.0.999\n10.250.1.4/32 -\n10.250.1.5/32 172.16.6.1\n' > /etc/wireguard/wg-t.routes")
+    proc, report, routes, _ = run_in_fresh_netns(setup, [("install_hooks",), ("apply_routes", "wg-t")])
+    assert proc.returncode == 0, proc.stderr + report
+    refused = [line for line in report.splitlines() if line.startswith("REFUSED")]
+    assert len(refused) == 1 and refused[0].startswith("REFUSED wg-t 10.250.1.3/32 ip route: "), report
+    for added in ("10.250.1.2 ", "10.250.1.4 ", "10.250.1.5 "):
+        assert added + "dev wg-t proto 148" in routes, routes
+    assert "10.250.1.3 " not in routes, routes
+
+
 def test_routes_cost_one_listing_per_family_and_one_batch_not_a_call_per_prefix():
     wanted = "".join("10.250.{}.{}/32 172.16.6.1\\n".format(i // 200, i % 200 + 1) for i in range(64))
     setup = (VETH + "; ip addr add 172.16.6.1/32 dev lo; printf '" + wanted + "' > /etc/wireguard/wg-t.routes; "

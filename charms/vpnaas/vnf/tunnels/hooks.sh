@@ -152,6 +152,8 @@ vpnaas_routes() {  # dev: exactly the routes listed in /etc/wireguard/<dev>.rout
     [ -n "${batch[$fam]:-}" ] || continue
     printf '%s' "${batch[$fam]}" | ip "$fam" -force -batch - >/dev/null 2>&1 && continue
     # One of them failed: each one again on its own (replace is idempotent), to say which and why.
+    # Every line, not only the refused one: -force goes on past a route the kernel refuses, but
+    # ip exits at an argument it cannot parse (iproute2's invarg), leaving the lines after it.
     while read -r _ _ p _ _ _ _ _ s; do
       src=()
       [ -z "$s" ] || src=(src "$s")
