@@ -284,7 +284,7 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementati
   # What the running peers' endpoint names were (device_sync), and its interface settings: the
   # file as it is before this step writes it, read without a program.
   previous=
-  if [ -f "$conf" ]; then IFS= read -r -d '' previous < "$conf" || true; fi
+  if [ -f "$conf" ]; then read_whole previous "$conf"; fi
   iface_signature "$previous"
   local was=$SIGNATURE
   iface_signature "$wanted"

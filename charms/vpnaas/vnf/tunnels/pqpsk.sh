@@ -111,7 +111,7 @@ pq_psk_files() {  # dev data...: write each device's file, remove ours of device
     f=$PQ_PSK_DIR/$dev.conf
     printf -v want '%s\npublic %s\n' "$body" "$pub"
     current=
-    if [ -f "$f" ]; then IFS= read -r -d '' current < "$f" || true; fi
+    if [ -f "$f" ]; then read_whole current "$f"; fi
     if [ "$current" != "$want" ] || [ "${mode[$f]:-}" != 600 ]; then
       write_if_changed "$f" 600 "$want"
       # a running daemon reads it now, not at its next scan (2 s): a new peer's first exchange
