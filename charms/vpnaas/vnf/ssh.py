@@ -120,8 +120,9 @@ def _close(client: Any) -> None:
     while the thread still runs in OpenSSL: glibc then aborts it ("double free or corruption").
 
     The connection is shut down first: the thread waits in ``recv`` with a 0.1 s timeout and only
-    then sees the close, so every session ended 0.1 s late (a hook's commit, which wakes its peers,
-    waits for it; docs/figures.md, hook6). A shut-down socket wakes it at once with an end of
+    then sees the close, so a session whose thread was in that wait ended up to 0.1 s late (most
+    of the charm's sessions, hook6 measured; a hook's commit, which wakes its peers, waits for it;
+    docs/figures.md, hook6). A shut-down socket wakes it at once with an end of
     file. What this side sent is already written (paramiko sends from the calling thread) and
     goes before the FIN, as it did before the close; the server sees the same end of the TCP
     connection, without an SSH disconnect message, as before."""
