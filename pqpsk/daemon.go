@@ -22,8 +22,13 @@ type Runner struct {
 	Dev      Device
 	States   *States
 	StateDir string
-	// RetryMin is the first retry delay after a failed exchange (doubling up to the interval).
+	// RetryMin is the first retry delay after a failed renewal (doubling up to the interval).
 	RetryMin time.Duration
+	// FirstRetry is the first retry delay after a failed exchange while none with the peer has
+	// completed under this own key (doubling, past RetryMin, up to the interval; 0: RetryMin).
+	// Such a failure is mostly the peer's step being a moment behind this one (its daemon does
+	// not list this end yet: it closes the connection), so the next try should not wait long.
+	FirstRetry time.Duration
 	// Watch is how often the device's preshared keys are compared with the agreed ones (0: 5 s).
 	Watch time.Duration
 	// ConfigPath is the device's file: a key is put back only for a peer it still lists (the VNF
@@ -32,8 +37,12 @@ type Runner struct {
 	// StaleAfter is how long a peer may go without a handshake and without a completed exchange
 	// before the key its device holds is given up (0: RejectAfterTime; fallBackStale).
 	StaleAfter time.Duration
-	// Kick makes the watch look at once (the VNF step has just written a device: SIGHUP).
-	Kick    chan struct{}
+	// Kick fires when the VNF step has just written a device or a file (the kick file): the
+	// watch looks at once, an initiator waiting for its peer on the device looks again, and so
+	// does a listener waiting for its address. nil: only the timers.
+	Kick *Wakeup
+	// look: the device's peers as the waiting initiators last read them (devicePeers).
+	look    deviceLook
 	started time.Time
 	// dirty: counters changed that only saveSoon saved (refusals); flushLoop writes them.
 	dirty   atomic.Bool
@@ -164,14 +173,16 @@ func (r *Runner) Run(ctx context.Context) {
 // the device should it still hold it (the step clears them with the key change already), so
 // that both ends start the new pair classical.
 func (r *Runner) keepInstalled(ctx context.Context) {
+	kicked := r.Kick.C() // taken before each look: a kick during it makes the next one at once
 	for first := true; ; first = false {
 		if !first {
 			select {
 			case <-ctx.Done():
 				return
 			case <-time.After(r.watchEvery()):
-			case <-r.Kick:
+			case <-kicked:
 			}
+			kicked = r.Kick.C()
 		}
 		own, known, err := r.Dev.PublicKey()
 		if err != nil || (known && own != r.Conf.Public) {
@@ -387,6 +398,9 @@ func (r *Runner) initiateLoop(ctx context.Context, own [keyLen]byte, p PeerConf,
 		wait = max(0, r.untilDue(p.Pub, last, period))
 	}
 	retry, failing := r.RetryMin, false
+	if last.IsZero() && r.FirstRetry > 0 {
+		retry = min(r.FirstRetry, r.RetryMin)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -399,6 +413,9 @@ func (r *Runner) initiateLoop(ctx context.Context, own [keyLen]byte, p PeerConf,
 				wait = w
 				continue
 			}
+		}
+		if !r.untilOnDevice(ctx, p.Pub) {
+			return
 		}
 		err := r.initiateOnce(ctx, own, p, st)
 		if err == nil {
@@ -415,6 +432,62 @@ func (r *Runner) initiateLoop(ctx context.Context, own [keyLen]byte, p PeerConf,
 	}
 }
 
+// untilOnDevice waits until the device holds peer (false: ctx ended). The VNF step writes this
+// program's file before it adds the peer to the device (the file first: tunnels/pqpsk.sh), and
+// a connection dialed in between is lost: its SYN goes into a device whose peers' allowed IPs do
+// not match it, which drops it, and TCP sends it again only a second later (then 3 and 7 s). Once
+// the peer is on the device, a SYN waits in WireGuard until the tunnel's first handshake (the
+// peer's device adding this end starts one) and then goes at once. Woken by the step's kick
+// after it changed the device; the watch interval is the fallback for a change made by hand.
+func (r *Runner) untilOnDevice(ctx context.Context, peer [keyLen]byte) bool {
+	for said := false; ; said = true {
+		kicked := r.Kick.C()
+		if shakes, err := r.devicePeers(kicked); err == nil {
+			if _, on := shakes[peer]; on {
+				return true
+			}
+		}
+		if !said {
+			log.Printf("%s: %s is not on the device yet: its exchange waits for it", r.Conf.Device, keyText(peer))
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-kicked:
+		case <-time.After(r.watchEvery()):
+		}
+	}
+}
+
+// deviceLook is one read of the device's peers (`wg show <dev> latest-handshakes`), shared by
+// every initiator waiting for its peer: the kick that follows a step wakes them all at once, and a
+// hub's first session leaves one waiting per new spoke, so each reading the device itself made a
+// `wg` process per waiting peer per kick.
+type deviceLook struct {
+	mu    sync.Mutex
+	kick  <-chan struct{} // the kick's channel taken before the read
+	at    time.Time
+	peers map[[keyLen]byte]int64 // read-only once stored
+}
+
+// devicePeers reads the device's peers, or returns the last read when it was made since the kick
+// whose channel the caller holds (kicked, taken before the call) and within the watch interval:
+// a change the step made and kicked for is never missed, as every kick starts a new read. With
+// no kick (nil) every call reads.
+func (r *Runner) devicePeers(kicked <-chan struct{}) (map[[keyLen]byte]int64, error) {
+	r.look.mu.Lock()
+	defer r.look.mu.Unlock()
+	if kicked != nil && r.look.peers != nil && r.look.kick == kicked && time.Since(r.look.at) < r.watchEvery() {
+		return r.look.peers, nil
+	}
+	peers, err := r.Dev.Handshakes()
+	if err != nil {
+		return nil, err
+	}
+	r.look.kick, r.look.at, r.look.peers = kicked, time.Now(), peers
+	return peers, nil
+}
+
 // initiateOnce runs one exchange with p. The peer is marked busy meanwhile, as the responder's
 // answer does: restore and fallBackStale leave it alone, so a watch round that reads the device
 // between install and Completed cannot put the previous key back.
@@ -423,6 +496,7 @@ func (r *Runner) initiateOnce(ctx context.Context, own [keyLen]byte, p PeerConf,
 	st.busy = true
 	r.States.mu.Unlock()
 	defer func() { r.States.mu.Lock(); st.busy = false; r.States.mu.Unlock() }()
+	began := time.Now()
 	d := net.Dialer{Timeout: ExchangeTimeout, LocalAddr: &net.TCPAddr{IP: r.Conf.Listen.Addr().AsSlice()}}
 	c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(p.Addr.String(), itoa(int(r.Conf.Listen.Port()))))
 	if err != nil {
@@ -439,7 +513,9 @@ func (r *Runner) initiateOnce(ctx context.Context, own [keyLen]byte, p PeerConf,
 	})
 	if err == nil {
 		r.States.Completed(st, epoch, agreed, own)
-		log.Printf("%s: renewed the PSK with %s (epoch %d)", r.Conf.Device, keyText(p.Pub), epoch)
+		// the time from the dial: a first exchange's includes the wait for the tunnel's handshake
+		log.Printf("%s: renewed the PSK with %s (epoch %d, %d ms)", r.Conf.Device, keyText(p.Pub), epoch,
+			time.Since(began).Milliseconds())
 		r.save()
 	}
 	return err

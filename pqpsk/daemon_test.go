@@ -18,6 +18,40 @@ type fakeDev struct {
 	psk    map[[keyLen]byte][keyLen]byte
 	shakes map[[keyLen]byte]int64
 	known  map[[keyLen]byte]bool // peers that had a key once and are still on the device
+	looks  int                   // Handshakes calls
+}
+
+// hold adds peer to the device (what the VNF step's `wg set` does).
+func (f *fakeDev) hold(p [keyLen]byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.known == nil {
+		f.known = map[[keyLen]byte]bool{}
+	}
+	f.known[p] = true
+}
+
+func (f *fakeDev) holds(p [keyLen]byte) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, psk := f.psk[p]
+	return f.known[p] || psk
+}
+
+func (f *fakeDev) looked() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.looks
+}
+
+// holding is a device that holds peers (as the VNF step leaves it before the daemon dials).
+func holding(pub [keyLen]byte, peers ...PeerConf) *fakeDev {
+	d := &fakeDev{pub: pub, psk: map[[keyLen]byte][keyLen]byte{}, shakes: map[[keyLen]byte]int64{},
+		known: map[[keyLen]byte]bool{}}
+	for _, p := range peers {
+		d.known[p.Pub] = true
+	}
+	return d
 }
 
 func (f *fakeDev) ClearPSK(p [keyLen]byte) error {
@@ -30,6 +64,7 @@ func (f *fakeDev) ClearPSK(p [keyLen]byte) error {
 func (f *fakeDev) Handshakes() (map[[keyLen]byte]int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.looks++
 	m := map[[keyLen]byte]int64{}
 	for k := range f.psk { // a peer the device holds (its handshake 0 unless recorded)
 		m[k] = 0
@@ -83,7 +118,7 @@ func (f *fakeDev) get(p [keyLen]byte) ([keyLen]byte, bool) {
 }
 
 func runner(t *testing.T, ctx context.Context, pub [keyLen]byte, addr string, port uint16, peers ...PeerConf) (*fakeDev, *Runner) {
-	d := &fakeDev{pub: pub, psk: map[[keyLen]byte][keyLen]byte{}, shakes: map[[keyLen]byte]int64{}}
+	d := holding(pub, peers...)
 	conf := &DeviceConf{Device: "wg-test", Public: pub, Listen: netip.AddrPortFrom(netip.MustParseAddr(addr), port),
 		Interval: 1, Peers: peers}
 	r := &Runner{Conf: conf, Dev: d, States: NewStates("wg-test"), StateDir: t.TempDir(),

@@ -16,7 +16,7 @@ func TestARotationThatSwapsTheRolesAcceptsTheNewInitiatorsEpochs(t *testing.T) {
 	defer cancel()
 	port := freePort(t)
 	newOwn, b := key(3), key(2) // after the rotation b < newOwn: b initiates
-	da := &fakeDev{pub: newOwn, psk: map[[keyLen]byte][keyLen]byte{}, shakes: map[[keyLen]byte]int64{}}
+	da := holding(newOwn, PeerConf{Pub: b})
 	sa := NewStates("wg-test")
 	sa.Bind(key(1)) // the key before the rotation, under which this end initiated
 	sa.Peer(b, "initiator").Epoch = uint64(time.Now().Add(10 * time.Minute).UnixMilli())

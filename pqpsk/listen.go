@@ -25,16 +25,20 @@ func itoa(i int) string { return strconv.Itoa(i) }
 
 func (r *Runner) listen(ctx context.Context, own [keyLen]byte) {
 	var ln net.Listener
-	for {
+	for said := false; ; said = true {
 		var err error
 		lc := net.ListenConfig{}
+		kicked := r.Kick.C() // the step brings the device (and its address) up, then kicks
 		if ln, err = lc.Listen(ctx, "tcp", r.Conf.Listen.String()); err == nil {
 			break
 		}
-		log.Printf("%s: cannot listen yet: %v", r.Conf.Device, err)
+		if !said {
+			log.Printf("%s: cannot listen yet: %v", r.Conf.Device, err)
+		}
 		select {
 		case <-ctx.Done():
 			return
+		case <-kicked:
 		case <-time.After(2 * time.Second):
 		}
 	}

@@ -29,7 +29,7 @@ type running struct {
 	data   string
 	cancel context.CancelFunc
 	done   chan struct{}
-	kick   chan struct{}
+	kick   *Wakeup
 }
 
 // manager keeps one runner per configuration file.
@@ -57,7 +57,7 @@ func (m *manager) start(dev string, data []byte) {
 		if r := m.runs[dev]; r != nil {
 			r.data = string(data) // refused once, not again every scan
 		} else {
-			m.runs[dev] = &running{data: string(data), cancel: func() {}, done: closed(), kick: make(chan struct{}, 1)}
+			m.runs[dev] = &running{data: string(data), cancel: func() {}, done: closed(), kick: &Wakeup{}}
 		}
 		return
 	}
@@ -67,10 +67,10 @@ func (m *manager) start(dev string, data []byte) {
 		m.states[dev].Load(m.stateDir)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{data: string(data), cancel: cancel, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	r := &running{data: string(data), cancel: cancel, done: make(chan struct{}), kick: &Wakeup{}}
 	m.runs[dev] = r
 	run := &Runner{Conf: conf, Dev: &WG{Tool: m.wgTool, Name: dev}, States: m.states[dev],
-		StateDir: m.stateDir, RetryMin: 5 * time.Second, ConfigPath: filepath.Join(m.configDir, dev+".conf"),
+		StateDir: m.stateDir, RetryMin: 5 * time.Second, FirstRetry: 200 * time.Millisecond, ConfigPath: filepath.Join(m.configDir, dev+".conf"),
 		Kick: r.kick}
 	go func() { defer close(r.done); run.Run(ctx) }()
 	log.Printf("%s: running with %d peers, renewal every %d s", dev, len(conf.Peers), conf.Interval)
@@ -79,10 +79,7 @@ func (m *manager) start(dev string, data []byte) {
 // kick makes every runner's watch look at its device at once.
 func (m *manager) kick() {
 	for _, r := range m.runs {
-		select {
-		case r.kick <- struct{}{}:
-		default:
-		}
+		r.kick.Fire()
 	}
 }
 
@@ -186,6 +183,7 @@ func main() {
 		}
 	case "run":
 		log.SetOutput(&cappedLog{f: os.Stderr, max: logCap})
+		log.SetFlags(log.LUTC | log.Ldate | log.Lmicroseconds) // when each exchange began and ended
 		if err := os.MkdirAll(*stateDir, 0o755); err != nil {
 			log.Fatal(err)
 		}
@@ -200,15 +198,34 @@ func main() {
 		// The kick file: the VNF step touches it when it has just written the devices or the
 		// files (tunnels/pqpsk.sh): the files are read and every device looked at now, not at the
 		// next look. A file, not a signal: a signal that came before the handler was installed
-		// would end a daemon just started.
+		// would end a daemon just started. Watched with inotify (kickwatch.go), looked at every
+		// 200 ms where that fails; the files are read every 2 s in any case.
 		kick := filepath.Join(*stateDir, "kick")
+		kicks := watchKick(*stateDir, "kick") // before the first look: no touch falls between
 		seen := modTime(kick)
 		for {
 			m.scan()
-			for i := 0; i < 10; i++ { // the scan every 2 s, the kick file every 200 ms
-				time.Sleep(200 * time.Millisecond)
+			rescan := time.After(2 * time.Second)
+			for waiting := true; waiting; {
+				var look <-chan time.Time
+				if kicks == nil {
+					look = time.After(200 * time.Millisecond)
+				}
+				act := false
+				select {
+				case <-rescan:
+					waiting = false
+				case _, ok := <-kicks: // acted on even if the time did not change (its granularity)
+					act = ok
+					if !ok {
+						kicks = nil
+					}
+				case <-look:
+				}
 				if t := modTime(kick); !t.Equal(seen) {
-					seen = t
+					seen, act = t, true
+				}
+				if act {
 					m.scan()
 					m.kick()
 				}

@@ -12,7 +12,7 @@ import (
 func startPair(t *testing.T, ctx context.Context, interval int, stale time.Duration) (da, db *fakeDev, ra, rb *Runner) {
 	port := freePort(t)
 	mk := func(own, peer [keyLen]byte, addr, paddr string) (*fakeDev, *Runner) {
-		d := &fakeDev{pub: own, psk: map[[keyLen]byte][keyLen]byte{}, shakes: map[[keyLen]byte]int64{}}
+		d := holding(own, PeerConf{Pub: peer})
 		conf := &DeviceConf{Device: "wg-test", Public: own, Listen: netip.AddrPortFrom(netip.MustParseAddr(addr), port),
 			Interval: interval, Peers: []PeerConf{{Pub: peer, Addr: netip.MustParseAddr(paddr)}}}
 		r := &Runner{Conf: conf, Dev: d, States: NewStates("wg-test"), StateDir: t.TempDir(),

@@ -8,6 +8,7 @@ pkgs+=(libconfig9)        # make oai-conformance parses OAI's libconfig files wi
 # make oai-conformance compiles the CN5G NFs' own configuration readers against these (nfbuild.py);
 # g++ also for its test. Debian 12's libyaml-cpp-dev is yaml-cpp 0.7.0, the version of Ubuntu 22.04.
 pkgs+=(g++ pkg-config libyaml-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libboost-dev libconfig++-dev)
+pkgs+=(strace)           # testbed.vnfcount and tests/e2e/test_vnf_step_cost.py count the VNF step's processes
 pkgs+=(iptables)         # the slice marking (mangle DSCP) in the e2e test and the demo (docs/slices.md)
 pkgs+=(openvpn openssl)   # the bench's peer VPN and its throwaway PKI
 pkgs+=(prometheus)        # the testbed's Prometheus server and promtool (docs/metrics.md); not started as a service

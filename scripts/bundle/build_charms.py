@@ -37,13 +37,19 @@ BASES = {
 # series' Python only, so declaring another series would deploy a charm whose imports fail there.
 SERIES = {"ubuntu@18.04": "bionic", "ubuntu@20.04": "focal", "local": "jammy"}
 # A relation hook that can change nothing ends in vpnaas.charm.hookgate, before ops is imported (its
-# docstring says why); exit status 0 there means "done", anything else "run the charm".
+# docstring says why): src/charm.py asks it first, in the same process (vpnaas.charm.entry.main), so a
+# hook that runs the charm starts one interpreter, not two. Without site (-S), as the gate always
+# ran: every module the charm imports is in lib/ and venv/, none in the machine's site-packages.
+# Without site nothing makes sys.path absolute, so the paths are made absolute here (Juju 2.9 runs
+# a hook in the charm's directory and names it in JUJU_CHARM_DIR: worker/uniter/runner/runner.go):
+# an import made late in a hook (paramiko at the first session, ops.pebble's lazy load) must not
+# depend on the working directory.
 DISPATCH = """#!/bin/sh
 JUJU_DISPATCH_PATH="${JUJU_DISPATCH_PATH:-$0}"
-PYTHONPATH=lib:venv
+CHARM_DIR="${JUJU_CHARM_DIR:-$PWD}"
+PYTHONPATH="$CHARM_DIR/lib:$CHARM_DIR/venv"
 export JUJU_DISPATCH_PATH PYTHONPATH
-python3 -S -m vpnaas.charm.hookgate && exit 0
-exec ./src/charm.py
+exec python3 -S "$CHARM_DIR/src/charm.py"
 """
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 #: Where `make wireguard-go` and `make boringtun` put the userspace WireGuard programs.

@@ -358,11 +358,49 @@ def add_slice_5qi(desc):
     return desc
 
 
+def service_address_parameters(component):
+    """The day-1 `config` parameters that carry ``component``'s own service address on each
+    reference point the registry makes it an end of (``<rp>-service-addresses`` <- the params
+    file's ``<rp>_service_addresses``, or the IP plan's default: bundle.params), in the registry's
+    order: generated here so that a reference point is its registry entry, never a VNFD edit."""
+    return [{"name": "{}-service-addresses".format(rp.name), "value": "<{}_service_addresses>".format(rp.name)}
+            for rp in registry.load().endpoints_of(component)]
+
+
+def add_service_addresses(desc, component):
+    """Add ``service_address_parameters(component)`` to the VNFD's day-1 `config` primitive, each
+    right after its reference point's ``<rp>-endpoint-address`` where the VNFD has one (a link of
+    its own), else at the end. A source that spells one is refused (the registry is its one
+    source); a VNFD of a component with reference points but no `config` primitive is refused
+    (OSM would never hand the charm its addresses)."""
+    wanted = service_address_parameters(component)
+    config = [prim for prim in (day12(desc.body) or {}).get("initial-config-primitive") or []
+              if isinstance(prim, dict) and prim.get("name") == "config"]
+    if wanted and not config:
+        raise DescriptorError("{}: no day-1 `config` initial-config-primitive to carry {} (generated from "
+                              "the registry)".format(desc.file, ", ".join(p["name"] for p in wanted)))
+    for prim in config:
+        params = prim.setdefault("parameter", [])
+        names = [p.get("name") if isinstance(p, dict) else None for p in params]
+        spelled = [p["name"] for p in wanted if p["name"] in names]
+        if spelled:
+            raise DescriptorError("{}: the config primitive's {} is generated from the registry "
+                                  "(scripts/bundle/descriptors.py); remove it from the source".format(
+                                      desc.file, ", ".join(spelled)))
+        for param in wanted:
+            after = param["name"].replace("-service-addresses", "-endpoint-address")
+            names = [p.get("name") if isinstance(p, dict) else None for p in params]
+            at = names.index(after) + 1 if after in names else len(params)
+            params.insert(at, dict(param))
+    return desc
+
+
 def load_sources():
     """({component: VNFD}, {source name: NSD source}, {slice: NST}, variants.yaml); each NSD source
     with a member profile for every component its ``members`` line names (membership.py); every
-    VNFD's `config` primitive with the slice's 5QI (add_slice_5qi)."""
-    vnfs = {c.name: add_slice_5qi(Descriptor("vnfd", load_yaml(c.vnfd), c.vnfd, c.vnfd))
+    VNFD's `config` primitive with its component's service addresses (add_service_addresses) and the
+    slice's 5QI (add_slice_5qi)."""
+    vnfs = {c.name: add_slice_5qi(add_service_addresses(Descriptor("vnfd", load_yaml(c.vnfd), c.vnfd, c.vnfd), c.name))
             for c in registry.load().with_vnfd()}
     spec = load_yaml(VARIANTS_FILE)
     ns_srcs = {name: Descriptor("nsd", load_yaml(path), path, path) for name, path in spec["sources"].items()}

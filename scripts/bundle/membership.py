@@ -65,6 +65,11 @@ def add_members(src, source, names, vnfs, error):
     if stray:
         raise error("{}: vnf-profile {} is no member of {} (members: {} in {})".format(
             src.file, ", ".join(stray), source, ", ".join(names), VARIANTS_FILE))
+    renamed = ["{} ({})".format(p["id"], c) for p, c in zip(df.get("vnf-profile") or [], listed) if p["id"] != c]
+    if renamed:
+        # The params, the deploy tool and the testbed know a member's component by its name.
+        raise error("{}: vnf-profile {}: a member's id is its component's name (bundle.params derives its "
+                    "service addresses by it)".format(src.file, ", ".join(renamed)))
     mgmt = next((vl["id"] for vl in nsd.get("virtual-link-desc") or [] if vl.get("mgmt-network")), None)
     for name in names:
         if name not in vnfs:

@@ -16,7 +16,7 @@ import yaml
 
 from bundle import ROOT
 from bundle.yamlfile import load_mapping
-from vpnaas.core import qos
+from vpnaas.core import qos, registry
 
 VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -72,8 +72,9 @@ def substitute(data, env, where="params"):
 
 def render(path, env=None, nst=None, members=None):
     """Load params template ``path``, substitute ${VAR} from ``env`` (default os.environ) and add
-    the slice's 5QI (``with_slice_5qi``): 0 to an ns-create config, the 5QI of ``nst`` (an NST
-    body) to an nsi-create config (``members``: as with_slice_5qi takes them). An nsi-create
+    the slice's 5QI and the service addresses the file does not name (``with_slice_5qi``): 0 to an
+    ns-create config, the 5QI of ``nst`` (an NST body) to an nsi-create config (``members``: as
+    with_slice_5qi takes them). An nsi-create
     template without ``nst`` is returned without it:
     it serves every NST over the same NSD, and OSM refuses it until the NST's 5QI is added.
 
@@ -133,12 +134,38 @@ def _members(container, members, where):
         if SLICE_KEY in params:
             raise ParamsError("{}: member {}: {} is derived from the NST's quality-of-service; do not write "
                               "it in a params file".format(where, item.get("member-vnf-index"), SLICE_KEY))
+        with_service_addresses(item.get("member-vnf-index"), params)
         out.append(params)
     return out
 
 
+# --- the members' service addresses: the IP plan's where it names them, else the registry's -------
+
+def service_address_defaults(member):
+    """{``<rp>_service_addresses``: address} for every reference point the registry makes the
+    component ``member`` an end of (a member's vnf-profile id is its component's name:
+    bundle.membership), its default in that reference point's service network
+    (registry.ReferencePoint.default_service_address); {} for a member that is no component."""
+    reg = registry.load()
+    if not isinstance(member, str) or member not in reg.components:
+        return {}
+    return {"{}_service_addresses".format(rp): addr for rp, addr in reg.default_service_addresses(member).items()}
+
+
+def with_service_addresses(member, params):
+    """Give ``params`` (one member's additionalParams) each service address its VNFD's `config`
+    primitive asks for (descriptors.add_service_addresses: one per reference point of the
+    component) that the params file does not name: a reference point is its registry entry, never
+    a params line. What the file names wins (the IP plan of docs/bundle.md)."""
+    for key, addr in service_address_defaults(member).items():
+        if params.get(key) in (None, ""):
+            params[key] = addr
+    return params
+
+
 def with_slice_5qi(data, nst=None, where="params", members=None):
-    """A copy of a rendered or template config with ``slice_5qi`` in every member's additionalParams:
+    """A copy of a rendered or template config with ``slice_5qi`` in every member's additionalParams
+    (and the service addresses the file does not name: ``with_service_addresses``):
     ns-create (``nst`` None): 0; nsi-create: the NST's 5QI, in each netslice-subnet item that is
     one of the NST's subnets. ``members`` ({None or subnet id: [member-vnf-index]}, from the NSDs:
     descriptors.members_of) adds an item for a member the file has none for. A params file that

@@ -36,7 +36,7 @@ import time
 
 import yaml
 
-from oai_conformance import checks, cn5g, libconfig, mysqlinit, nfreader
+from oai_conformance import cases, checks, cn5g, libconfig, mysqlinit, nfreader
 from oai_conformance.source import SourceError, Tree
 from oai_conformance.submodules import check_submodules, submodule_tree  # noqa: F401  (the checks' API)
 from vpnaas.charm import entry as charm_entry
@@ -86,7 +86,7 @@ def component_config(name):
     config = {k: v.get("default") for k, v in options.items()}
     config.update(params["common"])
     config.update(params[name])
-    return config
+    return cases.with_registry_addresses(name, config)
 
 
 def own_addresses(config):

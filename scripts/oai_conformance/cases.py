@@ -48,12 +48,24 @@ def conformance_params():
         return yaml.safe_load(f)
 
 
+def with_registry_addresses(name, config):
+    """``config`` with the registry's default service address (bundle.params' rule) on each of the
+    component's reference points that params.yaml names none for: a new reference point needs no
+    line there."""
+    from vpnaas.core import registry
+
+    for rp, address in registry.load().default_service_addresses(name).items():
+        if not config.get(rp + "-service-addresses"):
+            config[rp + "-service-addresses"] = address
+    return config
+
+
 def conformance(name):
     params = conformance_params()
     config = defaults(name)
     config.update(params["common"])
     config.update(params.get(name) or {})
-    return config
+    return with_registry_addresses(name, config)
 
 
 def maximal(name):

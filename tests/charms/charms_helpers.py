@@ -8,6 +8,7 @@ import subprocess
 import pytest
 import yaml
 
+from bundle import params
 from bundle.charmspec import charm_spec
 from vpnaas.charm import entry
 from vpnaas.core import model, registry
@@ -44,72 +45,81 @@ CONFIGS = {
         "imsi-first": "208951234500000",
         "msisdn-first": "20895880000000",
         "number-of-users": 1024,
-        "s6a-service-addresses": "172.16.6.129/32",
         "mme-address": "172.16.6.2",
     },
     "mme": {
-        "s6a-service-addresses": "172.16.6.2/32",
-        "s11-service-addresses": "172.16.1.102/32",
-        "s1c-service-addresses": "192.168.247.102/32",
         "hss-address": "172.16.6.129",
         "sgw-s11-address": "172.16.1.104",
         "mme-gid": 32768,
         "mme-code": 3,
     },
     "spgwc": {
-        "s11-service-addresses": "172.16.1.104/32",
-        "sxab-service-addresses": "172.55.55.101/32",
         "ue-ip-pool": "12.1.1.0/24",
         "dns-primary": "10.1.1.1",
         "dns-secondary": "10.1.2.1",
     },
     "spgwu": {
-        "sxab-service-addresses": "172.55.55.102/32",
-        "s1u-service-addresses": "192.168.248.159/32",
         "spgwc-address": "172.55.55.101",
         "ue-ip-pool": "12.1.1.0/24",
         "sgi-interface": "",
     },
     "enb": {
-        "s1c-service-addresses": "192.168.247.101/32",
-        "s1u-service-addresses": "192.168.248.57/32",
         "mme-address": "192.168.247.102",
         "downlink-frequency": 2685000000,
         "prb": 50,
     },
     # The 5G standalone variant (params/sa_wg.yaml's plan).
     "mysql": {
-        "db-service-addresses": "172.16.40.131/32",
         "amf-address": "172.16.40.132",
         "db-password": DB_PASSWORD,
         "subscriber-k": NR_K,
         "subscriber-op": NR_OP,
     },
     "amf": {
-        "n2-service-addresses": "192.168.250.132/32",
-        "n11-service-addresses": "172.16.30.132/32",
-        "db-service-addresses": "172.16.40.132/32",
         "smf-address": "172.16.30.133",
         "mysql-address": "172.16.40.131",
         "db-password": DB_PASSWORD,
     },
     "smf": {
-        "n11-service-addresses": "172.16.30.133/32",
-        "n4-service-addresses": "172.16.20.133/32",
         "amf-address": "172.16.30.132",
         "upf-address": "172.16.20.134",
     },
     "upf": {
-        "n3-service-addresses": "192.168.251.134/32",
-        "n4-service-addresses": "172.16.20.134/32",
         "smf-address": "172.16.20.133",
     },
     "gnb": {
-        "n2-service-addresses": "192.168.250.140/32",
-        "n3-service-addresses": "192.168.251.140/32",
         "amf-address": "192.168.250.132",
     },
 }
+
+
+#: The NSs whose IP plan gives each component's own service addresses (``plan_addresses``).
+PLANS = ("params/eps_wg.yaml", "params/sa_wg.yaml")
+SERVICE_KEY = "_service_addresses"
+
+
+@functools.lru_cache(maxsize=None)
+def _plans():
+    """{member: {option: value}} of the service addresses the ``PLANS`` name (the files only: the
+    registry's defaults are added per call, so that a test's registry gives its own)."""
+    out = {}
+    for file in PLANS:
+        for item in params.load(file)["additionalParamsForVnf"]:
+            out.setdefault(item["member-vnf-index"], {}).update(
+                {key[:-len(SERVICE_KEY)] + "-service-addresses": value
+                 for key, value in item["additionalParams"].items() if key.endswith(SERVICE_KEY)})
+    return out
+
+
+def plan_addresses(name):
+    """``name``'s ``<rp>-service-addresses`` for each of its reference points: the shipped IP plan's
+    (``PLANS``) where it names them, else the registry's default, as a params file gets it
+    (bundle.params.with_service_addresses): a new reference point needs no line here."""
+    named = dict(_plans().get(name, {}))
+    defaults = params.with_service_addresses(name, {})
+    for key, value in defaults.items():
+        named.setdefault(key[:-len(SERVICE_KEY)] + "-service-addresses", value)
+    return named
 
 
 @functools.lru_cache(maxsize=None)
@@ -119,10 +129,12 @@ def _spec(name):
 
 
 def config_for(name, **overrides):
-    """The charm's defaults (merged spec) + the EPS-with-WireGuard values + overrides."""
+    """The charm's defaults (merged spec) + the EPS-with-WireGuard values (its service addresses:
+    ``plan_addresses``) + overrides."""
     spec = _spec(name)["config"]["options"]
     cfg = {k: v.get("default") for k, v in spec.items()}
     cfg.update(COMMON)
+    cfg.update(plan_addresses(name))
     cfg.update(CONFIGS[name])
     cfg.update(overrides)
     return cfg

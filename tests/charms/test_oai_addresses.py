@@ -90,7 +90,8 @@ def test_the_spgwc_needs_no_peer_address():
     assert "mme-address" not in charm_spec("spgwc")["config"]["options"]
     assert "spgwu-address" not in charm_spec("spgwc")["config"]["options"]
     at = comp.addresses_of(comp.config_values(config_for("spgwc"), None))
-    assert at.peers == {} and list(at.own) == ["s11", "sxab"]
+    assert at.peers == {} and list(at.own) == [rp.name for rp in registry.load().endpoints_of("spgwc")]
+    assert {"s11", "sxab"} <= set(at.own)
 
 
 def extended(**entries):
@@ -111,7 +112,12 @@ def plan_with(endpoint, role, own, peer_service, tunnel="10.251.5.0/30"):
     return planning.build_plan(config, [model.TunnelEndpoint(endpoint, role)], {endpoint: [{"peer/0": bag}]}, {})
 
 
-X5 = {"provider": "upf", "requirer": "smf", "listen-port": 51899, "tunnel-network": "10.251.5.0/30",
+#: Listen ports no reference point of the registry has: the synthetic ones below take them, so
+#: that a registry extended elsewhere (the registry extension test's copy) keeps them free.
+FREE_PORTS = [p for p in range(65000, 65100)
+              if p not in {rp.listen_port for rp in registry.load().reference_points.values()}]
+
+X5 = {"provider": "upf", "requirer": "smf", "listen-port": FREE_PORTS[0], "tunnel-network": "10.251.5.0/30",
       "service-network": "172.16.95.0/24", "carries": "a second PFCP", "labelled": True, "binds": "both",
       "peer-option": {"provider": "smf-x5-address", "requirer": "upf-x5-address"}}
 
@@ -140,14 +146,17 @@ def test_a_new_reference_point_is_its_registry_entry(monkeypatch):
     assert (at.ip("x5"), at.peers["x5"]) == ("172.16.95.4", "172.16.95.3")
     with pytest.raises(InvalidValue, match=r"smf-x5-address: not set and the x5 relation has no peer service"):
         upf.config_values(upf_config, None)
+    # The fixture gives every reference point its IP plan's address (the registry's default here);
+    # the charm refuses to configure without one.
+    assert config_for("upf")["x5-service-addresses"] == "172.16.95.1/32"
     with pytest.raises(InvalidValue, match=r"x5-service-addresses: not set; the UPF needs its X5 service address"):
-        upf.config_values(config_for("upf"), None)
+        upf.config_values(config_for("upf", **{"x5-service-addresses": ""}), None)
 
 
 def test_a_new_reference_point_between_lte_components_is_its_registry_entry(monkeypatch):
     """The same for the EPS: s5x between the MME and the SPGW-U, where only the MME reads the
     peer's address (``peer-option`` for the requirer side only)."""
-    reg = extended(s5x={"provider": "spgwu", "requirer": "mme", "listen-port": 51898,
+    reg = extended(s5x={"provider": "spgwu", "requirer": "mme", "listen-port": FREE_PORTS[1],
                         "tunnel-network": "10.251.6.0/30", "service-network": "172.16.96.0/24",
                         "carries": "a test", "peer-option": {"requirer": "spgwu-s5x-address"}})
     monkeypatch.setattr(registry, "load", lambda path=registry.PATH: reg)
@@ -158,13 +167,13 @@ def test_a_new_reference_point_between_lte_components_is_its_registry_entry(monk
     assert (str(at.own["s5x"]), at.peers["s5x"]) == ("172.16.96.2/32", "172.16.96.1")
     # The MME's configure step checks the new address on the VNF with its others (no line of
     # oai/lte/mme.py or vnf/oai/configure.sh names s5x).
-    assert checked_on_the_vnf(oai.configure_step(mme, values)) == {
-        "s6a": at.ip("s6a"), "s11": at.ip("s11"), "s1c": at.ip("s1c"), "s5x": "172.16.96.2"}
+    assert checked_on_the_vnf(oai.configure_step(mme, values)) == {rp: at.ip(rp) for rp in at.own}
+    assert {"s6a", "s11", "s1c"} <= set(at.own) and list(at.own)[-1] == "s5x" and at.ip("s5x") == "172.16.96.2"
     values = spgwu.config_values(config_for("spgwu", **{"s5x-service-addresses": "172.16.96.1/32"}), None)
     at = spgwu.addresses_of(values)
     assert at.ip("s5x") == "172.16.96.1" and "s5x" not in at.peers
-    assert checked_on_the_vnf(oai.configure_step(spgwu, values)) == {
-        "sxab": at.ip("sxab"), "s1u": at.ip("s1u"), "s5x": "172.16.96.1"}
+    assert checked_on_the_vnf(oai.configure_step(spgwu, values)) == {rp: at.ip(rp) for rp in at.own}
+    assert {"sxab", "s1u"} <= set(at.own) and list(at.own)[-1] == "s5x"
 
 
 @pytest.mark.parametrize("entry,message", [

@@ -4,10 +4,18 @@ import json
 
 import pytest
 
+from bundle import membership
 from deploy import scale
 from deploy.osm import Osm, OsmError
+from vpnaas.core import registry
 
-KEYS = {"spgwc": "C" * 43 + "=", "enb": "E" * 43 + "="}
+#: The EPS with WireGuard's members and the SPGW-U's hubs in it: from the registry and the
+#: membership line, so that a reference point ending at the SPGW-U is its registry entry here too.
+MEMBERS = membership.of_variant("eps_wg")[0]
+HUBS = scale.ScaleSpec.for_component("spgwu", MEMBERS).hubs
+#: Each hub's public key (distinct from every scaled instance's: tunnel-status below).
+KEYS = {hub: letter * 43 + "=" for hub, letter in zip(sorted(set(HUBS.values())), "CEGIKMOQ")}
+HUB_UNITS = tuple("{}/0".format(hub) for hub in KEYS)
 
 
 class FakeVnfm:
@@ -46,7 +54,7 @@ class FakeVnfm:
     def _peers(self, unit, endpoint):
         """The related peer (instance 0 and its hub hold each other) and the add-peer ones."""
         related = []
-        if unit in ("spgwc/0", "enb/0"):
+        if unit in HUB_UNITS:
             zero = self._entry("spgwu/0", endpoint)
             related = [{"public-key": zero["public-key"], "latest-handshake-age": 1,
                         "allowed-ips": ["10.250.4.1/32", "172.55.55.102/32"]}]
@@ -59,7 +67,7 @@ class FakeVnfm:
         if member == "spgwu" and count_index and self.fail_next:
             self.fail_next -= 1
             raise RuntimeError("ssh-hostname is not set")
-        endpoints = {"spgwu": ["s1u", "sxab"], "spgwc": ["sxab"], "enb": ["s1u"]}[member]
+        endpoints = list(HUBS) if member == "spgwu" else [rp for rp, hub in HUBS.items() if hub == member]
         if primitive == "tunnel-status":
             return {"tunnels": json.dumps([e for e in (self._entry(unit, ep) for ep in endpoints) if e])}
         if primitive == "add-peer":
@@ -76,14 +84,21 @@ class FakeVnfm:
 
 
 def scaler(vnfm, lines=None):
-    spec = scale.ScaleSpec.for_component("spgwu", ["hss", "mme", "spgwc", "spgwu", "enb"])
+    spec = scale.ScaleSpec.for_component("spgwu", MEMBERS)
     return scale.Scaler(vnfm, spec, progress=(lines if lines is not None else []).append, timeout=5,
                         clock=iter(range(1000)).__next__, sleep=lambda s: None)
 
 
 def test_the_hubs_come_from_the_registry():
-    spec = scale.ScaleSpec.for_component("spgwu", ["spgwc", "spgwu", "enb"])
-    assert (spec.hubs, spec.vdu, spec.aspect) == ({"sxab": "spgwc", "s1u": "enb"}, "spgwu", "spgwu-scale")
+    """Each reference point of the SPGW-U whose other end is a member, that end its hub."""
+    spec = scale.ScaleSpec.for_component("spgwu", MEMBERS)
+    want = {rp.name: rp.requirer if rp.provider == "spgwu" else rp.provider
+            for rp in registry.load().endpoints_of("spgwu")}
+    assert {"sxab", "s1u"} <= set(want)
+    assert (spec.hubs, spec.vdu, spec.aspect) == ({k: v for k, v in want.items() if v in MEMBERS}, "spgwu",
+                                                  "spgwu-scale")
+    assert scale.ScaleSpec.for_component("spgwu", ["spgwu", "spgwc"]).hubs == {
+        k: v for k, v in want.items() if v == "spgwc"}
     with pytest.raises(scale.ScaleError):
         scale.ScaleSpec.for_component("spgwu", ["spgwu"])
 
@@ -119,8 +134,8 @@ def test_scale_in_removes_the_highest_instance_from_the_hubs_first_and_is_repeat
     sc.scale_out()
     assert sc.scale_in() == 2
     order = [c for c in vnfm.calls if c[0] in ("remove-peer", "scale")]
-    assert [c[0] for c in order] == ["scale", "scale", "remove-peer", "remove-peer", "scale"]
-    assert all(len(v) == 1 for (unit, _ep), v in vnfm.peers.items() if unit in ("spgwc/0", "enb/0"))
+    assert [c[0] for c in order] == ["scale", "scale"] + ["remove-peer"] * len(HUBS) + ["scale"]
+    assert all(len(v) == 1 for (unit, _ep), v in vnfm.peers.items() if unit in HUB_UNITS)
     # a run that removed the peers and then stopped: the next run finds them gone and goes on
     (key, params), = vnfm.peers[("spgwc/0", "sxab")].items()
     vnfm.action("spgwc", "remove-peer", {"device": "sxab", "public-key": key, "allowed-ips": params["allowed-ips"]})
@@ -215,4 +230,4 @@ def test_a_step_whose_action_was_interrupted_is_run_again(interrupted, done):
     assert sc.scale_out() == 1
     assert sc.scale_in() == 1
     assert any("action terminated" in line and "running it again" in line for line in lines), lines
-    assert all(not v for (unit, _ep), v in vnfm.peers.items() if unit in ("spgwc/0", "enb/0"))
+    assert all(not v for (unit, _ep), v in vnfm.peers.items() if unit in HUB_UNITS)

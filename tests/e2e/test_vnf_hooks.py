@@ -113,7 +113,38 @@ IP_SHIM = ("mount -t tmpfs tmpfs /usr/local/sbin; real=$(command -v ip); "
            "> /usr/local/sbin/ip; chmod 755 /usr/local/sbin/ip")
 
 
-def test_routes_in_place_cost_one_listing_per_family_not_a_query_per_prefix():
+def _routes_with_one_refused(lines):
+    """Apply a routes file whose line for 10.250.1.3/32 ip refuses; the report names that route
+    alone, and it is not added. Returns the routes the device then has."""
+    setup = (VETH + "; ip addr add 172.16.6.1/32 dev lo; printf '" + "".join(x + "\\n" for x in lines)
+             + "' > /etc/wireguard/wg-t.routes")
+    proc, report, routes, _ = run_in_fresh_netns(setup, [("install_hooks",), ("apply_routes", "wg-t")])
+    assert proc.returncode == 0, proc.stderr + report
+    refused = [line for line in report.splitlines() if line.startswith("REFUSED")]
+    assert len(refused) == 1 and refused[0].startswith("REFUSED wg-t 10.250.1.3/32 ip route: "), report
+    assert "10.250.1.3 " not in routes, routes
+    return routes
+
+
+def test_a_route_ip_refuses_in_the_batch_is_reported_alone_and_the_others_are_added():
+    """The batch fails when one of its routes does (a source address the VNF does not hold): each
+    route is then replaced on its own, so the report names that one, with ip's reason."""
+    routes = _routes_with_one_refused(["10.250.1.2/32 172.16.6.1", "10.250.1.3/32 172.16.6.99", "10.250.1.4/32 -"])
+    assert "10.250.1.2 dev wg-t proto 148 scope link src 172.16.6.1" in routes, routes
+    assert "10.250.1.4 dev wg-t proto 148" in routes, routes
+
+
+def test_a_route_ip_cannot_parse_stops_the_batch_and_every_route_after_it_is_still_added():
+    """ip exits at an argument it cannot parse even with -force (iproute2's invarg), so the lines
+    after it in the batch are not applied: the replay of every line adds them, and the report names
+    only the route ip refused."""
+    routes = _routes_with_one_refused(["10.250.1.2/32 172.16.6.1", "10.250.1.3/32 10.0.0.999", "10.250.1.4/32 -",
+                                       "10.250.1.5/32 172.16.6.1"])
+    for added in ("10.250.1.2 ", "10.250.1.4 ", "10.250.1.5 "):
+        assert added + "dev wg-t proto 148" in routes, routes
+
+
+def test_routes_cost_one_listing_per_family_and_one_batch_not_a_call_per_prefix():
     wanted = "".join("10.250.{}.{}/32 172.16.6.1\\n".format(i // 200, i % 200 + 1) for i in range(64))
     setup = (VETH + "; ip addr add 172.16.6.1/32 dev lo; printf '" + wanted + "' > /etc/wireguard/wg-t.routes; "
              + IP_SHIM)
@@ -125,8 +156,10 @@ def test_routes_in_place_cost_one_listing_per_family_not_a_query_per_prefix():
     assert routes.count(" dev wg-t proto 148 ") == 64
     lines = ip_calls.splitlines()
     listings = [x for x in lines if x.endswith("route show table main")]
-    assert len([x for x in lines if x.startswith(("-4 route replace", "-6 route replace"))]) == 64   # first run
-    assert len(listings) == 4 and lines[-2:] == listings[-2:]          # the second run: the two listings only
+    # the first run: the two listings and one batch of the 64 routes (issue 37), no call per route
+    assert not [x for x in lines if x.startswith(("-4 route replace", "-6 route replace"))], lines
+    assert [x for x in lines if "batch" in x] == ["-4 -force -batch -"], lines
+    assert len(lines) == 5 and len(listings) == 4 and lines[-2:] == listings[-2:]   # the second: the listings only
 
 
 def test_routes_hook_follows_a_changed_source_and_leaves_its_own_default_route():

@@ -21,7 +21,8 @@ from xml.etree import ElementTree
 import pytest
 import yaml
 
-from bundle import descriptors, membership
+from bundle import descriptors, membership, params
+from vpnaas.core import registry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 #: One worker runs this module: its module-scoped fixture is built once (tests/conftest.py).
@@ -252,8 +253,15 @@ def extended(tmp_path_factory, charm_dependencies):
     return copy
 
 
-#: The copy's own tests that must pass there (one pytest run for all, ``copys_tests``).
-COPYS_TESTS = ("tests/unit/test_figures.py", "tests/unit/test_pins.py", "tests/harness/test_probe.py")
+#: The copy's own tests that must pass there (one pytest run for all, ``copys_tests``): besides the
+#: pin, figures and probe tests, those whose fixtures a reference point that ends at an OAI
+#: component reaches (x1 at the SPGW-U, x2 at the HSS and the SPGW-C): every OAI component's
+#: addresses from the test fixture (charms_helpers.config_for), the SPGW-U's hubs and the fake VNF
+#: manager's devices when it scales, the VNFDs' generated service-address parameters and the
+#: params' defaults for them, the OAI conformance's configuration of every component.
+COPYS_TESTS = ("tests/unit/test_figures.py", "tests/unit/test_pins.py", "tests/harness/test_probe.py",
+               "tests/charms/test_oai_addresses.py", "tests/deploy/test_scale.py",
+               "tests/descriptors/test_service_address_params.py", "tests/charms/test_oai_conformance.py")
 
 
 @pytest.fixture(scope="module")
@@ -379,6 +387,38 @@ def test_the_extended_bundle_validates_and_packages_the_new_vnf(extended):
         catalog = json.load(f)
     assert [v["package"] for v in catalog["vnf"] if v["id"] == "probe-vnf"] == ["probe-vnf_vnf.tar.gz"]
     assert os.path.isdir(os.path.join(out, "probe-vnf_vnf"))
+
+
+#: The copy's tests that a reference point ending at an OAI component reaches (``COPYS_TESTS``).
+OAI_END_TESTS = COPYS_TESTS[3:]
+
+
+def test_a_reference_point_that_ends_at_oai_components_is_its_registry_entry(extended, copys_tests):
+    """x1 ends at the SPGW-U and x2 at the HSS and the SPGW-C, all OAI components: with no VNFD,
+    params file or test fixture edited (``TOUCHED``), their VNF packages carry each end's
+    service-address parameter, every EPS params file gives each end its address (the registry's
+    default), and the copy's fixture-driven tests of those components pass there."""
+    for test in OAI_END_TESTS:
+        passed, failed = copys_tests[test]
+        assert passed and not failed, (test, copys_tests["output"])
+    out = _packages(extended)
+    shipped = registry.load()               # the project's, without the additions
+    for component, vnfd_id, added in (("spgwu", "oai-spgwu", ["x1"]), ("hss", "oai-hss", ["x2"]),
+                                      ("spgwc", "oai-spgwc", ["x2"]), ("probe", "probe-vnf", ["x1"])):
+        with open(os.path.join(out, vnfd_id + "_vnf", vnfd_id + "_vnfd.yaml")) as f:
+            entry = descriptors.day12(yaml.safe_load(f)["vnfd"])
+        config = next(p for p in entry["initial-config-primitive"] if p["name"] == "config")
+        assert [p["name"][:-len("-service-addresses")] for p in config["parameter"]
+                if p["name"].endswith("-service-addresses")] == [
+                    rp.name for rp in shipped.endpoints_of(component)] + added, vnfd_id
+    rendered = yaml.safe_load(_run(extended, "-m", "bundle.params", "params/eps_wg.yaml",
+                                   env={"MGMT_NETWORK": "mgmt", "LTE_K": "0" * 32, "LTE_OP": "1" * 32}))
+    given = {i["member-vnf-index"]: i["additionalParams"] for i in rendered["additionalParamsForVnf"]}
+    assert (given["spgwu"]["x1_service_addresses"], given["hss"]["x2_service_addresses"],
+            given["spgwc"]["x2_service_addresses"]) == ("172.31.99.129/32", "172.31.98.1/32", "172.31.98.129/32")
+    plan = {i["member-vnf-index"]: i["additionalParams"]
+            for i in params.load(os.path.join(ROOT, "params", "eps_wg.yaml"))["additionalParamsForVnf"]}
+    assert given["spgwu"]["s1u_service_addresses"] == plan["spgwu"]["s1u_service_addresses"]   # the file's plan
 
 
 def test_the_new_components_own_test_passes_in_the_copy(copys_tests):

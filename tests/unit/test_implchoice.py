@@ -23,7 +23,12 @@ def test_later_items_win_and_empty_is_the_default():
     assert implchoice.parse("", EPS) == {} and implchoice.parse(None, EPS) == {}
 
 
-@pytest.mark.parametrize("text", ["s5=boringtun", "signalling=openvpn", "boringtun\nkernel", "s6a=Kernel"])
+#: No reference point can have this name (the registry allows 12 characters): "s5" would become one.
+NOT_A_REFERENCE_POINT = "longer-than-any-reference-point"
+
+
+@pytest.mark.parametrize("text", [NOT_A_REFERENCE_POINT + "=boringtun", "signalling=openvpn", "boringtun\nkernel",
+                                  "s6a=Kernel"])
 def test_unknown_interfaces_and_implementations_are_refused(text):
     with pytest.raises(implchoice.ChoiceError):
         implchoice.parse(text, EPS)

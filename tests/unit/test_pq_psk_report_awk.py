@@ -18,11 +18,12 @@ BINARY = os.path.join(ROOT, "build", "tools", "pq-psk")
 VNF = os.path.join(ROOT, "charms", "vpnaas", "vnf")
 OWN = "A" * 42 + "E="            # a small key (not zero: refused), so this end is the initiator
 PEER = "/" * 42 + "8="
-# A stand-in for `wg`: the device's public key, no handshakes, no preshared keys.
+# A stand-in for `wg`: the device's public key, the peer on the device (the daemon dials only
+# then) with no handshake, no preshared keys.
 FAKE_WG = """#!/bin/sh
-case "$3" in public-key) echo {own} ;; esac
+case "$3" in public-key) echo {own} ;; latest-handshakes) printf '%s\\t0\\n' '{peer}' ;; esac
 exit 0
-""".format(own=OWN)
+""".format(own=OWN, peer=PEER)
 
 
 def free_port():

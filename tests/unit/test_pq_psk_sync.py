@@ -30,20 +30,24 @@ def test_the_marked_peer_is_managed(tmp_path):
     assert bash('pq_managed "$1"', tmp_path).split() == [A]
 
 
+OWN = "F" * 43 + "="
+
+
 def changes(tmp_path, running):
-    return bash('m=$(pq_managed "$1"); '
-                'w=$(printf "%s\\n" "$2" | wg_canon_wanted | drop_managed_psk "$m" | LC_ALL=C sort); '
-                'r=$(printf "%s\\n" "$3" | drop_managed_psk "$m" | LC_ALL=C sort); '
-                'wg_peer_changes "$w" "$r" "" ""', tmp_path, STRIPPED, running).split("\n")
+    """wg_peer_changes' lines for STRIPPED (with its own key and port) against a device whose
+    `wg show dump` is ``running`` (the device asked once: wg_canon_lines)."""
+    wanted = STRIPPED.replace("[Interface]\n", "[Interface]\nPrivateKey = {}\nListenPort = 51820\n".format(OWN))
+    return bash('m=$(pq_managed "$1"); wg_canon_lines "$m" <(printf "%s\\n" "$2") <(printf "%s\\n" "$2") '
+                '<(printf "%s\\n" "$3") | LC_ALL=C sort | wg_peer_changes', tmp_path, wanted, running).split("\n")
 
 
 def running_lines(psk_a, psk_b, with_a=True):
-    lines = []
+    """A `wg show dump` of the device: its own key and port, then each peer's line."""
+    lines = ["{}\tpub\t51820\toff".format(OWN)]
     for key, psk, allowed in ((A, psk_a, "10.0.0.2/32"), (B, psk_b, "10.0.0.6/32")):
         if key == A and not with_a:
             continue
-        lines += ["peer {} psk {}".format(key, psk), "peer {} keepalive off".format(key),
-                  "peer {} allowed {}".format(key, allowed)]
+        lines.append("{}\t{}\t(none)\t{}\t0\t0\t0\toff".format(key, "(none)" if psk == "none" else psk, allowed))
     return "\n".join(lines)
 
 

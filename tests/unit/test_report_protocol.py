@@ -36,8 +36,11 @@ def test_every_keyword_the_shell_prints_is_in_the_protocol():
         for name in files:
             if name.endswith(".sh"):
                 with open(os.path.join(folder, name)) as f:
-                    printed |= set(re.findall(r'\b(?:out|echo) "([A-Z][A-Z_]+)\b', f.read()))
-    assert {"PUBKEY", "PEER", "FACTS", "RESULT", "TORNDOWN"} <= printed
+                    # the shell's out/echo, awk's print and printf's format (report: UP, PEER, NOW)
+                    printed |= set(re.findall(r'\b(?:out|echo|print) "([A-Z][A-Z_]+)\b|\bprintf \'([A-Z][A-Z_]+) ',
+                                              f.read()))
+    printed = {word for pair in printed for word in pair if word}
+    assert {"PUBKEY", "PEER", "UP", "DOWN", "NOW", "FACTS", "RESULT", "TORNDOWN"} <= printed
     assert printed - set(report.LINES) == set()
 
 

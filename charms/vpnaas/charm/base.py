@@ -46,6 +46,9 @@ RECONCILE_SESSION = "reconcile: ssh session to"
 #: config-changed is one of them only when the config (or the charm's SSH key) is not the one
 #: the last session used: see ``_config_is_new``.
 _FORCING_EVENTS = ("update_status", "upgrade_charm", "start")
+#: The hooks that import the SSH library although they open no session (ssh.load_library): the
+#: first after Juju unpacked the charm's files, long before the first session.
+_LIBRARY_LOADING_EVENTS = ("install", "upgrade_charm")
 #: The relation hooks that may find nothing to do (relation_cache), by their kind there.
 _ARRIVING = ((RelationCreatedEvent, "created"), (RelationJoinedEvent, "joined"), (RelationChangedEvent, "changed"))
 #: What the planning and the step builder may raise on values that passed the grammar but do not
@@ -197,6 +200,8 @@ class VpnaasCharm(CharmBase):
             self._handle(event)
 
     def _handle(self, event: Any) -> None:
+        if event.handle.kind in _LIBRARY_LOADING_EVENTS:
+            ssh.load_library()
         self.tunnels.begin_run()
         if self._nothing_to_do(event):
             return  # no VNF yet, or one relation's unchanged data: not worth reading all k relations
@@ -445,12 +450,25 @@ class Outcome(object):
         self.error = error
 
 
+def _without_ops_debug(record: logging.LogRecord) -> bool:
+    """ops' own DEBUG lines (it is up, which storage, the event it emits; ops.main and ops.storage
+    log them on the root logger, where the charm logs nothing) cost a juju-log process each on
+    every hook, and Juju keeps them only where the model's logging-config asks for DEBUG. They stay
+    with JUJU_DEBUG (ops' own debug switch, set by `juju debug-hooks`); the charm's lines, and
+    ops' from INFO up, are unchanged. A filter of the root logger sees only what is logged on it
+    (the charm's named loggers' records reach its handlers without it)."""
+    return record.levelno > logging.DEBUG
+
+
 def main(charm_class: Any) -> None:
     """Run ``charm_class`` for this hook with ops, then let this run's relation cache become the
     cache and its finished session confirm the VNF (``unitstate``): only now, when ops has
     committed the charm's stored state. A run that raises or is killed leaves both unused."""
     CLOCK.since_start("imports")
     from ops.main import main as ops_main
+
+    if "JUJU_DEBUG" not in os.environ:     # ops 1.5.4's own test of its debug switch (ops/main.py)
+        logging.getLogger().addFilter(_without_ops_debug)
 
     # What ops does itself: the event restored (a relation-list per relation of its endpoint, in
     # ops 1.5.4), the charm made, the handler called, the state committed.

@@ -18,10 +18,12 @@ and scale) is answered here too (``answered``): it only reads the charm's public
 nothing here but the same ``action-set``. A unit without a whole key pair reaches the charm, which
 fails the action or repairs the pair.
 
-Run as ``python3 -S -m vpnaas.charm.hookgate`` from the charm directory, with the hook's environment
-(``JUJU_UNIT_NAME`` names this unit: its own data on the relation is read back as Juju holds it,
-so that a hook whose earlier run's publication Juju dropped is never skipped).
-Exit status 0: nothing to do, the hook ends (successfully) here. 1: run the charm. Anything
+Asked by ``vpnaas.charm.entry.main`` (``dispatch`` runs ``python3 -S ./src/charm.py``) in the charm's
+own process before ops is imported, or run as ``python3 -S -m vpnaas.charm.hookgate`` from the charm
+directory, with the hook's environment (``JUJU_UNIT_NAME`` names this unit: its own data on the
+relation is read back as Juju holds it, so that a hook whose earlier run's publication Juju dropped
+is never skipped). ``main()`` (and the exit status) 0: nothing to do, the hook ends (successfully)
+here. 1: run the charm. Anything
 unexpected (a value of the wrong shape, a failing or slow tool call, an unreadable cache) means
 "run the charm": this gate can only ever skip what the charm would have skipped. It writes
 nothing but that action's result, logs nothing, and passes values only as separate arguments

@@ -70,6 +70,20 @@ class ReferencePoint(NamedTuple):
         return ((self.binds in ("provider", "both") and component == self.provider)
                 or (self.binds in ("requirer", "both") and component == self.requirer))
 
+    def default_service_address(self, component: str) -> str:
+        """``component``'s service address on this reference point when the IP plan names none
+        (a params file's ``<name>_service_addresses``, a charm's ``<name>-service-addresses``): the
+        service network's first host for the provider, the first host of its upper half for the
+        requirer, so that the instances a scaled VDU adds (+k: vpnaas/core/instance.py) stay on
+        their side. "" when the component is no end or the network has no room for both halves."""
+        if component not in (self.provider, self.requirer) or not self.service_network:
+            return ""
+        net = ipaddress.ip_network(self.service_network)
+        if net.num_addresses < 8:
+            return ""
+        offset = 1 if component == self.provider else net.num_addresses // 2 + 1
+        return "{}/{}".format(net.network_address + offset, net.max_prefixlen)
+
     @property
     def label(self) -> str:
         """The label suffix of its service addresses ("" when not labelled; see vnf/tunnels.sh)."""
@@ -109,6 +123,13 @@ class Registry(NamedTuple):
     def endpoints_of(self, component: str) -> List[ReferencePoint]:
         """The reference points ``component`` provides or requires, in the registry's order."""
         return [rp for rp in self.reference_points.values() if component in (rp.provider, rp.requirer)]
+
+    def default_service_addresses(self, component: str) -> Dict[str, str]:
+        """{reference point: ``component``'s default service address there} for each reference point
+        it is an end of that has one (``ReferencePoint.default_service_address``), in the registry's
+        order: what an IP plan that names no address gives it (bundle.params, the test fixtures)."""
+        out = {rp.name: rp.default_service_address(component) for rp in self.endpoints_of(component)}
+        return {name: addr for name, addr in out.items() if addr}
 
     def with_vnfd(self) -> List[Component]:
         return [c for c in self.components.values() if c.vnfd]
@@ -219,10 +240,14 @@ def _peer_options(name: str, entry: Any) -> Tuple[Tuple[str, str], ...]:
 
 
 _CACHE: Dict[str, Registry] = {}
+#: libyaml's parser under PyYAML's safe constructor where the wheel has it (every charm's pinned
+#: PyYAML does: the same values as SafeLoader, tests/unit/test_registry.py): the registry is
+#: parsed on every charm run, and the pure-Python parser takes most of a charm's own import time.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def load(path: str = PATH) -> Registry:
     if path not in _CACHE:
         with open(path) as f:
-            _CACHE[path] = parse(yaml.safe_load(f))
+            _CACHE[path] = parse(yaml.load(f, Loader=_LOADER))  # a safe loader, either way
     return _CACHE[path]

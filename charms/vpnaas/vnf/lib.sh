@@ -48,15 +48,33 @@ install_file() {  # tmp target: replace target atomically, only if the content d
   if cmp -s "$1" "$2"; then rm -f "$1"; else mv -f "$1" "$2"; fi
 }
 
+read_whole() {  # var path: var holds the file's bytes exactly (trailing line breaks too), read by bash
+  # mapfile of lines and not `read -d ''`: bash before 5.2 (Ubuntu 18.04's 4.4, 20.04's 5.0) reads
+  # one byte per read(2) when the delimiter is not a newline, for read and mapfile alike; mapfile
+  # with its newline reads a regular file in blocks (builtins/mapfile.def). A NUL byte is lost, as
+  # with read: callers compare sizes first.
+  local -a vpnaas_lines=()
+  mapfile vpnaas_lines < "$2" 2>/dev/null || true
+  local IFS=
+  printf -v "$1" '%s' "${vpnaas_lines[*]}"
+}
+
 # shellcheck disable=SC2034  # WRITTEN is for the callers
 write_if_changed() {  # path mode content: the file holds exactly content; WRITTEN=1 when it had to be written
   # Compared before anything is written: a file that is already as wanted keeps its bytes, inode
   # and mtime, and nothing is created in its directory (whose mtime stays too); only a mode that
   # differs is set. Otherwise it is written whole beside the target and renamed over it.
+  # One program at most for a file that is as wanted (its size and mode asked by one stat; its
+  # bytes read by bash itself, LC_ALL=C: ${#3} counts bytes): this runs a dozen times in every
+  # session. The size first: a file with a NUL byte (which read_whole drops) never passes for equal.
   WRITTEN=0
-  if [ -f "$1" ] && cmp -s "$1" <(printf '%s' "$3"); then
-    [ "$(stat -c %a "$1")" = "$2" ] || chmod "$2" "$1"
-    return 0
+  local meta current=
+  if [ -f "$1" ] && meta=$(stat -c '%s %a' -- "$1" 2>/dev/null) && [ "${meta%% *}" = "${#3}" ]; then
+    read_whole current "$1"
+    if [ "$current" = "$3" ]; then
+      [ "${meta#* }" = "$2" ] || chmod "$2" "$1"
+      return 0
+    fi
   fi
   printf '%s' "$3" > "$1.vpnaas-tmp"
   chmod "$2" "$1.vpnaas-tmp"
@@ -76,7 +94,7 @@ write_file() {  # path mode base64-content: as write_if_changed, the content giv
 # subshell could not keep what it decoded). A tunnel step reads one item per device and several
 # for the exporter; decoding the whole section for each cost four programs each time.
 VPNAAS_DATA=()
-mapfile -t VPNAAS_DATA < <(sed -n '/^__VPNAAS_DATA__$/,$p' "$0" | tail -n +2 | base64 -d 2>/dev/null || true)
+mapfile -t VPNAAS_DATA < <(sed '1,/^__VPNAAS_DATA__$/d' "$0" | base64 -d 2>/dev/null || true)
 
 data_item() {  # name: a value from the program's data section (never an argument)
   local line

@@ -19,8 +19,9 @@ METRICS_PIDFILE=$METRICS_RUN/vpnaas-metrics-exporter.pid
 METRICS_LOG=$METRICS_RUN/vpnaas-metrics-exporter.log
 
 metrics_address() {  # the address this VNF's sshd answered the charm on: its management address
-  local addr
-  addr=$(printf '%s' "${VPNAAS_SSH_CONNECTION:-}" | awk '{print $3}')
+  local addr=
+  # client port server port: the third word (read by bash, no program; no pathname expansion)
+  read -r _ _ addr _ <<< "${VPNAAS_SSH_CONNECTION:-}" || true
   case "$addr" in
     ''|*[!0-9a-fA-F:.]*) return 0 ;;   # unknown, or not an address: no listener at all
   esac
@@ -37,11 +38,20 @@ metrics_interface() {  # addr: the device that holds the address (the exporter a
   [ "${#dev}" -le 15 ] && printf '%s' "$dev"
 }
 
+metrics_cmdline() {  # pid: CMDLINE set to its command line, words joined by spaces (read by bash alone)
+  local -a args=()
+  CMDLINE=
+  mapfile -d '' -t args 2>/dev/null < "/proc/$1/cmdline" || return 0
+  local IFS=' '
+  CMDLINE="${args[*]} "
+}
+
 metrics_pid() {  # the pid of our running exporter without systemd, else nothing
-  local pid
-  pid=$(cat "$METRICS_PIDFILE" 2>/dev/null || true)
+  local pid=
+  if [ -f "$METRICS_PIDFILE" ]; then read -r pid < "$METRICS_PIDFILE" || true; fi
   case "$pid" in ''|*[!0-9]*) return 0 ;; esac
-  if tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF "$METRICS_EXPORTER"; then printf '%s' "$pid"; fi
+  metrics_cmdline "$pid"
+  case "$CMDLINE" in *"$METRICS_EXPORTER"*) printf '%s' "$pid" ;; esac
 }
 
 metrics_stop_daemon() {
@@ -57,7 +67,7 @@ metrics_stop_daemon() {
 
 metrics_listening() {  # addr port: something listens there (bounded wait)
   local i
-  for i in $(seq 1 50); do
+  for ((i = 1; i <= 50; i++)); do
     if ss -Hltn "( sport = :$2 )" 2>/dev/null | grep -qF "$1"; then return 0; fi
     [ "$i" = 50 ] || sleep 0.1
   done
@@ -115,9 +125,9 @@ metrics_ensure() {  # port: serve the tunnels' metrics on <management address>:p
     fi
   else
     pid=$(metrics_pid)
-    if [ -n "$pid" ] && ! tr '\0' ' ' < "/proc/$pid/cmdline" \
-        | grep -qF -- "--listen $addr --port $port --interface $dev "; then
-      changed=1
+    if [ -n "$pid" ]; then
+      metrics_cmdline "$pid"
+      case "$CMDLINE" in *"--listen $addr --port $port --interface $dev "*) ;; *) changed=1 ;; esac
     fi
     if [ "$changed" = 1 ] || [ -z "$pid" ]; then
       metrics_stop_daemon

@@ -36,11 +36,28 @@ def _paramiko() -> Any:
     import paramiko
     return paramiko
 
+def load_library() -> None:
+    """Import paramiko (and cryptography below it) in a hook that opens no session: install and
+    upgrade-charm, the first hooks after Juju unpacked the charm. Juju 2.9 writes the charm's
+    files without the archive's times (juju/utils zip ``ExtractAll``), so bytecode shipped in the
+    charm would not carry its source's time and be compiled again anyway (Python 3.6 has no
+    hash-checked bytecode), and a unit's first import compiles it: without this, in the unit's
+    first session, which for the VNF configured last is on the path to its tunnels (about a
+    tenth of a CPU-second; docs/figures.md, hook6). Python writes the bytecode into the charm's
+    directory (the unit agent's, written by the hooks' user), for every later hook. A warm-up only:
+    a library that cannot be imported is logged here and fails the first session's hook, as it
+    did before, never the install."""
+    try:
+        _paramiko()
+    except ImportError as error:
+        logger.warning("the SSH library cannot be imported (a session will fail): %s", error)
+
+
 KEY_FILE = unitstate.KEY_FILE
 KNOWN_HOSTS = "known_hosts"
 #: The pinned hosts whose next successful login may present a new host key (one entry a line).
 REPROVISIONED = "known_hosts.reprovisioned"
-CLOSE_JOIN_TIMEOUT = 5.0   # s; the transport thread notices the close within its 0.1 s read timeout
+CLOSE_JOIN_TIMEOUT = 5.0   # s; the transport thread ends at once on the shut-down socket (``_close``)
 #: The most a command may print on stdout: a step's report is at most 4 MiB (vnf/report.py) and
 #: nothing else the charm runs prints more, so a VNF that prints more is stopped, not buffered.
 MAX_OUTPUT = 8 * 1024 * 1024
@@ -100,8 +117,22 @@ def _close(client: Any) -> None:
     """Close ``client`` and wait (bounded) for its transport thread to end. paramiko's close()
     does not join that thread (it stops waiting as soon as it has marked its packetizer closed;
     paramiko issue #799), so a hook that exits right after a session can finalize the interpreter
-    while the thread still runs in OpenSSL: glibc then aborts it ("double free or corruption")."""
+    while the thread still runs in OpenSSL: glibc then aborts it ("double free or corruption").
+
+    The connection is shut down first: the thread waits in ``recv`` with a 0.1 s timeout and only
+    then sees the close, so a session whose thread was in that wait ended up to 0.1 s late (most
+    of the charm's sessions, hook6 measured; a hook's commit, which wakes its peers, waits for it;
+    docs/figures.md, hook6). A shut-down socket wakes it at once with an end of
+    file. What this side sent is already written (paramiko sends from the calling thread) and
+    goes before the FIN, as it did before the close; the server sees the same end of the TCP
+    connection, without an SSH disconnect message, as before."""
     transport = client.get_transport()
+    sock = getattr(transport, "sock", None)
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass            # not connected (any more): the close below does the rest
     client.close()
     if transport is not None and transport is not threading.current_thread():
         transport.join(CLOSE_JOIN_TIMEOUT)

@@ -58,15 +58,19 @@ source "$VPNAAS_PARTS/tunnels/pqpsk.sh"
 
 # --------------------------------------------------------------------------- the report and the removal
 report() {  # devices...: host, time and every peer of every device (never the private key)
-  out "HOST $(hostname)"
-  out "NOW $(date +%s)"
-  local dev line
+  # The host name (the kernel's, as hostname(1) prints it) and the time read by bash itself.
+  local dev host=
+  read -r host < /proc/sys/kernel/hostname || host=$(hostname)
+  out "HOST $host"
+  printf 'NOW %(%s)T\n' -1
   for dev in "$@"; do
-    if timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1; then out "UP $dev"; else out "DOWN $dev"; continue; fi
-    # Peer lines only: the first line of the dump holds the private key. The second field, a
-    # peer's preshared key, never leaves the VNF either: "(hidden)" when one is set.
-    wg show "$dev" dump | tail -n +2 | awk -F'\t' -v OFS='\t' '$2 != "(none)" { $2 = "(hidden)" } { print }' |
-      while IFS= read -r line; do out "PEER $dev $line"; done
+    # One `wg show dump` per device, read by one awk: UP and its peers, or DOWN when it does not
+    # answer. Peer lines only: the first line of the dump holds the private key. The second
+    # field, a peer's preshared key, never leaves the VNF either: "(hidden)" when one is set.
+    { timeout "$WG_TIMEOUT" wg show "$dev" dump 2>/dev/null || true; } | awk -F'\t' -v OFS='\t' -v dev="$dev" '
+      NR == 1 { print "UP " dev; next }
+      { if ($2 != "(none)") $2 = "(hidden)"; print "PEER " dev " " $0 }
+      END { if (NR == 0) print "DOWN " dev }'
   done
   pq_psk_report
 }

@@ -264,6 +264,29 @@ def check_ns_params(data, file, nsd_desc, vnfds, cloud_init_dir, where=None):
         vnfd = vnfds.get(prof["vnfd-id"])
         if vnfd is not None:
             out.extend(_check_member_params(member, vnfd, given, ips, at_apv, file, cloud_init_dir))
+    return out + _check_distinct_service_addresses(given, at_apv, file)
+
+
+def _check_distinct_service_addresses(given, at_apv, file):
+    """No two members share a service address on a reference point: the file's plan and the
+    registry's defaults (bundle.params.with_service_addresses) must not collide."""
+    out, seen = [], {}
+    for member, (idx, supplied) in sorted(given.items(), key=lambda kv: kv[1][0]):   # the file's order
+        for name, value in sorted(supplied.items()):
+            m = re.match(r"^(.+)_service_addresses$", name)
+            if not m:
+                continue
+            for text in [t.strip() for t in str(value or "").split(",") if t.strip()]:
+                try:
+                    ip = ipaddress.ip_interface(text).ip
+                except ValueError:
+                    continue        # _check_service_addresses names it
+                other = seen.setdefault((m.group(1), ip), member)
+                if other != member:
+                    out.append(Problem(file, at_apv + [idx, "additionalParams", name],
+                                       "{} is member {}'s service address on {} too: give each end its own (an "
+                                       "address the file names may be the registry's default for the other "
+                                       "end: docs/bundle.md)".format(ip, other, m.group(1))))
     return out
 
 

@@ -66,7 +66,8 @@ def own_ticks(namespaces):
 
 
 class Window(object):
-    """``with Window(namespaces) as w: ...``; then w.other_cores, w.steal_cores, w.seconds."""
+    """``with Window(namespaces) as w: ...``; then w.other_cores, w.steal_cores, w.seconds and
+    w.own_seconds (the CPU seconds counted as the bench's own)."""
 
     def __init__(self, namespaces):
         self.namespaces = list(namespaces)
@@ -81,6 +82,7 @@ class Window(object):
         own = own_ticks(self.namespaces) - self.own0
         busy, steal = machine_ticks()
         self.seconds = max(time.monotonic() - self.t0, 1e-6)
+        self.own_seconds = own / TICK
         self.other_cores = max(0.0, (busy - self.busy0 - own) / TICK / self.seconds)
         self.steal_cores = (steal - self.steal0) / TICK / self.seconds
         return False

@@ -30,7 +30,9 @@ programs_check() {  # [name sha256 always|nokernel]...: NEED each shipped progra
     shift 3
     if [ "$when" = nokernel ] && [ "$TUNNELS_KERNEL" = 1 ]; then continue; fi
     path=$DATAPLANE_DIR/$name
-    if [ -x "$path" ] && [ "$(sha256sum < "$path" | cut -d' ' -f1)" = "$digest" ]; then
+    local have=
+    if [ -x "$path" ]; then have=$(sha256sum < "$path" 2>/dev/null) || have=; fi
+    if [ -n "$have" ] && [ "${have%% *}" = "$digest" ]; then
       SHIPPED[$name]=$path
       # pq-psk's start compares it with the running daemon's (pqpsk.sh), without hashing it again
       # shellcheck disable=SC2034  # read by tunnels/pqpsk.sh
@@ -56,7 +58,7 @@ tunnels_prepare() {  # [name sha256 always|nokernel]...: as programs_check (a st
   # A wireguard-go the charm did not ship: the one named by WG_QUICK_USERSPACE_IMPLEMENTATION, else
   # the VNF's own on PATH (what releases before the shipped programs used).
   local ug=${WG_QUICK_USERSPACE_IMPLEMENTATION:-} name
-  case "$(basename "${ug:-none}")" in wireguard-go*) ;; *) ug=$(command -v wireguard-go || true) ;; esac
+  case "${ug##*/}" in wireguard-go*) ;; *) ug=$(command -v wireguard-go || true) ;; esac
   if [ -n "$ug" ] && [ -x "$ug" ]; then USERSPACE[wireguard-go]=$ug; fi
   if [ $# -ge 3 ]; then programs_check "$@"; fi
   for name in "${!SHIPPED[@]}"; do USERSPACE[$name]=${SHIPPED[$name]}; done
@@ -68,7 +70,8 @@ tunnels_prepare() {  # [name sha256 always|nokernel]...: as programs_check (a st
   if [ "$TUNNELS_KERNEL" = 1 ]; then
     out "IMPL kernel"
   elif [ -n "${USERSPACE[wireguard-go]:-}" ]; then
-    TUNNELS_IMPL="userspace ${USERSPACE[wireguard-go]} $(dataplane_version wireguard-go)"
+    dataplane_version wireguard-go   # in this shell: asked once per step, not again per device
+    TUNNELS_IMPL="userspace ${USERSPACE[wireguard-go]} $DP_V"
     out "IMPL $TUNNELS_IMPL"
   else
     out "IMPL none"
@@ -76,7 +79,8 @@ tunnels_prepare() {  # [name sha256 always|nokernel]...: as programs_check (a st
   install_hooks
 }
 
-dataplane_version() {  # implementation: its version ("unknown" when it does not say)
+dataplane_version() {  # implementation: DP_V set to its version ("unknown" when it does not say)
+  # Kept in DP_VERSION for the rest of the step (called in the step's own shell, not in $(...)).
   local v=${DP_VERSION[$1]:-}
   if [ -z "$v" ]; then
     if [ "$1" = kernel ]; then
@@ -87,7 +91,7 @@ dataplane_version() {  # implementation: its version ("unknown" when it does not
     case "$v" in ''|*[!0-9A-Za-z._+-]*) v=unknown ;; esac
     DP_VERSION[$1]=$v
   fi
-  printf '%s' "$v"
+  DP_V=$v
 }
 
 install_wrapper() {  # wg-quick on a userspace program, whether or not the kernel has WireGuard
@@ -141,10 +145,11 @@ dataplane_resolve() {  # choice (auto|kernel|wireguard-go|boringtun): sets DP_IM
   esac
 }
 
-dataplane_current() {  # dev: the implementation the running device was brought up with ("" if none runs)
-  local dev=$1 rec
-  timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1 || return 0
-  rec=$(cat "/etc/wireguard/$dev.impl" 2>/dev/null || true)
+dataplane_current() {  # dev [running]: the implementation the running device was brought up with ("" if none runs)
+  # "running": the caller has just seen the device answer (not asked again).
+  local dev=$1 rec=
+  if [ "${2:-}" != running ]; then timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1 || return 0; fi
+  if [ -f "/etc/wireguard/$dev.impl" ]; then IFS= read -r rec < "/etc/wireguard/$dev.impl" || true; fi
   if [ -n "$rec" ]; then printf '%s' "$rec"; return 0; fi
   # A device of a release before the choice: the kernel's, or wireguard-go (the only program then).
   if grep -qx DEVTYPE=wireguard "/sys/class/net/$dev/uevent" 2>/dev/null; then printf kernel; else printf wireguard-go; fi
@@ -169,7 +174,8 @@ dataplane_dropin() {  # dev implementation program: systemd starts wg-quick@dev 
 
 dataplane_report() {  # dev implementation: the DATAPLANE line, and the same for the metrics
   local v
-  v=$(dataplane_version "$2")
+  dataplane_version "$2"
+  v=$DP_V
   out "DATAPLANE $1 $2 $v"
   [ -z "${TUNNELS_DATAPLANE_LOG:-}" ] || printf '%s %s %s\n' "$1" "$2" "$v" >> "$TUNNELS_DATAPLANE_LOG"
 }

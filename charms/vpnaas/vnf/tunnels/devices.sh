@@ -2,8 +2,16 @@
 # The tunnel step's part (sourced by tunnels.sh, after lib.sh): each device made as planned: its
 # key, its configuration (peer by peer), up or down.
 
-iface_signature() {  # the [Interface] settings that wg syncconf cannot change
-  grep -E '^(Address|MTU|Table|PreUp|PreDown|PostUp|PostDown) =' "$1" 2>/dev/null || true
+iface_signature() {  # configuration-text: SIGNATURE set to the [Interface] settings that wg syncconf cannot change
+  # Bash alone, and only the text before the first [Peer] (where those settings are): its cost
+  # does not grow with the peers.
+  local head=${1%%$'\n[Peer]'*} line IFS=$'\n'
+  local -
+  set -f
+  SIGNATURE=
+  for line in $head; do
+    case "$line" in 'Address ='*|'MTU ='*|'Table ='*|'PreUp ='*|'PreDown ='*|'PostUp ='*|'PostDown ='*) SIGNATURE+=$line$'\n' ;; esac
+  done
 }
 
 device_down() {
@@ -36,33 +44,6 @@ device_up() {  # dev implementation program: (re)start the device on that implem
   write_if_changed "/etc/wireguard/$1.impl" 600 "$2"$'\n'
 }
 
-wg_canon_wanted() {  # a stripped wg configuration on stdin: the canonical lines device_unchanged compares
-  # One line per fact, sorted by the caller: "key", "port", and per peer its preshared key,
-  # keepalive, each allowed prefix, and its endpoint when that is an address literal (a name is
-  # resolved by wg itself, and a peer without one is reached where it last sent from).
-  awk -F' = ' '
-    /^\[Interface\]/ { s = "i"; next }
-    /^\[Peer\]/ { s = "p"; next }
-    s == "i" && $1 == "PrivateKey" { print "key " $2 }
-    s == "i" && $1 == "ListenPort" { print "port " $2 }
-    s == "p" && $1 == "PublicKey" { p = $2; peers[p] = 1; psk[p] = "none"; ka[p] = "off" }
-    s == "p" && $1 == "PresharedKey" { psk[p] = $2 }
-    s == "p" && $1 == "PersistentKeepalive" { ka[p] = ($2 == 0 ? "off" : $2) }
-    s == "p" && $1 == "Endpoint" && ($2 ~ /^[0-9.]+:[0-9]+$/ || $2 ~ /^\[[0-9a-fA-F:.]+\]:[0-9]+$/) { print "peer " p " endpoint " $2 }
-    s == "p" && $1 == "AllowedIPs" { n = split($2, a, /, */); for (i = 1; i <= n; i++) if (a[i] != "") print "peer " p " allowed " a[i] }
-    END { for (q in peers) { print "peer " q " psk " psk[q]; print "peer " q " keepalive " ka[q] } }'
-}
-
-wg_canon_running() {  # dev endpoint-peers: the device's running configuration as wg_canon_wanted's lines
-  # Endpoints only of the peers named (those with a literal endpoint in the wanted configuration).
-  timeout "$WG_TIMEOUT" wg show "$1" dump 2>/dev/null | awk -F'\t' -v keep="$2" '
-    BEGIN { n = split(keep, k, " "); for (i = 1; i <= n; i++) K[k[i]] = 1 }
-    NR == 1 { print "key " $1; print "port " $3; next }
-    { print "peer " $1 " psk " ($2 == "(none)" ? "none" : $2); print "peer " $1 " keepalive " $8
-      if ($1 in K) print "peer " $1 " endpoint " $3
-      n = split($4, a, ","); for (i = 1; i <= n; i++) if (a[i] != "(none)") print "peer " $1 " allowed " a[i] }'
-}
-
 PQ_PSK_MARK='# PresharedKey managed by pq-psk'
 
 pq_managed() {  # configuration-file: the peers whose preshared key pq-psk manages ("key key ..."), from the configuration file
@@ -74,11 +55,6 @@ pq_managed() {  # configuration-file: the peers whose preshared key pq-psk manag
     s == "p" && $1 == "PublicKey" { p = $2 }
     s == "p" && $0 == mark { m = 1 }
     s == "p" && p != "" && m { printf "%s ", p; m = 0 }' "$1" 2>/dev/null || true
-}
-
-drop_managed_psk() {  # managed-keys: canonical lines on stdin without the psk line of those peers
-  awk -v keep="$1" 'BEGIN { n = split(keep, k, " "); for (i = 1; i <= n; i++) M[k[i]] = 1 }
-    !($1 == "peer" && $3 == "psk" && ($2 in M)) { print }'
 }
 
 keep_managed_psk() {  # dev managed-keys: the stripped configuration on stdin, each managed peer's running preshared key added
@@ -106,38 +82,54 @@ keep_managed_psk() {  # dev managed-keys: the stripped configuration on stdin, e
   done
 }
 
-device_unchanged() {  # dev stripped-configuration: true when the running device already is that
-  # `wg syncconf` replaces every peer's allowed IPs even when they are the same, and the
-  # userspace implementations remove and insert them one call at a time: a packet to or from
-  # that peer in between finds no peer and is dropped (measured: 8-11 packets of 44,000 at 1,000
-  # per second over 1,500 syncconfs of an unchanged configuration, wireguard-go). A step that
-  # reconciles one tunnel would so cost the VNF's other tunnels an occasional packet. The private
-  # key never leaves this function's pipes.
-  local wanted peers running managed
-  managed=$(pq_managed "/etc/wireguard/$1.conf")
-  wanted=$(printf '%s\n' "$2" | wg_canon_wanted | drop_managed_psk "$managed" | LC_ALL=C sort) || return 1
-  peers=$(printf '%s\n' "$wanted" | awk '$3 == "endpoint" { printf "%s ", $2 }')
-  running=$(wg_canon_running "$1" "$peers" | drop_managed_psk "$managed" | LC_ALL=C sort) || return 1
-  [ -n "$running" ] && [ "$wanted" = "$running" ]
-}
-
-wg_named_endpoints() {  # a wg configuration on stdin: "peer <key> name <host:port>" per endpoint that is a name
-  awk -F' = ' '
+wg_canon_lines() {  # managed-keys wanted previous dump: the canonical lines wg_peer_changes compares (files)
+  # One awk for all four sources (a process each cost several on every session): "W ..." the
+  # wanted stripped configuration, "R ..." the running device (its `wg show dump`), "N/O peer <key>
+  # name <host:port>" the endpoints that are names in the wanted and the previous configuration
+  # (a name is compared with the name it had: the running device shows only what it resolved
+  # to). Per peer its preshared key (none for a peer pq-psk manages: never set, never reset),
+  # keepalive, each allowed prefix, and its endpoint when that is an address literal in the
+  # wanted configuration (a peer without one is reached where it last sent from). "R up" when
+  # the device answered; "V <key>" for each managed peer it runs. Unsorted: the caller sorts.
+  # The private keys pass through these pipes only.
+  awk -v keep="$1" -v wfile="$2" -v ofile="$3" -v dfile="$4" '
+    function literal(e) { return e ~ /^[0-9.]+:[0-9]+$/ || e ~ /^\[[0-9a-fA-F:.]+\]:[0-9]+$/ }
+    BEGIN { n = split(keep, k, " "); for (i = 1; i <= n; i++) M[k[i]] = 1 }
+    FILENAME == dfile {
+      split($0, d, "\t")
+      if (FNR == 1) { print "R up"; print "R key " d[1]; print "R port " d[3]; next }
+      if (d[1] in M) print "V " d[1]; else print "R peer " d[1] " psk " (d[2] == "(none)" ? "none" : d[2])
+      print "R peer " d[1] " keepalive " d[8]
+      if (d[1] in L) print "R peer " d[1] " endpoint " d[3]
+      n = split(d[4], a, ","); for (i = 1; i <= n; i++) if (a[i] != "(none)") print "R peer " d[1] " allowed " a[i]
+      next
+    }
     /^\[/ { s = ($0 ~ /^\[Peer\]/) ? "p" : "i"; next }
-    s == "p" && $1 == "PublicKey" { p = $2 }
-    s == "p" && $1 == "Endpoint" && !($2 ~ /^[0-9.]+:[0-9]+$/ || $2 ~ /^\[[0-9a-fA-F:.]+\]:[0-9]+$/) { print "peer " p " name " $2 }'
+    { e = index($0, " = "); if (e == 0) next; key = substr($0, 1, e - 1); v = substr($0, e + 3) }
+    FILENAME == ofile { if (s == "p" && key == "PublicKey") q = v
+                        if (s == "p" && key == "Endpoint" && !literal(v)) print "O peer " q " name " v
+                        next }
+    s == "i" && key == "PrivateKey" { print "W key " v }
+    s == "i" && key == "ListenPort" { print "W port " v }
+    s == "p" && key == "PublicKey" { p = v; P[p] = 1; psk[p] = "none"; ka[p] = "off" }
+    s == "p" && key == "PresharedKey" { psk[p] = v }
+    s == "p" && key == "PersistentKeepalive" { ka[p] = (v == 0 ? "off" : v) }
+    s == "p" && key == "Endpoint" { if (literal(v)) { L[p] = 1; print "W peer " p " endpoint " v } else print "N peer " p " name " v }
+    s == "p" && key == "AllowedIPs" { n = split(v, a, /, */); for (i = 1; i <= n; i++) if (a[i] != "") print "W peer " p " allowed " a[i] }
+    END { for (q in P) { if (!(q in M)) print "W peer " q " psk " psk[q]; print "W peer " q " keepalive " ka[q] } }
+  ' "$2" "$3" "$4"
 }
 
-wg_peer_changes() {  # wanted running names old-names: what makes the running device the wanted one
-  # The first two are wg_canon_wanted's and wg_canon_running's sorted lines, the others
-  # wg_named_endpoints' of the wanted and of the previous configuration (a name is compared with
-  # the name it had: the running device shows only what it resolved to). One line per change,
-  # in this order: "key", "port <n>", "set <peer> <endpoint> <keepalive> <allowed,...> <psk>" for
-  # each peer to add or change ("-": leave that setting as it runs), "remove <peer>" for each
-  # peer that is not wanted, "resync" for what only a whole sync can set (a preshared key).
-  { printf '%s\n' "$1" | sed 's/^/W /'; printf '%s\n' "$2" | sed 's/^/R /'
-    printf '%s\n' "$3" | sed 's/^/N /'; printf '%s\n' "$4" | sed 's/^/O /'; } | awk '
+wg_peer_changes() {  # wg_canon_lines' lines, sorted, on stdin: what makes the running device the wanted one
+  # One line per change, in this order: "absent" when no device answered, "key", "port <n>",
+  # "set <peer> <endpoint> <keepalive> <allowed,...> <psk>" for each peer to add or change ("-":
+  # leave that setting as it runs), "remove <peer>" for each peer that is not wanted, "resync"
+  # for what only a whole sync can set (a preshared key), and with a new own key "void <peer>"
+  # for each running managed peer (its agreed key is bound to the old one). Nothing: unchanged.
+  awk '
     { side = $1 }
+    side == "R" && $2 == "up" { up = 1; next }
+    side == "V" { managed[++nm] = $2; next }
     side == "N" && $2 == "peer" { name[$3] = $5; next }
     side == "O" && $2 == "peer" { old[$3] = $5; next }
     $2 == "key" { key[side] = $3; next }
@@ -149,7 +141,8 @@ wg_peer_changes() {  # wanted running names old-names: what makes the running de
       else val[side, k, $4] = $5
     }
     END {
-      if (key["W"] != key["R"]) print "key"
+      if (!up) print "absent"
+      if (key["W"] != key["R"]) { print "key"; for (i = 1; i <= nm; i++) print "void " managed[i] }
       if (port["W"] != port["R"]) print "port " port["W"]
       for (i = 1; i <= n; i++) {
         k = order[i]; new = !(("R", k) in has); e = "-"; ka = "-"; a = "-"; p = "-"
@@ -157,7 +150,7 @@ wg_peer_changes() {  # wanted running names old-names: what makes the running de
         else if (k in name) { if (new || name[k] != old[k]) e = name[k] }
         if (new || val["W", k, "keepalive"] != val["R", k, "keepalive"]) ka = val["W", k, "keepalive"]
         if (new || al["W", k] != al["R", k]) a = (al["W", k] == "") ? "(none)" : substr(al["W", k], 2)
-        # no psk line: pq-psk manages it (drop_managed_psk), the sync leaves it as it runs
+        # no psk line: pq-psk manages it, the sync leaves it as it runs
         if ((("W", k, "psk") in val) && val["W", k, "psk"] != (new ? "none" : val["R", k, "psk"])) p = val["W", k, "psk"]
         if (p != "-" && p != "none") { print "resync"; continue }
         if (new || e != "-" || ka != "-" || a != "-" || p != "-") print "set " k " " e " " ka " " a " " p
@@ -166,25 +159,31 @@ wg_peer_changes() {  # wanted running names old-names: what makes the running de
     }'
 }
 
-device_sync() {  # dev stripped-configuration previous-names: the running device made that configuration, peer by peer
+device_changes() {  # dev managed-keys stripped-configuration previous-configuration: wg_peer_changes' lines
+  # The device asked once (`wg show dump`), everything compared by two awk programs and one sort.
+  wg_canon_lines "$2" <(printf '%s\n' "$3") <(printf '%s\n' "$4") \
+    <(timeout "$WG_TIMEOUT" wg show "$1" dump 2>/dev/null || true) | LC_ALL=C sort | wg_peer_changes
+}
+
+device_sync() {  # dev stripped-configuration previous-configuration: the running device made that configuration, peer by peer
   # Instead of `wg syncconf`, which replaces every peer's allowed IPs: the userspace
   # implementations remove and insert them one call at a time, so a packet to or from any peer in
-  # between finds no peer and is lost (device_unchanged), on every spoke of a hub whenever one
-  # spoke joins. Here only the peers that differ from the configuration are set (added or
+  # between finds no peer and is lost (measured: 8-11 packets of 44,000 at 1,000 per second over
+  # 1,500 syncconfs of an unchanged configuration, wireguard-go), on every spoke of a hub whenever
+  # one spoke joins. Here only the peers that differ from the configuration are set (added or
   # changed: their endpoint, keepalive or allowed IPs, each only when it differs) and the peers
   # that are not in it removed, in one `wg set`; the others are not touched. Then the device is
   # compared whole once more, and synced whole only if it still differs. Sets SYNC_HOW:
   # "unchanged", "set <n>" (the changes: key, port, each peer set or removed) or "syncconf". Not for boringtun, whose
-  # UAPI a partial update wedges (ensure_device gives it `wg setconf` instead).
-  local dev=$1 wanted peers running changes kind peer ep ka allowed psk n=0 whole=0 managed rekey=0
+  # UAPI a partial update wedges (ensure_device gives it `wg setconf` instead). What it costs
+  # does not grow with the peers that did not change: a fixed number of processes (one `wg show`,
+  # two awk, one sort), and one `wg set` for what changed.
+  local dev=$1 changes kind peer ep ka allowed psk n=0 whole=0 managed rekey=0
   local -a args=() removals=() voided=()
   # A peer whose preshared key pq-psk manages has no psk line on either side: never reset.
   managed=$(pq_managed "/etc/wireguard/$dev.conf")
-  wanted=$(printf '%s\n' "$2" | wg_canon_wanted | drop_managed_psk "$managed" | LC_ALL=C sort) || return 1
-  peers=$(printf '%s\n' "$wanted" | awk '$3 == "endpoint" { printf "%s ", $2 }')
-  running=$(wg_canon_running "$dev" "$peers" | drop_managed_psk "$managed" | LC_ALL=C sort) || return 1
-  changes=$(wg_peer_changes "$wanted" "$running" "$(printf '%s\n' "$2" | wg_named_endpoints)" "$3")
-  if [ -n "$running" ] && [ -z "$changes" ]; then
+  changes=$(device_changes "$dev" "$managed" "$2" "$3")
+  if [ -z "$changes" ]; then
     SYNC_HOW=unchanged
     return 0
   fi
@@ -193,6 +192,11 @@ device_sync() {  # dev stripped-configuration previous-names: the running device
       key) args+=(private-key "/etc/wireguard/$dev.key"); n=$((n + 1)); rekey=1 ;;
       port) args+=(listen-port "$peer"); n=$((n + 1)) ;;
       remove) removals+=(peer "$peer" remove); n=$((n + 1)) ;;
+      # A new own key voids every preshared key pq-psk agreed on this device: a key is bound to
+      # the pair of public keys, and the other end's entry for the new key starts without one.
+      # Cleared in the same `wg set` as the key change, so both ends start the new pair classical
+      # at once (the daemon never puts back a key agreed under the previous own key: pqpsk/daemon.go).
+      void) voided+=(peer "$peer" preshared-key /dev/null) ;;
       set)
         args+=(peer "$peer")
         [ "$ep" = - ] || args+=(endpoint "$ep")
@@ -200,21 +204,13 @@ device_sync() {  # dev stripped-configuration previous-names: the running device
         [ "$psk" = - ] || args+=(preshared-key /dev/null)
         if [ "$allowed" = "(none)" ]; then args+=(allowed-ips ""); elif [ "$allowed" != - ]; then args+=(allowed-ips "$allowed"); fi
         n=$((n + 1)) ;;
-      *) whole=1 ;;
+      *) whole=1 ;;   # absent (no device answered) or resync
     esac
   done <<< "$changes"
-  # A new own key voids every preshared key pq-psk agreed on this device: a key is bound to the
-  # pair of public keys, and the other end's entry for the new key starts without one. Cleared in
-  # the same `wg set` as the key change, so both ends start the new pair classical at once (the
-  # daemon never puts back a key agreed under the previous own key: pqpsk/daemon.go).
-  if [ "$rekey" = 1 ]; then
-    for peer in $managed; do
-      printf '%s\n' "$running" | grep -qF "peer $peer " && voided+=(peer "$peer" preshared-key /dev/null)
-    done
-  fi
-  if [ "$whole" = 0 ] && [ -n "$running" ]; then
+  if [ "$whole" = 0 ]; then
     timeout "$WG_TIMEOUT" wg set "$dev" "${args[@]}" "${voided[@]}" "${removals[@]}"
-    if device_unchanged "$dev" "$2"; then
+    # Compared whole once more; the previous names are the wanted ones now (set just above).
+    if [ -z "$(device_changes "$dev" "$managed" "$2" "$2")" ]; then
       SYNC_HOW="set $n"
       return 0
     fi
@@ -271,13 +267,13 @@ device_key() {  # dev mode(keep|fresh|copy) source-dev: the device's private key
 
 ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementation: <name>_BODY (base64) in the data section
   local dev=$1 restart=$4 body
-  local key="/etc/wireguard/$dev.key" conf="/etc/wireguard/$dev.conf" priv stripped wanted names
+  local key="/etc/wireguard/$dev.key" conf="/etc/wireguard/$dev.conf" priv stripped wanted previous
   dataplane_resolve "${6:-auto}"
   body=$(data_item "$5_BODY")
   KEY_COPIED=0
   device_key "$dev" "$2" "$3"
   out "PUBKEY $dev $PUB"
-  priv=$(cat "$key")
+  IFS= read -r priv < "$key" || true   # one line (wg genkey's), read without a program
   # The configuration as it must be, compared with the file before anything is written (the key
   # stays in this shell's memory: no copy of it lands anywhere but the file itself).
   wanted=$(printf '[Interface]\nPrivateKey = %s\n' "$priv" && printf '%s' "$body" | base64 -d && printf x)
@@ -285,9 +281,15 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementati
   # A device runs on one implementation for its whole life: another choice re-creates it (a short
   # break on this device only); the same choice never does.
   # A userspace daemon that no longer answers (WG_TIMEOUT) counts as gone: it is started again.
-  if [ "$restart" = 0 ] && timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1 \
-     && [ "$(iface_signature "$conf")" = "$(iface_signature <(printf '%s' "$wanted"))" ] \
-     && [ "$(dataplane_current "$dev")" = "$DP_IMPL" ]; then
+  # What the running peers' endpoint names were (device_sync), and its interface settings: the
+  # file as it is before this step writes it, read without a program.
+  previous=
+  if [ -f "$conf" ]; then read_whole previous "$conf"; fi
+  iface_signature "$previous"
+  local was=$SIGNATURE
+  iface_signature "$wanted"
+  if [ "$restart" = 0 ] && [ "$was" = "$SIGNATURE" ] && timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1 \
+     && [ "$(dataplane_current "$dev" running)" = "$DP_IMPL" ]; then
     local how=syncconf
     if [ "$DP_IMPL" = boringtun ]; then
       # boringtun 0.7.1 answers the partial updates of `wg syncconf` and `wg set` with EPROTO and
@@ -297,7 +299,6 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementati
       how=unchanged
       cmp -s "$conf" <(printf '%s' "$wanted") || how=setconf
     fi
-    names=$(wg_named_endpoints < "$conf" 2>/dev/null || true)   # what the running peers' names were
     write_if_changed "$conf" 600 "$wanted"
     write_if_changed "/etc/wireguard/$dev.impl" 600 "$DP_IMPL"$'\n'
     # The routes this device lost in this step (stage_routes, the temporary device applied first)
@@ -306,7 +307,7 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementati
     # strip first: a failure inside <(...) would go unnoticed and nothing would be applied
     stripped=$(wg-quick strip "$dev")
     if [ "$how" = syncconf ]; then
-      device_sync "$dev" "$stripped" "$names"
+      device_sync "$dev" "$stripped" "$previous"
       how=$SYNC_HOW
     elif [ "$how" = setconf ]; then
       wg setconf "$dev" <(printf '%s\n' "$stripped")
@@ -335,7 +336,8 @@ remove_stale_devices() {  # wanted devices as arguments; only files carrying our
   for f in /etc/wireguard/wg-*.conf /etc/wireguard/wr-*.conf; do
     [ -e "$f" ] || continue
     grep -qxF "$MARKER" "$f" || continue
-    dev=$(basename "$f" .conf)
+    dev=${f##*/}
+    dev=${dev%.conf}
     keep=0
     for w in "$@"; do [ "$w" = "$dev" ] && keep=1; done
     [ "$keep" = 1 ] && continue

@@ -3,20 +3,29 @@
 # and the guard that applies nothing when it changed.
 
 fact_lines() {  # name...: what the route policy must never route into a tunnel, as this VNF sees it
-  local ifname cidr rest client name
-  ip -o addr show | while read -r _ ifname _ cidr rest; do
+  local ifname cidr rest client name v6=1
+  ip -o addr show | {
+    local -A ours=()   # per device, whether its configuration is the charm's (one look each)
+    while read -r _ ifname _ cidr rest; do
     case "$ifname" in
       "$SERVICE_DEVICE") continue ;;
-      wg-*|wr-*) grep -qxF "$MARKER" "/etc/wireguard/$ifname.conf" 2>/dev/null && continue ;;
+      wg-*|wr-*)
+        if [ -z "${ours[$ifname]:-}" ]; then
+          ours[$ifname]=0
+          if grep -qxF "$MARKER" "/etc/wireguard/$ifname.conf" 2>/dev/null; then ours[$ifname]=1; fi
+        fi
+        [ "${ours[$ifname]}" = 0 ] || continue ;;
     esac
     case "$rest" in *" lo:vpnaas"*) continue ;; esac
     echo "addr $cidr"
-  done
+    done
+  }
   { ip -4 route show default 2>/dev/null || true; ip -6 route show default 2>/dev/null || true; } \
     | awk '{for (i = 1; i < NF; i++) if ($i == "via") print "gateway " $(i + 1)}'
   client=${VPNAAS_SSH_CONNECTION%% *}
   [ -z "$client" ] || echo "client $client"
-  if [ -e /proc/net/if_inet6 ] && [ "$(cat /proc/sys/net/ipv6/conf/all/disable_ipv6 2>/dev/null || echo 1)" = 0 ]; then
+  if [ -r /proc/sys/net/ipv6/conf/all/disable_ipv6 ]; then read -r v6 < /proc/sys/net/ipv6/conf/all/disable_ipv6 || v6=1; fi
+  if [ -e /proc/net/if_inet6 ] && [ "$v6" = 0 ]; then
     echo "ipv6 on"
   else
     echo "ipv6 off"
@@ -37,7 +46,8 @@ facts_guard() {  # expected-digest name...: report the facts; apply nothing unle
   local expected=$1 lines digest
   shift
   lines=$(fact_lines "$@" | sort)
-  digest=$(printf '%s\n' "$lines" | sha256sum | cut -d' ' -f1)
+  digest=$(printf '%s\n' "$lines" | sha256sum)
+  digest=${digest%% *}
   printf '%s\n' "$lines" | while IFS= read -r line; do out "FACT $line"; done
   out "FACTS $digest"
   if [ "$expected" != "$digest" ]; then

@@ -93,8 +93,8 @@ vpnaas_rp_loose() {  # dev: loose reverse-path filtering on one of the charm's d
   # filtering would drop it. WireGuard accepts a source only from the peer whose AllowedIPs hold
   # it, which is stricter; so loose mode (2: the kernel applies the larger of "all" and the
   # device's value, so this holds whatever the VNF's default).
-  local rpf="/proc/sys/net/ipv4/conf/$1/rp_filter"
-  if [ -w "$rpf" ] && [ "$(cat "$rpf")" != 2 ]; then echo 2 > "$rpf"; fi
+  local rpf="/proc/sys/net/ipv4/conf/$1/rp_filter" v=
+  if [ -w "$rpf" ]; then read -r v < "$rpf" || true; [ "$v" = 2 ] || echo 2 > "$rpf"; fi
 }
 
 vpnaas_routes() {  # dev: exactly the routes listed in /etc/wireguard/<dev>.routes point into dev
@@ -103,7 +103,7 @@ vpnaas_routes() {  # dev: exactly the routes listed in /etc/wireguard/<dev>.rout
   # there as wanted is left alone; only new or changed ones cost an `ip` call.
   local dev=$1 file="/etc/wireguard/$1.routes" key p s sk dst line fam msg f
   local -a src
-  local -A foreign=() ours=() ours_dst=() ours_src=() wanted=() elsewhere=()
+  local -A foreign=() ours=() ours_dst=() ours_src=() wanted=() elsewhere=() batch=()
   [ -e "$file" ] || : > "$file"
   vpnaas_rp_loose "$dev"
   for fam in -4 -6; do
@@ -132,13 +132,36 @@ vpnaas_routes() {  # dev: exactly the routes listed in /etc/wireguard/<dev>.rout
     if [ -n "${ours[$key]:-}" ] && [ "${ours_src[$key]}" = "$sk" ]; then
       continue
     fi
+    case "$p" in *:*) fam=-6 ;; *) fam=-4 ;; esac
+    # Into one `ip -batch` per family (a hub's first session adds two routes per spoke: one
+    # process, not one per route), but only words that are addresses: a batch line is split by
+    # ip itself, which would read a quote or a # in a word.
+    if [[ $p =~ ^[0-9A-Fa-f:./]+$ ]] && [[ $s =~ ^[0-9A-Fa-f:./-]+$ ]]; then
+      line="route replace $p dev $dev proto $VPNAAS_PROTO"
+      [ "$s" = - ] || line+=" src $s"
+      batch[$fam]+=$line$'\n'
+      continue
+    fi
     src=()
     [ "$s" = - ] || src=(src "$s")
-    case "$p" in *:*) fam=-6 ;; *) fam=-4 ;; esac
     if ! msg=$(ip "$fam" route replace "$p" dev "$dev" proto "$VPNAAS_PROTO" "${src[@]}" 2>&1); then
       echo "REFUSED $dev $p ip route: $msg"
     fi
   done < <(vpnaas_canon_lines < "$file")
+  for fam in -4 -6; do
+    [ -n "${batch[$fam]:-}" ] || continue
+    printf '%s' "${batch[$fam]}" | ip "$fam" -force -batch - >/dev/null 2>&1 && continue
+    # One of them failed: each one again on its own (replace is idempotent), to say which and why.
+    # Every line, not only the refused one: -force goes on past a route the kernel refuses, but
+    # ip exits at an argument it cannot parse (iproute2's invarg), leaving the lines after it.
+    while read -r _ _ p _ _ _ _ _ s; do
+      src=()
+      [ -z "$s" ] || src=(src "$s")
+      if ! msg=$(ip "$fam" route replace "$p" dev "$dev" proto "$VPNAAS_PROTO" "${src[@]}" 2>&1); then
+        echo "REFUSED $dev $p ip route: $msg"
+      fi
+    done < <(printf '%s' "${batch[$fam]}")
+  done
   for key in "${!ours[@]}"; do
     case "$key" in 0.0.0.0/0|0000:0000:0000:0000:0000:0000:0000:0000/0) continue ;; esac
     if [ -n "${wanted[$key]:-}" ] || [ -n "${elsewhere[$key]:-}" ]; then continue; fi

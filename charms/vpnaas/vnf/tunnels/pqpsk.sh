@@ -92,13 +92,16 @@ pq_psk_files() {  # dev data...: write each device's file, remove ours of device
   # Runs twice in every tunnel step (remote.py), on the critical path of every session: a file
   # that is already as wanted costs no program run (read and compared with builtins; the modes of
   # the folder and of every file asked once, by one stat).
-  local dev data item body pub f m want current keep=" " any=0
+  local dev data item line body pub f m want current keep=" " any=0
   local -A mode=()
   while IFS=' ' read -r m f; do mode[$f]=$m; done < <(stat -c '%a %n' -- "$PQ_PSK_DIR" "$PQ_PSK_DIR"/*.conf 2>/dev/null || true)
   while [ $# -ge 2 ]; do
     dev=$1 data=$2
     shift 2
-    item=$(data_item "${data}_PQ")
+    item=
+    for line in "${VPNAAS_DATA[@]}"; do   # data_item, without its subshell (twice a step, per device)
+      case "$line" in "${data}_PQ="*) item=${line#*=}; break ;; esac
+    done
     if [ -z "$item" ] || [ ! -e "/etc/wireguard/$dev.key" ]; then continue; fi
     body=$(base64 -d <<<"$item")
     [ -n "$body" ] || continue
@@ -108,7 +111,7 @@ pq_psk_files() {  # dev data...: write each device's file, remove ours of device
     f=$PQ_PSK_DIR/$dev.conf
     printf -v want '%s\npublic %s\n' "$body" "$pub"
     current=
-    if [ -f "$f" ]; then IFS= read -r -d '' current < "$f" || true; fi
+    if [ -f "$f" ]; then read_whole current "$f"; fi
     if [ "$current" != "$want" ] || [ "${mode[$f]:-}" != 600 ]; then
       write_if_changed "$f" 600 "$want"
       # a running daemon reads it now, not at its next scan (2 s): a new peer's first exchange
@@ -131,7 +134,7 @@ pq_psk_files() {  # dev data...: write each device's file, remove ours of device
 }
 
 pq_psk_daemon() {  # start the daemon, or restart it when its program changed
-  local prog="$DATAPLANE_DIR/pq-psk" text digest pid ready rfd line started
+  local prog="$DATAPLANE_DIR/pq-psk" text digest pid running ready rfd line started
   # The program's digest: programs_check has just checked the installed copy against it
   # (dataplane.sh), so it is not hashed again here (3 MB, twice in every step). The program
   # started is always the charm's own (that check), so it knows -ready.
@@ -150,7 +153,9 @@ pq_psk_daemon() {  # start the daemon, or restart it when its program changed
     return 0
   fi
   pid=$(pq_psk_pid)
-  if [ -n "$pid" ] && [ "$(cat "$PQ_PSK_PIDFILE.sha256" 2>/dev/null)" != "$digest" ]; then
+  running=
+  if [ -f "$PQ_PSK_PIDFILE.sha256" ]; then read -r running < "$PQ_PSK_PIDFILE.sha256" || true; fi
+  if [ -n "$pid" ] && [ "$running" != "$digest" ]; then
     pq_psk_stop
     pid=
   fi
@@ -196,8 +201,9 @@ pq_psk_kick() {  # a device was just written: a running daemon looks at it now (
   # agreed one back; at its next look (5 s) that could cost the peer a handshake attempt (5 s
   # more). A file, not a signal: a signal before the daemon's handler is installed would end it.
   # Only where the daemon keeps its state (it runs), and only after a change: an unchanged step
-  # touches nothing.
-  if [ -d "$PQ_PSK_STATE" ]; then touch "$PQ_PSK_STATE/kick"; fi
+  # touches nothing. Truncated by the shell rather than touched by a program (one process fewer
+  # per changed device): the daemon sees the write through inotify, and its time where it looks.
+  if [ -d "$PQ_PSK_STATE" ]; then : > "$PQ_PSK_STATE/kick"; fi
 }
 
 pq_psk_ensure() {  # dev data...: as pq_psk_files, then the daemon runs exactly when a file is left

@@ -19,9 +19,10 @@ apply_routes() {  # dev: run the routes hook now and pass on what it refused
 }
 
 service_addresses() {  # address[=label]...: the wanted service addresses (PreUp of every device runs this too)
-  local wanted
-  wanted=$(printf '%s\n' "$@" | sed 's/=/ /' | grep . || true)
-  write_if_changed "$WANTED_ADDRESSES" 600 "${wanted:+$wanted$'\n'}"
+  local wanted="" a
+  # "address label" per line (the first = only), empty arguments left out: bash alone
+  for a in "$@"; do [ -z "$a" ] || wanted+="${a/=/ }"$'\n'; done
+  write_if_changed "$WANTED_ADDRESSES" 600 "$wanted"
   "$SERVICE_HOOK"
 }
 
@@ -40,7 +41,8 @@ stage_routes() {  # dev data-name ...: every planned device's route list, before
   # A device that is going away holds nothing any more: it protects no route of another.
   for f in /etc/wireguard/wg-*.routes /etc/wireguard/wr-*.routes; do
     [ -s "$f" ] || continue
-    dev=$(basename "$f" .routes)
+    dev=${f##*/}
+    dev=${dev%.routes}
     [ -n "${planned[$dev]:-}" ] || : > "$f"
   done
 }
