@@ -72,12 +72,8 @@ def own_ticks(namespaces):
     tunnel daemons). Unlike ``cpu_seconds`` (the whole machine), other work on the machine does
     not count; a hook still running at a reading counts only once it ends."""
     total = loadcheck.process_ticks("self", children=True)
-    seen = set()
-    for ns in namespaces:
-        for pid in vim.sh(["ip", "netns", "pids", ns], check=False).stdout.split():
-            if pid not in seen:
-                seen.add(pid)
-                total += loadcheck.process_ticks(pid, children=True)
+    for pid in loadcheck.namespace_pids(namespaces):
+        total += loadcheck.process_ticks(pid, children=True)
     return total
 
 
