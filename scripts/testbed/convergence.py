@@ -12,6 +12,7 @@ contacts the VNF, one per credential check) and sshd logins (an independent coun
 """
 import os
 import re
+import threading
 import time
 
 from testbed import demo
@@ -46,12 +47,16 @@ class BenchModel(vca.Model):
         #: process tree and of their processes at the first config (``own_ticks``).
         self.namespaces = lambda: []
         self.own_at_first_config = None
+        #: The LCM runs every VNF's config primitive at once, each in a thread of its own: the
+        #: readings are taken once, by the first, before any primitive's time is recorded.
+        self._first_config = threading.Lock()
 
     def set_config(self, app, values, wait=True):
-        if not self.config_times:
-            self.own_at_first_config = own_ticks(self.namespaces())
-            self.ticks_at_first_config = loadcheck.machine_ticks()
-        self.config_times.append(time.monotonic())
+        with self._first_config:
+            if not self.config_times:
+                self.own_at_first_config = own_ticks(self.namespaces())
+                self.ticks_at_first_config = loadcheck.machine_ticks()
+            self.config_times.append(time.monotonic())
         super().set_config(app, values, wait=wait)
 
 
