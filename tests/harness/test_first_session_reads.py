@@ -19,16 +19,11 @@ def spoke(i):
 
 @pytest.fixture
 def keyed(proxy, vnf):
-    """The unit with its SSH key on the VNF, related to two units that published, not configured;
-    their relation-changed hooks have not run yet (OSM configured every VNF at once: they are
-    queued behind this unit's config-changed). A unit that saw them published in those hooks reads
-    them in its first session: test_first_session_published.py."""
+    """The unit with its SSH key on the VNF, related to two units that published, not configured."""
     assert proxy.act("generate-ssh-key").results == {"generated": "true"}
     vnf.authorize(proxy.charm.keystore.public_key())
     data = {"s1/0": spoke(1), "s2/0": spoke(2)}
-    proxy.harness.disable_hooks()
     rels = {unit: proxy.relate("vpn", unit, bag) for unit, bag in data.items()}
-    proxy.harness.enable_hooks()
     return proxy, rels, data
 
 

@@ -153,14 +153,14 @@ class VpnaasCharm(CharmBase):
         ``peer-keys``: every peer that configures this unit's key then writes it, which is a hook
         about that peer here, so no peer is left unread for good (relation_data.publication).
 
-        Nor when every related unit was seen published in a hook about it before this unit was
-        configured (``published_peers``: a VNF configured after its peers): reading them all now
-        leaves no keyless copy, and the first session takes every key."""
+        Nor when every related unit was seen publishing, by the hooks about it, before this unit
+        was configured (``published_peers``: a VNF configured after its peers): reading them all
+        now leaves no keyless copy, and the first session takes every key."""
         if not self.workload.waits_for_tunnels or json.loads(self._stored.public_keys):
             return False
         related = [relation_cache.slot(rel.id, unit.name)
                    for ep in self.endpoints for rel in self.tunnels.live(ep.name) for unit in rel.units]
-        return not published_peers.all_recorded(self.state_dir, related)
+        return not published_peers.all_published(self.state_dir, related)
 
     @property
     def programs(self) -> Dict[str, dataplane.Program]:
@@ -270,8 +270,7 @@ class VpnaasCharm(CharmBase):
                                              lambda: event.relation.data[unit], hostname,
                                              lambda rid: relations[rid].data[self.unit] if rid in relations else None)
         if ended and hostname.record:
-            published_peers.note(self.state_dir, relation_cache.slot(event.relation.id, unit.name),
-                                 event.relation.data[unit])
+            published_peers.note(self.state_dir, relation_cache.slot(event.relation.id, unit.name))
         return ended
 
     def _remember_relations(self, plan: model.Plan) -> None:

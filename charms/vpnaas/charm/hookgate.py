@@ -27,8 +27,9 @@ here. 1: run the charm. Anything
 unexpected (a value of the wrong shape, a failing or slow tool call, an unreadable cache) means
 "run the charm": this gate can only ever skip what the charm would have skipped. It writes
 nothing but that action's result and, for a relation-changed that came before ``ssh-hostname``
-was set, whether its remote unit had published (``published_peers``: a hint for the first
-session), logs nothing, and passes values only as separate arguments (never through a shell).
+was set, one more count for its remote unit (``published_peers``: a hint for the first session,
+read from no relation), logs nothing, and passes values only as separate arguments (never
+through a shell).
 """
 import json
 import os
@@ -145,7 +146,7 @@ def nothing_to_do(environ: Mapping[str, str]) -> bool:
                                          lambda: _databag(relation_id, unit), hostname,
                                          lambda rid: _databag(rid, me))
     if ended and hostname.record:
-        published_peers.note(directory, relation_cache.slot(relation_id, unit), _databag(relation_id, unit))
+        published_peers.note(directory, relation_cache.slot(relation_id, unit))
     return ended
 
 
