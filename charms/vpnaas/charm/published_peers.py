@@ -4,10 +4,11 @@ first session may read at once.
 A unit that asks its peers for ``peer-keys`` leaves unread, in its first session, the related
 units it never read (``VpnaasCharm.defers_unread``): Juju 2.9's unit agent keeps what a read
 returns from then until the next hook about that unit, and when OSM configures every VNF at once
-the peers have not published yet. But a VNF configured after its peers (OSM's LCM with one VNF
-after another, a VNF added to a running NS, the testbed's serial VCA) finds them published, and
-deferring them costs that unit a second session after the first, which its peers' handshakes
-wait for.
+the peers have not published yet. But a VNF configured after its peers, related before they
+published (OSM's order, relations first, with an LCM or VCA that configures one VNF after another:
+the testbed's demo) finds them published, and deferring them costs that unit a second session
+after the first, which its peers' handshakes wait for. (A unit related after its peers published,
+as a scaled-out instance is, sees one relation-changed per peer and keeps the deferral.)
 
 Whether a peer published is told by the hooks about it, without reading it: Juju runs one
 relation-changed about a remote unit right after its relation-joined, whatever its data
