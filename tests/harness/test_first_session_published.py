@@ -1,11 +1,11 @@
 """A unit that asks its peers for ``peer-keys`` and saw every related unit publish before its own
 ``config`` (a VNF configured after its peers and related before they published: OSM's order with
-an LCM that configures one VNF after another, the demo's) reads them all in its first session and applies their keys there: no second session,
-and the peers' handshakes need only their own session (``published_peers``;
-``VpnaasCharm.defers_unread``). "Saw publish": the second relation-changed about the unit, as Juju
-runs one right after relation-joined and one per change of its settings. A related unit not seen
-publishing keeps the first session deferring, as before (test_first_session_reads.py). The real
-charm, logged in to a fake VNF."""
+an LCM that configures one VNF after another, the demo's) reads them all in its first session and
+applies their keys there: no second session, and the peers' handshakes need only their own
+session (``published_peers``; ``VpnaasCharm.defers_unread``). "Saw publish": the second
+relation-changed about the unit, as Juju runs one right after relation-joined and one per change
+of its settings. A related unit not seen publishing keeps the first session deferring, as before
+(test_first_session_reads.py). The real charm, logged in to a fake VNF."""
 import pytest
 from fake_vnf import keypair
 from harness_helpers import CONFIG, peer_data
