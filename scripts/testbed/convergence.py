@@ -42,6 +42,8 @@ class BenchModel(vca.Model):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.config_times = []
+        #: (application, time.monotonic()) of every config primitive, in the order they started.
+        self.config_apps = []
         self.ticks_at_first_config = None
         #: The testbed's VNF namespaces (set by instantiate_measured) and the CPU ticks of this
         #: process tree and of their processes at the first config (``own_ticks``).
@@ -57,6 +59,7 @@ class BenchModel(vca.Model):
                 self.own_at_first_config = own_ticks(self.namespaces())
                 self.ticks_at_first_config = loadcheck.machine_ticks()
             self.config_times.append(time.monotonic())
+            self.config_apps.append((app, self.config_times[-1]))
         super().set_config(app, values, wait=wait)
 
 
@@ -253,16 +256,19 @@ def eps_instance(charms_dir):
     return inst
 
 
-def run_eps_once(runner, then=None, adjust=None, after_up=None):
+def run_eps_once(runner, then=None, adjust=None, after_up=None, on_testbed=None):
     """One EPS instantiation; ``then(tb, inst, model)`` runs on the converged testbed before teardown;
     ``adjust(inst)`` changes the instance first (its config primitives' parameters);
-    ``after_up(tb, inst, model)`` adds figures the moment every handshake is there (pqcost.py)."""
+    ``after_up(tb, inst, model)`` adds figures the moment every handshake is there (pqcost.py);
+    ``on_testbed(tb, inst)`` runs once the testbed exists, before any VNF (hookclass's watch)."""
     inst = eps_instance(runner.charms_dir)
     if adjust:
         adjust(inst)
     tb = runner.testbed("tb-eps")
     model = None
     try:
+        if on_testbed:
+            on_testbed(tb, inst)
         model = runner.model(tb, "eps")
 
         def checks(tb_):

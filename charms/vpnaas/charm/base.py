@@ -25,7 +25,7 @@ from ops.charm import (
 from ops.framework import StoredState
 from ops.model import BlockedStatus, MaintenanceStatus, StatusBase, WaitingStatus
 
-from vpnaas.charm import relation_cache, relation_memory, status
+from vpnaas.charm import published_peers, relation_cache, relation_memory, status
 from vpnaas.charm.proxy_actions import ProxyActions
 from vpnaas.charm.tunnel_relation import EVERY_UNIT, TunnelRelations, tunnel_endpoints
 from vpnaas.charm.workload import Workload
@@ -151,8 +151,16 @@ class VpnaasCharm(CharmBase):
         Only while this unit has no key of its own (its first session has not succeeded: the VNF
         holds no tunnel of it, so nothing is removed) and only for a unit that asks its peers for
         ``peer-keys``: every peer that configures this unit's key then writes it, which is a hook
-        about that peer here, so no peer is left unread for good (relation_data.publication)."""
-        return bool(self.workload.waits_for_tunnels) and not json.loads(self._stored.public_keys)
+        about that peer here, so no peer is left unread for good (relation_data.publication).
+
+        Nor when every related unit was seen publishing, by the hooks about it, before this unit
+        was configured (``published_peers``: a VNF configured after its peers): reading them all
+        now leaves no keyless copy, and the first session takes every key."""
+        if not self.workload.waits_for_tunnels or json.loads(self._stored.public_keys):
+            return False
+        related = [relation_cache.slot(rel.id, unit.name)
+                   for ep in self.endpoints for rel in self.tunnels.live(ep.name) for unit in rel.units]
+        return not published_peers.all_published(self.state_dir, related)
 
     @property
     def programs(self) -> Dict[str, dataplane.Program]:
@@ -255,10 +263,15 @@ class VpnaasCharm(CharmBase):
             state = dict(state, applied="")     # taken for another plan: only the no-VNF rule holds
         unit = event.unit
         relations = {rel.id: rel for ep in self.endpoints for rel in self.model.relations[ep.name]}
-        return relation_cache.nothing_to_do(state, kind, event.relation.name, event.relation.id,
-                                            unit.name if unit is not None else None,
-                                            lambda: event.relation.data[unit], lambda: self.config.get("ssh-hostname"),
-                                            lambda rid: relations[rid].data[self.unit] if rid in relations else None)
+        hostname = published_peers.UnconfiguredChanged(kind, unit.name if unit is not None else None,
+                                                       lambda: self.config.get("ssh-hostname"))
+        ended = relation_cache.nothing_to_do(state, kind, event.relation.name, event.relation.id,
+                                             unit.name if unit is not None else None,
+                                             lambda: event.relation.data[unit], hostname,
+                                             lambda rid: relations[rid].data[self.unit] if rid in relations else None)
+        if ended and hostname.record:
+            published_peers.note(self.state_dir, relation_cache.slot(event.relation.id, unit.name))
+        return ended
 
     def _remember_relations(self, plan: model.Plan) -> None:
         """After a reconcile that did not fail: the digests of every remote unit's data as the plan
