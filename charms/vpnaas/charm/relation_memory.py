@@ -25,8 +25,10 @@ the record; so does a relation hook when there is none (``relations`` None).
 A relation-joined that the hook gate ends (relation_cache: Juju runs that unit's relation-changed
 next on the relation) reaches the memory with that relation-changed: until then this unit plans
 without the new member, exactly as it would had that hook not run yet. A hook killed after the
-memory was saved, or whose commit Juju did not make, is run again by Juju before any other (the
-memory is then ahead of the agent only for the relation that very hook reads afresh).
+memory was saved, or whose commit Juju did not make, is in error: Juju runs it again before any
+other hook about an existing relation (worker/uniter/resolver.go ``NextOp``), and it reads its own
+relation afresh; a hook skipped with ``juju resolved --no-retry`` is repaired by the next
+non-relation hook (update-status).
 
 **Remote units.** Juju 2.9's unit agent keeps each related unit's settings across hooks and
 refreshes only the hook's own remote unit: reading another member in a relation hook answers what
