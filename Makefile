@@ -48,7 +48,7 @@ wireguard-go: venv ## build the newest wireguard-go (static) into build/tools: t
 hookclient: ## build the emulated VCA's compiled hook-tool client into build/tools (Go; else the Python client is used)
 	bash scripts/build-hookclient.sh
 
-pq-psk: ## build the pq-psk daemon (pqpsk/, Go standard library: ML-KEM-768 preshared keys) into build/tools: the charms ship it
+pq-psk: ## build the pq-psk daemon (pqpsk/, Go: ML-KEM-768 preshared keys; wgctrl from the Go module proxy) into build/tools: the charms ship it
 	bash scripts/build-pq-psk.sh
 
 boringtun: ## build boringtun-cli (crates.io; cargo-zigbuild for glibc 2.17, from PyPI) into build/tools: the charms ship it

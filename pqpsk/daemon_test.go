@@ -18,7 +18,7 @@ type fakeDev struct {
 	psk    map[[keyLen]byte][keyLen]byte
 	shakes map[[keyLen]byte]int64
 	known  map[[keyLen]byte]bool // peers that had a key once and are still on the device
-	looks  int                   // Handshakes calls
+	looks  int                   // Read calls
 }
 
 // hold adds peer to the device (what the VNF step's `wg set` does).
@@ -61,10 +61,19 @@ func (f *fakeDev) ClearPSK(p [keyLen]byte) error {
 	return nil
 }
 
-func (f *fakeDev) Handshakes() (map[[keyLen]byte]int64, error) {
+// Read is one look: counted (looked), as the real device's one call.
+func (f *fakeDev) Read() (*Look, error) {
+	shakes, _ := f.Handshakes()
+	psks, _ := f.PSKs()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.looks++
+	return &Look{Own: f.pub, OwnKnown: true, PSKs: psks, Shakes: shakes}, nil
+}
+
+func (f *fakeDev) Handshakes() (map[[keyLen]byte]int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	m := map[[keyLen]byte]int64{}
 	for k := range f.psk { // a peer the device holds (its handshake 0 unless recorded)
 		m[k] = 0
