@@ -70,7 +70,7 @@ lint: venv shellcheck typecheck ## ruff over all Python, shellcheck over every s
 	$(VENV)/bin/ruff check charms scripts tests
 	@if command -v go >/dev/null 2>&1; then \
 	  out=$$(gofmt -l scripts/testbed/hookclient-go scripts/bundle/osm_conformance/juju_parse.go pqpsk); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi; \
-	  (cd scripts/testbed/hookclient-go && go vet ./...) && (cd pqpsk && go vet ./...); \
+	  (cd scripts/testbed/hookclient-go && go vet ./...) && (cd pqpsk && go vet ./... && go vet -tags realdevice ./...); \
 	else echo "no Go toolchain: gofmt/go vet of the hook-tool client and pq-psk not run"; fi
 
 typecheck: venv ## mypy over everything a charm ships (the shared package; each src/charm.py is the build's one call into it), all of it annotated

@@ -164,6 +164,8 @@ func lookOf(d *wgtypes.Device) *Look {
 			continue
 		}
 		seen[pub] = true
+		// wgctrl's UAPI parse reads a handshake whose nanoseconds are exactly 0 as none (it wants
+		// both fields above 0): one in 10^9, and the next look reads the next handshake.
 		var at int64
 		if !p.LastHandshakeTime.IsZero() {
 			at = p.LastHandshakeTime.Unix()
