@@ -87,12 +87,6 @@ func (f *fakeDev) Handshakes() (map[[keyLen]byte]int64, error) {
 	return m, nil
 }
 
-func (f *fakeDev) PublicKey() ([keyLen]byte, bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.pub, true, nil
-}
-
 func (f *fakeDev) handshake(p [keyLen]byte, at int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -523,5 +517,31 @@ func TestAPeerThatLeftPQButStayedOnTheDeviceIsNotGivenItsKeyBack(t *testing.T) {
 	<-done
 	if _, ok := d.get(b); ok {
 		t.Fatal("a key was put back on a peer that left pq-psk")
+	}
+}
+
+// The watch reads its device once per look (the own key, the keys held and the handshakes in one
+// Read), at its start and at each kick; with the interval an hour away, nothing else reads.
+func TestTheWatchReadsTheDeviceOncePerLook(t *testing.T) {
+	a, b := key(1), key(2)
+	d := holding(a, PeerConf{Pub: b})
+	kick := &Wakeup{}
+	r := &Runner{Conf: &DeviceConf{Device: "wg-test", Public: a, Peers: []PeerConf{{Pub: b}}}, Dev: d,
+		States: NewStates("wg-test"), Watch: time.Hour, Kick: kick}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.keepInstalled(ctx) }()
+	waitFor(t, 10*time.Second, "no first look", func() bool { return d.looked() >= 1 })
+	for i := 2; i <= 4; i++ {
+		kick.Fire()
+		waitFor(t, 10*time.Second, "no look after the kick", func() bool { return d.looked() >= i })
+		if n := d.looked(); n != i {
+			t.Fatalf("%d reads after %d looks", n, i)
+		}
+	}
+	cancel()
+	<-done
+	if n := d.looked(); n != 4 {
+		t.Fatalf("%d reads for 4 looks", n)
 	}
 }
