@@ -1,0 +1,448 @@
+"""Where a star's CPU goes, by program and by role, without truncating short processes (issue 37).
+
+One star of N tunnels (``convergence.Star``: the hub configured last, the VCA's default
+scheduling) per size, interleaved; over the window from the first ``config`` primitive to the
+last handshake it attributes every CPU nanosecond of the instantiation's processes:
+
+- tasks that exit in the window: the kernel's taskstats exit records (``measurement.taskstats``,
+  every CPU registered; ``cpu_run_virtual_total``, the scheduler's runtime in ns). A task that
+  was already alive at the first config counts its CPU after that moment only (its runtime then
+  is read from ``/proc/<pid>/task/<tid>/schedstat``);
+- tasks alive at the last handshake (the bench, the VNFs' sshd and tunnel daemons, hooks still
+  running): their schedstat at the end minus at the start.
+
+A record's role comes from its ancestry. Its parent is the next exit record of the parent's pid
+(a parent outlives its running child, and a pid is reused only after its task exited, so
+that record is the parent, whatever the pid reuse of a 32,768-pid machine) or, when none
+arrives, the live process of that pid: a hook's ``dispatch`` (pid and time from the emulated
+VCA's ``HookRun.pid``) names its unit; a VNF's sshd, or any live process in a VNF's network
+namespace, names that VNF; the bench's process is the testbed (the emulated VCA, LCM and VIM,
+and their probes). A process reparented to init before it exited (ppid 1) cannot be traced:
+counted as ``orphan`` (on a shared machine that may include other users' work). Everything
+else on the machine is ``other`` and reported as one total only.
+
+Roles: ``hub-charm`` / ``spoke-charm`` (the unit's hooks: Python, ops, the charm, paramiko, the
+hook tools), ``hub-vnf`` / ``spoke-vnf`` (everything under the VNF's sshd and the daemons in its
+namespace), ``testbed``, ``orphan``. Also, every 0.1 s, the machine's busy time (``/proc/stat``)
+with what hooks were running then: where the idle core-seconds fall (the hub's hooks alone,
+spokes', none).
+
+    sudo PYTHONPATH=scripts:charms .venv/bin/python -m testbed.cpuattr --sizes 8,32,32,8 [--json FILE]
+"""
+import argparse
+import collections
+import json
+import os
+import sys
+import threading
+import time
+
+from testbed import bench, cli, convergence, demo
+from testbed.emulators import vim
+from testbed.measurement import loadcheck, taskstats
+
+ROLES = ("hub-charm", "spoke-charm", "hub-vnf", "spoke-vnf", "testbed", "orphan")
+#: A hook's exit record may arrive a little before its HookRun's ``ended`` or after it.
+HOOK_SLACK = 2.0
+Task = collections.namedtuple("Task", "tid tgid ppid comm start ns netns")
+
+
+# --------------------------------------------------------------------------- reading the machine
+
+def _read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def live_tasks(proc="/proc"):
+    """{tid: Task} of every task alive now: its process, parent, comm, start (clock ticks after
+    boot), the scheduler's runtime in ns and its network namespace's inode."""
+    out = {}
+    for pid in os.listdir(proc):
+        if not pid.isdigit():
+            continue
+        try:
+            netns = os.stat(os.path.join(proc, pid, "ns", "net")).st_ino
+            tids = os.listdir(os.path.join(proc, pid, "task"))
+        except OSError:
+            continue
+        for tid in tids:
+            base = os.path.join(proc, pid, "task", tid)
+            try:
+                stat, sched = _read(base + "/stat"), _read(base + "/schedstat")
+            except OSError:
+                continue
+            task = parse_task(int(tid), int(pid), stat, sched, netns)
+            if task:
+                out[task.tid] = task
+    return out
+
+
+def parse_task(tid, tgid, stat, schedstat, netns):
+    """A Task from /proc/<pid>/task/<tid>/stat and schedstat (None when unreadable)."""
+    try:
+        head, rest = stat.rsplit(")", 1)
+        fields = rest.split()
+        return Task(tid, tgid, int(fields[1]), head.split("(", 1)[1], int(fields[19]),
+                    int(schedstat.split()[0]), netns)
+    except (ValueError, IndexError):
+        return None
+
+
+class Collector(object):
+    """From ``start`` to ``stop``: taskstats exit records as they arrive (with their arrival time),
+    the live tasks at both ends, and the machine's busy ticks every ``period`` s."""
+
+    def __init__(self, period=0.1):
+        self.period = period
+        self.raw, self.busy = [], []
+        self.t_start = self.t_end = None
+        self.at_start = self.at_end = None
+        self.listener = self._thread = None
+        self.own_tid = None
+        self._stop = threading.Event()
+
+    def start(self):
+        self.listener = taskstats.Listener()
+        self.at_start = live_tasks()
+        self.t_start = time.monotonic()
+        self.busy.append((self.t_start, loadcheck.machine_ticks()[0]))
+        self._thread = threading.Thread(target=self._loop, name="cpuattr", daemon=True)
+        self._thread.start()
+
+    def _loop(self):
+        self.own_tid = threading.get_native_id() if hasattr(threading, "get_native_id") else None
+        next_sample = time.monotonic() + self.period
+        while not self._stop.is_set():
+            data = self.listener.read(timeout=max(0.0, next_sample - time.monotonic()))
+            now = time.monotonic()
+            if data:
+                self.raw.append((now, data))
+            if now >= next_sample:
+                self.busy.append((now, loadcheck.machine_ticks()[0]))
+                next_sample = now + self.period
+
+    def stop(self):
+        """End the window (the moment every handshake is there); the records of tasks that exit
+        in the next second are kept for their children's ancestry only."""
+        self.t_end = time.monotonic()
+        self.busy.append((self.t_end, loadcheck.machine_ticks()[0]))
+        self.at_end = live_tasks()
+        time.sleep(1.0)
+        self._stop.set()
+        self._thread.join()
+        while True:
+            data = self.listener.read(timeout=0.05)
+            if not data:
+                break
+            self.raw.append((time.monotonic(), data))
+        self.listener.close()
+        return {}
+
+    def records(self):
+        """[(arrival, record)] in arrival order."""
+        out = []
+        for t, data in self.raw:
+            for _kind, _cmd, payload in taskstats.messages(data):
+                out.extend((t, rec) for rec in taskstats.exit_records(payload))
+        return out
+
+
+# --------------------------------------------------------------------------- attribution (pure)
+
+class Roots(object):
+    """What names a role: hook runs [(pid, started, ended, unit)], the VNFs' sshd pids and
+    network namespace inodes ({value: vnf name}), the bench's pid, and which unit / VNF is the hub."""
+
+    def __init__(self, hooks, sshd, netns, bench_pid, hub="hub"):
+        self.hooks = collections.defaultdict(list)
+        for pid, started, ended, unit in hooks:
+            if pid:
+                self.hooks[pid].append((started, ended, unit))
+        self.sshd, self.netns, self.bench_pid, self.hub = sshd, netns, bench_pid, hub
+
+    def hook_unit(self, pid, t):
+        """The unit of the hook whose dispatch had ``pid`` at time ``t``, or None."""
+        best = None
+        for started, ended, unit in self.hooks.get(pid, ()):
+            if started - HOOK_SLACK <= t <= ended + HOOK_SLACK:
+                if best is None or abs(ended - t) < best[0]:
+                    best = (abs(ended - t), unit)
+        return best[1] if best else None
+
+    def of_unit(self, unit):
+        return "hub-charm" if unit.split("/")[0] == self.hub else "spoke-charm"
+
+    def of_vnf(self, name):
+        return "hub-vnf" if name == self.hub else "spoke-vnf"
+
+
+def live_role(pid, t, live, roots, depth=0):
+    """The role of the live process ``pid`` (a Task table ``live``), or "other"."""
+    task = live.get(pid)
+    if pid == roots.bench_pid:
+        return "testbed"
+    if task is not None and task.ppid == roots.bench_pid:
+        unit = roots.hook_unit(pid, t)
+        if unit:
+            return roots.of_unit(unit)
+    if pid in roots.sshd:
+        return roots.of_vnf(roots.sshd[pid])
+    if task is None:
+        return "orphan" if pid == 1 else "other"
+    if task.netns in roots.netns:
+        return roots.of_vnf(roots.netns[task.netns])
+    if task.ppid in (0, 1, 2) or depth > 64:
+        return "other"
+    return live_role(task.ppid, t, live, roots, depth + 1)
+
+
+def parents(records):
+    """For each exit record, the index of its parent's record (the next one of that pid: a
+    thread's parent is its process, a process's its parent process), or None."""
+    nxt, out = {}, [None] * len(records)
+    for i in range(len(records) - 1, -1, -1):
+        rec = records[i][1]
+        up = rec["tgid"] if rec["tgid"] and rec["tgid"] != rec["pid"] else rec["ppid"]
+        out[i] = nxt.get(up)
+        nxt[rec["pid"]] = i
+    return out
+
+
+def record_roles(records, live, roots):
+    """The role of every exit record (its ancestry; see the module's docstring)."""
+    up = parents(records)
+    roles = [None] * len(records)
+    for i in range(len(records) - 1, -1, -1):
+        t, rec = records[i]
+        if rec["ppid"] == roots.bench_pid and rec["tgid"] in (0, rec["pid"]):
+            unit = roots.hook_unit(rec["pid"], t)
+            if unit:
+                roles[i] = roots.of_unit(unit)
+                continue
+            roles[i] = "testbed"
+        elif up[i] is not None:
+            roles[i] = roles[up[i]]
+        else:
+            parent = rec["tgid"] if rec["tgid"] and rec["tgid"] != rec["pid"] else rec["ppid"]
+            roles[i] = live_role(parent, t, live, roots)
+    return roles
+
+
+def attribute(records, at_start, at_end, roots, t_start, t_end, exclude_tids=()):
+    """{role: {comm: [cpu ns, processes]}} over the window (``other``: the rest of the machine;
+    ``measurement``: the tasks ``exclude_tids``, this tool's own thread). Records are (arrival,
+    record) in arrival order; ``at_start``/``at_end`` {tid: Task}."""
+    roles = record_roles(records, at_end, roots)
+    table = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0]))
+    before = {tid: task.ns for tid, task in at_start.items()}
+    for (t, rec), role in zip(records, roles):
+        if t < t_start or t > t_end:
+            continue
+        ns = max(0, rec["cpu_run_virtual_total"] - before.pop(rec["pid"], 0))
+        cell = table[role][rec["comm"]]
+        cell[0] += ns
+        cell[1] += rec["tgid"] in (0, rec["pid"])
+    for tid, task in at_end.items():
+        old = at_start.get(tid)
+        same = old is not None and old.start == task.start
+        ns = task.ns - (old.ns if same else 0)
+        if ns <= 0:
+            continue
+        role = "measurement" if tid in exclude_tids else live_role(task.tgid, t_end, at_end, roots)
+        cell = table[role][task.comm]
+        cell[0] += ns
+        cell[1] += tid == task.tgid and not same
+    return {role: {comm: list(v) for comm, v in comms.items()} for role, comms in table.items()}
+
+
+def idle_split(busy, hooks, hub_unit, cores):
+    """Where the machine's idle core-seconds fell: per bin of ``busy`` [(t, busy ticks)], by what
+    hooks ran (``hooks`` [(started, ended, unit)]): "hub only", "hub and spokes", "spokes only",
+    "no hook". {kind: {"seconds", "busy_cpu_s", "idle_core_s"}}."""
+    out = collections.defaultdict(lambda: {"seconds": 0.0, "busy_cpu_s": 0.0, "idle_core_s": 0.0})
+    for (t0, b0), (t1, b1) in zip(busy, busy[1:]):
+        if t1 <= t0:
+            continue
+        units = {unit for started, ended, unit in hooks if started < t1 and ended > t0}
+        hub = hub_unit in units
+        spokes = bool(units - {hub_unit})
+        kind = ("hub and spokes" if spokes else "hub only") if hub else ("spokes only" if spokes else "no hook")
+        cpu = (b1 - b0) / float(loadcheck.TICK)
+        cell = out[kind]
+        cell["seconds"] += t1 - t0
+        cell["busy_cpu_s"] += cpu
+        cell["idle_core_s"] += max(0.0, cores * (t1 - t0) - cpu)
+    return dict(out)
+
+
+# --------------------------------------------------------------------------- summaries
+
+def role_totals(table):
+    """{role: {"cpu_s", "processes"}} of an ``attribute`` table."""
+    return {role: {"cpu_s": sum(v[0] for v in comms.values()) / 1e9, "processes": sum(v[1] for v in comms.values())}
+            for role, comms in table.items()}
+
+
+def by_program(table, roles=ROLES):
+    """{role: {comm: cpu_s}} of the instantiation's roles (``other`` left out)."""
+    return {role: {comm: v[0] / 1e9 for comm, v in table.get(role, {}).items()} for role in roles}
+
+
+def excess(small, big, k_small, k_big):
+    """What grows faster than the VNF count: big - (k_big+1)/(k_small+1) x small, per key of
+    two {key: number} maps (a key missing on one side counts 0)."""
+    scale = (k_big + 1) / float(k_small + 1)
+    return {key: big.get(key, 0.0) - scale * small.get(key, 0.0) for key in set(small) | set(big)}
+
+
+def _median(values):
+    values = sorted(values)
+    n = len(values)
+    return (values[n // 2] + values[(n - 1) // 2]) / 2.0 if n else 0.0
+
+
+def median_maps(maps):
+    """The per-key median of several {key: number} maps (a missing key counts 0)."""
+    keys = set().union(*maps) if maps else set()
+    return {key: _median([m.get(key, 0.0) for m in maps]) for key in keys}
+
+
+def flat_programs(rec):
+    """{"role comm": cpu_s} of one run's record."""
+    return {"{} {}".format(role, comm): cpu for role, comms in rec["programs"].items() for comm, cpu in comms.items()}
+
+
+# --------------------------------------------------------------------------- one star
+
+class _Model(convergence.BenchModel):
+    """The bench's model, starting the collector at the first config primitive."""
+
+    collector = None
+
+    def set_config(self, app, values, wait=True):
+        if not self.config_times and self.collector is not None:
+            self.collector.start()
+        super().set_config(app, values, wait=wait)
+
+
+class _Runner(convergence.Runner):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.collector = None
+
+    def model(self, tb, name):
+        m = _Model(os.path.join(self.workdir, "vca-" + name), name=name, runner=tb.runner(), parallel=self.parallel)
+        m.collector = self.collector
+        return m
+
+
+def measure_star(runner, k):
+    """One star of ``k`` tunnels with the collector on; its convergence record with ``cpuattr``."""
+    collector = runner.collector = Collector()
+    star = convergence.Star(runner, k)
+    try:
+        rec = star.up(after_up=collector.stop)
+        tb, model = star.tb, star.model
+        hooks = [(r.pid, r.started, r.ended, r.unit) for r in model.hook_log]
+        roots = Roots(hooks, {v.sshd.pid: name for name, v in tb.vnfs.items()},
+                      {os.stat("/proc/{}/ns/net".format(v.ns_pid)).st_ino: name for name, v in tb.vnfs.items()},
+                      os.getpid())
+        records = collector.records()
+        table = attribute(records, collector.at_start, collector.at_end, roots, collector.t_start, collector.t_end,
+                          exclude_tids={collector.own_tid})
+        window = [(r.started, r.ended, r.unit) for r in model.hook_log]
+        return {"tunnels": k, "vnfs": k + 1, "seconds_after_first_config": rec["seconds_after_first_config"],
+                "cpu_seconds_machine": rec["cpu_seconds"], "own_cpu_seconds": rec["own_cpu_seconds"],
+                "cpu_busy_fraction": rec["cpu_busy_fraction"], "sessions": rec["sessions"],
+                "exit_records": sum(1 for t, _r in records if collector.t_start <= t <= collector.t_end),
+                "overruns": collector.listener.overruns, "roles": role_totals(table), "programs": by_program(table),
+                "idle": idle_split(sorted(b for b in collector.busy if b[0] <= collector.t_end), window, "hub/0",
+                                   os.cpu_count() or 1),
+                "hub_session_seconds": sum(r.seconds for r in model.hook_log if r.unit == "hub/0"
+                                           and convergence.hook_kind(r) == "session"
+                                           and r.started >= min(model.config_times))}
+    finally:
+        star.down()
+
+
+# --------------------------------------------------------------------------- report and command line
+
+def compare(recs, small, big):
+    """Medians per size and the excess at ``big`` over (big+1)/(small+1) x ``small``, by role
+    and by role and program."""
+    roles = {k: median_maps([{r: v["cpu_s"] for r, v in rec["roles"].items()} for rec in recs[k]])
+             for k in (small, big)}
+    progs = {k: median_maps([flat_programs(rec) for rec in recs[k]]) for k in (small, big)}
+    return {"roles": {str(small): roles[small], str(big): roles[big],
+                      "excess": excess(roles[small], roles[big], small, big)},
+            "programs": {str(small): progs[small], str(big): progs[big],
+                         "excess": excess(progs[small], progs[big], small, big)}}
+
+
+def print_report(recs, out=sys.stdout):
+    for k in sorted(recs):
+        for i, rec in enumerate(recs[k]):
+            roles = ", ".join("{} {:.1f} CPU-s ({} proc)".format(r, v["cpu_s"], v["processes"])
+                              for r, v in sorted(rec["roles"].items()))
+            print("{} tunnels run {}: {:.1f} s from the first config (under load), {} exit records, {} overruns; {}"
+                  .format(k, i + 1, rec["seconds_after_first_config"], rec["exit_records"], rec["overruns"], roles),
+                  file=out)
+            for kind, v in sorted(rec["idle"].items()):
+                print("    {:<15} {:6.1f} s, busy {:6.1f} CPU-s, idle {:6.1f} core-s".format(
+                    kind, v["seconds"], v["busy_cpu_s"], v["idle_core_s"]), file=out)
+    sizes = sorted(recs)
+    if len(sizes) >= 2:
+        cmp = compare(recs, sizes[0], sizes[-1])
+        print("\nexcess at {} over {}/{} x {} (medians, CPU-s):".format(sizes[-1], sizes[-1] + 1, sizes[0] + 1,
+                                                                     sizes[0]), file=out)
+        for key, value in sorted(cmp["programs"]["excess"].items(), key=lambda kv: -abs(kv[1]))[:25]:
+            print("  {:<36} {:7.2f}  ({:.2f} -> {:.2f})".format(key, value, cmp["programs"][str(sizes[0])].get(key, 0),
+                                                              cmp["programs"][str(sizes[-1])].get(key, 0)), file=out)
+        for key, value in sorted(cmp["roles"]["excess"].items()):
+            print("  role {:<31} {:7.2f}".format(key, value), file=out)
+        return cmp
+    return None
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python -m testbed.cpuattr", description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", default="8,32,32,8", help="stars to bring up, in this order (default 8,32,32,8)")
+    p.add_argument("--parallel", type=cli.hook_slots, default=0, help="hook slots across units (default 0: none)")
+    p.add_argument("--json", help="write every run's record here")
+    args = p.parse_args(argv)
+    args.sizes = cli.parse_list(p, "--sizes", args.sizes, convert=cli.positive_int)
+    if any(k > 250 for k in args.sizes):
+        p.error("--sizes: at most 250 tunnels (one /24 link)")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if os.geteuid() != 0:
+        print("testbed.cpuattr needs root (namespaces, taskstats)", file=sys.stderr)
+        return 2
+    progress = demo.Progress()
+    charms_dir = bench.build_charms.output_dir("local")
+    out = os.path.join(bench.BUILD_DIR, "cpuattr")
+    os.makedirs(out, exist_ok=True)
+    work = bench.make_work_dir(out)
+    recs = {}
+    try:
+        runner = _Runner(charms_dir, work, vim.userspace_wireguard(), args.parallel, progress)
+        for k in args.sizes:
+            recs.setdefault(k, []).append(measure_star(runner, k))
+            progress("{} tunnels: {:.1f} CPU-s attributed".format(
+                k, sum(v["cpu_s"] for r, v in recs[k][-1]["roles"].items() if r != "other")))
+    finally:
+        bench.remove_work_dir(work)
+    cmp = print_report(recs)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"command": " ".join(["python -m testbed.cpuattr"] + (argv or sys.argv[1:])),
+                       "runs": {str(k): v for k, v in recs.items()}, "compare": cmp}, f, indent=1, sort_keys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
