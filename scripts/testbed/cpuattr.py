@@ -101,20 +101,25 @@ class Collector(object):
         self.listener = self._thread = None
         self.own_tid = None
         self._stop = threading.Event()
+        self._once = threading.Lock()
 
     def start(self):
-        self.listener = taskstats.Listener()
-        self.at_start = live_tasks()
-        self.t_start = time.monotonic()
-        self.busy.append((self.t_start, loadcheck.machine_ticks()[0]))
-        self._thread = threading.Thread(target=self._loop, name="cpuattr", daemon=True)
-        self._thread.start()
+        """Open the window (once: the LCM's tasks run every VNF's first config at once)."""
+        with self._once:
+            if self.listener is not None:
+                return
+            self.listener = taskstats.Listener()
+            self.at_start = live_tasks()
+            self.t_start = time.monotonic()
+            self.busy.append((self.t_start, loadcheck.machine_ticks()[0]))
+            self._thread = threading.Thread(target=self._loop, name="cpuattr", daemon=True)
+            self._thread.start()
 
     def _loop(self):
         self.own_tid = threading.get_native_id() if hasattr(threading, "get_native_id") else None
         next_sample = time.monotonic() + self.period
         while not self._stop.is_set():
-            data = self.listener.read(timeout=max(0.0, next_sample - time.monotonic()))
+            data = self.listener.read(timeout=max(0.005, next_sample - time.monotonic()))
             now = time.monotonic()
             if data:
                 self.raw.append((now, data))

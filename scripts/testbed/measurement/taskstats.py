@@ -151,10 +151,10 @@ class Listener(object):
     def read(self, timeout=0.2):
         """One datagram, or None after ``timeout``; a receive-buffer overrun (records lost) is
         counted in ``overruns``."""
-        self.sock.settimeout(timeout)
+        self.sock.settimeout(max(timeout, 0.001))
         try:
             return self.sock.recv(1 << 16)
-        except socket.timeout:
+        except (socket.timeout, BlockingIOError):
             return None
         except OSError as e:
             if e.errno == 105:      # ENOBUFS: the kernel dropped records
