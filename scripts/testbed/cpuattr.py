@@ -102,6 +102,8 @@ class Collector(object):
         self.own_tid = None
         self._stop = threading.Event()
         self._once = threading.Lock()
+        #: CPU-s of the two /proc snapshots, in the bench's threads (counted as measurement, not testbed)
+        self.snapshot_cpu = 0.0
 
     def start(self):
         """Open the window (once: the LCM's tasks run every VNF's first config at once)."""
@@ -109,7 +111,9 @@ class Collector(object):
             if self.listener is not None:
                 return
             self.listener = taskstats.Listener()
+            t0 = time.thread_time()
             self.at_start = live_tasks()
+            self.snapshot_cpu += time.thread_time() - t0
             self.t_start = time.monotonic()
             self.busy.append((self.t_start, loadcheck.machine_ticks()[0]))
             self._thread = threading.Thread(target=self._loop, name="cpuattr", daemon=True)
@@ -132,7 +136,9 @@ class Collector(object):
         in the next second are kept for their children's ancestry only."""
         self.t_end = time.monotonic()
         self.busy.append((self.t_end, loadcheck.machine_ticks()[0]))
+        t0 = time.thread_time()
         self.at_end = live_tasks()
+        self.snapshot_cpu += time.thread_time() - t0
         time.sleep(1.0)
         self._stop.set()
         self._thread.join()
@@ -203,14 +209,16 @@ def live_role(pid, t, live, roots, depth=0):
 
 
 def parents(records):
-    """For each exit record, the index of its parent's record (the next one of that pid: a
-    thread's parent is its process, a process's its parent process), or None."""
+    """For each exit record, the index of its parent process's record (the next one of its
+    ``ppid``), or None. A thread's ``ppid`` is its process's parent, which cannot have reaped the
+    process while one of its threads still ran; its own thread group leader is no help, as the
+    threads of an exit_group end in any order and the leader's pid may be reused after."""
     nxt, out = {}, [None] * len(records)
     for i in range(len(records) - 1, -1, -1):
         rec = records[i][1]
-        up = rec["tgid"] if rec["tgid"] and rec["tgid"] != rec["pid"] else rec["ppid"]
-        out[i] = nxt.get(up)
-        nxt[rec["pid"]] = i
+        out[i] = nxt.get(rec["ppid"])
+        if rec["tgid"] in (0, rec["pid"]):
+            nxt[rec["pid"]] = i
     return out
 
 
@@ -228,9 +236,10 @@ def record_roles(records, live, roots):
             roles[i] = "testbed"
         elif up[i] is not None:
             roles[i] = roles[up[i]]
+        elif rec["ppid"] in (0, 1) and rec["tgid"] not in (0, rec["pid"]) and rec["tgid"] in live:
+            roles[i] = live_role(rec["tgid"], t, live, roots)     # a thread of a live daemon
         else:
-            parent = rec["tgid"] if rec["tgid"] and rec["tgid"] != rec["pid"] else rec["ppid"]
-            roles[i] = live_role(parent, t, live, roots)
+            roles[i] = live_role(rec["ppid"], t, live, roots)
     return roles
 
 
@@ -321,9 +330,19 @@ def flat_programs(rec):
 # --------------------------------------------------------------------------- one star
 
 class _Model(convergence.BenchModel):
-    """The bench's model, starting the collector at the first config primitive."""
+    """The bench's model, starting the collector at the first config primitive. It scans no
+    namespace for ``own_cpu_seconds`` (``ip netns pids`` reads every process of the machine, once
+    per VNF, at both ends of the window: work the bench's own figure leaves out of its window)."""
 
     collector = None
+
+    @property
+    def namespaces(self):
+        return lambda: []
+
+    @namespaces.setter
+    def namespaces(self, _value):
+        pass
 
     def set_config(self, app, values, wait=True):
         if not self.config_times and self.collector is not None:
@@ -358,17 +377,24 @@ def measure_star(runner, k):
                           exclude_tids={collector.own_tid})
         window = [(r.started, r.ended, r.unit) for r in model.hook_log]
         return {"tunnels": k, "vnfs": k + 1, "seconds_after_first_config": rec["seconds_after_first_config"],
-                "cpu_seconds_machine": rec["cpu_seconds"], "own_cpu_seconds": rec["own_cpu_seconds"],
-                "cpu_busy_fraction": rec["cpu_busy_fraction"], "sessions": rec["sessions"],
+                "cpu_seconds_machine": rec["cpu_seconds"], "cpu_busy_fraction": rec["cpu_busy_fraction"],
+                "sessions": rec["sessions"], "reconcile_sessions": rec["reconcile_sessions"],
+                "verify_sessions": rec["verify_sessions"], "snapshot_cpu_s": collector.snapshot_cpu,
                 "exit_records": sum(1 for t, _r in records if collector.t_start <= t <= collector.t_end),
                 "overruns": collector.listener.overruns, "roles": role_totals(table), "programs": by_program(table),
                 "idle": idle_split(sorted(b for b in collector.busy if b[0] <= collector.t_end), window, "hub/0",
                                    os.cpu_count() or 1),
-                "hub_session_seconds": sum(r.seconds for r in model.hook_log if r.unit == "hub/0"
-                                           and convergence.hook_kind(r) == "session"
-                                           and r.started >= min(model.config_times))}
+                "hub_hooks": hub_chain(model.hook_log, min(model.config_times), collector.t_end)}
     finally:
         star.down()
+
+
+def hub_chain(hook_log, t0, t1):
+    """The hub's hooks in the window: how many, how many opened a session, and the seconds they
+    ran (one at a time: a unit runs one hook after another)."""
+    mine = [r for r in hook_log if r.unit == "hub/0" and r.ended > t0 and r.started < t1]
+    return {"hooks": len(mine), "sessions": sum(1 for r in mine if convergence.hook_kind(r) == "session"),
+            "seconds": sum(min(r.ended, t1) - max(r.started, t0) for r in mine)}
 
 
 # --------------------------------------------------------------------------- report and command line
@@ -393,6 +419,8 @@ def print_report(recs, out=sys.stdout):
             print("{} tunnels run {}: {:.1f} s from the first config (under load), {} exit records, {} overruns; {}"
                   .format(k, i + 1, rec["seconds_after_first_config"], rec["exit_records"], rec["overruns"], roles),
                   file=out)
+            print("    the hub: {hooks} hooks, {sessions} sessions, {seconds:.1f} s running in the window".format(
+                **rec["hub_hooks"]), file=out)
             for kind, v in sorted(rec["idle"].items()):
                 print("    {:<15} {:6.1f} s, busy {:6.1f} CPU-s, idle {:6.1f} core-s".format(
                     kind, v["seconds"], v["busy_cpu_s"], v["idle_core_s"]), file=out)
@@ -415,6 +443,7 @@ def parse_args(argv):
     p.add_argument("--sizes", default="8,32,32,8", help="stars to bring up, in this order (default 8,32,32,8)")
     p.add_argument("--parallel", type=cli.hook_slots, default=0, help="hook slots across units (default 0: none)")
     p.add_argument("--json", help="write every run's record here")
+    p.add_argument("--charms", default="", help="built charms to run (default: build/charms-local)")
     args = p.parse_args(argv)
     args.sizes = cli.parse_list(p, "--sizes", args.sizes, convert=cli.positive_int)
     if any(k > 250 for k in args.sizes):
@@ -428,7 +457,10 @@ def main(argv=None):
         print("testbed.cpuattr needs root (namespaces, taskstats)", file=sys.stderr)
         return 2
     progress = demo.Progress()
-    charms_dir = bench.build_charms.output_dir("local")
+    charms_dir = os.path.abspath(args.charms) if args.charms else bench.build_charms.output_dir("local")
+    if not os.path.isdir(os.path.join(charms_dir, "wireguard-proxy")):
+        print("no built charms in {}: run `make charms-local`".format(charms_dir), file=sys.stderr)
+        return 2
     out = os.path.join(bench.BUILD_DIR, "cpuattr")
     os.makedirs(out, exist_ok=True)
     work = bench.make_work_dir(out)

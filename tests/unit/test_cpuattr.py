@@ -38,7 +38,7 @@ def test_each_record_gets_the_role_of_its_ancestry_even_when_pids_are_reused():
         (3.9, rec(300, BENCH, "python3", 6)),        # s1/0's dispatch ends
         (3.95, rec(400, BENCH, "ip", 7)),            # the bench's own probe
         (3.96, rec(71, 70, "make", 8)),              # another user's work
-        (3.97, rec(62, 60, "wireguard-go", 9, tgid=60)),   # a daemon's thread
+        (3.97, rec(62, 1, "wireguard-go", 9, tgid=60)),    # a thread of a live daemon (reparented)
         (3.98, rec(80, 1, "awk", 10)),               # reparented to init before it exited
     ]
     roles = cpuattr.record_roles(records, live(), roots())
@@ -50,6 +50,15 @@ def test_a_child_whose_parent_exits_later_is_its_parents_role():
     records = [(1.1, rec(53, 52, "awk", 1)), (1.2, rec(52, 51, "bash", 1)), (1.3, rec(51, 50, "sshd", 1))]
     assert cpuattr.record_roles(records, live(), roots()) == ["hub-vnf"] * 3
     assert cpuattr.parents(records) == [1, 2, None]
+
+
+def test_a_threads_parent_is_its_processs_parent_whatever_order_the_group_exits_in():
+    # A Go program under a spoke's session (bash 52 under sshd 50) exits: its leader 70 first, then
+    # a thread 71; pid 70 is reused later by someone else's process under their shell 75.
+    records = [(1.0, rec(70, 52, "go", 1)), (1.1, rec(71, 52, "go", 2, tgid=70)), (1.2, rec(52, 50, "bash", 3)),
+               (8.0, rec(70, 75, "make", 4))]
+    assert cpuattr.parents(records) == [2, 2, None, None]
+    assert cpuattr.record_roles(records, live(), roots()) == ["hub-vnf", "hub-vnf", "hub-vnf", "other"]
 
 
 def test_the_window_counts_exits_inside_it_and_live_tasks_from_their_start_in_it():
