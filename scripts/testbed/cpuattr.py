@@ -143,6 +143,14 @@ class Collector(object):
         self.listener.close()
         return {}
 
+    def abandon(self):
+        """Stop listening if ``stop`` never ran (an instantiation that failed)."""
+        if self.listener is not None and self.t_end is None:
+            self._stop.set()
+            self._thread.join()
+            self.listener.close()
+            self.t_end = time.monotonic()
+
     def records(self):
         """[(arrival, record)] in arrival order."""
         out = []
@@ -211,6 +219,7 @@ def measure_star(runner, k):
                                    os.cpu_count() or 1),
                 "hub_hooks": hub_chain(model.hook_log, min(model.config_times), collector.t_end)}
     finally:
+        collector.abandon()
         star.down()
 
 
@@ -289,21 +298,28 @@ def main(argv=None):
     out = os.path.join(bench.BUILD_DIR, "cpuattr")
     os.makedirs(out, exist_ok=True)
     work = bench.make_work_dir(out)
-    recs = {}
+    recs, failed = {}, []
     try:
         runner = _Runner(charms_dir, work, vim.userspace_wireguard(), args.parallel, progress)
         for k in args.sizes:
-            recs.setdefault(k, []).append(measure_star(runner, k))
+            try:
+                rec = measure_star(runner, k)
+            except convergence.ConvergenceError as e:      # the machine too loaded: say so, go on
+                failed.append("{} tunnels: {}".format(k, e))
+                progress("{} tunnels: FAILED ({})".format(k, e))
+                continue
+            recs.setdefault(k, []).append(rec)
             progress("{} tunnels: {:.1f} CPU-s attributed".format(
-                k, sum(v["cpu_s"] for r, v in recs[k][-1]["roles"].items() if r != "other")))
+                k, sum(v["cpu_s"] for r, v in rec["roles"].items() if r != "other")))
     finally:
         bench.remove_work_dir(work)
     cmp = print_report(recs)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"command": " ".join(["python -m testbed.cpuattr"] + (argv or sys.argv[1:])),
-                       "runs": {str(k): v for k, v in recs.items()}, "compare": cmp}, f, indent=1, sort_keys=True)
-    return 0
+                       "runs": {str(k): v for k, v in recs.items()}, "compare": cmp, "failed": failed},
+                      f, indent=1, sort_keys=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
