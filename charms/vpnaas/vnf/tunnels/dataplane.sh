@@ -56,7 +56,7 @@ programs_check() {  # [name sha256 always|nokernel]...: NEED each shipped progra
 
 # The digest of each shipped program as last hashed, keyed by what the file system says of the
 # file: "name sha256 ctime-seconds device inode size mtime ctime" (times to the nanosecond as
-# stat prints them). Hashing every program (about 10 MB) took about 0.05 s of every session. Any
+# stat prints them), instead of hashing several MB in every session (docs/figures.md, prof7). Any
 # change of a file's bytes (a write in place, a truncation, a copy over it) sets its mtime and
 # ctime; a file replaced by another is another inode with a new ctime; and no user-space call
 # sets a ctime back (touch and utimensat set mtime and atime, and the ctime to now). So a file
