@@ -342,13 +342,14 @@ class Star(object):
         return [(tb.vnfs["hub"], "wg-vpn", self.k)] + [(tb.vnfs[s.name], "wg-vpn-peer", 1) for s in self.specs
                                                        if s.name != "hub"]
 
-    def up(self):
-        """Instantiate and wait for every handshake; the convergence record."""
+    def up(self, after_up=None):
+        """Instantiate and wait for every handshake; the convergence record. ``after_up()`` runs
+        the moment every handshake is there (instantiate_measured; testbed.cpuattr ends its window)."""
         self.tb = self.runner.testbed("tb-syn{}".format(self.k))
         self.model = self.runner.model(self.tb, "syn{}".format(self.k))
         t0 = time.monotonic()
         rec = instantiate_measured(self.tb, self.model, {STAR_LINK: STAR_CIDR}, self.specs, self.relations,
-                                   self.checks, self.runner.progress)
+                                   self.checks, self.runner.progress, after_up=after_up)
         k = self.k
         rec["seconds_instantiation"] = time.monotonic() - t0
         rec["tunnels"], rec["vnfs"], rec["hub_last"] = k, k + 1, self.hub_last
