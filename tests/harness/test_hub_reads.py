@@ -9,6 +9,7 @@ from fake_vnf import keypair
 from harness_helpers import CONFIG, peer_data
 
 from vpnaas.charm import relation_cache, relation_memory
+from vpnaas.core import unitstate
 from vpnaas.core.hookclock import CLOCK
 
 SPOKES = 6
@@ -248,4 +249,20 @@ def test_a_remembered_member_juju_no_longer_lists_is_not_used(hub, vnf):
     unit.harness.update_relation_data(rels["s1/0"], "s1/0", _spoke(1))
     assert sorted(lists.members) == sorted([rels["s1/0"], rels["s6/0"]])
     assert unit.charm.memory.members(rels["s6/0"], "vpn") == ["s6/0"] and len(vnf.peer_keys("wg-vpn")) == SPOKES
+    lists.undo()
+
+
+def test_a_run_that_died_after_its_step_makes_the_next_hook_list_every_relation(hub, vnf):
+    """The memory is saved at the commit: a run that stepped the VNF and died before it (the
+    vnf-unconfirmed mark) leaves a membership record behind the VNF, and behind Juju's when Juju
+    is told to skip that hook. The next relation hook, about another relation, lists every
+    relation as Juju has it (review7 H1)."""
+    unit, rels = hub
+    kept = unit.harness.get_relation_data(rels["s2/0"], "s2/0")["public-key"]
+    unit.charm.memory.relations[str(rels["s2/0"])]["units"] = []      # the record of before the dead run
+    unitstate.mark_vnf_unconfirmed(unit.charm.state_dir)
+    lists = Lists(unit.harness)
+    unit.harness.update_relation_data(rels["s1/0"], "s1/0", _spoke(1))
+    assert sorted(lists.members) == sorted(rels.values())
+    assert unit.charm.memory.members(rels["s2/0"], "vpn") == ["s2/0"] and kept in vnf.peer_keys("wg-vpn")
     lists.undo()

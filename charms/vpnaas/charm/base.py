@@ -217,6 +217,11 @@ class VpnaasCharm(CharmBase):
         # Juju refuses writes to it): it is left out of the plan and of publishing for this hook.
         # The checks of the VNF read back everything this unit published too.
         rid = event.relation.id if isinstance(event, RelationEvent) else None
+        if unitstate.vnf_unconfirmed(self.state_dir):
+            # A run stepped the VNF and died before its commit, which saves the memory: the memory
+            # is behind the VNF, and behind Juju's record too when Juju was told to skip that hook
+            # (`juju resolved --no-retry` commits it). Every relation is listed as Juju has it.
+            self.memory.relations = None
         self.tunnels.begin_run(
             fresh=(rid, event.unit.name if event.unit is not None else None) if rid is not None else EVERY_UNIT,
             breaking=rid if isinstance(event, RelationBrokenEvent) else None,

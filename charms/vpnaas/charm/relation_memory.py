@@ -27,8 +27,9 @@ next on the relation) reaches the memory with that relation-changed: until then 
 without the new member, exactly as it would had that hook not run yet. A hook killed after the
 memory was saved, or whose commit Juju did not make, is in error: Juju runs it again before any
 other hook about an existing relation (worker/uniter/resolver.go ``NextOp``), and it reads its own
-relation afresh; a hook skipped with ``juju resolved --no-retry`` is repaired by the next
-non-relation hook (update-status).
+relation afresh; a hook skipped with ``juju resolved --no-retry`` after it stepped the VNF (the
+``vnf-unconfirmed`` mark) makes the next hook read every relation (``VpnaasCharm._handle``), and
+one skipped before its step is repaired by the next non-relation hook (update-status).
 
 **Remote units.** Juju 2.9's unit agent keeps each related unit's settings across hooks and
 refreshes only the hook's own remote unit: reading another member in a relation hook answers what
