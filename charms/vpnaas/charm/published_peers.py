@@ -21,7 +21,12 @@ slot; a first session whose every related unit was counted twice reads them all 
 their keys. Nothing is read to count (a read in that hook would stay in the agent's cache until
 the next hook about the unit, and a later action would see it: the very thing the deferral
 avoids). A count is only a hint: reading a unit is never wrong, only possibly a session more
-(a hook Juju ran again after a refused commit counts twice).
+(a hook Juju ran again after a refused commit counts twice; and Juju's own writes count too: a
+peer's config-changed that ends successfully, as it does when its session failed, has its agent
+update the unit's network fields on every relation where they changed,
+worker/uniter/runner/context/context.go ``flush`` → ``UpdateNetworkInfo``, which bumps its settings
+without a key: the first session then reads that peer keyless and takes its key one
+relation-changed later).
 
 Pure standard library and the unit state directory (``hookgate`` imports this before ops).
 """

@@ -63,7 +63,7 @@ programs_check() {  # [name sha256 always|nokernel]...: NEED each shipped progra
 # whose key is the one recorded still holds the bytes hashed then. What ctime cannot see: a write
 # below the file system (the raw block device, the disk offline), or one made by root with the
 # clock set back to the recorded ctime. A key is recorded only once the file has stayed unchanged
-# for PROGRAMS_SETTLED s: on a kernel whose file timestamps advance once per tick, a change made
+# for PROGRAMS_SETTLED s (in whole seconds: over 1 s in fact): on a kernel whose file timestamps advance once per tick, a change made
 # within the same tick as the hashed one could otherwise keep its ctime (git's "racy" files).
 PROGRAMS_DIGESTS=$DATAPLANE_DIR/.programs.sha256
 PROGRAMS_SETTLED=2
