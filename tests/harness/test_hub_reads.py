@@ -7,6 +7,7 @@ nothing unvalidated is used. The real charm, logged in to a fake VNF."""
 import pytest
 from fake_vnf import keypair
 from harness_helpers import CONFIG, peer_data
+from listing_calls import ListingCalls
 
 from vpnaas.charm import relation_cache, relation_memory
 from vpnaas.core import unitstate
@@ -143,27 +144,16 @@ def test_nothing_related_is_read_before_ssh_hostname_so_the_first_session_takes_
     reads.undo()
 
 
-class Lists(object):
-    """The relation ids a run lists the members of (relation-list) and the endpoints it lists
-    (relation-ids), from a hook's start: what ops' model knows is forgotten first, as in a new
-    process (Harness keeps one model for every event)."""
+class Lists(ListingCalls):
+    """The relation ids a run lists the members of (relation-list, ``members``) and the endpoints
+    it lists (relation-ids), from a hook's start: what ops' model knows is forgotten first, as in a
+    new process (Harness keeps one model for every event)."""
 
     def __init__(self, harness):
         for ep in ENDPOINTS:
             harness.model.relations._invalidate(ep)
-        self.members, self.ids = [], []
-        backend = harness._backend
-        listed, ids = backend.relation_list, backend.relation_ids
-
-        def relation_list(relation_id):
-            self.members.append(relation_id)
-            return listed(relation_id)
-
-        def relation_ids(name):
-            self.ids.append(name)
-            return ids(name)
-        backend.relation_list, backend.relation_ids = relation_list, relation_ids
-        self.undo = lambda: (setattr(backend, "relation_list", listed), setattr(backend, "relation_ids", ids))
+        super().__init__(harness)
+        self.members = self.lists
 
 
 def _spoke(i):
