@@ -12,6 +12,7 @@ contacts the VNF, one per credential check) and sshd logins (an independent coun
 """
 import os
 import re
+import threading
 import time
 
 from testbed import demo
@@ -41,17 +42,24 @@ class BenchModel(vca.Model):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.config_times = []
+        #: (application, time.monotonic()) of every config primitive, in the order they started.
+        self.config_apps = []
         self.ticks_at_first_config = None
         #: The testbed's VNF namespaces (set by instantiate_measured) and the CPU ticks of this
         #: process tree and of their processes at the first config (``own_ticks``).
         self.namespaces = lambda: []
         self.own_at_first_config = None
+        #: The LCM runs every VNF's config primitive at once, each in a thread of its own: the
+        #: readings are taken once, by the first, before any primitive's time is recorded.
+        self._first_config = threading.Lock()
 
     def set_config(self, app, values, wait=True):
-        if not self.config_times:
-            self.own_at_first_config = own_ticks(self.namespaces())
-            self.ticks_at_first_config = loadcheck.machine_ticks()
-        self.config_times.append(time.monotonic())
+        with self._first_config:
+            if not self.config_times:
+                self.own_at_first_config = own_ticks(self.namespaces())
+                self.ticks_at_first_config = loadcheck.machine_ticks()
+            self.config_times.append(time.monotonic())
+            self.config_apps.append((app, self.config_times[-1]))
         super().set_config(app, values, wait=wait)
 
 
@@ -72,12 +80,8 @@ def own_ticks(namespaces):
     tunnel daemons). Unlike ``cpu_seconds`` (the whole machine), other work on the machine does
     not count; a hook still running at a reading counts only once it ends."""
     total = loadcheck.process_ticks("self", children=True)
-    seen = set()
-    for ns in namespaces:
-        for pid in vim.sh(["ip", "netns", "pids", ns], check=False).stdout.split():
-            if pid not in seen:
-                seen.add(pid)
-                total += loadcheck.process_ticks(pid, children=True)
+    for pid in loadcheck.namespace_pids(namespaces):
+        total += loadcheck.process_ticks(pid, children=True)
     return total
 
 
@@ -252,16 +256,19 @@ def eps_instance(charms_dir):
     return inst
 
 
-def run_eps_once(runner, then=None, adjust=None, after_up=None):
+def run_eps_once(runner, then=None, adjust=None, after_up=None, on_testbed=None):
     """One EPS instantiation; ``then(tb, inst, model)`` runs on the converged testbed before teardown;
     ``adjust(inst)`` changes the instance first (its config primitives' parameters);
-    ``after_up(tb, inst, model)`` adds figures the moment every handshake is there (pqcost.py)."""
+    ``after_up(tb, inst, model)`` adds figures the moment every handshake is there (pqcost.py);
+    ``on_testbed(tb, inst)`` runs once the testbed exists, before any VNF (hookclass's watch)."""
     inst = eps_instance(runner.charms_dir)
     if adjust:
         adjust(inst)
     tb = runner.testbed("tb-eps")
     model = None
     try:
+        if on_testbed:
+            on_testbed(tb, inst)
         model = runner.model(tb, "eps")
 
         def checks(tb_):
@@ -335,13 +342,14 @@ class Star(object):
         return [(tb.vnfs["hub"], "wg-vpn", self.k)] + [(tb.vnfs[s.name], "wg-vpn-peer", 1) for s in self.specs
                                                        if s.name != "hub"]
 
-    def up(self):
-        """Instantiate and wait for every handshake; the convergence record."""
+    def up(self, after_up=None):
+        """Instantiate and wait for every handshake; the convergence record. ``after_up()`` runs
+        the moment every handshake is there (instantiate_measured; testbed.cpuattr ends its window)."""
         self.tb = self.runner.testbed("tb-syn{}".format(self.k))
         self.model = self.runner.model(self.tb, "syn{}".format(self.k))
         t0 = time.monotonic()
         rec = instantiate_measured(self.tb, self.model, {STAR_LINK: STAR_CIDR}, self.specs, self.relations,
-                                   self.checks, self.runner.progress)
+                                   self.checks, self.runner.progress, after_up=after_up)
         k = self.k
         rec["seconds_instantiation"] = time.monotonic() - t0
         rec["tunnels"], rec["vnfs"], rec["hub_last"] = k, k + 1, self.hub_last

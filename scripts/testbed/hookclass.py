@@ -9,14 +9,22 @@ nothing (they end in the hook gate, before ops) follows from which fields change
 times: the machine's load does not change them.
 
     sudo PYTHONPATH=scripts:charms .venv/bin/python -m testbed.hookclass --sizes 8,32
+
+With ``--eps`` it also gives the EPS's chain per unit from the last config primitive (``timeline``):
+each hook and action with its outcome, and when each tunnel device first listed its peer, had a
+handshake and a preshared key (read from the devices' UAPI sockets every 50 ms). ``--parallel 1``
+is the demo's VCA (one VNF configured after another), the default the bench's (all at once).
 """
 import collections
 import json
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
+import threading
+import time
 
 from bundle import BUILD_DIR, build_charms
 from testbed import cli, convergence
@@ -90,6 +98,117 @@ def sequence(runs, unit, since):
              cause_of(r)] for r in runs if r.unit == unit]
 
 
+#: The UAPI's answer for a preshared key that is not set (wireguard-go, boringtun: 32 zero bytes).
+NO_PSK = "0" * 64
+
+
+def uapi_state(text):
+    """What a device's UAPI ``get=1`` answer says of the first peer's state: a peer listed, a
+    handshake done, a preshared key set."""
+    state = {"peer": False, "handshake": False, "psk": False}
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key == "public_key":
+            state["peer"] = True
+        elif key == "last_handshake_time_sec" and value not in ("", "0"):
+            state["handshake"] = True
+        elif key == "preshared_key" and value and value != NO_PSK:
+            state["psk"] = True
+    return state
+
+
+def uapi_get(vnf, device, timeout=1.0):
+    """The UAPI ``get=1`` answer of ``device`` on ``vnf`` ("" while its daemon does not listen).
+    Read through the VNF's own root (its private /run/wireguard), with no process started, so
+    that polling every 50 ms does not load the machine as `wg show` would; never a socket that
+    does not listen yet (``Vnf.wg_show`` says why) and never deleted."""
+    if not vnf.uapi_listening(device):
+        return ""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect("/proc/{}/root/run/wireguard/{}.sock".format(vnf.ns_pid, device))
+        sock.sendall(b"get=1\n\n")
+        data = b""
+        while not data.endswith(b"\n\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        return data.decode(errors="replace")
+    except OSError:
+        return ""
+    finally:
+        sock.close()
+
+
+class DeviceWatch(object):
+    """Polls the tunnel devices of a testbed (every ``period`` s, in a thread of its own) and
+    keeps, per (application, device), when it first listed a peer, had a handshake and had a
+    preshared key (time.monotonic())."""
+
+    def __init__(self, tb, devices, period=0.05):
+        self.tb, self.devices, self.period = tb, list(devices), period
+        self.events = {d: {} for d in self.devices}
+        self.errors = collections.Counter()     # what a poll raised (a VNF going away), by type
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="device-watch", daemon=True)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self):
+        while not self._stop.wait(self.period):
+            for app, dev in self.devices:
+                seen = self.events[(app, dev)]
+                vnf = self.tb.vnfs.get(app)
+                if vnf is None or len(seen) == 3:
+                    continue
+                try:
+                    state = uapi_state(uapi_get(vnf, dev))
+                except Exception as e:      # noqa: BLE001 (a watch never stops the run it watches)
+                    self.errors[type(e).__name__] += 1
+                    continue
+                now = time.monotonic()
+                for what, on in state.items():
+                    if on:
+                        seen.setdefault(what, now)
+
+
+def timeline(model, events, last=None):
+    """Every unit's chain from the last config primitive (``last``: its time; default the model's
+    last): its config, each hook and action with its outcome, and its devices' first peer,
+    handshake and preshared key, in seconds from ``last`` (negative: before it)."""
+    last = max(model.config_times) if last is None else last
+    out = {}
+    for app, t in model.config_apps:
+        out[app + "/0"] = {"config": round(t - last, 3), "runs": [], "devices": {}}
+    for r in model.hook_log:
+        if r.unit in out and r.ended >= min(model.config_times):
+            out[r.unit]["runs"].append([round(r.started - last, 3), round(r.ended - last, 3),
+                                        r.hook.split("/", 1)[-1], r.remote, convergence.hook_kind(r)])
+    for (app, dev), seen in events.items():
+        if app + "/0" in out:
+            out[app + "/0"]["devices"][dev] = {k: round(v - last, 3) for k, v in sorted(seen.items())}
+    return out
+
+
+def print_timeline(chain, stream=sys.stdout):
+    stream.write("\nthe EPS's chain, seconds from the last config primitive (start-end kind):\n")
+    for unit, c in sorted(chain.items(), key=lambda kv: kv[1]["config"]):
+        stream.write("{} config {:+.2f}\n".format(unit, c["config"]))
+        for start, end, hook, remote, kind in c["runs"]:
+            stream.write("  {:+7.2f} {:+7.2f} {:<8} {}{}\n".format(start, end, kind, hook,
+                                                                 " (" + remote + ")" if remote else ""))
+        for dev, seen in sorted(c["devices"].items()):
+            stream.write("  {} {}\n".format(dev, " ".join("{} {:+.2f}".format(k, v) for k, v in seen.items())))
+
+
 def print_classes(label, c, stream=sys.stdout):
     stream.write("\n{}: {} hooks ({} sessions, {} ended in the gate); {} remote units, {:.2f} hooks and {:.2f} "
                  "remote writes per remote unit\n".format(label, c["hooks"], c["sessions"], c["gate"],
@@ -127,20 +246,33 @@ def run(args, progress):
             finally:
                 star.down()
         if args.eps:
+            watch = []
+
+            def on_testbed(tb, inst):
+                devices = [(app, "wg-" + rp.name) for rp in inst.refpoints for app in (rp.provider, rp.requirer)]
+                watch.append(DeviceWatch(tb, devices).start())
+
             def then(_tb, _inst, model):
                 model.settle()
+                watch[0].stop()
                 first = min(model.config_times)
                 units = sorted({r.unit for r in model.hook_log})
                 return {"classes": {u: classify(model.hook_log, u, first) for u in units},
                         "sequences": {u: sequence(model.hook_log, u, first) for u in units},
-                        "config_times": [round(t - first, 2) for t in model.config_times]}
-            rec = convergence.run_eps_once(runner, then=then)
+                        "config_times": [round(t - first, 2) for t in model.config_times],
+                        "timeline": timeline(model, watch[0].events)}
+            try:
+                rec = convergence.run_eps_once(runner, then=then, on_testbed=on_testbed)
+            finally:
+                for w in watch:
+                    w.stop()
             then_ = rec.pop("then")
             result["eps"] = {"units": then_["classes"], "sequences": then_["sequences"],
-                             "config_times": then_["config_times"],
+                             "config_times": then_["config_times"], "timeline": then_["timeline"],
                              "seconds_after_last_config": rec["seconds_after_last_config"],
                              "hooks_after_first_config": rec["hooks_after_first_config"],
-                             "sessions": rec["sessions"]}
+                             "sessions": rec["sessions"], "reconcile_sessions": rec["reconcile_sessions"],
+                             "verify_sessions": rec["verify_sessions"]}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return result
@@ -186,6 +318,11 @@ def main(argv=None):
             print("  {:>6.3f}  {}".format(n, name))
     for unit, c in sorted(result.get("eps", {}).get("units", {}).items()):
         print_classes("EPS {} after the first config".format(unit), c)
+    if "eps" in result:
+        print_timeline(result["eps"]["timeline"])
+        print("EPS up {:.2f} s after the last config; {} reconcile + {} verify sessions by then".format(
+            result["eps"]["seconds_after_last_config"], result["eps"]["reconcile_sessions"],
+            result["eps"]["verify_sessions"]))
     path = os.path.join(args.out, "hookclass.json")
     with open(path, "w") as f:
         json.dump(result, f, indent=1, sort_keys=True)

@@ -51,6 +51,11 @@ mkdir -p /run/wireguard /usr/local/lib/vpnaas
 mount -t tmpfs tmpfs /run/wireguard
 mount -t tmpfs tmpfs /usr/local/lib/vpnaas
 for p in $PROGRAMS; do install -m 755 "${p#*=}" "/usr/local/lib/vpnaas/${p%%=*}"; done
+# The step keeps a program's digest once the file is PROGRAMS_SETTLED (2) s old (dataplane.sh): wait
+# until it is, so that every size's first session records it and the later ones read it.
+for p in $PROGRAMS; do
+  until [ $(( $(date +%s) - $(stat -c %Z "/usr/local/lib/vpnaas/${p%%=*}") )) -ge 3 ]; do sleep 0.2; done
+done
 ip link set lo up
 ip link add mgmt type veth peer name mgmt-p
 ip addr add 10.77.0.5/24 dev mgmt

@@ -116,6 +116,22 @@ def test_a_named_address_that_is_the_other_ends_default_is_named(bundle):
                    "{} is member spgwu's service address on s1u too".format(S1U_DEFAULT.split("/")[0]))
 
 
+def test_an_address_a_scaled_instance_takes_is_named(bundle):
+    """The SPGW-U's VDU may have 3 instances: instance +1 takes sxab 172.55.55.103, which the
+    SPGW-C (listed first in the file) must not name; one instance fewer passes."""
+    def clash(t):
+        t["additionalParamsForVnf"][2]["additionalParams"]["sxab_service_addresses"] = "172.55.55.103/32"
+
+    assert_problem(problems_of(bundle, params_override={EPS_WG: clash}), EPS_WG,
+                   "additionalParamsForVnf[3].additionalParams.sxab_service_addresses",
+                   "172.55.55.103 (this member's instance +1) is member spgwc's service address on sxab too")
+
+    def beyond(t):
+        t["additionalParamsForVnf"][2]["additionalParams"]["sxab_service_addresses"] = "172.55.55.105/32"
+
+    assert not [p for p in problems_of(bundle, params_override={EPS_WG: beyond}) if "sxab too" in p]
+
+
 def test_a_member_id_other_than_its_components_name_is_refused(bundle, monkeypatch):
     """bundle.params knows a member's component by its vnf-profile id."""
     real = descriptors.load_yaml

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from bundle import membership
-from testbed import demo, ue_standin
+from testbed import convergence, demo, ue_standin
 from testbed.emulators import vim
 from testbed.measurement import capture
 
@@ -59,6 +59,28 @@ def test_all_five_tunnels_handshake_after_osm_order(eps):
     skipped = {(v, p) for v, p, _ in r["lcm"].skipped}
     assert ("hss", "oai-install") in skipped and ("enb", "oai-configure") in skipped
     assert not any(s.startswith("oai-install on") for s in steps)
+
+
+def test_a_vnf_configured_after_all_its_peers_takes_their_keys_in_its_first_session(eps):
+    """The demo's VCA configures the VNFs one after another, each one's hooks settled before the
+    next: a VNF whose peers were all configured before it saw each publish its key
+    (published_peers) and applies their keys in its first session, so no relation hook of its own
+    opens a second one before the tunnels are up (the last VNF configured always is such a VNF)."""
+    _tb, r, _out, steps = eps
+    inst, model = r["inst"], r["model"]
+    order = [s.split()[-1] for s in steps if s.startswith("config primitive on ")]
+    assert sorted(order) == sorted(v.name for v in inst.vnfs)
+    peers = {v.name: set() for v in inst.vnfs}
+    for rp in inst.refpoints:
+        peers[rp.provider].add(rp.requirer)
+        peers[rp.requirer].add(rp.provider)
+    last_ones = [app for i, app in enumerate(order) if peers[app] <= set(order[:i])]
+    assert order[-1] in last_ones
+    done = r["lcm"].config_done_at
+    for app in last_ones:
+        mine = [run for run in model.hook_log if run.unit == app + "/0" and run.started < done
+                and run.hook.startswith("hooks/") and convergence.opened_session(run)]
+        assert [run.hook for run in mine] == ["hooks/config-changed"], (app, [(run.hook, run.remote) for run in mine])
 
 
 def test_no_plaintext_on_any_underlay_link(eps):

@@ -76,16 +76,21 @@ def test_a_key_rotation_loses_no_packet_and_ends_with_a_new_common_psk(shared):
         while not watch.answering():
             assert time.monotonic() < deadline, "the probe gets no reply"
             time.sleep(0.05)
+        began = time.monotonic()
         result = model.run_action("a/0", "rotate-keys")
         assert result.status == "completed", result.message
         model.settle()
         assert a.wg_show("wg-vpn", "public-key").strip() != key
         new = _wait_for_same_psk(a, b, 90, other_than=old)
         time.sleep(1.0)   # the last echoes' replies
+        window = time.monotonic() - began
     finally:
         counts = watch.stop()
     assert new != old
-    assert counts["sent"] > 300 and counts["lost"] == 0, counts
+    # The probe ran from before the action until both ends held the new key and 1 s more: at 100
+    # a second it sent at least half what that window allows, however fast the rotation (a fixed
+    # count failed once the rotation took under 3 s), and lost none.
+    assert counts["sent"] >= max(100, 50 * window) and counts["lost"] == 0, (counts, window)
     assert a.wg_show("wg-vpn", "peers").split() == [b.wg_show("wg-vpn-peer", "public-key").strip()]
     assert pairs.ping(a, pairs.A_SVC, pairs.B_SVC).returncode == 0
 

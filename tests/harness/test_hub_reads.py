@@ -1,15 +1,20 @@
 """A hub's relation hook reads and validates only what it is about (relation_memory): its own
-remote unit's databag and the relations it must read back, while update-status and the other
-checks read everything. Membership is relation-list's in every hook, and nothing unvalidated is
-used. The real charm, logged in to a fake VNF."""
+relation's members and remote unit's databag and the relations it must read back, while
+update-status and the other checks read everything. The other relations' members are those the
+memory recorded (Juju 2.9 changes them only with hooks of their own), read afresh whenever the
+memory cannot answer (no record, a relation it has no entry for, a member it has no reading of);
+nothing unvalidated is used. The real charm, logged in to a fake VNF."""
 import pytest
 from fake_vnf import keypair
 from harness_helpers import CONFIG, peer_data
+from listing_calls import ListingCalls
 
 from vpnaas.charm import relation_cache, relation_memory
+from vpnaas.core import unitstate
 from vpnaas.core.hookclock import CLOCK
 
 SPOKES = 6
+ENDPOINTS = ("vpn", "vpn-peer")
 
 
 @pytest.fixture
@@ -137,3 +142,117 @@ def test_nothing_related_is_read_before_ssh_hostname_so_the_first_session_takes_
     assert set(reads.remote) == {"s1/0", "s2/0"}
     assert set(vnf.peer_keys("wg-vpn")) == {keys[1], keys[2]}
     reads.undo()
+
+
+class Lists(ListingCalls):
+    """The relation ids a run lists the members of (relation-list, ``members``) and the endpoints
+    it lists (relation-ids), from a hook's start: what ops' model knows is forgotten first, as in a
+    new process (Harness keeps one model for every event)."""
+
+    def __init__(self, harness):
+        for ep in ENDPOINTS:
+            harness.model.relations._invalidate(ep)
+        super().__init__(harness)
+        self.members = self.lists
+
+
+def _spoke(i):
+    return peer_data(keypair()[1], endpoint="192.168.8.{}:51820".format(20 + i), tunnel="10.9.0.{}/24".format(1 + i),
+                     service="172.16.3.{}/32".format(i))
+
+
+def test_a_spokes_relation_changed_lists_only_its_own_relation(hub, vnf):
+    """ops restores the event's relation alone, and the charm takes the other relations' members
+    from its memory (relation_memory): one relation-list, relation-ids once per endpoint, whatever
+    the number of spokes."""
+    unit, rels = hub
+    lists = Lists(unit.harness)
+    new = _spoke(3)
+    unit.harness.update_relation_data(rels["s3/0"], "s3/0", new)
+    assert new["public-key"] in vnf.peer_keys("wg-vpn") and len(vnf.peer_keys("wg-vpn")) == SPOKES
+    assert lists.members == [rels["s3/0"]] and sorted(lists.ids) == sorted(ENDPOINTS), (lists.members, lists.ids)
+    lists.undo()
+
+
+def test_update_status_lists_every_relation_and_replaces_the_remembered_membership(hub, vnf):
+    unit, rels = hub
+    unit.charm.memory.relations[str(rels["s2/0"])]["units"] = []      # a record gone wrong
+    lists = Lists(unit.harness)
+    unit.charm.on.update_status.emit()
+    assert sorted(lists.members) == sorted(rels.values())
+    assert unit.charm.memory.members(rels["s2/0"], "vpn") == ["s2/0"]
+    lists.undo()
+
+
+def test_a_broken_relation_leaves_the_membership_and_the_next_hooks_list_only_their_own(hub, vnf):
+    unit, rels = hub
+    gone = unit.harness.get_relation_data(rels["s2/0"], "s2/0")["public-key"]
+    unit.harness.remove_relation(rels["s2/0"])
+    assert gone not in vnf.peer_keys("wg-vpn") and len(vnf.peer_keys("wg-vpn")) == SPOKES - 1
+    assert str(rels["s2/0"]) not in unit.charm.memory.relations
+    lists = Lists(unit.harness)
+    unit.harness.update_relation_data(rels["s4/0"], "s4/0", _spoke(4))
+    assert lists.members == [rels["s4/0"]] and gone not in vnf.peer_keys("wg-vpn")
+    lists.undo()
+
+
+def test_a_relation_the_memory_has_no_entry_for_is_read_whole(hub, vnf):
+    """A relation whose hooks never reached the charm (the gate ended them, or they are still
+    queued) while Juju lists a member on it: a hook about another relation lists it, and reads
+    the member it does not know, as Juju would list and answer them."""
+    unit, rels = hub
+    unit.harness.disable_hooks()
+    new = _spoke(7)
+    rid = unit.relate("vpn", "s7/0", new)
+    unit.harness.enable_hooks()
+    lists = Lists(unit.harness)
+    unit.harness.update_relation_data(rels["s1/0"], "s1/0", _spoke(1))
+    assert sorted(lists.members) == sorted([rels["s1/0"], rid])
+    assert new["public-key"] in vnf.peer_keys("wg-vpn") and unit.charm.memory.members(rid, "vpn") == ["s7/0"]
+    lists.undo()
+
+
+def test_a_unit_that_joined_while_the_memory_was_lost_is_planned(hub, vnf):
+    """The memory lost (a new charm revision's grammar, an unreadable file): the next hook reads
+    every relation and unit, whatever it is about."""
+    unit, rels = hub
+    unit.harness.disable_hooks()
+    unit.harness.add_relation_unit(rels["s5/0"], "s5/1")
+    second = _spoke(8)
+    unit.harness.update_relation_data(rels["s5/0"], "s5/1", second)
+    unit.harness.enable_hooks()
+    unit.charm.memory.relations = None
+    lists = Lists(unit.harness)
+    unit.harness.update_relation_data(rels["s1/0"], "s1/0", _spoke(1))
+    assert sorted(lists.members) == sorted(rels.values())
+    assert second["public-key"] in vnf.peer_keys("wg-vpn")
+    assert unit.charm.memory.members(rels["s5/0"], "vpn") == ["s5/0", "s5/1"]
+    lists.undo()
+
+
+def test_a_remembered_member_juju_no_longer_lists_is_not_used(hub, vnf):
+    """A membership record ahead of Juju's (a hook whose commit Juju did not make, run again by
+    Juju): a remembered member with no reading kept makes its relation read afresh."""
+    unit, rels = hub
+    unit.charm.memory.relations[str(rels["s6/0"])]["units"].append("s6/9")
+    lists = Lists(unit.harness)
+    unit.harness.update_relation_data(rels["s1/0"], "s1/0", _spoke(1))
+    assert sorted(lists.members) == sorted([rels["s1/0"], rels["s6/0"]])
+    assert unit.charm.memory.members(rels["s6/0"], "vpn") == ["s6/0"] and len(vnf.peer_keys("wg-vpn")) == SPOKES
+    lists.undo()
+
+
+def test_a_run_that_died_after_its_step_makes_the_next_hook_list_every_relation(hub, vnf):
+    """The memory is saved at the commit: a run that stepped the VNF and died before it (the
+    vnf-unconfirmed mark) leaves a membership record behind the VNF, and behind Juju's when Juju
+    is told to skip that hook. The next relation hook, about another relation, lists every
+    relation as Juju has it (review7 H1)."""
+    unit, rels = hub
+    kept = unit.harness.get_relation_data(rels["s2/0"], "s2/0")["public-key"]
+    unit.charm.memory.relations[str(rels["s2/0"])]["units"] = []      # the record of before the dead run
+    unitstate.mark_vnf_unconfirmed(unit.charm.state_dir)
+    lists = Lists(unit.harness)
+    unit.harness.update_relation_data(rels["s1/0"], "s1/0", _spoke(1))
+    assert sorted(lists.members) == sorted(rels.values())
+    assert unit.charm.memory.members(rels["s2/0"], "vpn") == ["s2/0"] and kept in vnf.peer_keys("wg-vpn")
+    lists.undo()

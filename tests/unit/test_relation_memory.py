@@ -111,3 +111,62 @@ def test_an_unreadable_memory_is_no_memory(tmp_path):
     (tmp_path / relation_memory.FILE_NAME).write_text("{not json")
     assert relation_memory.load(str(tmp_path)).units == {}
     assert relation_memory.load(str(tmp_path / "missing")).units == {}
+
+
+# ---------------------------------------------------------------------- membership (Juju 2.9's record)
+
+def test_membership_is_unknown_until_recorded_then_answers_per_relation_and_endpoint():
+    memory = relation_memory.Memory()
+    assert memory.relations is None and memory.members(2, "vpn") is None
+    memory.record({2: ("vpn", ["s1/0", "s2/0", "s1/0"]), 5: ("vpn-peer", [])})
+    assert memory.members(2, "vpn") == ["s1/0", "s2/0"]
+    assert memory.members(5, "vpn-peer") == [], "a relation with no member yet is known (relation-created ran)"
+    assert memory.members(2, "vpn-peer") is None, "the same id on another endpoint is not this relation"
+    assert memory.members(7, "vpn") is None, "a relation created since is not known: it is read"
+
+
+def test_a_recorded_membership_replaces_the_last_whole():
+    """A departed member, a broken relation: gone from the record written after their hook."""
+    memory = relation_memory.Memory()
+    memory.record({2: ("vpn", ["s1/0", "s2/0"]), 3: ("vpn", ["s3/0"])})
+    memory.record({2: ("vpn", ["s1/0"])})
+    assert memory.members(2, "vpn") == ["s1/0"] and memory.members(3, "vpn") is None
+
+
+def test_the_membership_goes_through_the_file_and_back(tmp_path):
+    memory = _memory()
+    memory.record({2: ("vpn", ["s1/0"]), 11: ("vpn-peer", [])})
+    memory.save(str(tmp_path))
+    loaded = relation_memory.load(str(tmp_path))
+    assert loaded.relations == memory.relations and loaded.members(11, "vpn-peer") == []
+    unknown = relation_memory.Memory()
+    unknown.save(str(tmp_path))
+    assert relation_memory.load(str(tmp_path)).relations is None
+
+
+@pytest.mark.parametrize("relations", [
+    [], {"2": ["vpn", ["s1/0"]]}, {"x": {"endpoint": "vpn", "units": []}}, {"2": {"endpoint": "vpn"}},
+    {"2": {"endpoint": 3, "units": []}}, {"2": {"endpoint": "vpn", "units": "s1/0"}},
+    {"2": {"endpoint": "vpn", "units": ["S1/0"]}}, {"2": {"endpoint": "vpn", "units": ["s1/0; rm -rf /"]}},
+    {"2": {"endpoint": "vpn", "units": [1]}}, {"2": {"endpoint": "vpn", "units": [], "extra": 1}},
+    {"1234567890": {"endpoint": "vpn", "units": []}}])
+def test_a_membership_of_another_shape_is_no_memory(tmp_path, relations):
+    memory = _memory()
+    memory.record({2: ("vpn", ["s1/0"])})
+    memory.save(str(tmp_path))
+    path = tmp_path / relation_memory.FILE_NAME
+    doc = json.loads(path.read_text())
+    doc["relations"] = relations
+    path.write_text(json.dumps(doc))
+    assert relation_memory.load(str(tmp_path)).as_dict() == relation_memory.Memory().as_dict()
+
+
+def test_a_memory_without_a_membership_record_is_no_memory(tmp_path):
+    """A memory of the format before membership was kept (its hook would trust what it never
+    recorded): read everything."""
+    _memory().save(str(tmp_path))
+    path = tmp_path / relation_memory.FILE_NAME
+    doc = json.loads(path.read_text())
+    del doc["relations"]
+    path.write_text(json.dumps(doc))
+    assert relation_memory.load(str(tmp_path)).units == {}

@@ -19,7 +19,7 @@ from testbed.emulators import scheduler, vca
 DISPATCH = r"""#!/bin/sh
 # Logs what each hook sees; on a trigger file, writes and then waits for a gate file.
 log="$LOG_DIR/$(echo $JUJU_UNIT_NAME | tr / -).log"
-peers=$(relation-list 2>/dev/null | tr -d '[]" \n')
+peers=$(relation-list ${LIST_RID:+-r "$LIST_RID"} 2>/dev/null | tr -d '[]" \n')
 seen=""
 who=${READ_UNIT:-${JUJU_REMOTE_UNIT:-}}
 [ -z "${JUJU_RELATION_ID:-}" ] || seen=$(relation-get -r "$JUJU_RELATION_ID" value "$who" 2>/dev/null | tr -d '" \n')
@@ -113,6 +113,35 @@ def test_membership_starts_with_the_joined_hook(model):
     assert seen[("hooks/vpn-relation-created", "-")] == "list="
     assert seen[("hooks/vpn-relation-joined", "b/0")] == "list=b/0"
     assert seen[("hooks/vpn-relation-joined", "b/1")] == "list=b/0,b/1"
+
+
+def test_another_relations_members_change_only_with_hooks_of_that_relation(model, monkeypatch):
+    """Juju 2.9: every hook's context takes each relation's members from the agent's record
+    (runner/context/contextfactory.go getContextRelations: RelationCache.Prune to
+    relation/relationer.go ContextInfo), adjusts only its own relation (HookContext: InvalidateMember,
+    RemoveMember), and only the commit of a joined or departed hook of a relation changes its record
+    (relation/state.go UpdateStateForHook). So `relation-list -r j` in a hook about another relation
+    answers what j's own hooks left (what the charms' relation memory relies on)."""
+    model.deploy("a", model.charm)
+    model.deploy("b", model.charm)
+    model.deploy("c", model.charm)
+    rid_b = model.relate("a:vpn", "b:vpn-peer")
+    rid_c = model.relate("a:vpn", "c:vpn-peer")
+    with model._update() as state:                  # c/1 entered the relation; a/0's joined has not run
+        state["relations"][str(rid_c)]["units"].append("c/1")
+        state["relations"][str(rid_c)]["data"]["c/1"] = {}
+    monkeypatch.setenv("LIST_RID", str(rid_c))
+
+    def listed_in_a_hook_about_b():
+        model.run_hook("a/0", "vpn", "relation-changed", rid=rid_b, remote="b/0")
+        return hooks(model, "a/0")[-1][2]
+    assert listed_in_a_hook_about_b() == "list=c/0"
+    model.run_hook("a/0", "vpn", "relation-joined", rid=rid_c, remote="c/1")
+    assert hooks(model, "a/0")[-1][2] == "list=c/0,c/1", "its own joined hook lists it"
+    assert listed_in_a_hook_about_b() == "list=c/0,c/1", "once that hook committed, every hook does"
+    model.run_hook("a/0", "vpn", "relation-departed", rid=rid_c, remote="c/0", departing="c/0")
+    assert hooks(model, "a/0")[-1][2] == "list=c/1"
+    assert listed_in_a_hook_about_b() == "list=c/1"
 
 
 def test_a_units_relation_changed_comes_right_after_its_joined_hook(model):

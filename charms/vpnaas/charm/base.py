@@ -25,7 +25,7 @@ from ops.charm import (
 from ops.framework import StoredState
 from ops.model import BlockedStatus, MaintenanceStatus, StatusBase, WaitingStatus
 
-from vpnaas.charm import relation_cache, relation_memory, status
+from vpnaas.charm import published_peers, relation_cache, relation_memory, status
 from vpnaas.charm.proxy_actions import ProxyActions
 from vpnaas.charm.tunnel_relation import EVERY_UNIT, TunnelRelations, tunnel_endpoints
 from vpnaas.charm.workload import Workload
@@ -151,8 +151,16 @@ class VpnaasCharm(CharmBase):
         Only while this unit has no key of its own (its first session has not succeeded: the VNF
         holds no tunnel of it, so nothing is removed) and only for a unit that asks its peers for
         ``peer-keys``: every peer that configures this unit's key then writes it, which is a hook
-        about that peer here, so no peer is left unread for good (relation_data.publication)."""
-        return bool(self.workload.waits_for_tunnels) and not json.loads(self._stored.public_keys)
+        about that peer here, so no peer is left unread for good (relation_data.publication).
+
+        Nor when every related unit was seen publishing, by the hooks about it, before this unit
+        was configured (``published_peers``: a VNF configured after its peers): reading them all
+        now leaves no keyless copy, and the first session takes every key."""
+        if not self.workload.waits_for_tunnels or json.loads(self._stored.public_keys):
+            return False
+        related = [relation_cache.slot(rel.id, unit.name)
+                   for ep in self.endpoints for rel in self.tunnels.live(ep.name) for unit in rel.units]
+        return not published_peers.all_published(self.state_dir, related)
 
     @property
     def programs(self) -> Dict[str, dataplane.Program]:
@@ -202,20 +210,25 @@ class VpnaasCharm(CharmBase):
     def _handle(self, event: Any) -> None:
         if event.handle.kind in _LIBRARY_LOADING_EVENTS:
             ssh.load_library()
-        self.tunnels.begin_run()
+        kind = event.handle.kind
+        # A relation hook reads its own relation and remote unit; the other relations' members and
+        # data are what the memory kept (Juju changes them only with hooks of their own:
+        # relation_memory). ops 1.5.4 still lists a relation in its own relation-broken hook (and
+        # Juju refuses writes to it): it is left out of the plan and of publishing for this hook.
+        # The checks of the VNF read back everything this unit published too.
+        rid = event.relation.id if isinstance(event, RelationEvent) else None
+        if unitstate.vnf_unconfirmed(self.state_dir):
+            # A run stepped the VNF and died before its commit, which saves the memory: the memory
+            # is behind the VNF, and behind Juju's record too when Juju was told to skip that hook
+            # (`juju resolved --no-retry` commits it). Every relation is listed as Juju has it.
+            self.memory.relations = None
+        self.tunnels.begin_run(
+            fresh=(rid, event.unit.name if event.unit is not None else None) if rid is not None else EVERY_UNIT,
+            breaking=rid if isinstance(event, RelationBrokenEvent) else None,
+            check_own="all" if kind in _FORCING_EVENTS else "written")
         if self._nothing_to_do(event):
             return  # no VNF yet, or one relation's unchanged data: not worth reading all k relations
-        kind = event.handle.kind
         force = kind in _FORCING_EVENTS or (kind == "config_changed" and self._config_is_new())
-        # ops 1.5.4 still lists a relation in its own relation-broken hook (and Juju refuses
-        # writes to it): it is left out of the plan and of publishing for this hook.
-        self.tunnels.breaking = event.relation.id if isinstance(event, RelationBrokenEvent) else None
-        # A relation hook reads its own remote unit; the others' data is what the memory kept
-        # (Juju refreshes only that unit's settings: relation_memory). The checks of the VNF
-        # read back everything this unit published too.
-        if isinstance(event, RelationEvent):
-            self.tunnels.fresh = (event.relation.id, event.unit.name if event.unit is not None else None)
-        self.tunnels.check_own = "all" if kind in _FORCING_EVENTS else "written"
         try:
             plan, _ = self.reconcile(force=force)
             with CLOCK.phase("relation_cache"):
@@ -223,7 +236,7 @@ class VpnaasCharm(CharmBase):
         except ReconcileFailed:
             pass  # status already says what is wrong; the next event retries
         finally:
-            self.tunnels.fresh, self.tunnels.check_own = EVERY_UNIT, "written"
+            self.tunnels.begin_run()
 
     def _on_pre_commit(self, _event: Any) -> None:
         """ops is about to commit this run's state: the relation memory goes with it."""
@@ -254,11 +267,14 @@ class VpnaasCharm(CharmBase):
         if state["applied"] != self._stored.applied:
             state = dict(state, applied="")     # taken for another plan: only the no-VNF rule holds
         unit = event.unit
-        relations = {rel.id: rel for ep in self.endpoints for rel in self.model.relations[ep.name]}
-        return relation_cache.nothing_to_do(state, kind, event.relation.name, event.relation.id,
-                                            unit.name if unit is not None else None,
-                                            lambda: event.relation.data[unit], lambda: self.config.get("ssh-hostname"),
-                                            lambda rid: relations[rid].data[self.unit] if rid in relations else None)
+        hostname = published_peers.UnconfiguredChanged(kind, unit.name if unit is not None else None,
+                                                       lambda: self.config.get("ssh-hostname"))
+        ended = relation_cache.nothing_to_do(state, kind, event.relation.name, event.relation.id,
+                                             unit.name if unit is not None else None,
+                                             lambda: event.relation.data[unit], hostname, self.tunnels.own_data)
+        if ended and hostname.record:
+            published_peers.note(self.state_dir, relation_cache.slot(event.relation.id, unit.name))
+        return ended
 
     def _remember_relations(self, plan: model.Plan) -> None:
         """After a reconcile that did not fail: the digests of every remote unit's data as the plan
@@ -467,6 +483,9 @@ def main(charm_class: Any) -> None:
     CLOCK.since_start("imports")
     from ops.main import main as ops_main
 
+    from vpnaas.charm import relation_lookup
+    relation_lookup.install()   # a relation event restored without building its endpoint's relations
+
     if "JUJU_DEBUG" not in os.environ:     # ops 1.5.4's own test of its debug switch (ops/main.py)
         logging.getLogger().addFilter(_without_ops_debug)
 
@@ -477,4 +496,7 @@ def main(charm_class: Any) -> None:
     charm_dir = os.environ.get("JUJU_CHARM_DIR") or os.path.dirname(os.path.dirname(os.path.realpath(sys.argv[0])))
     relation_cache.promote(unitstate.unit_state_dir(charm_dir))
     unitstate.confirm_vnf(unitstate.unit_state_dir(charm_dir))
+    if hookclock.enabled():
+        # The run's CPU: this process and the hook tools it waited for (os.times; milliseconds).
+        CLOCK.count("cpu_ms", int(round(1000 * sum(os.times()[:4]))))
     hookclock.dump()

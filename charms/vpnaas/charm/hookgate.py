@@ -26,8 +26,10 @@ is never skipped). ``main()`` (and the exit status) 0: nothing to do, the hook e
 here. 1: run the charm. Anything
 unexpected (a value of the wrong shape, a failing or slow tool call, an unreadable cache) means
 "run the charm": this gate can only ever skip what the charm would have skipped. It writes
-nothing but that action's result, logs nothing, and passes values only as separate arguments
-(never through a shell).
+nothing but that action's result and, for a relation-changed that came before ``ssh-hostname``
+was set, one more count for its remote unit (``published_peers``: a hint for the first session,
+read from no relation), logs nothing, and passes values only as separate arguments (never
+through a shell).
 """
 import json
 import os
@@ -36,7 +38,7 @@ import subprocess
 import sys
 from typing import Any, List, Mapping, Optional, Sequence
 
-from vpnaas.charm import relation_cache
+from vpnaas.charm import published_peers, relation_cache
 from vpnaas.core import unitstate
 
 _HOOK = re.compile(r"hooks/([a-z][a-z0-9-]{0,62})-relation-(created|joined|changed)")
@@ -139,9 +141,13 @@ def nothing_to_do(environ: Mapping[str, str]) -> bool:
     if os.path.exists(os.path.join(directory, unitstate.UNCONFIRMED)):
         return False     # a run stepped the VNF and died before its commit: the charm contacts it
     state = relation_cache.load(directory)
-    return relation_cache.nothing_to_do(state, hook.group(2), hook.group(1), relation_id, unit or None,
-                                        lambda: _databag(relation_id, unit), _ssh_hostname,
-                                        lambda rid: _databag(rid, me))
+    hostname = published_peers.UnconfiguredChanged(hook.group(2), unit, _ssh_hostname)
+    ended = relation_cache.nothing_to_do(state, hook.group(2), hook.group(1), relation_id, unit or None,
+                                         lambda: _databag(relation_id, unit), hostname,
+                                         lambda rid: _databag(rid, me))
+    if ended and hostname.record:
+        published_peers.note(directory, relation_cache.slot(relation_id, unit))
+    return ended
 
 
 _PUBLIC_KEY_ACTION = "actions/get-ssh-public-key"

@@ -1,6 +1,35 @@
 """What a unit remembers of its tunnel relations across hooks, so that a relation hook's work is
-proportional to what changed: each remote unit's data as the grammar read it, what this unit
-published on each relation, and the route policy's last outcome (``admission``).
+proportional to what changed: which remote units each relation has (``relations``), each remote
+unit's data as the grammar read it, what this unit published on each relation, and the route
+policy's last outcome (``admission``).
+
+**Membership.** In Juju 2.9 the remote units a hook sees on a relation (``relation-list -r``) are
+what the unit agent recorded for that relation, and that record changes only when a
+relation-joined or relation-departed hook *of that relation* commits: each hook's context takes
+every relation's members from the agent's state (worker/uniter/runner/context/contextfactory.go
+``getContextRelations``: ``RelationCache.Prune`` to ``RelationInfo.MemberNames``, which
+worker/uniter/relation/relationer.go ``ContextInfo`` reads from the relation's ``State.Members``);
+only the hook's own relation is adjusted for the hook (``HookContext``: ``RemoveMember`` in its
+relation-departed, ``InvalidateMember`` otherwise, context/cache.go); ``relation-list`` answers
+``ContextRelation.UnitNames`` = ``RelationCache.MemberNames`` (context/relation.go,
+runner/jujuc/relation-list.go); and ``State.Members`` is written only by ``UpdateStateForHook``
+when a hook of that relation commits (relation/state.go, via relationer.go ``CommitHook``), started
+empty when the agent joins the relation (relationer.go ``Join``) and dropped with its
+relation-broken (``die``). So a relation hook reads its own relation (``relation-list``, and its
+remote unit's data) and takes the others' members from here, as the last hook about each left
+them; the set of relations is ``relation-ids``' (one call per endpoint). A relation the memory
+has no entry for (created since, or never read) is read whole. Every other hook (config-changed,
+update-status, the actions, upgrade-charm, leader-elected) reads every relation and replaces
+the record; so does a relation hook when there is none (``relations`` None).
+
+A relation-joined that the hook gate ends (relation_cache: Juju runs that unit's relation-changed
+next on the relation) reaches the memory with that relation-changed: until then this unit plans
+without the new member, exactly as it would had that hook not run yet. A hook killed after the
+memory was saved, or whose commit Juju did not make, is in error: Juju runs it again before any
+other hook about an existing relation (worker/uniter/resolver.go ``NextOp``), and it reads its own
+relation afresh; a hook skipped with ``juju resolved --no-retry`` after it stepped the VNF (the
+``vnf-unconfirmed`` mark) makes the next hook read every relation (``VpnaasCharm._handle``), and
+one skipped before its step is repaired by the next non-relation hook (update-status).
 
 **Remote units.** Juju 2.9's unit agent keeps each related unit's settings across hooks and
 refreshes only the hook's own remote unit: reading another member in a relation hook answers what
@@ -9,10 +38,10 @@ hook of its own. So a relation hook re-reads only its own remote unit; the other
 here, as the grammar read them (``relation_data.Reading``), each kept with the digests of the
 databag it came from (one per field, so that the hook gate's digest over any subset of the fields
 can be made from them). A databag read again whose digest is the kept one is not validated again.
-Membership is never remembered: the plan takes the units ``relation-list`` names in this hook, and
-forgets the readings of every other unit. Every other hook (config-changed, update-status, the
-actions, upgrade-charm) reads every unit (``TunnelRelations``), once ``ssh-hostname`` is set (before
-it no run reads any: ``VpnaasCharm.build_plan``).
+A member of another relation with no reading kept here makes that relation read afresh. The
+readings of units that are no member any more are forgotten. Every other hook reads every unit
+(``TunnelRelations``), once ``ssh-hostname`` is set (before it no run reads any:
+``VpnaasCharm.build_plan``).
 
 **Own publication.** Juju flushes a hook's ``relation-set`` only when the hook succeeded and its
 commit reached the controller. This unit keeps, per relation, the digest of the databag it wants
@@ -21,7 +50,8 @@ next run (a retried hook after a dropped commit finds the old data and writes ag
 are not read at all. update-status reads back every relation.
 
 The memory is a file in the unit's state directory, written whole and atomically whenever it
-changed. It is a cache of facts that are true whatever happens to a hook (what a unit published,
+changed, when ops commits the run (a run that fails leaves the memory of the run before). It is a
+cache of facts that are true whatever happens to a hook (what a unit published, who Juju lists,
 what this unit asked Juju to hold), never a decision: a file that is missing, unreadable, of
 another format or made by another grammar (another charm revision) is no memory, and the next run
 reads everything. Standard library only, besides the relation codec.
@@ -29,13 +59,17 @@ reads everything. Standard library only, besides the relation codec.
 import hashlib
 import json
 import os
+import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from vpnaas.charm.relation_cache import combine, field_digest
 from vpnaas.core import relation_data, unitstate, validation
 
-FORMAT = 1
+FORMAT = 2
 FILE_NAME = "relation-memory.json"
+#: A unit's name as Juju gives it (<application>/<number>): the only names the membership keeps.
+_UNIT = re.compile(r"[a-z][a-z0-9-]{0,62}/[0-9]{1,9}")
+_RELATION_ID = re.compile(r"[0-9]{1,9}")
 #: The fields a remote unit's reading depends on (relation_data.decode reads nothing else).
 FIELDS = relation_data.PUBLISHED
 
@@ -67,6 +101,9 @@ class Memory(object):
         self.own: Dict[str, str] = {}                 # relation id -> digest of what this unit wants Juju to hold
         self.written: List[str] = []                  # relation ids the last charm run wrote
         self.admission: Dict[str, Any] = {}           # the route policy's memo (admission.py)
+        #: relation id -> {"endpoint": its endpoint, "units": its remote units' names}, as Juju listed
+        #: them in the last hook about that relation (None: not known; every relation is read)
+        self.relations: Optional[Dict[str, Dict[str, Any]]] = None
         self._saved = ""
 
     # ------------------------------------------------------------------ remote units
@@ -100,6 +137,23 @@ class Memory(object):
                 out[slot] = d
         return out
 
+    def has_reading(self, slot: str) -> bool:
+        return slot in self.units
+
+    # ------------------------------------------------------------------ membership
+    def members(self, relation_id: int, endpoint: str) -> Optional[List[str]]:
+        """The remote units of ``relation_id`` (on ``endpoint``) as Juju listed them in the last hook
+        about it; None when that is not known here."""
+        entry = (self.relations or {}).get(str(relation_id))
+        if entry is None or entry["endpoint"] != endpoint:
+            return None
+        return list(entry["units"])
+
+    def record(self, relations: Mapping[int, Any]) -> None:
+        """The membership of every relation is ``relations`` ({relation id: (endpoint, unit names)})."""
+        self.relations = {str(rid): {"endpoint": ep, "units": sorted(set(units))}
+                          for rid, (ep, units) in relations.items()}
+
     # ------------------------------------------------------------------ own publication
     def forget_relations(self, live: Iterable[str]) -> None:
         keep = set(live)
@@ -109,7 +163,7 @@ class Memory(object):
     # ------------------------------------------------------------------ file
     def as_dict(self) -> Dict[str, Any]:
         return {"format": FORMAT, "grammar": GRAMMAR, "units": self.units, "own": self.own,
-                "written": sorted(set(self.written)), "admission": self.admission}
+                "written": sorted(set(self.written)), "admission": self.admission, "relations": self.relations}
 
     def save(self, directory: str) -> None:
         """Write the memory when it changed since it was loaded or last saved."""
@@ -131,10 +185,10 @@ def load(directory: str) -> Memory:
     if not (isinstance(doc, dict) and doc.get("format") == FORMAT and doc.get("grammar") == GRAMMAR
             and _units(doc.get("units")) and _strings_map(doc.get("own"))
             and isinstance(doc.get("written"), list) and all(isinstance(r, str) for r in doc["written"])
-            and isinstance(doc.get("admission"), dict)):
+            and isinstance(doc.get("admission"), dict) and "relations" in doc and _relations(doc["relations"])):
         return memory
     memory.units, memory.own, memory.written = doc["units"], doc["own"], list(doc["written"])
-    memory.admission = doc["admission"]
+    memory.admission, memory.relations = doc["admission"], doc["relations"]
     memory._saved = json.dumps(memory.as_dict(), sort_keys=True)
     return memory
 
@@ -154,3 +208,19 @@ def _units(value: Any) -> bool:
     return isinstance(value, dict) and all(
         isinstance(k, str) and isinstance(v, dict) and _strings_map(v.get("fields")) and "reading" in v
         for k, v in value.items())
+
+
+def _relations(value: Any) -> bool:
+    """None, or {relation id: {"endpoint": name, "units": [unit names]}} of the right shapes."""
+    if value is None:
+        return True
+    if not isinstance(value, dict):
+        return False
+    for rid, entry in value.items():
+        if not (isinstance(rid, str) and _RELATION_ID.fullmatch(rid) and isinstance(entry, dict)
+                and set(entry) == {"endpoint", "units"} and isinstance(entry["endpoint"], str)
+                and isinstance(entry["units"], list)):
+            return False
+        if not all(isinstance(u, str) and _UNIT.fullmatch(u) for u in entry["units"]):
+            return False
+    return True

@@ -5,10 +5,15 @@ fields, schema and codec) is one module of the pure core: ``vpnaas.core.relation
 
 A relation in its own relation-broken hook is left out of reading and publishing: ops 1.5.4 still
 lists it, and Juju refuses writes to it.
+
+In a relation hook the other relations' remote units are the memory's (relation_memory: Juju 2.9
+changes a relation's members only with a hook of that relation), so that the hook's hook-tool calls
+do not grow with the number of relations: ``relation-ids`` per endpoint, the hook's own relation
+(``relation-list``, through ops' event), and reads only of what changed.
 """
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
-from vpnaas.charm import relation_cache, relation_memory
+from vpnaas.charm import relation_cache, relation_lookup, relation_memory
 from vpnaas.core import model, refpoints, relation_data, rotation
 from vpnaas.core.hookclock import CLOCK
 
@@ -29,14 +34,31 @@ def tunnel_endpoints(meta: Any) -> List[model.TunnelEndpoint]:
     return out
 
 
+class Remembered(object):
+    """A relation whose remote units this run takes from the memory (relation_memory), as ops'
+    ``Relation`` offers them (``id``, ``name``, ``units``) with no hook-tool call; its databags
+    (``data``) through ops' relation, built alone (one ``relation-list``) the first time they are
+    needed (this unit's own data read back or written)."""
+
+    def __init__(self, model: Any, name: str, relation_id: int, units: List[str]) -> None:
+        self.name, self.id = name, relation_id
+        self.units = {model.get_unit(u) for u in units}     # ops' own Unit objects (its cache)
+        self._mapping = model.relations
+
+    @property
+    def data(self) -> Any:
+        return self._mapping.built(self.name, self.id).data
+
+
 class TunnelRelations(object):
     """All tunnel relations of a unit: what the remote units published, and what it publishes.
 
     What it read and wrote in earlier hooks is in ``memory`` (relation_memory): a relation hook
-    reads only its own remote unit (``fresh``: (relation id, unit name)), every other hook reads
-    every unit (``EVERY_UNIT``); membership is ``relation-list``'s, in every hook. Of this unit's
-    own databags only those the last charm run wrote are read back (``check_own="written"``), or
-    all (``"all"``: update-status and the other checks of the VNF)."""
+    reads only its own relation's members and remote unit (``fresh``: (relation id, unit name)) and
+    takes the other relations' members and data from the memory; every other hook reads every
+    relation and unit (``EVERY_UNIT``). Of this unit's own databags only those the last charm run
+    wrote are read back (``check_own="written"``), or all (``"all"``: update-status and the other
+    checks of the VNF). ``begin_run`` sets what the run is about."""
 
     def __init__(self, model: Any, endpoints: List[model.TunnelEndpoint], wants_peer_keys: bool = False,
                  memory: Optional[relation_memory.Memory] = None) -> None:
@@ -53,25 +75,71 @@ class TunnelRelations(object):
         #: the relations whose own data was read back in this run (the last run's writes are
         #: checked once: memory.written becomes this run's writes)
         self._checked: Optional[Set[str]] = None
+        #: {endpoint: relations} of this run (``_relations``)
+        self._view: Optional[Dict[str, List[Any]]] = None
 
-    def begin_run(self) -> None:
-        """A new run of the charm (a hook or an action): the last run's writes are to be read back
-        once more (a process runs once; ops' test harness runs many events on one charm)."""
+    def begin_run(self, fresh: Any = EVERY_UNIT, breaking: Optional[int] = None, check_own: str = "written") -> None:
+        """A new run of the charm (a hook or an action), about ``fresh`` ((relation id, remote unit or
+        None) in a relation hook, else ``EVERY_UNIT``), with ``breaking`` in its relation-broken:
+        the relations are listed again, and the last run's writes are to be read back once more (a
+        process runs once; ops' test harness runs many events on one charm)."""
+        self.fresh, self.breaking, self.check_own = fresh, breaking, check_own
         self._checked = None
+        self._view = None
 
     def live(self, endpoint: str) -> List[Any]:
-        return [rel for rel in self.model.relations[endpoint] if rel.id != self.breaking]
+        return [rel for rel in self._relations()[endpoint] if rel.id != self.breaking]
+
+    def _relations(self) -> Dict[str, List[Any]]:
+        """{endpoint: its relations} for this run, listed once: in a relation hook with the memory's
+        membership (relation_memory), ``relation-ids`` and the hook's own relation as Juju lists
+        them now and the others as remembered (``Remembered``); else every relation as Juju lists
+        it. The memory's membership becomes this view's."""
+        if self._view is None:
+            mapping = self.model.relations
+            hook = self.fresh[0] if isinstance(self.fresh, tuple) else None
+            if hook is None or self.memory.relations is None or not isinstance(mapping, relation_lookup.RelationsById):
+                self._view = {ep.name: list(mapping[ep.name]) for ep in self.endpoints}
+            else:
+                self._view = {ep.name: [self._relation(mapping, ep.name, rid, hook) for rid in mapping.ids(ep.name)]
+                              for ep in self.endpoints}
+            self._record()
+        return self._view
+
+    def _relation(self, mapping: relation_lookup.RelationsById, endpoint: str, rid: int, hook: int) -> Any:
+        units = self.memory.members(rid, endpoint) if rid != hook else None
+        if units is None:
+            CLOCK.count("memberships_read")
+            return mapping.built(endpoint, rid)
+        return Remembered(self.model, endpoint, rid, units)
+
+    def _record(self) -> None:
+        assert self._view is not None
+        self.memory.record({rel.id: (ep, [u.name for u in rel.units])
+                            for ep, rels in self._view.items() for rel in rels if rel.id != self.breaking})
+
+    def _readable(self, endpoint: str) -> List[Any]:
+        """``live(endpoint)``, where a remembered relation with a member whose reading the memory
+        does not keep (and that this run would read) is read afresh instead, members and all."""
+        rels = self._relations()[endpoint]
+        for i, rel in enumerate(rels):
+            if isinstance(rel, Remembered) and not self.defer_unread and not all(
+                    self.memory.has_reading(relation_cache.slot(rel.id, u.name)) for u in rel.units):
+                CLOCK.count("memberships_read")
+                rels[i] = self.model.relations.built(endpoint, rel.id)
+                self._record()
+        return [rel for rel in rels if rel.id != self.breaking]
 
     def snapshot(self) -> model.Relations:
         """{endpoint: [{remote unit: relation_data.Reading}]}, one dict per live relation (the
-        plan's input): the members ``relation-list`` names now, each read now or taken from the
-        memory (see the class)."""
+        plan's input): its members as Juju lists them (or, for another relation than a relation
+        hook's, as the memory keeps them), each read now or taken from the memory (see the class)."""
         out: model.Relations = {}
         slots = []
         with CLOCK.phase("reads"):
             for ep in self.endpoints:
                 out[ep.name] = []
-                for rel in self.live(ep.name):
+                for rel in self._readable(ep.name):
                     units = {}
                     for unit in rel.units:
                         slot = relation_cache.slot(rel.id, unit.name)
@@ -91,7 +159,12 @@ class TunnelRelations(object):
                 return relation_data.Reading(unit.name, incomplete=DEFERRED.format(unit.name))
             if kept is not None and self.fresh != EVERY_UNIT:
                 return kept
-        bag = dict(rel.data[unit])
+        try:
+            bag = dict(rel.data[unit])
+        except KeyError:
+            # A remembered member Juju does not list on that relation any more (a memory whose last
+            # hook Juju did not commit: it runs that hook again): nothing of it is used.
+            return relation_data.Reading(unit.name, incomplete="{} (not related now)".format(unit.name))
         CLOCK.count("databags_read")
         digests = relation_memory.field_digests(bag)
         reading = self.memory.reading(slot, unit.name, digests)
@@ -132,6 +205,11 @@ class TunnelRelations(object):
         self._check_own()
         return all(self.memory.own.get(str(rel.id)) == relation_cache.digest(bag, relation_data.PUBLISHED)
                    for _dev, rel, bag in self._bags(plan, public_keys))
+
+    def own_data(self, relation_id: int) -> Optional[Any]:
+        """This unit's databag on ``relation_id`` as Juju holds it (None: no such live relation)."""
+        rel = next((r for ep in self.endpoints for r in self.live(ep.name) if r.id == relation_id), None)
+        return rel.data[self.model.unit] if rel is not None else None
 
     def own_digests(self) -> Dict[str, str]:
         """{relation id: digest of what Juju holds of this unit's data there}, for the hook gate:

@@ -94,7 +94,8 @@ teardown() {  # the charm is being removed: everything it put on the VNF for its
   # one: nothing else in the directory is the charm's to remove (and it may be a mount point).
   pq_psk_files >/dev/null   # no device: every file of ours goes, and the folder with the last one
   pq_psk_forget             # the daemon stopped, its state, log and pid files deleted
-  rm -f "$DATAPLANE_DIR/wireguard-go" "$DATAPLANE_DIR/boringtun" "$DATAPLANE_DIR/pq-psk" "$DATAPLANE_WRAPPER"
+  rm -f "$DATAPLANE_DIR/wireguard-go" "$DATAPLANE_DIR/boringtun" "$DATAPLANE_DIR/pq-psk" "$DATAPLANE_WRAPPER" \
+    "$PROGRAMS_DIGESTS"
   rmdir "$DATAPLANE_DIR" 2>/dev/null || true
   metrics_remove
   qos_step --   # no marks, no queue: the chain and the queues the charm installed go

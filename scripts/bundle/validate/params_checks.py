@@ -7,7 +7,7 @@ import re
 from bundle import descriptors, params
 from bundle.validate.charms import PLACEHOLDER_RE
 from bundle.validate.problems import Problem, fmt_path
-from vpnaas.core import registry
+from vpnaas.core import instance, registry
 
 # OSM renders cloud-init as Jinja2 with StrictUndefined. The bundle allows only plain variable
 # references in it; anything else that Jinja would parse is refused.
@@ -264,29 +264,65 @@ def check_ns_params(data, file, nsd_desc, vnfds, cloud_init_dir, where=None):
         vnfd = vnfds.get(prof["vnfd-id"])
         if vnfd is not None:
             out.extend(_check_member_params(member, vnfd, given, ips, at_apv, file, cloud_init_dir))
-    return out + _check_distinct_service_addresses(given, at_apv, file)
+    instances = {member: max_instances(vnfds.get(prof["vnfd-id"])) for member, prof in profiles.items()}
+    return out + _check_distinct_service_addresses(given, instances, at_apv, file)
 
 
-def _check_distinct_service_addresses(given, at_apv, file):
-    """No two members share a service address on a reference point: the file's plan and the
-    registry's defaults (bundle.params.with_service_addresses) must not collide."""
+def max_instances(vnfd):
+    """The most instances of any VDU the VNFD's deployment flavour allows (1 when it names none):
+    instance k of a scaled VDU takes each service address + k (vpnaas.core.instance)."""
+    if vnfd is None:
+        return 1
+    df = (vnfd.body.get("df") or [{}])[0]
+    counts = [p.get("max-number-of-instances", 1) for p in df.get("vdu-profile") or []]
+    return max([c for c in counts if isinstance(c, int) and c >= 1] or [1])
+
+
+def _instance_ips(rp_name, text, count):
+    """[(k, ip)] of one named service address for instances 0 .. count-1, shifted inside the
+    reference point's service network as the charm shifts it; [] for an address
+    _check_service_addresses refuses; none past an instance whose +k leaves the network (the charm
+    refuses that instance's config)."""
+    try:
+        iface = ipaddress.ip_interface(text)
+    except ValueError:
+        return []
+    rp = registry.load().reference_points.get(rp_name)
+    net = ipaddress.ip_network(rp.service_network) if rp is not None and rp.service_network else None
+    out = [(0, iface.ip)]
+    for k in range(1, count):
+        try:
+            (shifted,) = instance.service_addresses([iface], k, net, rp_name)
+        except ValueError:
+            break
+        out.append((k, shifted.ip))
+    return out
+
+
+def _check_distinct_service_addresses(given, instances, at_apv, file):
+    """No two members share a service address on a reference point, counting every instance a
+    scaled VDU may have (+k; ``instances``: {member: how many}): the file's plan and the registry's
+    defaults (bundle.params.with_service_addresses) must not collide."""
     out, seen = [], {}
     for member, (idx, supplied) in sorted(given.items(), key=lambda kv: kv[1][0]):   # the file's order
         for name, value in sorted(supplied.items()):
             m = re.match(r"^(.+)_service_addresses$", name)
             if not m:
                 continue
+            named = set()
             for text in [t.strip() for t in str(value or "").split(",") if t.strip()]:
-                try:
-                    ip = ipaddress.ip_interface(text).ip
-                except ValueError:
-                    continue        # _check_service_addresses names it
-                other = seen.setdefault((m.group(1), ip), member)
-                if other != member:
+                for k, ip in _instance_ips(m.group(1), text, instances.get(member, 1)):
+                    other = seen.setdefault((m.group(1), ip), (member, k))
+                    if other[0] == member or ip in named:
+                        continue
+                    named.add(ip)
+                    mine = " (this member's instance +{})".format(k) if k else ""
+                    theirs = "member {}'s".format(other[0]) + (" instance +{}'s".format(other[1]) if other[1] else "")
                     out.append(Problem(file, at_apv + [idx, "additionalParams", name],
-                                       "{} is member {}'s service address on {} too: give each end its own (an "
-                                       "address the file names may be the registry's default for the other "
-                                       "end: docs/bundle.md)".format(ip, other, m.group(1))))
+                                       "{}{} is {} service address on {} too: give each end its own (an address "
+                                       "the file names may be the registry's default for the other end, and a "
+                                       "scaled VDU's instance k takes each address + k: docs/bundle.md)".format(
+                                           ip, mine, theirs, m.group(1))))
     return out
 
 

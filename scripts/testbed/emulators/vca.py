@@ -69,10 +69,11 @@ class ActionResult(object):
 #: JUJU_CONTEXT_ID (what a profiled charm run names in its record: hookclock.py), ``remote`` its
 #: JUJU_REMOTE_UNIT ("" for none), ``causes`` why it was queued (for a relation-changed: each
 #: committed write of the remote side it covers, as (writer, writer's hook, [changed keys]); the
-#: writes between two runs are one hook, as on Juju: scheduler.py).
+#: writes between two runs are one hook, as on Juju: scheduler.py); ``pid`` the process id of its
+#: ``dispatch`` (what testbed.cpuattr roots the hook's process tree at; None where unknown).
 HookRun = collections.namedtuple("HookRun", "started ended unit hook seconds relation log tool_calls tools context "
-                                            "remote causes")
-HookRun.__new__.__defaults__ = ("", ())
+                                            "remote causes pid")
+HookRun.__new__.__defaults__ = ("", (), None)
 
 
 class Model(vcaops.ModelOperations, uniter.Uniter):
@@ -243,7 +244,8 @@ class Model(vcaops.ModelOperations, uniter.Uniter):
             self.hook_log.append(HookRun(started, ended, unit, dispatch_path, ended - started,
                                          extra.get("JUJU_RELATION_ID", ""), new_log,
                                          self._context_calls.pop(context, 0), tools, context,
-                                         extra.get("JUJU_REMOTE_UNIT", ""), tuple(scheduler.current_causes())))
+                                         extra.get("JUJU_REMOTE_UNIT", ""), tuple(scheduler.current_causes()),
+                                         getattr(ctx, "pid", None)))
         if ctx.killed:
             self._views[unit].restart()
             self.hook_retry.reset(unit)     # a new uniter: its retry timer starts again

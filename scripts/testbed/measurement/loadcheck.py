@@ -12,8 +12,6 @@ with other work for the whole sample.
 import os
 import time
 
-from testbed.emulators import vim
-
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -54,14 +52,41 @@ def kernel_thread_ticks():
     return total
 
 
+#: Where `ip netns add` keeps a named network namespace (iproute2's NETNS_RUN_DIR).
+NETNS_RUN_DIR = "/run/netns"
+
+
+def namespace_pids(namespaces):
+    """The pids of the processes in any of the named network ``namespaces``, from one pass over
+    /proc: what `ip netns pids <ns>` answers for each (iproute2's ip/ipnetns.c compares the device
+    and inode of /proc/<pid>/ns/net with the name's), without a process and a whole /proc scan per
+    namespace, which at 33 VNFs took the bench seconds at the first config."""
+    wanted = set()
+    for ns in namespaces:
+        try:
+            st = os.stat(os.path.join(NETNS_RUN_DIR, ns))
+        except OSError:
+            continue
+        wanted.add((st.st_dev, st.st_ino))
+    if not wanted:
+        return []
+    pids = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            st = os.stat("/proc/{}/ns/net".format(pid))
+        except OSError:
+            continue        # gone meanwhile, or a kernel thread's namespace not ours to read
+        if (st.st_dev, st.st_ino) in wanted:
+            pids.append(pid)
+    return pids
+
+
 def own_ticks(namespaces):
     total = process_ticks("self", children=True) + kernel_thread_ticks()
-    seen = set()
-    for ns in namespaces:
-        for pid in vim.sh(["ip", "netns", "pids", ns], check=False).stdout.split():
-            if pid not in seen:
-                seen.add(pid)
-                total += process_ticks(pid)
+    for pid in namespace_pids(namespaces):
+        total += process_ticks(pid)
     return total
 
 

@@ -22,17 +22,27 @@ programs_check() {  # [name sha256 always|nokernel]...: NEED each shipped progra
   # next step applies, instead of a step for the facts, one for the programs and one to apply. It
   # only reads: nothing is applied before the facts guard and tunnels_prepare, which stops when a
   # program is missing. The shipped programs are used only when the installed copy is the
-  # charm's byte for byte; one that is missing or differs is asked for (NEED).
-  local name digest when path
+  # charm's byte for byte; one that is missing or differs is asked for (NEED). A copy's digest is
+  # taken from PROGRAMS_DIGESTS while its file is the one hashed then (programs_cached); a digest
+  # newly taken is recorded by tunnels_prepare, after the facts guard.
+  local name digest when path have i
+  local -a todo=() paths=()
   kernel_probe
   while [ $# -ge 3 ]; do
     name=$1 digest=$2 when=$3
     shift 3
     if [ "$when" = nokernel ] && [ "$TUNNELS_KERNEL" = 1 ]; then continue; fi
+    todo+=("$name" "$digest")
+    if [ -x "$DATAPLANE_DIR/$name" ]; then paths+=("$DATAPLANE_DIR/$name"); fi
+  done
+  programs_keys ${paths[@]+"${paths[@]}"}
+  programs_digests_read
+  for ((i = 0; i < ${#todo[@]}; i += 2)); do
+    name=${todo[i]} digest=${todo[i + 1]}
     path=$DATAPLANE_DIR/$name
-    local have=
-    if [ -x "$path" ]; then have=$(sha256sum < "$path" 2>/dev/null) || have=; fi
-    if [ -n "$have" ] && [ "${have%% *}" = "$digest" ]; then
+    have=
+    if [ -n "${PROGRAM_KEY[$path]:-}" ]; then programs_cached "$name" "$path"; have=$PROGRAM_SHA256; fi
+    if [ -n "$have" ] && [ "$have" = "$digest" ]; then
       SHIPPED[$name]=$path
       # pq-psk's start compares it with the running daemon's (pqpsk.sh), without hashing it again
       # shellcheck disable=SC2034  # read by tunnels/pqpsk.sh
@@ -42,6 +52,76 @@ programs_check() {  # [name sha256 always|nokernel]...: NEED each shipped progra
       PROGRAMS_MISSING=1
     fi
   done
+}
+
+# The digest of each shipped program as last hashed, keyed by what the file system says of the
+# file: "name sha256 ctime-seconds device inode size mtime ctime" (times to the nanosecond as
+# stat prints them), instead of hashing several MB in every session (docs/figures.md, prof7). Any
+# change of a file's bytes (a write in place, a truncation, a copy over it) sets its mtime and
+# ctime; a file replaced by another is another inode with a new ctime; and no user-space call
+# sets a ctime back (touch and utimensat set mtime and atime, and the ctime to now). So a file
+# whose key is the one recorded still holds the bytes hashed then. What ctime cannot see: a write
+# below the file system (the raw block device, the disk offline), or one made by root with the
+# clock set back to the recorded ctime. A key is recorded only once the file has stayed unchanged
+# for PROGRAMS_SETTLED s (in whole seconds: over 1 s in fact): on a kernel whose file timestamps advance once per tick, a change made
+# within the same tick as the hashed one could otherwise keep its ctime (git's "racy" files).
+PROGRAMS_DIGESTS=$DATAPLANE_DIR/.programs.sha256
+PROGRAMS_SETTLED=2
+declare -A PROGRAM_KEY=()      # path -> its key now
+declare -A PROGRAM_DIGEST=()   # name -> "sha256 key" as recorded
+PROGRAMS_DIGESTS_CHANGED=0
+
+programs_keys() {  # path...: PROGRAM_KEY of each (one stat for all; a file that vanished has none)
+  local text line
+  PROGRAM_KEY=()
+  [ $# -gt 0 ] || return 0
+  text=$(stat -L -c '%n|%Z %d %i %s %y %z' -- "$@" 2>/dev/null) || true
+  while [ -n "$text" ]; do
+    line=${text%%$'\n'*}
+    if [ "$line" = "$text" ]; then text=; else text=${text#*$'\n'}; fi
+    case "$line" in *"|"*) PROGRAM_KEY[${line%%|*}]=${line#*|} ;; esac
+  done
+}
+
+programs_digests_read() {  # PROGRAM_DIGEST from PROGRAMS_DIGESTS (a line that is not well formed is left out)
+  local -a lines=()
+  local line name rest
+  PROGRAM_DIGEST=()
+  PROGRAMS_DIGESTS_CHANGED=0
+  [ -f "$PROGRAMS_DIGESTS" ] || return 0
+  mapfile -t lines < "$PROGRAMS_DIGESTS" 2>/dev/null || true
+  for line in ${lines[@]+"${lines[@]}"}; do
+    name=${line%% *} rest=${line#* }
+    case "$name" in wireguard-go|boringtun|pq-psk) ;; *) continue ;; esac
+    [[ "$rest" =~ ^[0-9a-f]{64}\ [0-9]+\ [0-9]+\ [0-9]+\ [0-9]+\ . ]] || continue
+    PROGRAM_DIGEST[$name]=$rest
+  done
+}
+
+programs_cached() {  # name path: PROGRAM_SHA256, the file's sha256 ("" when unreadable), hashed only when its key changed
+  local key=${PROGRAM_KEY[$2]:-} rec=${PROGRAM_DIGEST[$1]:-} now
+  if [ -n "$key" ] && [ -n "$rec" ] && [ "${rec#* }" = "$key" ]; then
+    PROGRAM_SHA256=${rec%% *}
+    return 0
+  fi
+  PROGRAM_SHA256=$(sha256sum < "$2" 2>/dev/null) || PROGRAM_SHA256=
+  PROGRAM_SHA256=${PROGRAM_SHA256%% *}
+  # The key was read before the bytes were: a change in between makes the next key differ.
+  printf -v now '%(%s)T' -1
+  if [ -n "$PROGRAM_SHA256" ] && [ -n "$key" ] && [ $((now - ${key%% *})) -ge "$PROGRAMS_SETTLED" ]; then
+    PROGRAM_DIGEST[$1]="$PROGRAM_SHA256 $key"
+    PROGRAMS_DIGESTS_CHANGED=1
+  fi
+}
+
+programs_digests_write() {  # PROGRAMS_DIGESTS, when a digest was recorded in this step
+  [ "$PROGRAMS_DIGESTS_CHANGED" = 1 ] || return 0
+  local name text=
+  for name in wireguard-go boringtun pq-psk; do
+    if [ -n "${PROGRAM_DIGEST[$name]:-}" ]; then text+="$name ${PROGRAM_DIGEST[$name]}"$'\n'; fi
+  done
+  write_if_changed "$PROGRAMS_DIGESTS" 600 "$text"
+  PROGRAMS_DIGESTS_CHANGED=0
 }
 
 tunnels_prepare() {  # [name sha256 always|nokernel]...: as programs_check (a step that did not call it)
@@ -67,6 +147,7 @@ tunnels_prepare() {  # [name sha256 always|nokernel]...: as programs_check (a st
     out DONE
     exit 0
   fi
+  programs_digests_write
   if [ "$TUNNELS_KERNEL" = 1 ]; then
     out "IMPL kernel"
   elif [ -n "${USERSPACE[wireguard-go]:-}" ]; then
