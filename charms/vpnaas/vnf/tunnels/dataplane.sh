@@ -226,14 +226,17 @@ dataplane_resolve() {  # choice (auto|kernel|wireguard-go|boringtun): sets DP_IM
   esac
 }
 
-dataplane_current() {  # dev [running]: the implementation the running device was brought up with ("" if none runs)
-  # "running": the caller has just seen the device answer (not asked again).
+# shellcheck disable=SC2034  # DP_CURRENT is read by tunnels/devices.sh
+dataplane_current() {  # dev [running]: DP_CURRENT, the implementation the running device was brought up with ("" if none runs)
+  # "running": the caller has just seen the device answer (not asked again). Set in the caller's
+  # shell, not printed: no subshell.
   local dev=$1 rec=
+  DP_CURRENT=
   if [ "${2:-}" != running ]; then timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1 || return 0; fi
   if [ -f "/etc/wireguard/$dev.impl" ]; then IFS= read -r rec < "/etc/wireguard/$dev.impl" || true; fi
-  if [ -n "$rec" ]; then printf '%s' "$rec"; return 0; fi
+  if [ -n "$rec" ]; then DP_CURRENT=$rec; return 0; fi
   # A device of a release before the choice: the kernel's, or wireguard-go (the only program then).
-  if grep -qx DEVTYPE=wireguard "/sys/class/net/$dev/uevent" 2>/dev/null; then printf kernel; else printf wireguard-go; fi
+  if grep -qx DEVTYPE=wireguard "/sys/class/net/$dev/uevent" 2>/dev/null; then DP_CURRENT=kernel; else DP_CURRENT=wireguard-go; fi
 }
 
 dataplane_dropin() {  # dev implementation program: systemd starts wg-quick@dev on that program
