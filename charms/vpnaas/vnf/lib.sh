@@ -59,6 +59,32 @@ read_whole() {  # var path: var holds the file's bytes exactly (trailing line br
   printf -v "$1" '%s' "${vpnaas_lines[*]}"
 }
 
+# What one stat said of the files a part is about to compare (stat_prefetch): path -> "size mode".
+declare -A VPNAAS_STAT=()
+
+stat_prefetch() {  # path...: one stat for the files that write_if_changed (or private_dir) is about to look at
+  # A session compares a dozen files that are already as wanted; one stat process for a part's
+  # files instead of one each. An entry serves once (write_if_changed drops it), and only the
+  # caller's next lines use it, before anything else can change those files; a file the stat did
+  # not see (missing) has none, and write_if_changed asks for itself.
+  local text line rest
+  text=$(stat -c '%s %a %n' -- "$@" 2>/dev/null) || true
+  while [ -n "$text" ]; do
+    line=${text%%$'\n'*}
+    if [ "$line" = "$text" ]; then text=; else text=${text#*$'\n'}; fi
+    rest=${line#* }
+    VPNAAS_STAT[${rest#* }]="${line%% *} ${rest%% *}"
+  done
+}
+
+private_dir() {  # path mode: the folder exists with that mode (asked by stat_prefetch when it was)
+  local meta=${VPNAAS_STAT[$1]:-}
+  unset "VPNAAS_STAT[$1]"
+  if [ -d "$1" ] && [ -n "$meta" ] && [ "${meta#* }" = "$2" ]; then return 0; fi
+  mkdir -p "$1"
+  chmod "$2" "$1"
+}
+
 # shellcheck disable=SC2034  # WRITTEN is for the callers
 write_if_changed() {  # path mode content: the file holds exactly content; WRITTEN=1 when it had to be written
   # Compared before anything is written: a file that is already as wanted keeps its bytes, inode
@@ -68,8 +94,9 @@ write_if_changed() {  # path mode content: the file holds exactly content; WRITT
   # bytes read by bash itself, LC_ALL=C: ${#3} counts bytes): this runs a dozen times in every
   # session. The size first: a file with a NUL byte (which read_whole drops) never passes for equal.
   WRITTEN=0
-  local meta current=
-  if [ -f "$1" ] && meta=$(stat -c '%s %a' -- "$1" 2>/dev/null) && [ "${meta%% *}" = "${#3}" ]; then
+  local meta=${VPNAAS_STAT[$1]:-} current=
+  unset "VPNAAS_STAT[$1]"
+  if [ -f "$1" ] && { [ -n "$meta" ] || meta=$(stat -c '%s %a' -- "$1" 2>/dev/null); } && [ "${meta%% *}" = "${#3}" ]; then
     read_whole current "$1"
     if [ "$current" = "$3" ]; then
       [ "${meta#* }" = "$2" ] || chmod "$2" "$1"

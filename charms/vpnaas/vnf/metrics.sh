@@ -86,8 +86,11 @@ metrics_ensure() {  # port: serve the tunnels' metrics on <management address>:p
   [ -n "$addr" ] || fail "the management address is unknown (no SSH_CONNECTION): no exporter started"
   dev=$(metrics_interface "$addr")
   [ -n "$dev" ] || fail "no interface holds the management address $addr: no exporter started"
-  mkdir -p /etc/wireguard "$METRICS_RUN"
-  chmod 700 /etc/wireguard
+  # One stat for the folders and every file compared below (lib.sh stat_prefetch)
+  stat_prefetch /etc/wireguard "$METRICS_LABELS" "$METRICS_IMPL" "$METRICS_REFUSED" "$METRICS_EXPORTER" \
+    "$METRICS_COLLECT" "$METRICS_UNIT"
+  private_dir /etc/wireguard 700
+  [ -d "$METRICS_RUN" ] || mkdir -p "$METRICS_RUN"
   # Each file compared before it is written (lib.sh write_if_changed): a step that changes
   # nothing touches none of them. The x keeps trailing line breaks a command substitution drops.
   text=$(data_item METRICS_LABELS | base64 -d && printf x)

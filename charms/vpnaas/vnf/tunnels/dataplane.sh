@@ -9,7 +9,8 @@ declare -A DP_VERSION=()   # implementation -> its version (asked once per step)
 kernel_probe() {  # TUNNELS_KERNEL=1 when the kernel can make a WireGuard device (asked once per step)
   [ -z "${TUNNELS_PROBED:-}" ] || return 0
   TUNNELS_PROBED=1
-  ip link del vpnaas-probe 2>/dev/null || true   # left over if an earlier run was killed here
+  # left over if an earlier run was killed here (asked of sysfs first: no `ip` when there is none)
+  if [ -e /sys/class/net/vpnaas-probe ]; then ip link del vpnaas-probe 2>/dev/null || true; fi
   if ip link add vpnaas-probe type wireguard 2>/dev/null; then
     ip link del vpnaas-probe
     TUNNELS_KERNEL=1
@@ -165,9 +166,11 @@ dataplane_version() {  # implementation: DP_V set to its version ("unknown" when
   local v=${DP_VERSION[$1]:-}
   if [ -z "$v" ]; then
     if [ "$1" = kernel ]; then
-      v=$(cat /sys/module/wireguard/version 2>/dev/null || true)
+      read -r v < /sys/module/wireguard/version 2>/dev/null || true
     else
-      v=$("${USERSPACE[$1]}" --version 2>/dev/null | head -n 1 | awk '{print $2}' || true)
+      # the second word of its first line, taken by bash (head and awk were two programs more)
+      v=$("${USERSPACE[$1]}" --version 2>/dev/null || true)
+      read -r _ v _ <<< "${v%%$'\n'*}" || true
     fi
     case "$v" in ''|*[!0-9A-Za-z._+-]*) v=unknown ;; esac
     DP_VERSION[$1]=$v

@@ -291,7 +291,7 @@ drain_device() {  # dev: wait (at most 1 s) until dev has sent what was routed i
 }
 
 device_key() {  # dev mode(keep|fresh|copy) source-dev: the device's private key file as the mode says; its public key in PUB
-  local key="/etc/wireguard/$1.key" from want
+  local key="/etc/wireguard/$1.key" from want meta
   if [ "$2" = copy ]; then
     # A key rotation: a temporary device takes its main device's key, or a main device the new
     # key of its temporary one. Copied only when it differs (a repeated step changes nothing),
@@ -299,6 +299,7 @@ device_key() {  # dev mode(keep|fresh|copy) source-dev: the device's private key
     from="/etc/wireguard/$3.key"
     if want=$(wg pubkey < "$from" 2>/dev/null) && [ "$want" != "$(wg pubkey < "$key" 2>/dev/null || true)" ]; then
       KEY_COPIED=1
+      unset "VPNAAS_STAT[$key]"
       (umask 077 && cp "$from" "$key.vpnaas-tmp")
       chmod 600 "$key.vpnaas-tmp"
       mv -f "$key.vpnaas-tmp" "$key"
@@ -310,8 +311,12 @@ device_key() {  # dev mode(keep|fresh|copy) source-dev: the device's private key
     (umask 077 && wg genkey > "$key.vpnaas-tmp")
     mv -f "$key.vpnaas-tmp" "$key"
     PUB=$(wg pubkey < "$key")
-  elif [ "$(stat -c %a "$key")" != 600 ]; then
-    chmod 600 "$key"   # made by a release that left it to the umask
+  else
+    # its mode as ensure_device's stat_prefetch saw it (else asked here)
+    meta=${VPNAAS_STAT[$key]:-}
+    unset "VPNAAS_STAT[$key]"
+    [ -n "$meta" ] || meta=$(stat -c '%s %a' -- "$key")
+    [ "${meta#* }" = 600 ] || chmod 600 "$key"   # made by a release that left it to the umask
   fi
 }
 
@@ -319,6 +324,7 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementati
   local dev=$1 restart=$4 body
   local key="/etc/wireguard/$dev.key" conf="/etc/wireguard/$dev.conf" priv stripped wanted previous
   dataplane_resolve "${6:-auto}"
+  stat_prefetch "$key" "$conf" "/etc/wireguard/$dev.impl"   # one stat for the three files compared below
   body=$(data_item "$5_BODY")
   KEY_COPIED=0
   device_key "$dev" "$2" "$3"
