@@ -116,18 +116,47 @@ write_file() {  # path mode base64-content: as write_if_changed, the content giv
   write_if_changed "$1" "$2" "${content%x}"
 }
 
-# The data section is base64 of NAME=value lines, after the line __VPNAAS_DATA__ of this file:
-# decoded once, here, by the step's own shell, into memory (data_item runs inside $(...): a
-# subshell could not keep what it decoded). A tunnel step reads one item per device and several
-# for the exporter; decoding the whole section for each cost four programs each time.
+# The data section is base64 of NAME=value lines and of texts ("NAME:<n>" and its n lines:
+# vnfscript.Step.text), after the line __VPNAAS_DATA__ of this file: decoded once, here, by the
+# step's own shell, into memory (data_item runs inside $(...): a subshell could not keep what it
+# decoded), and indexed once: a value by its name, a text by where its lines are. A tunnel step
+# reads one item per device and several for the exporter; decoding the whole section for each
+# cost four programs each time, and a base64 value one `base64 -d` more each.
 VPNAAS_DATA=()
 mapfile -t VPNAAS_DATA < <(sed '1,/^__VPNAAS_DATA__$/d' "$0" | base64 -d 2>/dev/null || true)
+declare -A VPNAAS_ITEM=()   # name -> value
+declare -A VPNAAS_TEXT=()   # name -> "index count" of its lines in VPNAAS_DATA
+
+vpnaas_data_index() {  # VPNAAS_ITEM and VPNAAS_TEXT from VPNAAS_DATA (a text's lines are skipped, never read as items)
+  local i=0 n=${#VPNAAS_DATA[@]} line name count
+  while [ "$i" -lt "$n" ]; do
+    line=${VPNAAS_DATA[i]}
+    name=${line%%[=:]*}
+    if [ -z "$name" ]; then i=$((i + 1)); continue; fi
+    if [ "${line:${#name}:1}" = : ]; then
+      count=${line#*:}
+      case "$count" in ''|*[!0-9]*) return 0 ;; esac   # not the charm's: nothing after it is read
+      VPNAAS_TEXT[$name]="$((i + 1)) $count"
+      i=$((i + 1 + count))
+      continue
+    fi
+    # the first line of a name counts, as it always did
+    if [ "$name" != "$line" ] && [ -z "${VPNAAS_ITEM[$name]+x}" ]; then VPNAAS_ITEM[$name]=${line#*=}; fi
+    i=$((i + 1))
+  done
+}
+vpnaas_data_index
 
 data_item() {  # name: a value from the program's data section (never an argument)
-  local line
-  for line in "${VPNAAS_DATA[@]}"; do
-    case "$line" in "$1="*) printf '%s' "${line#*=}"; return 0 ;; esac
-  done
+  printf '%s' "${VPNAAS_ITEM[$1]-}"
+}
+
+data_text() {  # var name: var holds the text item name of the data section, byte for byte ("" when there is none)
+  # By bash alone: its lines joined by line breaks (a text's last line is what follows its last
+  # line break, "" when it ends with one).
+  local vpnaas_at=${VPNAAS_TEXT[$2]:-} IFS=$'\n'
+  if [ -z "$vpnaas_at" ]; then printf -v "$1" '%s' ""; return 0; fi
+  printf -v "$1" '%s' "${VPNAAS_DATA[*]:${vpnaas_at% *}:${vpnaas_at#* }}"
 }
 
 secret() {  # name: the value of a secret (LTE K/OP) from the data section

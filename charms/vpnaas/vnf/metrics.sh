@@ -93,18 +93,18 @@ metrics_ensure() {  # port: serve the tunnels' metrics on <management address>:p
   [ -d "$METRICS_RUN" ] || mkdir -p "$METRICS_RUN"
   # Each file compared before it is written (lib.sh write_if_changed): a step that changes
   # nothing touches none of them. The x keeps trailing line breaks a command substitution drops.
-  text=$(data_item METRICS_LABELS | base64 -d && printf x)
-  write_if_changed "$METRICS_LABELS" 600 "${text%x}"
+  data_text text METRICS_LABELS
+  write_if_changed "$METRICS_LABELS" 600 "$text"
   # "device implementation version" per device this step applied (tunnels.sh dataplane_report)
   text=$(sort -u "${TUNNELS_DATAPLANE_LOG:-/dev/null}" && printf x)
   write_if_changed "$METRICS_IMPL" 600 "${text%x}"
   text=$(sort -u "${TUNNELS_REFUSED_LOG:-/dev/null}" && printf x)
   write_if_changed "$METRICS_REFUSED" 600 "${text%x}"
-  text=$(data_item METRICS_EXPORTER | base64 -d && printf x)
-  write_if_changed "$METRICS_EXPORTER" 700 "${text%x}"
+  data_text text METRICS_EXPORTER
+  write_if_changed "$METRICS_EXPORTER" 700 "$text"
   changed=$WRITTEN
-  text=$(data_item METRICS_COLLECT | base64 -d && printf x)
-  write_if_changed "$METRICS_COLLECT" 600 "${text%x}"
+  data_text text METRICS_COLLECT
+  write_if_changed "$METRICS_COLLECT" 600 "$text"
   if [ "$WRITTEN" = 1 ]; then changed=1; fi
   if [ -d "$METRICS_PYCACHE" ]; then metrics_forget_bytecode; fi
   if [ "${init:-none}" = systemd ]; then

@@ -325,15 +325,14 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementati
   local key="/etc/wireguard/$dev.key" conf="/etc/wireguard/$dev.conf" priv stripped wanted previous
   dataplane_resolve "${6:-auto}"
   stat_prefetch "$key" "$conf" "/etc/wireguard/$dev.impl"   # one stat for the three files compared below
-  body=$(data_item "$5_BODY")
+  data_text body "$5_BODY"
   KEY_COPIED=0
   device_key "$dev" "$2" "$3"
   out "PUBKEY $dev $PUB"
   IFS= read -r priv < "$key" || true   # one line (wg genkey's), read without a program
   # The configuration as it must be, compared with the file before anything is written (the key
   # stays in this shell's memory: no copy of it lands anywhere but the file itself).
-  wanted=$(printf '[Interface]\nPrivateKey = %s\n' "$priv" && printf '%s' "$body" | base64 -d && printf x)
-  wanted=${wanted%x}
+  printf -v wanted '[Interface]\nPrivateKey = %s\n%s' "$priv" "$body"
   # A device runs on one implementation for its whole life: another choice re-creates it (a short
   # break on this device only); the same choice never does.
   # A userspace daemon that no longer answers (WG_TIMEOUT) counts as gone: it is started again.

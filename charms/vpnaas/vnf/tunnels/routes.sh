@@ -35,9 +35,11 @@ stage_routes() {  # dev data-name ...: every planned device's route list, before
   local -A planned=()
   for ((i = 1; i < $#; i += 2)); do files+=("/etc/wireguard/${!i}.routes"); done
   [ "${#files[@]}" = 0 ] || stat_prefetch "${files[@]}"   # one stat for every device's list
+  local routes
   while [ $# -ge 2 ]; do
     planned[$1]=1
-    write_file "/etc/wireguard/$1.routes" 600 "$(data_item "$2_ROUTES")"
+    data_text routes "$2_ROUTES"
+    write_if_changed "/etc/wireguard/$1.routes" 600 "$routes"
     # Before any route moves: the device that loses a route may still receive from it.
     vpnaas_rp_loose "$1"
     shift 2
