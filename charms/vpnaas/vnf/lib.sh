@@ -48,6 +48,14 @@ install_file() {  # tmp target: replace target atomically, only if the content d
   if cmp -s "$1" "$2"; then rm -f "$1"; else mv -f "$1" "$2"; fi
 }
 
+has_line() {  # path line: true when a line of the file is exactly line (grep -qxF, read by bash)
+  # A file with a NUL byte may read as without it (read_whole): the charm writes none in its files.
+  local vpnaas_text
+  [ -f "$1" ] || return 1
+  read_whole vpnaas_text "$1"
+  [[ $'\n'$vpnaas_text$'\n' == *$'\n'"$2"$'\n'* ]]
+}
+
 read_whole() {  # var path: var holds the file's bytes exactly (trailing line breaks too), read by bash
   # mapfile of lines and not `read -d ''`: bash before 5.2 (Ubuntu 18.04's 4.4, 20.04's 5.0) reads
   # one byte per read(2) when the delimiter is not a newline, for read and mapfile alike; mapfile

@@ -129,12 +129,12 @@ tunnels_prepare() {  # [name sha256 always|nokernel]...: as programs_check (a st
   require_tools wg wg-quick ip base64 sha256sum
   if [ -d /run/systemd/system ]; then init=systemd; else init=none; fi
   out "INIT $init"
-  # The routes the VNF refuses during this step ("dev prefix" lines), and the data plane of each
-  # device ("dev implementation version"), for the metrics (metrics.sh).
-  TUNNELS_REFUSED_LOG=$(mktemp)
-  TUNNELS_DATAPLANE_LOG=$(mktemp)
-  # shellcheck disable=SC2064  # the file names are fixed now
-  trap "rm -f '$TUNNELS_REFUSED_LOG' '$TUNNELS_DATAPLANE_LOG'" EXIT
+  # The routes the VNF refuses during this step ("refused dev prefix" lines), and the data plane
+  # of each device ("dataplane dev implementation version"), for the metrics (metrics.sh): one
+  # file for both, sorted once there (the devices are applied in subshells: `isolated`).
+  TUNNELS_LOG=$(mktemp)
+  # shellcheck disable=SC2064  # the file name is fixed now
+  trap "rm -f '$TUNNELS_LOG'" EXIT
   kernel_probe
   # A wireguard-go the charm did not ship: the one named by WG_QUICK_USERSPACE_IMPLEMENTATION, else
   # the VNF's own on PATH (what releases before the shipped programs used).
@@ -264,7 +264,7 @@ dataplane_report() {  # dev implementation: the DATAPLANE line, and the same for
   dataplane_version "$2"
   v=$DP_V
   out "DATAPLANE $1 $2 $v"
-  [ -z "${TUNNELS_DATAPLANE_LOG:-}" ] || printf '%s %s %s\n' "$1" "$2" "$v" >> "$TUNNELS_DATAPLANE_LOG"
+  [ -z "${TUNNELS_LOG:-}" ] || printf 'dataplane %s %s %s\n' "$1" "$2" "$v" >> "$TUNNELS_LOG"
 }
 
 dataplane_forget() {  # dev: its record and drop-in go with it

@@ -397,7 +397,7 @@ remove_stale_devices() {  # wanted devices as arguments; only files carrying our
   local f dev w keep
   for f in /etc/wireguard/wg-*.conf /etc/wireguard/wr-*.conf; do
     [ -e "$f" ] || continue
-    grep -qxF "$MARKER" "$f" || continue
+    has_line "$f" "$MARKER" || continue
     dev=${f##*/}
     dev=${dev%.conf}
     keep=0

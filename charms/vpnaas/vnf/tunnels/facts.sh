@@ -12,7 +12,7 @@ fact_lines() {  # name...: what the route policy must never route into a tunnel,
       wg-*|wr-*)
         if [ -z "${ours[$ifname]:-}" ]; then
           ours[$ifname]=0
-          if grep -qxF "$MARKER" "/etc/wireguard/$ifname.conf" 2>/dev/null; then ours[$ifname]=1; fi
+          if has_line "/etc/wireguard/$ifname.conf" "$MARKER"; then ours[$ifname]=1; fi
         fi
         [ "${ours[$ifname]}" = 0 ] || continue ;;
     esac

@@ -15,7 +15,7 @@ apply_routes() {  # dev: run the routes hook now and pass on what it refused
   "$ROUTES_HOOK" "$1" | while IFS= read -r line; do
     out "$line"
     read -r _kind dev prefix _why <<< "$line"
-    [ -z "${TUNNELS_REFUSED_LOG:-}" ] || printf '%s %s\n' "$dev" "$prefix" >> "$TUNNELS_REFUSED_LOG"
+    [ -z "${TUNNELS_LOG:-}" ] || printf 'refused %s %s\n' "$dev" "$prefix" >> "$TUNNELS_LOG"
   done
 }
 
