@@ -48,7 +48,7 @@ wireguard-go: venv ## build the newest wireguard-go (static) into build/tools: t
 hookclient: ## build the emulated VCA's compiled hook-tool client into build/tools (Go; else the Python client is used)
 	bash scripts/build-hookclient.sh
 
-pq-psk: ## build the pq-psk daemon (pqpsk/, Go standard library: ML-KEM-768 preshared keys) into build/tools: the charms ship it
+pq-psk: ## build the pq-psk daemon (pqpsk/, Go: ML-KEM-768 preshared keys; wgctrl from the Go module proxy) into build/tools: the charms ship it
 	bash scripts/build-pq-psk.sh
 
 boringtun: ## build boringtun-cli (crates.io; cargo-zigbuild for glibc 2.17, from PyPI) into build/tools: the charms ship it
@@ -70,7 +70,7 @@ lint: venv shellcheck typecheck ## ruff over all Python, shellcheck over every s
 	$(VENV)/bin/ruff check charms scripts tests
 	@if command -v go >/dev/null 2>&1; then \
 	  out=$$(gofmt -l scripts/testbed/hookclient-go scripts/bundle/osm_conformance/juju_parse.go pqpsk); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi; \
-	  (cd scripts/testbed/hookclient-go && go vet ./...) && (cd pqpsk && go vet ./...); \
+	  (cd scripts/testbed/hookclient-go && go vet ./...) && (cd pqpsk && go vet ./... && go vet -tags realdevice ./...); \
 	else echo "no Go toolchain: gofmt/go vet of the hook-tool client and pq-psk not run"; fi
 
 typecheck: venv ## mypy over everything a charm ships (the shared package; each src/charm.py is the build's one call into it), all of it annotated

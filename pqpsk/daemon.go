@@ -184,28 +184,23 @@ func (r *Runner) keepInstalled(ctx context.Context) {
 			}
 			kicked = r.Kick.C()
 		}
-		own, known, err := r.Dev.PublicKey()
-		if err != nil || (known && own != r.Conf.Public) {
-			continue
-		}
-		held, err := r.Dev.PSKs()
+		look, err := r.Dev.Read() // one read: the own key, the keys held and the handshakes
 		if err != nil {
 			continue
 		}
-		shakes, err := r.Dev.Handshakes()
-		if err != nil {
-			clear(held)
+		if look.OwnKnown && look.Own != r.Conf.Public {
+			look.Scrub()
 			continue
 		}
-		r.restore(held, shakes)
-		r.fallBackStale(held, shakes)
-		clear(held)
+		r.restore(look.PSKs, look.Shakes)
+		r.fallBackStale(look.PSKs, look.Shakes)
+		look.Scrub()
 		r.States.Expire(r.stale())
 	}
 }
 
 // restore puts each listed peer's agreed key back where the device lost it, and clears the keys
-// agreed under an earlier own key. Only for peers the device holds: `wg set … peer` would add one.
+// agreed under an earlier own key. Only for peers the device holds (its write is update-only too).
 // Called with every peer the device holds (shakes) and their keys (held).
 func (r *Runner) restore(held map[[keyLen]byte][keyLen]byte, shakes map[[keyLen]byte]int64) {
 	type want struct {
@@ -253,24 +248,28 @@ func (r *Runner) restore(held map[[keyLen]byte][keyLen]byte, shakes map[[keyLen]
 // adopt takes the keys the device holds for listed peers this program knows no key of (it was
 // restarted): so a wireguard restart later gets them back (States.Adopt).
 func (r *Runner) adopt() {
-	own, known, err := r.Dev.PublicKey()
-	if err != nil || (known && own != r.Conf.Public) {
-		return
-	}
-	held, err := r.Dev.PSKs()
+	look, err := r.Dev.Read()
 	if err != nil {
 		return
 	}
-	for pub, psk := range held {
+	defer look.Scrub()
+	if look.OwnKnown && look.Own != r.Conf.Public {
+		return
+	}
+	for pub, psk := range look.PSKs {
 		r.States.Adopt(pub, r.Conf.Public, psk)
 	}
-	clear(held)
 }
 
 // install sets the key an exchange agreed, unless the device's own key is no longer the one it
 // was agreed under (the step changed it meanwhile).
 func (r *Runner) install(peer, psk [keyLen]byte) error {
-	if own, known, err := r.Dev.PublicKey(); err != nil || (known && own != r.Conf.Public) {
+	look, err := r.Dev.Read()
+	if err != nil {
+		return err
+	}
+	look.Scrub()
+	if look.OwnKnown && look.Own != r.Conf.Public {
 		return errors.New("the device's own key changed")
 	}
 	return r.Dev.SetPSK(peer, psk)
@@ -359,8 +358,9 @@ func (r *Runner) idleRenewal() time.Duration { return r.stale() * 2 / 3 }
 // first.
 func (r *Runner) untilDue(peer [keyLen]byte, last time.Time, period time.Duration) time.Duration {
 	due, active := last.Add(period), last
-	if shakes, err := r.Dev.Handshakes(); err == nil {
-		if at := shakes[peer]; at > 0 && time.Unix(at, 0).After(active) {
+	if look, err := r.Dev.Read(); err == nil {
+		look.Scrub()
+		if at := look.Shakes[peer]; at > 0 && time.Unix(at, 0).After(active) {
 			active = time.Unix(at, 0)
 		}
 	}
@@ -459,10 +459,10 @@ func (r *Runner) untilOnDevice(ctx context.Context, peer [keyLen]byte) bool {
 	}
 }
 
-// deviceLook is one read of the device's peers (`wg show <dev> latest-handshakes`), shared by
-// every initiator waiting for its peer: the kick that follows a step wakes them all at once, and a
-// hub's first session leaves one waiting per new spoke, so each reading the device itself made a
-// `wg` process per waiting peer per kick.
+// deviceLook is one read of the device's peers (their handshakes), shared by every initiator
+// waiting for its peer: the kick that follows a step wakes them all at once, and a hub's first
+// session leaves one waiting per new spoke, so each reading the device itself made one read per
+// waiting peer per kick.
 type deviceLook struct {
 	mu    sync.Mutex
 	kick  <-chan struct{} // the kick's channel taken before the read
@@ -480,10 +480,12 @@ func (r *Runner) devicePeers(kicked <-chan struct{}) (map[[keyLen]byte]int64, er
 	if kicked != nil && r.look.peers != nil && r.look.kick == kicked && time.Since(r.look.at) < r.watchEvery() {
 		return r.look.peers, nil
 	}
-	peers, err := r.Dev.Handshakes()
+	look, err := r.Dev.Read()
 	if err != nil {
 		return nil, err
 	}
+	look.Scrub()
+	peers := look.Shakes
 	r.look.kick, r.look.at, r.look.peers = kicked, time.Now(), peers
 	return peers, nil
 }

@@ -18,7 +18,7 @@ type fakeDev struct {
 	psk    map[[keyLen]byte][keyLen]byte
 	shakes map[[keyLen]byte]int64
 	known  map[[keyLen]byte]bool // peers that had a key once and are still on the device
-	looks  int                   // Handshakes calls
+	looks  int                   // Read calls
 }
 
 // hold adds peer to the device (what the VNF step's `wg set` does).
@@ -61,10 +61,19 @@ func (f *fakeDev) ClearPSK(p [keyLen]byte) error {
 	return nil
 }
 
-func (f *fakeDev) Handshakes() (map[[keyLen]byte]int64, error) {
+// Read is one look: counted (looked), as the real device's one call.
+func (f *fakeDev) Read() (*Look, error) {
+	shakes, _ := f.Handshakes()
+	psks, _ := f.PSKs()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.looks++
+	return &Look{Own: f.pub, OwnKnown: true, PSKs: psks, Shakes: shakes}, nil
+}
+
+func (f *fakeDev) Handshakes() (map[[keyLen]byte]int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	m := map[[keyLen]byte]int64{}
 	for k := range f.psk { // a peer the device holds (its handshake 0 unless recorded)
 		m[k] = 0
@@ -76,12 +85,6 @@ func (f *fakeDev) Handshakes() (map[[keyLen]byte]int64, error) {
 		m[k] = v
 	}
 	return m, nil
-}
-
-func (f *fakeDev) PublicKey() ([keyLen]byte, bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.pub, true, nil
 }
 
 func (f *fakeDev) handshake(p [keyLen]byte, at int64) {
@@ -514,5 +517,31 @@ func TestAPeerThatLeftPQButStayedOnTheDeviceIsNotGivenItsKeyBack(t *testing.T) {
 	<-done
 	if _, ok := d.get(b); ok {
 		t.Fatal("a key was put back on a peer that left pq-psk")
+	}
+}
+
+// The watch reads its device once per look (the own key, the keys held and the handshakes in one
+// Read), at its start and at each kick; with the interval an hour away, nothing else reads.
+func TestTheWatchReadsTheDeviceOncePerLook(t *testing.T) {
+	a, b := key(1), key(2)
+	d := holding(a, PeerConf{Pub: b})
+	kick := &Wakeup{}
+	r := &Runner{Conf: &DeviceConf{Device: "wg-test", Public: a, Peers: []PeerConf{{Pub: b}}}, Dev: d,
+		States: NewStates("wg-test"), Watch: time.Hour, Kick: kick}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.keepInstalled(ctx) }()
+	waitFor(t, 10*time.Second, "no first look", func() bool { return d.looked() >= 1 })
+	for i := 2; i <= 4; i++ {
+		kick.Fire()
+		waitFor(t, 10*time.Second, "no look after the kick", func() bool { return d.looked() >= i })
+		if n := d.looked(); n != i {
+			t.Fatalf("%d reads after %d looks", n, i)
+		}
+	}
+	cancel()
+	<-done
+	if n := d.looked(); n != 4 {
+		t.Fatalf("%d reads for 4 looks", n)
 	}
 }
