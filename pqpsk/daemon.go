@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"log"
 	"math/rand/v2"
@@ -261,8 +262,21 @@ func (r *Runner) adopt() {
 	}
 }
 
+// errNotHeld: the device does not hold the key just written for the peer.
+var errNotHeld = errors.New("the device does not hold the peer, or not the agreed PSK after the write")
+
 // install sets the key an exchange agreed, unless the device's own key is no longer the one it
-// was agreed under (the step changed it meanwhile).
+// was agreed under (the step changed it meanwhile), and succeeds only when the device holds the
+// key afterwards (read back). The write is update-only (WG.setPSK): for a peer the device does
+// not hold it changes nothing and reports no error (wireguard-go's UAPI turns the peer into a
+// dummy, the kernel skips it). The VNF step writes this program's file before it adds a peer to
+// the device (tunnels/pqpsk.sh), and a key rotation's follower runs an exchange over the
+// temporary devices: a responder could complete an exchange for a peer its device did not hold
+// yet, acknowledge it, and let the initiator install a key the other device then lacked, so the
+// first handshake of the new key pair failed and the tunnel lost REKEY_TIMEOUT (5 s) of packets.
+// An install that did not land fails the exchange instead: the responder sends no
+// acknowledgement, the initiator installs nothing, and tries again (its retry back-off) once the
+// peer is on both devices.
 func (r *Runner) install(peer, psk [keyLen]byte) error {
 	look, err := r.Dev.Read()
 	if err != nil {
@@ -272,7 +286,24 @@ func (r *Runner) install(peer, psk [keyLen]byte) error {
 	if look.OwnKnown && look.Own != r.Conf.Public {
 		return errors.New("the device's own key changed")
 	}
-	return r.Dev.SetPSK(peer, psk)
+	if _, on := look.Shakes[peer]; !on {
+		return errNotHeld
+	}
+	if err := r.Dev.SetPSK(peer, psk); err != nil {
+		return err
+	}
+	after, err := r.Dev.Read()
+	if err != nil {
+		return err
+	}
+	defer after.Scrub()
+	held, has := after.PSKs[peer]
+	if !has || subtle.ConstantTimeCompare(held[:], psk[:]) != 1 {
+		clear(held[:])
+		return errNotHeld
+	}
+	clear(held[:])
+	return nil
 }
 
 func (r *Runner) stale() time.Duration {

@@ -93,14 +93,17 @@ func (f *fakeDev) handshake(p [keyLen]byte, at int64) {
 	f.shakes[p] = at
 }
 
+// SetPSK is update-only, as the real write (WG.setPSK): for a peer the device does not hold it
+// changes nothing and reports no error (wireguard-go's UAPI and the kernel alike).
 func (f *fakeDev) SetPSK(p, k [keyLen]byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.psk[p] = k
-	if f.known == nil {
-		f.known = map[[keyLen]byte]bool{}
+	_, has := f.psk[p]
+	_, shook := f.shakes[p]
+	if !has && !shook && !f.known[p] { // the peers Handshakes lists
+		return nil
 	}
-	f.known[p] = true
+	f.psk[p] = k
 	return nil
 }
 func (f *fakeDev) PSKs() (map[[keyLen]byte][keyLen]byte, error) {
@@ -544,4 +547,49 @@ func TestTheWatchReadsTheDeviceOncePerLook(t *testing.T) {
 	if n := d.looked(); n != 4 {
 		t.Fatalf("%d reads for 4 looks", n)
 	}
+}
+
+// The VNF step writes the responder's file before it adds the peer to its device, and a key
+// rotation's follower answers over its temporary device meanwhile: an exchange must not complete
+// then, or the initiator installs a key the responder's device does not hold, and the first
+// handshake of the new key pair fails (5 s of the tunnel's packets: REKEY_TIMEOUT). The write is
+// update-only (fakeDev.SetPSK as WG.setPSK): for a peer the device does not hold it changes
+// nothing and reports no error, so the install reads the device back.
+func TestNoKeyIsAgreedWhileTheRespondersDeviceLacksThePeer(t *testing.T) {
+	ExchangeTimeout = 2 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	port := freePort(t)
+	a, b := key(1), key(2) // a initiates
+	da, _ := runner(t, ctx, a, "127.0.0.1", port, PeerConf{Pub: b, Addr: netip.MustParseAddr("127.0.0.2")})
+	db := holding(b) // its file lists a, its device does not hold a yet
+	conf := &DeviceConf{Device: "wg-test", Public: b, Listen: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), port),
+		Interval: 1, Peers: []PeerConf{{Pub: a, Addr: netip.MustParseAddr("127.0.0.1")}}}
+	rb := &Runner{Conf: conf, Dev: db, States: NewStates("wg-test"), StateDir: t.TempDir(),
+		RetryMin: 100 * time.Millisecond, Watch: 100 * time.Millisecond}
+	done := make(chan struct{})
+	go func() { defer close(done); rb.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	st := rb.States.Peer(a, "responder")
+	answered := func() (uint64, string) {
+		rb.States.mu.Lock()
+		defer rb.States.mu.Unlock()
+		return st.Renewals, st.Reason
+	}
+	waitFor(t, 10*time.Second, "the responder answered no exchange", func() bool {
+		n, reason := answered()
+		return n > 0 || reason == "install"
+	})
+	if n, _ := answered(); n > 0 {
+		t.Fatal("the responder completed an exchange for a peer its device does not hold")
+	}
+	if _, ok := da.get(b); ok {
+		t.Fatal("the initiator installed a PSK the responder's device does not hold")
+	}
+	db.hold(a) // the step adds the peer
+	waitFor(t, 10*time.Second, "no PSK agreed once both devices hold their peers", func() bool {
+		ka, oka := da.get(b)
+		kb, okb := db.get(a)
+		return oka && okb && ka == kb
+	})
 }
