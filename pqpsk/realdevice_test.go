@@ -9,6 +9,7 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -170,6 +171,18 @@ func TestRealWireguardGo(t *testing.T) {
 	}
 	if got := n.run("wg", "show", a, "peers"); got != keyText(pubB) {
 		t.Fatalf("a write for a peer the device does not hold added it: %q", got)
+	}
+	// So an exchange's install reads the device back: none for a peer it does not hold (the
+	// responder then sends no acknowledgement), the key for one it holds.
+	r := &Runner{Conf: &DeviceConf{Device: a, Public: pubA}, Dev: wa}
+	if err := r.install(stranger, psk); !errors.Is(err, errNotHeld) {
+		t.Fatalf("an install for a peer the device does not hold: %v", err)
+	}
+	if err := r.install(pubB, key(44)); err != nil {
+		t.Fatalf("an install for a peer the device holds: %v", err)
+	}
+	if got := n.run("wg", "show", a, "preshared-keys"); got != keyText(pubB)+"\t"+keyText(key(44)) {
+		t.Fatalf("installed: wg reads back %q", got)
 	}
 	if err := wa.ClearPSK(pubB); err != nil {
 		t.Fatal(err)
