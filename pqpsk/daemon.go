@@ -265,6 +265,9 @@ func (r *Runner) adopt() {
 // errNotHeld: the device does not hold the key just written for the peer.
 var errNotHeld = errors.New("the device does not hold the peer, or not the agreed PSK after the write")
 
+// errNoSession: the device shows no handshake with the peer under the current pair of keys.
+var errNoSession = errors.New("no handshake with the peer under the current keys yet")
+
 // install sets the key an exchange agreed, unless the device's own key is no longer the one it
 // was agreed under (the step changed it meanwhile), and succeeds only when the device holds the
 // key afterwards (read back). The write is update-only (WG.setPSK): for a peer the device does
@@ -277,7 +280,17 @@ var errNotHeld = errors.New("the device does not hold the peer, or not the agree
 // An install that did not land fails the exchange instead: the responder sends no
 // acknowledgement, the initiator installs nothing, and tries again (its retry back-off) once the
 // peer is on both devices.
-func (r *Runner) install(peer, psk [keyLen]byte) error {
+//
+// The responder (session true) installs first, and only once its device shows a handshake with
+// the peer under the current pair of keys, so that the pair has a session at both ends (a
+// responder's device records a handshake once the initiator's first data arrived under it): a
+// PSK switched while that pair's first handshake is in flight (a key rotation's exchange runs
+// over the temporary devices while the main ones handshake) would fail that handshake, and the
+// pair, with no session yet, would lose REKEY_TIMEOUT of packets. Once a session exists, a
+// handshake that fails in the moment between the two installs is a rekey that WireGuard retries
+// while the session still carries the traffic. Without such a handshake the exchange fails; the
+// initiator tries again (its retry back-off), and its own traffic makes the handshake.
+func (r *Runner) install(peer, psk [keyLen]byte, session bool) error {
 	look, err := r.Dev.Read()
 	if err != nil {
 		return err
@@ -286,8 +299,12 @@ func (r *Runner) install(peer, psk [keyLen]byte) error {
 	if look.OwnKnown && look.Own != r.Conf.Public {
 		return errors.New("the device's own key changed")
 	}
-	if _, on := look.Shakes[peer]; !on {
+	at, on := look.Shakes[peer]
+	if !on {
 		return errNotHeld
+	}
+	if session && (at <= 0 || at < r.States.KeyAt()) {
+		return errNoSession
 	}
 	if err := r.Dev.SetPSK(peer, psk); err != nil {
 		return err
@@ -542,7 +559,7 @@ func (r *Runner) initiateOnce(ctx context.Context, own [keyLen]byte, p PeerConf,
 	var agreed [keyLen]byte
 	err = Initiate(c, own, p.Pub, epoch, func(psk [keyLen]byte) error {
 		agreed = psk
-		return r.install(p.Pub, psk)
+		return r.install(p.Pub, psk, false)
 	})
 	if err == nil {
 		r.States.Completed(st, epoch, agreed, own)

@@ -19,6 +19,9 @@ type fakeDev struct {
 	shakes map[[keyLen]byte]int64
 	known  map[[keyLen]byte]bool // peers that had a key once and are still on the device
 	looks  int                   // Read calls
+	// live: a tunnel that carries traffic, so a held peer without a recorded handshake shows one
+	// now (the exchange's own packets make it on a real device); else 0, none yet.
+	live bool
 }
 
 // hold adds peer to the device (what the VNF step's `wg set` does).
@@ -47,7 +50,7 @@ func (f *fakeDev) looked() int {
 // holding is a device that holds peers (as the VNF step leaves it before the daemon dials).
 func holding(pub [keyLen]byte, peers ...PeerConf) *fakeDev {
 	d := &fakeDev{pub: pub, psk: map[[keyLen]byte][keyLen]byte{}, shakes: map[[keyLen]byte]int64{},
-		known: map[[keyLen]byte]bool{}}
+		known: map[[keyLen]byte]bool{}, live: true}
 	for _, p := range peers {
 		d.known[p.Pub] = true
 	}
@@ -75,11 +78,15 @@ func (f *fakeDev) Handshakes() (map[[keyLen]byte]int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	m := map[[keyLen]byte]int64{}
-	for k := range f.psk { // a peer the device holds (its handshake 0 unless recorded)
-		m[k] = 0
+	var now int64 // a peer the device holds: its handshake 0 unless recorded, or now when live
+	if f.live {
+		now = time.Now().Unix()
+	}
+	for k := range f.psk {
+		m[k] = now
 	}
 	for k := range f.known {
-		m[k] = 0
+		m[k] = now
 	}
 	for k, v := range f.shakes {
 		m[k] = v
@@ -592,4 +599,66 @@ func TestNoKeyIsAgreedWhileTheRespondersDeviceLacksThePeer(t *testing.T) {
 		kb, okb := db.get(a)
 		return oka && okb && ka == kb
 	})
+}
+
+// A key rotation's exchange can run over the temporary devices while the main devices' new pair
+// of keys has had no handshake yet, or has one in flight: a PSK installed at one end then fails
+// that first handshake, and the pair, with no session yet, loses REKEY_TIMEOUT (5 s) of packets.
+// So the responder installs only once its device shows a handshake with the peer under its
+// current own key (the time a device shows is kept across a new private key: the previous pair's
+// is older than the change) or, for a peer entry just added, any handshake at all.
+func TestTheResponderInstallsOnlyOnceTheNewPairHasASession(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		rotated bool // the responder's own key changed after the last handshake it shows
+	}{{"own key changed", true}, {"peer just added", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ExchangeTimeout = 2 * time.Second
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			port := freePort(t)
+			a, b := key(1), key(2) // a initiates
+			da, _ := runner(t, ctx, a, "127.0.0.1", port, PeerConf{Pub: b, Addr: netip.MustParseAddr("127.0.0.2")})
+			db := holding(b, PeerConf{Pub: a})
+			db.live = false
+			states := NewStates("wg-test")
+			if tc.rotated {
+				states.Bind(key(9)) // the previous own key, then the current one
+				states.Bind(b)
+				db.handshake(a, states.KeyAt()-5) // the previous pair's
+			}
+			conf := &DeviceConf{Device: "wg-test", Public: b, Listen: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), port),
+				Interval: 1, Peers: []PeerConf{{Pub: a, Addr: netip.MustParseAddr("127.0.0.1")}}}
+			rb := &Runner{Conf: conf, Dev: db, States: states, StateDir: t.TempDir(),
+				RetryMin: 100 * time.Millisecond, Watch: 100 * time.Millisecond}
+			done := make(chan struct{})
+			go func() { defer close(done); rb.Run(ctx) }()
+			defer func() { cancel(); <-done }()
+			st := rb.States.Peer(a, "responder")
+			answered := func() (uint64, string) {
+				rb.States.mu.Lock()
+				defer rb.States.mu.Unlock()
+				return st.Renewals, st.Reason
+			}
+			waitFor(t, 10*time.Second, "the responder answered no exchange", func() bool {
+				n, reason := answered()
+				return n > 0 || reason == "install"
+			})
+			if n, _ := answered(); n > 0 {
+				t.Fatal("the responder completed an exchange before the pair's first handshake")
+			}
+			if _, ok := db.get(a); ok {
+				t.Fatal("the responder installed a PSK before the pair's first handshake")
+			}
+			if _, ok := da.get(b); ok {
+				t.Fatal("the initiator installed a PSK before the pair's first handshake")
+			}
+			db.handshake(a, time.Now().Unix()) // the new pair's first handshake
+			waitFor(t, 10*time.Second, "no PSK agreed once the pair has a session", func() bool {
+				ka, oka := da.get(b)
+				kb, okb := db.get(a)
+				return oka && okb && ka == kb
+			})
+		})
+	}
 }

@@ -175,10 +175,10 @@ func TestRealWireguardGo(t *testing.T) {
 	// So an exchange's install reads the device back: none for a peer it does not hold (the
 	// responder then sends no acknowledgement), the key for one it holds.
 	r := &Runner{Conf: &DeviceConf{Device: a, Public: pubA}, Dev: wa}
-	if err := r.install(stranger, psk); !errors.Is(err, errNotHeld) {
+	if err := r.install(stranger, psk, false); !errors.Is(err, errNotHeld) {
 		t.Fatalf("an install for a peer the device does not hold: %v", err)
 	}
-	if err := r.install(pubB, key(44)); err != nil {
+	if err := r.install(pubB, key(44), false); err != nil {
 		t.Fatalf("an install for a peer the device holds: %v", err)
 	}
 	if got := n.run("wg", "show", a, "preshared-keys"); got != keyText(pubB)+"\t"+keyText(key(44)) {
