@@ -19,7 +19,13 @@ from the unit's state:
   ``UpdateStateForHook``, returned first by ``relation/resolver.go`` ``nextHookForRelation``),
   then departed, broken, joined, changed, each by sorted remote unit name;
 * a hook in error (``resolver.go`` ``nextOpHookError``) is retried when its retry timer fires
-  (``not_before``), and until then the unit runs its actions and nothing else.
+  (``not_before``), and until then the unit runs its actions and nothing else; a pending action
+  runs before the retry even once the timer has fired: ``uniterResolver.NextOp`` asks the
+  actions resolver (``resolver.go`` lines 126-129 at juju/juju 7b871e78, 2.9.42) before it
+  reaches the hook in error (lines 148-156), and ``actions/resolver.go`` ``NextOp`` (lines
+  93-96) returns the next action in that state ("We can still run actions if the unit is in a
+  hook error state"). The timer firing only bumps ``RetryHookVersion`` (``uniter.go`` lines
+  345-359, ``remotestate/watcher.go`` line 774), which ``nextOpHookError`` reads (line 261).
 
 ``UnitScheduler`` gives every job such a rank (and relation hooks their relation, kind and
 remote unit) and runs a unit's pending jobs by that order, in the order they were queued where
@@ -51,7 +57,8 @@ import threading
 import time
 
 #: Ranks, lowest first: what a Juju unit agent runs next among its pending work. QUEUED: a hook
-#: the previous operation's commit queued (and a hook in error, retried when its timer fires).
+#: the previous operation's commit queued. A hook in error (a job with ``not_before``) is outside
+#: the ranks: while it is pending the unit runs its actions, then it, nothing else.
 QUEUED, INSTALL, CREATED, LEADER, ACTION, LIFECYCLE, RELATION, IDLE = range(8)
 RANKS = (QUEUED, INSTALL, CREATED, LEADER, ACTION, LIFECYCLE, RELATION, IDLE)
 #: ``parallel`` meaning no bound across units (one worker per unit with work, as Juju under OSM).
@@ -70,7 +77,7 @@ RELATION_KINDS = ("departed", "broken", "joined", "changed")
 
 class Job(object):
     __slots__ = ("unit", "fn", "key", "rank", "relation", "done", "result", "error", "reported", "not_before",
-                 "causes")
+                 "in_error", "causes")
 
     def __init__(self, unit, fn, key, rank, relation=None, not_before=None):
         self.unit, self.fn, self.key, self.rank = unit, fn, key, rank
@@ -79,6 +86,8 @@ class Job(object):
         #: A hook in error: not run before this time.monotonic(); until then the unit runs
         #: nothing but its actions.
         self.not_before = not_before
+        #: A hook in error (its retry), whether its timer has fired or ``juju resolved`` released it.
+        self.in_error = not_before is not None
         #: Why it was queued, each time it was (a coalesced relation-changed has several causes):
         #: instrumentation only, read by the hook it runs (``current_causes``).
         self.causes = []
@@ -260,12 +269,15 @@ class UnitScheduler(object):
     def _first_of(self, unit, now=None):
         """The job ``unit``'s agent runs next: the lowest rank, the first queued within it; among
         relation hooks, one relation drawn at random, then the resolver's order within it. A hook
-        in error whose retry timer has not fired yet leaves only the unit's actions (None: the
-        unit waits)."""
+        in error leaves only the unit's actions, first queued first, and runs itself once none is
+        pending and its retry timer has fired (None: the unit waits), as ``uniterResolver.NextOp``
+        asks the actions resolver before ``nextOpHookError`` (module docstring)."""
         now = time.monotonic() if now is None else now
         mine = [job for job in self._pending if job.unit == unit]
-        if any(not job.due(now) for job in mine):
-            return next((job for job in mine if job.rank == ACTION), None)
+        in_error = next((job for job in mine if job.in_error), None)
+        if in_error is not None:
+            action = next((job for job in mine if job.rank == ACTION), None)
+            return action if action is not None or not in_error.due(now) else in_error
         best = None
         for job in mine:
             if best is None or job.rank < best.rank:

@@ -62,10 +62,12 @@ class Uniter(object):
 
     def _hook_failed(self, unit, hook, ctx, proc, new_log, again):
         """Juju's hook error: the unit reports ``hook failed: "<hook>"``, runs its actions but no
-        other hook, and its retry timer runs ``again()`` (``resolver.go`` ``nextOpHookError``; the
-        timer: ``faults.HookRetry``); with automatically-retry-hooks off it waits for
-        ``resolved``. A hook that failed on its own MAX_HOOK_FAILURES times in a row is the
-        charm's error, which a test must see: VcaError (Juju would go on retrying every 5 min)."""
+        other hook, and its retry timer runs ``again()`` once no action is pending
+        (``resolver.go`` ``NextOp`` asks the actions resolver first, then ``nextOpHookError``: the
+        scheduler's job with ``not_before``; the timer: ``faults.HookRetry``); with
+        automatically-retry-hooks off it waits for ``resolved``. A hook that failed on its own
+        MAX_HOOK_FAILURES times in a row is the charm's error, which a test must see: VcaError
+        (Juju would go on retrying every 5 min)."""
         dispatch_path = "hooks/" + hook
         own = not ctx.killed and proc.returncode != 0
         with self._update() as state:
