@@ -5,7 +5,8 @@ runs them after agent-restart; ``register`` adds them to its tables):
                     hook tool answers an error and the charm's hook exits 1): Juju retries it
                     after 5 s, then 10 s (the uniter's retry timer; testbed knob
                     VPNAAS_VCA_HOOK_RETRY_MIN), and meanwhile runs the SPGW-U's actions (a
-                    get-ssh-public-key, asked the moment the hook failed) but none of its other hooks
+                    get-ssh-public-key, asked the moment the hook failed: before the retry, even
+                    when its timer fired while other units' hooks ran) but none of its other hooks
   downgrade-mid-rotation
                     the MME rotates its keys and the HSS, right after it followed, is downgraded
                     to the previous revision (``juju upgrade-charm`` to it: upgrade-charm, then
