@@ -76,11 +76,13 @@ def op_hook_error_retry(ctx):
 
     def slot_free(i):
         """When the retry of failure ``i`` could start: its timer fired (it starts as the failure
-        is recorded) and every run that ended before the retry had ended. A bounded VCA (the
-        e2e's ``--parallel 1``) runs the retry after another unit's hook, however long that took
-        on a loaded machine (13.5 s once, against a 5 s timer)."""
+        is recorded, or once the unit's actions pending then have run: ``scheduler``
+        ``timers_started``) and every run that ended before the retry had ended. A bounded VCA
+        (the e2e's ``--parallel 1``) runs the retry after another unit's hook, however long that
+        took on a loaded machine (13.5 s once, against a 5 s timer)."""
         retry = next_run(failed[i])
-        return max([failed[i].at + timers[i]] +
+        started = next(t for u, t in model.jobs.timers_started if u == unit and t >= failed[i].at)
+        return max([started + timers[i]] +
                    [r.ended for r in model.hook_log[hooks:] if r is not retry and r.ended <= retry.started])
     first = failed[0] if failed else None
     rec.update(hook_errors=["{} {}".format(e.hook, e.why) for e in failed],

@@ -304,3 +304,25 @@ def test_a_hook_resolved_runs_after_the_pending_actions():
     s.release(retry)
     s.settle()
     assert order == ["a-action", "a-retry"]
+
+
+@pytest.mark.parametrize("parallel", [1, 2, scheduler.UNBOUNDED])
+def test_the_retry_timer_starts_after_the_actions_pending_when_the_hook_failed(parallel):
+    """``resolver.go`` ``nextOpHookError`` starts the retry timer (lines 272-277), and
+    ``uniterResolver.NextOp`` reaches it only when the actions resolver has nothing: an action
+    asked while the hook ran runs first and the timer starts when it ended (the emulation started
+    it as the hook failed, so the retry followed the action at once)."""
+    s = scheduler.UnitScheduler(parallel)
+    times = {}
+
+    def action():
+        _until(times["failed"] + 0.3)                   # longer than the timer
+        times["action ended"] = time.monotonic()
+
+    def hook():
+        s.submit("a/0", action, rank=scheduler.ACTION)  # asked while the hook runs
+        times["failed"] = time.monotonic()
+        s.submit("a/0", lambda: times.setdefault("retried", time.monotonic()), rank=scheduler.QUEUED, retry_in=0.1)
+    s.submit("a/0", hook)
+    s.settle()
+    assert times["retried"] - times["action ended"] >= 0.1, times
