@@ -80,7 +80,7 @@ report() {  # devices...: host, time and every peer of every device (never the p
       more=${rest#"$psk"}
       [ "$psk" = "(none)" ] || psk="(hidden)"
       out "PEER $dev $pk"$'\t'"$psk$more"
-    done <<< "$dump"
+    done < <(printf '%s\n' "$dump")   # a pipe: a here-string is a file in /tmp before bash 5.1 (the dump holds the keys)
   done
   pq_psk_report
 }

@@ -166,7 +166,7 @@ dataplane_version() {  # implementation: DP_V set to its version ("unknown" when
   local v=${DP_VERSION[$1]:-}
   if [ -z "$v" ]; then
     if [ "$1" = kernel ]; then
-      read -r v < /sys/module/wireguard/version 2>/dev/null || true
+      read -r v 2>/dev/null < /sys/module/wireguard/version || true   # 2> first: a missing file says nothing
     else
       # the second word of its first line, taken by bash (head and awk were two programs more)
       v=$("${USERSPACE[$1]}" --version 2>/dev/null || true)

@@ -91,7 +91,9 @@ wg_strip() {  # configuration-text: STRIPPED, the text as `wg-quick strip` print
       case "$lkey" in address|mtu|dns|table|preup|predown|postup|postdown|saveconfig) continue ;; esac
     fi
     STRIPPED+=$line$'\n'
-  done <<< "$1"
+    # Not a here-string: bash before 5.1 (Ubuntu 18.04's 4.4) backs one with a file in /tmp, and
+    # this text holds the private key. printf is a builtin: the text goes through a pipe only.
+  done < <(printf '%s\n' "$1")
   while [[ $STRIPPED == *$'\n' ]]; do STRIPPED=${STRIPPED%$'\n'}; done
 }
 
