@@ -570,26 +570,8 @@ func TestNoKeyIsAgreedWhileTheRespondersDeviceLacksThePeer(t *testing.T) {
 	a, b := key(1), key(2) // a initiates
 	da, _ := runner(t, ctx, a, "127.0.0.1", port, PeerConf{Pub: b, Addr: netip.MustParseAddr("127.0.0.2")})
 	db := holding(b) // its file lists a, its device does not hold a yet
-	conf := &DeviceConf{Device: "wg-test", Public: b, Listen: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), port),
-		Interval: 1, Peers: []PeerConf{{Pub: a, Addr: netip.MustParseAddr("127.0.0.1")}}}
-	rb := &Runner{Conf: conf, Dev: db, States: NewStates("wg-test"), StateDir: t.TempDir(),
-		RetryMin: 100 * time.Millisecond, Watch: 100 * time.Millisecond}
-	done := make(chan struct{})
-	go func() { defer close(done); rb.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	st := rb.States.Peer(a, "responder")
-	answered := func() (uint64, string) {
-		rb.States.mu.Lock()
-		defer rb.States.mu.Unlock()
-		return st.Renewals, st.Reason
-	}
-	waitFor(t, 10*time.Second, "the responder answered no exchange", func() bool {
-		n, reason := answered()
-		return n > 0 || reason == "install"
-	})
-	if n, _ := answered(); n > 0 {
-		t.Fatal("the responder completed an exchange for a peer its device does not hold")
-	}
+	stop := refusedAtInstall(t, ctx, cancel, port, b, a, db, NewStates("wg-test"), "for a peer its device does not hold")
+	defer stop()
 	if _, ok := da.get(b); ok {
 		t.Fatal("the initiator installed a PSK the responder's device does not hold")
 	}
@@ -627,26 +609,8 @@ func TestTheResponderInstallsOnlyOnceTheNewPairHasASession(t *testing.T) {
 				states.Bind(b)
 				db.handshake(a, states.KeyAt()-5) // the previous pair's
 			}
-			conf := &DeviceConf{Device: "wg-test", Public: b, Listen: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), port),
-				Interval: 1, Peers: []PeerConf{{Pub: a, Addr: netip.MustParseAddr("127.0.0.1")}}}
-			rb := &Runner{Conf: conf, Dev: db, States: states, StateDir: t.TempDir(),
-				RetryMin: 100 * time.Millisecond, Watch: 100 * time.Millisecond}
-			done := make(chan struct{})
-			go func() { defer close(done); rb.Run(ctx) }()
-			defer func() { cancel(); <-done }()
-			st := rb.States.Peer(a, "responder")
-			answered := func() (uint64, string) {
-				rb.States.mu.Lock()
-				defer rb.States.mu.Unlock()
-				return st.Renewals, st.Reason
-			}
-			waitFor(t, 10*time.Second, "the responder answered no exchange", func() bool {
-				n, reason := answered()
-				return n > 0 || reason == "install"
-			})
-			if n, _ := answered(); n > 0 {
-				t.Fatal("the responder completed an exchange before the pair's first handshake")
-			}
+			stop := refusedAtInstall(t, ctx, cancel, port, b, a, db, states, "before the pair's first handshake")
+			defer stop()
 			if _, ok := db.get(a); ok {
 				t.Fatal("the responder installed a PSK before the pair's first handshake")
 			}
@@ -661,4 +625,34 @@ func TestTheResponderInstallsOnlyOnceTheNewPairHasASession(t *testing.T) {
 			})
 		})
 	}
+}
+
+// refusedAtInstall runs the responder b (device db, states) for the initiator a, waits until it
+// has refused a's exchange at install, and fails the test if it completed one instead (when:
+// what the test holds the device to). The returned stop ends the responder.
+func refusedAtInstall(t *testing.T, ctx context.Context, cancel context.CancelFunc, port uint16, b, a [keyLen]byte,
+	db *fakeDev, states *States, when string) (stop func()) {
+	t.Helper()
+	conf := &DeviceConf{Device: "wg-test", Public: b, Listen: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), port),
+		Interval: 1, Peers: []PeerConf{{Pub: a, Addr: netip.MustParseAddr("127.0.0.1")}}}
+	rb := &Runner{Conf: conf, Dev: db, States: states, StateDir: t.TempDir(),
+		RetryMin: 100 * time.Millisecond, Watch: 100 * time.Millisecond}
+	done := make(chan struct{})
+	go func() { defer close(done); rb.Run(ctx) }()
+	stop = func() { cancel(); <-done }
+	st := rb.States.Peer(a, "responder")
+	answered := func() (uint64, string) {
+		rb.States.mu.Lock()
+		defer rb.States.mu.Unlock()
+		return st.Renewals, st.Reason
+	}
+	waitFor(t, 10*time.Second, "the responder answered no exchange", func() bool {
+		n, reason := answered()
+		return n > 0 || reason == "install"
+	})
+	if n, _ := answered(); n > 0 {
+		stop()
+		t.Fatal("the responder completed an exchange " + when)
+	}
+	return stop
 }
