@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
 .PHONY: help venv deps charms charms-local packages validate test unit unit36 lint shellcheck typecheck pycompat \
-        wireguard-go hookclient pq-psk boringtun demo bench lifecycle deploy deploy-tools onboard undeploy measure-remote clean \
+        wireguard-go hookclient pq-psk pq-psk-realdevice boringtun demo bench lifecycle deploy deploy-tools onboard undeploy measure-remote clean \
         osm-conformance juju-conformance hooktool-conformance oai-conformance lcm-conformance
 
 help: ## list the targets
@@ -48,8 +48,11 @@ wireguard-go: venv ## build the newest wireguard-go (static) into build/tools: t
 hookclient: ## build the emulated VCA's compiled hook-tool client into build/tools (Go; else the Python client is used)
 	bash scripts/build-hookclient.sh
 
-pq-psk: ## build the pq-psk daemon (pqpsk/, Go standard library: ML-KEM-768 preshared keys) into build/tools: the charms ship it
+pq-psk: ## build the pq-psk daemon (pqpsk/, Go: ML-KEM-768 preshared keys; wgctrl from the Go module proxy) into build/tools: the charms ship it
 	bash scripts/build-pq-psk.sh
+
+pq-psk-realdevice: ## build pq-psk's real-device tests (Go, build tag realdevice) into build/tools/pq-psk-realdevice.test: tests/e2e/test_pq_psk_device.py runs it
+	bash scripts/build-pq-psk-devtest.sh
 
 boringtun: ## build boringtun-cli (crates.io; cargo-zigbuild for glibc 2.17, from PyPI) into build/tools: the charms ship it
 	bash scripts/build-boringtun.sh
@@ -70,7 +73,7 @@ lint: venv shellcheck typecheck ## ruff over all Python, shellcheck over every s
 	$(VENV)/bin/ruff check charms scripts tests
 	@if command -v go >/dev/null 2>&1; then \
 	  out=$$(gofmt -l scripts/testbed/hookclient-go scripts/bundle/osm_conformance/juju_parse.go pqpsk); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi; \
-	  (cd scripts/testbed/hookclient-go && go vet ./...) && (cd pqpsk && go vet ./...); \
+	  (cd scripts/testbed/hookclient-go && go vet ./...) && (cd pqpsk && go vet ./... && go vet -tags realdevice ./...); \
 	else echo "no Go toolchain: gofmt/go vet of the hook-tool client and pq-psk not run"; fi
 
 typecheck: venv ## mypy over everything a charm ships (the shared package; each src/charm.py is the build's one call into it), all of it annotated
@@ -119,7 +122,7 @@ E2E_TIER = $(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-load
 # -j2, so that the boringtun build, the longest, starts first and runs beside the venvs, the lint
 # and the 3.6 tier).
 test: deps ## everything CI runs: lint, 3.6 checks, the unit tier on every core, then the end-to-end tier
-	@$(MAKE) --no-print-directory boringtun venv hookclient wireguard-go pq-psk lint pycompat unit36
+	@$(MAKE) --no-print-directory boringtun venv hookclient wireguard-go pq-psk pq-psk-realdevice lint pycompat unit36
 	@$(UNIT_TIER) --durations=15
 	$(E2E_TIER)
 

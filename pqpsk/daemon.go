@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"log"
 	"math/rand/v2"
@@ -184,28 +185,23 @@ func (r *Runner) keepInstalled(ctx context.Context) {
 			}
 			kicked = r.Kick.C()
 		}
-		own, known, err := r.Dev.PublicKey()
-		if err != nil || (known && own != r.Conf.Public) {
-			continue
-		}
-		held, err := r.Dev.PSKs()
+		look, err := r.Dev.Read() // one read: the own key, the keys held and the handshakes
 		if err != nil {
 			continue
 		}
-		shakes, err := r.Dev.Handshakes()
-		if err != nil {
-			clear(held)
+		if look.OwnKnown && look.Own != r.Conf.Public {
+			look.Scrub()
 			continue
 		}
-		r.restore(held, shakes)
-		r.fallBackStale(held, shakes)
-		clear(held)
+		r.restore(look.PSKs, look.Shakes)
+		r.fallBackStale(look.PSKs, look.Shakes)
+		look.Scrub()
 		r.States.Expire(r.stale())
 	}
 }
 
 // restore puts each listed peer's agreed key back where the device lost it, and clears the keys
-// agreed under an earlier own key. Only for peers the device holds: `wg set … peer` would add one.
+// agreed under an earlier own key. Only for peers the device holds (its write is update-only too).
 // Called with every peer the device holds (shakes) and their keys (held).
 func (r *Runner) restore(held map[[keyLen]byte][keyLen]byte, shakes map[[keyLen]byte]int64) {
 	type want struct {
@@ -253,27 +249,78 @@ func (r *Runner) restore(held map[[keyLen]byte][keyLen]byte, shakes map[[keyLen]
 // adopt takes the keys the device holds for listed peers this program knows no key of (it was
 // restarted): so a wireguard restart later gets them back (States.Adopt).
 func (r *Runner) adopt() {
-	own, known, err := r.Dev.PublicKey()
-	if err != nil || (known && own != r.Conf.Public) {
-		return
-	}
-	held, err := r.Dev.PSKs()
+	look, err := r.Dev.Read()
 	if err != nil {
 		return
 	}
-	for pub, psk := range held {
+	defer look.Scrub()
+	if look.OwnKnown && look.Own != r.Conf.Public {
+		return
+	}
+	for pub, psk := range look.PSKs {
 		r.States.Adopt(pub, r.Conf.Public, psk)
 	}
-	clear(held)
 }
 
+// errNotHeld: the device does not hold the key just written for the peer.
+var errNotHeld = errors.New("the device does not hold the peer, or not the agreed PSK after the write")
+
+// errNoSession: the device shows no handshake with the peer under the current pair of keys.
+var errNoSession = errors.New("no handshake with the peer under the current keys yet")
+
 // install sets the key an exchange agreed, unless the device's own key is no longer the one it
-// was agreed under (the step changed it meanwhile).
-func (r *Runner) install(peer, psk [keyLen]byte) error {
-	if own, known, err := r.Dev.PublicKey(); err != nil || (known && own != r.Conf.Public) {
+// was agreed under (the step changed it meanwhile), and succeeds only when the device holds the
+// key afterwards (read back). The write is update-only (WG.setPSK): for a peer the device does
+// not hold it changes nothing and reports no error (wireguard-go's UAPI turns the peer into a
+// dummy, the kernel skips it). The VNF step writes this program's file before it adds a peer to
+// the device (tunnels/pqpsk.sh), and a key rotation's follower runs an exchange over the
+// temporary devices: a responder could complete an exchange for a peer its device did not hold
+// yet, acknowledge it, and let the initiator install a key the other device then lacked, so the
+// first handshake of the new key pair failed and the tunnel lost REKEY_TIMEOUT (5 s) of packets.
+// An install that did not land fails the exchange instead: the responder sends no
+// acknowledgement, the initiator installs nothing, and tries again (its retry back-off) once the
+// peer is on both devices.
+//
+// The responder (session true) installs first, and only once its device shows a handshake with
+// the peer under the current pair of keys, so that the pair has a session at both ends (a
+// responder's device records a handshake once the initiator's first data arrived under it): a
+// PSK switched while that pair's first handshake is in flight (a key rotation's exchange runs
+// over the temporary devices while the main ones handshake) would fail that handshake, and the
+// pair, with no session yet, would lose REKEY_TIMEOUT of packets. Once a session exists, a
+// handshake that fails in the moment between the two installs is a rekey that WireGuard retries
+// while the session still carries the traffic. Without such a handshake the exchange fails; the
+// initiator tries again (its retry back-off), and its own traffic makes the handshake.
+func (r *Runner) install(peer, psk [keyLen]byte, session bool) error {
+	look, err := r.Dev.Read()
+	if err != nil {
+		return err
+	}
+	look.Scrub()
+	if look.OwnKnown && look.Own != r.Conf.Public {
 		return errors.New("the device's own key changed")
 	}
-	return r.Dev.SetPSK(peer, psk)
+	at, on := look.Shakes[peer]
+	if !on {
+		return errNotHeld
+	}
+	if session && (at <= 0 || at < r.States.KeyAt()) {
+		return errNoSession
+	}
+	if err := r.Dev.SetPSK(peer, psk); err != nil {
+		return err
+	}
+	after, err := r.Dev.Read()
+	if err != nil {
+		return err
+	}
+	defer after.Scrub()
+	held, has := after.PSKs[peer]
+	if !has || subtle.ConstantTimeCompare(held[:], psk[:]) != 1 {
+		clear(held[:])
+		return errNotHeld
+	}
+	clear(held[:])
+	return nil
 }
 
 func (r *Runner) stale() time.Duration {
@@ -359,8 +406,9 @@ func (r *Runner) idleRenewal() time.Duration { return r.stale() * 2 / 3 }
 // first.
 func (r *Runner) untilDue(peer [keyLen]byte, last time.Time, period time.Duration) time.Duration {
 	due, active := last.Add(period), last
-	if shakes, err := r.Dev.Handshakes(); err == nil {
-		if at := shakes[peer]; at > 0 && time.Unix(at, 0).After(active) {
+	if look, err := r.Dev.Read(); err == nil {
+		look.Scrub()
+		if at := look.Shakes[peer]; at > 0 && time.Unix(at, 0).After(active) {
 			active = time.Unix(at, 0)
 		}
 	}
@@ -459,10 +507,10 @@ func (r *Runner) untilOnDevice(ctx context.Context, peer [keyLen]byte) bool {
 	}
 }
 
-// deviceLook is one read of the device's peers (`wg show <dev> latest-handshakes`), shared by
-// every initiator waiting for its peer: the kick that follows a step wakes them all at once, and a
-// hub's first session leaves one waiting per new spoke, so each reading the device itself made a
-// `wg` process per waiting peer per kick.
+// deviceLook is one read of the device's peers (their handshakes), shared by every initiator
+// waiting for its peer: the kick that follows a step wakes them all at once, and a hub's first
+// session leaves one waiting per new spoke, so each reading the device itself made one read per
+// waiting peer per kick.
 type deviceLook struct {
 	mu    sync.Mutex
 	kick  <-chan struct{} // the kick's channel taken before the read
@@ -480,10 +528,12 @@ func (r *Runner) devicePeers(kicked <-chan struct{}) (map[[keyLen]byte]int64, er
 	if kicked != nil && r.look.peers != nil && r.look.kick == kicked && time.Since(r.look.at) < r.watchEvery() {
 		return r.look.peers, nil
 	}
-	peers, err := r.Dev.Handshakes()
+	look, err := r.Dev.Read()
 	if err != nil {
 		return nil, err
 	}
+	look.Scrub()
+	peers := look.Shakes
 	r.look.kick, r.look.at, r.look.peers = kicked, time.Now(), peers
 	return peers, nil
 }
@@ -509,7 +559,7 @@ func (r *Runner) initiateOnce(ctx context.Context, own [keyLen]byte, p PeerConf,
 	var agreed [keyLen]byte
 	err = Initiate(c, own, p.Pub, epoch, func(psk [keyLen]byte) error {
 		agreed = psk
-		return r.install(p.Pub, psk)
+		return r.install(p.Pub, psk, false)
 	})
 	if err == nil {
 		r.States.Completed(st, epoch, agreed, own)

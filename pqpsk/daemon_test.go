@@ -18,7 +18,10 @@ type fakeDev struct {
 	psk    map[[keyLen]byte][keyLen]byte
 	shakes map[[keyLen]byte]int64
 	known  map[[keyLen]byte]bool // peers that had a key once and are still on the device
-	looks  int                   // Handshakes calls
+	looks  int                   // Read calls
+	// live: a tunnel that carries traffic, so a held peer without a recorded handshake shows one
+	// now (the exchange's own packets make it on a real device); else 0, none yet.
+	live bool
 }
 
 // hold adds peer to the device (what the VNF step's `wg set` does).
@@ -47,7 +50,7 @@ func (f *fakeDev) looked() int {
 // holding is a device that holds peers (as the VNF step leaves it before the daemon dials).
 func holding(pub [keyLen]byte, peers ...PeerConf) *fakeDev {
 	d := &fakeDev{pub: pub, psk: map[[keyLen]byte][keyLen]byte{}, shakes: map[[keyLen]byte]int64{},
-		known: map[[keyLen]byte]bool{}}
+		known: map[[keyLen]byte]bool{}, live: true}
 	for _, p := range peers {
 		d.known[p.Pub] = true
 	}
@@ -61,27 +64,34 @@ func (f *fakeDev) ClearPSK(p [keyLen]byte) error {
 	return nil
 }
 
-func (f *fakeDev) Handshakes() (map[[keyLen]byte]int64, error) {
+// Read is one look: counted (looked), as the real device's one call.
+func (f *fakeDev) Read() (*Look, error) {
+	shakes, _ := f.Handshakes()
+	psks, _ := f.PSKs()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.looks++
+	return &Look{Own: f.pub, OwnKnown: true, PSKs: psks, Shakes: shakes}, nil
+}
+
+func (f *fakeDev) Handshakes() (map[[keyLen]byte]int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	m := map[[keyLen]byte]int64{}
-	for k := range f.psk { // a peer the device holds (its handshake 0 unless recorded)
-		m[k] = 0
+	var now int64 // a peer the device holds: its handshake 0 unless recorded, or now when live
+	if f.live {
+		now = time.Now().Unix()
+	}
+	for k := range f.psk {
+		m[k] = now
 	}
 	for k := range f.known {
-		m[k] = 0
+		m[k] = now
 	}
 	for k, v := range f.shakes {
 		m[k] = v
 	}
 	return m, nil
-}
-
-func (f *fakeDev) PublicKey() ([keyLen]byte, bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.pub, true, nil
 }
 
 func (f *fakeDev) handshake(p [keyLen]byte, at int64) {
@@ -90,14 +100,17 @@ func (f *fakeDev) handshake(p [keyLen]byte, at int64) {
 	f.shakes[p] = at
 }
 
+// SetPSK is update-only, as the real write (WG.setPSK): for a peer the device does not hold it
+// changes nothing and reports no error (wireguard-go's UAPI and the kernel alike).
 func (f *fakeDev) SetPSK(p, k [keyLen]byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.psk[p] = k
-	if f.known == nil {
-		f.known = map[[keyLen]byte]bool{}
+	_, has := f.psk[p]
+	_, shook := f.shakes[p]
+	if !has && !shook && !f.known[p] { // the peers Handshakes lists
+		return nil
 	}
-	f.known[p] = true
+	f.psk[p] = k
 	return nil
 }
 func (f *fakeDev) PSKs() (map[[keyLen]byte][keyLen]byte, error) {
@@ -515,4 +528,131 @@ func TestAPeerThatLeftPQButStayedOnTheDeviceIsNotGivenItsKeyBack(t *testing.T) {
 	if _, ok := d.get(b); ok {
 		t.Fatal("a key was put back on a peer that left pq-psk")
 	}
+}
+
+// The watch reads its device once per look (the own key, the keys held and the handshakes in one
+// Read), at its start and at each kick; with the interval an hour away, nothing else reads.
+func TestTheWatchReadsTheDeviceOncePerLook(t *testing.T) {
+	a, b := key(1), key(2)
+	d := holding(a, PeerConf{Pub: b})
+	kick := &Wakeup{}
+	r := &Runner{Conf: &DeviceConf{Device: "wg-test", Public: a, Peers: []PeerConf{{Pub: b}}}, Dev: d,
+		States: NewStates("wg-test"), Watch: time.Hour, Kick: kick}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.keepInstalled(ctx) }()
+	waitFor(t, 10*time.Second, "no first look", func() bool { return d.looked() >= 1 })
+	for i := 2; i <= 4; i++ {
+		kick.Fire()
+		waitFor(t, 10*time.Second, "no look after the kick", func() bool { return d.looked() >= i })
+		if n := d.looked(); n != i {
+			t.Fatalf("%d reads after %d looks", n, i)
+		}
+	}
+	cancel()
+	<-done
+	if n := d.looked(); n != 4 {
+		t.Fatalf("%d reads for 4 looks", n)
+	}
+}
+
+// The VNF step writes the responder's file before it adds the peer to its device, and a key
+// rotation's follower answers over its temporary device meanwhile: an exchange must not complete
+// then, or the initiator installs a key the responder's device does not hold, and the first
+// handshake of the new key pair fails (5 s of the tunnel's packets: REKEY_TIMEOUT). The write is
+// update-only (fakeDev.SetPSK as WG.setPSK): for a peer the device does not hold it changes
+// nothing and reports no error, so the install reads the device back.
+func TestNoKeyIsAgreedWhileTheRespondersDeviceLacksThePeer(t *testing.T) {
+	ExchangeTimeout = 2 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	port := freePort(t)
+	a, b := key(1), key(2) // a initiates
+	da, _ := runner(t, ctx, a, "127.0.0.1", port, PeerConf{Pub: b, Addr: netip.MustParseAddr("127.0.0.2")})
+	db := holding(b) // its file lists a, its device does not hold a yet
+	stop := refusedAtInstall(t, ctx, cancel, port, b, a, db, NewStates("wg-test"), "for a peer its device does not hold")
+	defer stop()
+	if _, ok := da.get(b); ok {
+		t.Fatal("the initiator installed a PSK the responder's device does not hold")
+	}
+	db.hold(a) // the step adds the peer
+	waitFor(t, 10*time.Second, "no PSK agreed once both devices hold their peers", func() bool {
+		ka, oka := da.get(b)
+		kb, okb := db.get(a)
+		return oka && okb && ka == kb
+	})
+}
+
+// A key rotation's exchange can run over the temporary devices while the main devices' new pair
+// of keys has had no handshake yet, or has one in flight: a PSK installed at one end then fails
+// that first handshake, and the pair, with no session yet, loses REKEY_TIMEOUT (5 s) of packets.
+// So the responder installs only once its device shows a handshake with the peer under its
+// current own key (the time a device shows is kept across a new private key: the previous pair's
+// is older than the change) or, for a peer entry just added, any handshake at all.
+func TestTheResponderInstallsOnlyOnceTheNewPairHasASession(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		rotated bool // the responder's own key changed after the last handshake it shows
+	}{{"own key changed", true}, {"peer just added", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ExchangeTimeout = 2 * time.Second
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			port := freePort(t)
+			a, b := key(1), key(2) // a initiates
+			da, _ := runner(t, ctx, a, "127.0.0.1", port, PeerConf{Pub: b, Addr: netip.MustParseAddr("127.0.0.2")})
+			db := holding(b, PeerConf{Pub: a})
+			db.live = false
+			states := NewStates("wg-test")
+			if tc.rotated {
+				states.Bind(key(9)) // the previous own key, then the current one
+				states.Bind(b)
+				db.handshake(a, states.KeyAt()-5) // the previous pair's
+			}
+			stop := refusedAtInstall(t, ctx, cancel, port, b, a, db, states, "before the pair's first handshake")
+			defer stop()
+			if _, ok := db.get(a); ok {
+				t.Fatal("the responder installed a PSK before the pair's first handshake")
+			}
+			if _, ok := da.get(b); ok {
+				t.Fatal("the initiator installed a PSK before the pair's first handshake")
+			}
+			db.handshake(a, time.Now().Unix()) // the new pair's first handshake
+			waitFor(t, 10*time.Second, "no PSK agreed once the pair has a session", func() bool {
+				ka, oka := da.get(b)
+				kb, okb := db.get(a)
+				return oka && okb && ka == kb
+			})
+		})
+	}
+}
+
+// refusedAtInstall runs the responder b (device db, states) for the initiator a, waits until it
+// has refused a's exchange at install, and fails the test if it completed one instead (when:
+// what the test holds the device to). The returned stop ends the responder.
+func refusedAtInstall(t *testing.T, ctx context.Context, cancel context.CancelFunc, port uint16, b, a [keyLen]byte,
+	db *fakeDev, states *States, when string) (stop func()) {
+	t.Helper()
+	conf := &DeviceConf{Device: "wg-test", Public: b, Listen: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), port),
+		Interval: 1, Peers: []PeerConf{{Pub: a, Addr: netip.MustParseAddr("127.0.0.1")}}}
+	rb := &Runner{Conf: conf, Dev: db, States: states, StateDir: t.TempDir(),
+		RetryMin: 100 * time.Millisecond, Watch: 100 * time.Millisecond}
+	done := make(chan struct{})
+	go func() { defer close(done); rb.Run(ctx) }()
+	stop = func() { cancel(); <-done }
+	st := rb.States.Peer(a, "responder")
+	answered := func() (uint64, string) {
+		rb.States.mu.Lock()
+		defer rb.States.mu.Unlock()
+		return st.Renewals, st.Reason
+	}
+	waitFor(t, 10*time.Second, "the responder answered no exchange", func() bool {
+		n, reason := answered()
+		return n > 0 || reason == "install"
+	})
+	if n, _ := answered(); n > 0 {
+		stop()
+		t.Fatal("the responder completed an exchange " + when)
+	}
+	return stop
 }

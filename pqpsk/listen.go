@@ -99,7 +99,7 @@ func (r *Runner) answer(c net.Conn, own [keyLen]byte, byAddr map[string]PeerConf
 	var agreed [keyLen]byte
 	epoch, err := resp.Respond(c, func(psk [keyLen]byte) error {
 		agreed = psk
-		if err := r.install(p.Pub, psk); err != nil {
+		if err := r.install(p.Pub, psk, true); err != nil {
 			return errors.Join(errInstall, err)
 		}
 		return nil

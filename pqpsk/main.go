@@ -1,12 +1,14 @@
 // pq-psk: a post-quantum preshared key per WireGuard tunnel, from ML-KEM-768 (FIPS 203),
 // derived on the two VNFs over the tunnel itself and renewed periodically.
 //
-//	pq-psk run [-config DIR] [-state DIR] [-wg PATH] [-ready FIFO]   the daemon: one runner per DIR/*.conf
+//	pq-psk run [-config DIR] [-state DIR] [-ready FIFO] [-wg PATH]   the daemon: one runner per DIR/*.conf
 //	pq-psk status [-state DIR]                         every device's per-peer state
 //	pq-psk version
 //
 // The daemon reloads a device when its file changes (checked every 2 s); a file that does not
-// parse is refused whole and the device keeps its running configuration.
+// parse is refused whole and the device keeps its running configuration. It reads and writes the
+// devices in-process (wg.go: netlink or the UAPI socket); -wg names a wg tool to drive them with
+// instead (wgtool.go).
 package main
 
 import (
@@ -34,9 +36,11 @@ type running struct {
 
 // manager keeps one runner per configuration file.
 type manager struct {
-	configDir, stateDir, wgTool string
-	runs                        map[string]*running
-	states                      map[string]*States
+	configDir, stateDir string
+	// device is the driver of the named device (in-process, or the wg tool: -wg).
+	device func(name string) Device
+	runs   map[string]*running
+	states map[string]*States
 }
 
 func (m *manager) stop(dev string) {
@@ -69,7 +73,7 @@ func (m *manager) start(dev string, data []byte) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{data: string(data), cancel: cancel, done: make(chan struct{}), kick: &Wakeup{}}
 	m.runs[dev] = r
-	run := &Runner{Conf: conf, Dev: &WG{Tool: m.wgTool, Name: dev}, States: m.states[dev],
+	run := &Runner{Conf: conf, Dev: m.device(dev), States: m.states[dev],
 		StateDir: m.stateDir, RetryMin: 5 * time.Second, FirstRetry: 200 * time.Millisecond, ConfigPath: filepath.Join(m.configDir, dev+".conf"),
 		Kick: r.kick}
 	go func() { defer close(r.done); run.Run(ctx) }()
@@ -162,6 +166,19 @@ func signalReady(path string) {
 	}
 }
 
+// devices is how the daemon reaches its devices: one wgctrl client for all of them (it opens
+// generic netlink only when the kernel has WireGuard), or the wg tool named by -wg.
+func devices(tool string) func(string) Device {
+	if tool != "" {
+		return func(name string) Device { return &WGTool{Tool: tool, Name: name} }
+	}
+	client, err := OpenClient()
+	if err != nil {
+		log.Fatalf("no access to WireGuard devices: %v", err)
+	}
+	return func(name string) Device { return NewWG(client, name) }
+}
+
 func main() {
 	log.SetFlags(0)
 	if len(os.Args) < 2 {
@@ -171,7 +188,7 @@ func main() {
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	configDir := fs.String("config", "/etc/wireguard/pq-psk", "the devices' configuration files (<dev>.conf)")
 	stateDir := fs.String("state", "/run/wireguard/vpnaas-pq-psk", "where the per-device status files are written")
-	wgTool := fs.String("wg", "wg", "the wg tool")
+	wgTool := fs.String("wg", "", "drive the devices with this wg tool (a process per read and write) instead of in-process")
 	ready := fs.String("ready", "", "a FIFO to say \"ready\" into once the state is locked (the VNF step that starts it)")
 	_ = fs.Parse(os.Args[2:])
 	switch os.Args[1] {
@@ -193,7 +210,7 @@ func main() {
 		}
 		defer lock.Close() // held for the daemon's life (the loop below never ends)
 		signalReady(*ready)
-		m := &manager{configDir: *configDir, stateDir: *stateDir, wgTool: *wgTool,
+		m := &manager{configDir: *configDir, stateDir: *stateDir, device: devices(*wgTool),
 			runs: map[string]*running{}, states: map[string]*States{}}
 		// The kick file: the VNF step touches it when it has just written the devices or the
 		// files (tunnels/pqpsk.sh): the files are read and every device looked at now, not at the

@@ -8,11 +8,15 @@ import (
 )
 
 // startPair starts an initiator (key 1) and a responder (key 2) on loopback with the given interval and
-// StaleAfter; neither device records a handshake unless the test does.
+// StaleAfter; each device shows the tunnel's first handshake, from before the runners began, and
+// no later one unless the test records it (a real responder's device shows at least the handshake
+// the first exchange's packets made: install).
 func startPair(t *testing.T, ctx context.Context, interval int, stale time.Duration) (da, db *fakeDev, ra, rb *Runner) {
 	port := freePort(t)
 	mk := func(own, peer [keyLen]byte, addr, paddr string) (*fakeDev, *Runner) {
 		d := holding(own, PeerConf{Pub: peer})
+		d.live = false
+		d.shakes[peer] = time.Now().Unix() - 1
 		conf := &DeviceConf{Device: "wg-test", Public: own, Listen: netip.AddrPortFrom(netip.MustParseAddr(addr), port),
 			Interval: interval, Peers: []PeerConf{{Pub: peer, Addr: netip.MustParseAddr(paddr)}}}
 		r := &Runner{Conf: conf, Dev: d, States: NewStates("wg-test"), StateDir: t.TempDir(),

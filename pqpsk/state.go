@@ -44,6 +44,10 @@ type States struct {
 	// own is the device's public key the records' epochs were counted under (zero: unknown).
 	own   [keyLen]byte
 	saves uint64 // status file writes (what the rate limit bounds; tests read it)
+	// keyAt is when Bind saw the own key change (unix seconds; 0: no change seen): a handshake a
+	// peer's entry shows from before it is the previous key pair's (a device keeps the time of a
+	// peer's latest handshake across a new private key).
+	keyAt int64
 }
 
 func NewStates(dev string) *States {
@@ -133,8 +137,18 @@ func (s *States) Bind(own [keyLen]byte) {
 		for _, p := range s.peers {
 			p.Epoch = 0
 		}
+		if s.own != ([keyLen]byte{}) {
+			s.keyAt = time.Now().Unix()
+		}
 		s.own = own
 	}
+}
+
+// KeyAt is when the own key was last seen to change (unix seconds; 0: never seen).
+func (s *States) KeyAt() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keyAt
 }
 
 // Peer returns (creating it) the record of pub in role; a change of role resets its epoch.

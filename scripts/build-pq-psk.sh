@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Build the pq-psk daemon (pqpsk/: Go standard library only, crypto/mlkem; nothing downloaded)
-# into build/tools/pq-psk. The charms ship it to the VNFs like wireguard-go (sha256 in the
-# data plane's manifest) when a reference point's <ep>-pq-psk is on. CGO_ENABLED=0 makes it
+# Build the pq-psk daemon (pqpsk/: crypto/mlkem from Go's standard library; wgctrl, WireGuard's
+# Go library, for the devices, pinned with its dependencies in pqpsk/go.mod and go.sum and fetched
+# from the Go module proxy like wireguard-go) into build/tools/pq-psk. The charms ship it to the
+# VNFs like wireguard-go (sha256 in the data plane's manifest) when a reference point's
+# <ep>-pq-psk is on. CGO_ENABLED=0 makes it
 # static (it runs on Ubuntu 18.04 as on any Linux); -trimpath and an empty build id keep this
 # machine out of it. crypto/mlkem needs Go 1.24 or later.
 set -euo pipefail

@@ -28,6 +28,10 @@ with what hooks were running then: where the idle core-seconds fall (the hub's h
 spokes', none).
 
     sudo PYTHONPATH=scripts:charms .venv/bin/python -m testbed.cpuattr --sizes 8,32,32,8 [--json FILE]
+    sudo PYTHONPATH=scripts:charms .venv/bin/python -m testbed.cpuattr --sizes "" --eps 3 [--charms DIR]
+
+With ``--eps N`` it then brings up the EPS N times with and N times without the PQ PSK (the
+bench's control part) and gives each VNF a role of its own (``<app>-charm``, ``<vnf>-vnf``).
 """
 import argparse
 import json
@@ -36,13 +40,14 @@ import sys
 import threading
 import time
 
-from testbed import bench, cli, convergence, demo
+from testbed import bench, cli, convergence, demo, pqcost
 from testbed.emulators import vim
 from testbed.measurement import loadcheck, taskstats
 from testbed.measurement.attribution import (
     Roots,
     attribute,
     by_program,
+    by_side,
     excess,
     flat_programs,
     idle_split,
@@ -223,6 +228,78 @@ def measure_star(runner, k):
         star.down()
 
 
+def measure_eps(runner, pq=True):
+    """One EPS instantiation (``convergence.run_eps_once``, the bench's control part; ``pq``
+    False: every ``<ep>-pq-psk`` off, as its interleaved rounds without the PQ PSK) with the
+    collector on from the first config to the last handshake; a role per VNF (its hooks, its
+    namespace), and every hook's and every VNF's programs together (``by_side``)."""
+    collector = runner.collector = Collector()
+    options = pqcost.pq_options(convergence.eps_instance(runner.charms_dir))
+    adjust = pqcost.without_pq(options) if options and not pq else None
+
+    def then(tb, _inst, model):
+        hooks = [(r.pid, r.started, r.ended, r.unit) for r in model.hook_log]
+        roots = Roots(hooks, {v.sshd.pid: name for name, v in tb.vnfs.items()},
+                      {os.stat("/proc/{}/ns/net".format(v.ns_pid)).st_ino: name for name, v in tb.vnfs.items()},
+                      os.getpid(), per_vnf=True)
+        records = collector.records()
+        table = attribute(records, collector.at_start, collector.at_end, roots, collector.t_start, collector.t_end,
+                          exclude_tids={collector.own_tid})
+        first = min(model.config_times)
+        window = [r for r in model.hook_log if r.ended > first and r.started < collector.t_end]
+        return {"roles": role_totals(table), "sides": by_side(table),
+                "exit_records": sum(1 for t, _r in records if collector.t_start <= t <= collector.t_end),
+                "overruns": collector.listener.overruns, "snapshot_cpu_s": collector.snapshot_cpu,
+                "hooks": {kind: sum(1 for r in window if convergence.hook_kind(r) == kind)
+                          for kind in ("gate", "charm", "session")}}
+    try:
+        rec = convergence.run_eps_once(runner, then=then, adjust=adjust, after_up=lambda *_: collector.stop())
+    finally:
+        collector.abandon()
+    out = rec.pop("then")
+    out.update({"pq_psk": bool(options) and pq, "seconds_after_last_config": rec["seconds_after_last_config"],
+                "seconds_after_first_config": rec["seconds_after_first_config"],
+                "cpu_seconds_machine": rec["cpu_seconds"], "cpu_busy_fraction": rec["cpu_busy_fraction"],
+                "sessions": rec["sessions"], "reconcile_sessions_per_unit": rec["reconcile_sessions_per_unit"]})
+    return out
+
+
+def measure_eps_rounds(runner, rounds, progress, failed):
+    """``rounds`` rounds of the EPS with and without the PQ PSK, the first of each pair
+    alternating (as the bench's control part interleaves them)."""
+    out = []
+    for i in range(rounds):
+        for pq in ((True, False) if i % 2 == 0 else (False, True)):
+            try:
+                out.append(measure_eps(runner, pq))
+            except convergence.ConvergenceError as e:
+                failed.append("EPS: {}".format(e))
+                progress("EPS: FAILED ({})".format(e))
+    return out
+
+
+def print_eps(recs, out=sys.stdout):
+    """Per EPS run: CPU-s by VNF (its hooks; its VNF), then the programs of the hooks and of the
+    VNFs together, as medians over the runs with and without the PQ PSK."""
+    for rec in recs:
+        roles = ", ".join("{} {:.2f}".format(r, v["cpu_s"]) for r, v in sorted(rec["roles"].items())
+                          if r.endswith(("-charm", "-vnf")))
+        print("EPS{} up {:.1f} s after the last config (under load), {} sessions, hooks {}: CPU-s {}".format(
+            "" if rec["pq_psk"] else " without the PQ PSK", rec["seconds_after_last_config"], rec["sessions"],
+            rec["hooks"], roles), file=out)
+    for pq in (True, False):
+        mine = [r for r in recs if r["pq_psk"] == pq]
+        if not mine:
+            continue
+        print("\nEPS{}, medians over {} run(s), CPU-s from the first config to the last handshake:".format(
+            "" if pq else " without the PQ PSK", len(mine)), file=out)
+        for side in ("charm", "vnf"):
+            med = median_maps([r["sides"][side] for r in mine])
+            top = sorted(med.items(), key=lambda kv: -kv[1])
+            print("  {:<6} {:6.2f}: {}".format("hooks" if side == "charm" else "VNFs", sum(med.values()),
+                                              ", ".join("{} {:.2f}".format(c, v) for c, v in top[:10])), file=out)
+
+
 def hub_chain(hook_log, t0, t1):
     """The hub's hooks in the window: how many, how many opened a session, and the seconds they
     ran (one at a time: a unit runs one hook after another)."""
@@ -278,8 +355,10 @@ def parse_args(argv):
     p.add_argument("--parallel", type=cli.hook_slots, default=0, help="hook slots across units (default 0: none)")
     p.add_argument("--json", help="write every run's record here")
     p.add_argument("--charms", default="", help="built charms to run (default: build/charms-local)")
+    p.add_argument("--eps", type=int, default=0, choices=range(0, 101), metavar="N",
+                   help="then N rounds of the EPS (the bench's control part), each with and without the PQ PSK")
     args = p.parse_args(argv)
-    args.sizes = cli.parse_list(p, "--sizes", args.sizes, convert=cli.positive_int)
+    args.sizes = cli.parse_list(p, "--sizes", args.sizes, convert=cli.positive_int) if args.sizes else []
     if any(k > 250 for k in args.sizes):
         p.error("--sizes: at most 250 tunnels (one /24 link)")
     return args
@@ -311,13 +390,15 @@ def main(argv=None):
             recs.setdefault(k, []).append(rec)
             progress("{} tunnels: {:.1f} CPU-s attributed".format(
                 k, sum(v["cpu_s"] for r, v in rec["roles"].items() if r != "other")))
+        eps = measure_eps_rounds(runner, args.eps, progress, failed)
     finally:
         bench.remove_work_dir(work)
     cmp = print_report(recs)
+    print_eps(eps)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"command": " ".join(["python -m testbed.cpuattr"] + (argv or sys.argv[1:])),
-                       "runs": {str(k): v for k, v in recs.items()}, "compare": cmp, "failed": failed},
+                       "runs": {str(k): v for k, v in recs.items()}, "compare": cmp, "eps": eps, "failed": failed},
                       f, indent=1, sort_keys=True)
     return 1 if failed else 0
 

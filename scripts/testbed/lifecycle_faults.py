@@ -5,7 +5,8 @@ runs them after agent-restart; ``register`` adds them to its tables):
                     hook tool answers an error and the charm's hook exits 1): Juju retries it
                     after 5 s, then 10 s (the uniter's retry timer; testbed knob
                     VPNAAS_VCA_HOOK_RETRY_MIN), and meanwhile runs the SPGW-U's actions (a
-                    get-ssh-public-key, asked the moment the hook failed) but none of its other hooks
+                    get-ssh-public-key, asked the moment the hook failed: before the retry, even
+                    when its timer fired while other units' hooks ran) but none of its other hooks
   downgrade-mid-rotation
                     the MME rotates its keys and the HSS, right after it followed, is downgraded
                     to the previous revision (``juju upgrade-charm`` to it: upgrade-charm, then
@@ -75,11 +76,13 @@ def op_hook_error_retry(ctx):
 
     def slot_free(i):
         """When the retry of failure ``i`` could start: its timer fired (it starts as the failure
-        is recorded) and every run that ended before the retry had ended. A bounded VCA (the
-        e2e's ``--parallel 1``) runs the retry after another unit's hook, however long that took
-        on a loaded machine (13.5 s once, against a 5 s timer)."""
+        is recorded, or once the unit's actions pending then have run: ``scheduler``
+        ``timers_started``) and every run that ended before the retry had ended. A bounded VCA
+        (the e2e's ``--parallel 1``) runs the retry after another unit's hook, however long that
+        took on a loaded machine (13.5 s once, against a 5 s timer)."""
         retry = next_run(failed[i])
-        return max([failed[i].at + timers[i]] +
+        started = next(t for u, t in model.jobs.timers_started if u == unit and t >= failed[i].at)
+        return max([started + timers[i]] +
                    [r.ended for r in model.hook_log[hooks:] if r is not retry and r.ended <= retry.started])
     first = failed[0] if failed else None
     rec.update(hook_errors=["{} {}".format(e.hook, e.why) for e in failed],

@@ -16,8 +16,10 @@ from testbed.measurement import probe
 from vpnaas.core import config as charm_config
 
 SCALED = "spgwu"
-#: How long the new tunnels are probed once up (traffic reaches the new instance).
-NEW_TUNNEL_PROBE = 2.0
+#: How long the new tunnels are probed once up at least, and the replies each must have had
+#: (traffic reaches the new instance) before the probes stop, or lc.CONVERGE_TIMEOUT s: a probe's
+#: ping gets little CPU on a loaded machine, so its count in a fixed window is not the condition.
+NEW_TUNNEL_PROBE, NEW_TUNNEL_REPLIES = 2.0, 30
 
 
 def pair_up(tb, a, b, device):
@@ -81,7 +83,8 @@ def op_scale_out(ctx):
     """A new SPGW-U instance: LCM's scale-out (new VM, new application, its day-1), then the
     deploy tool's peering with the hubs (SPGW-C on SXab, eNB on S1-U). Converged when both new
     tunnels have handshaken, measured from the end of the new charm's day-1; the tunnels of
-    instance 0 are probed throughout, the new ones for NEW_TUNNEL_PROBE s once up."""
+    instance 0 are probed throughout, the new ones once up for NEW_TUNNEL_PROBE s and until each
+    had NEW_TUNNEL_REPLIES replies."""
     rps = ctx.refpoints(SCALED)
     sc = scaler(ctx)
     current_charms(ctx, [SCALED] + sorted(set(sc.spec.hubs.values())))
@@ -113,6 +116,9 @@ def op_scale_out(ctx):
     fresh = [probe.Probe(ctx.tb.vnfs[app], own, hub_addr, "{}-{}".format(ep, app)).start()
              for hub, ep, app, own, hub_addr in new]
     time.sleep(NEW_TUNNEL_PROBE)
+    deadline = time.monotonic() + lc.CONVERGE_TIMEOUT
+    while any(p.received() < NEW_TUNNEL_REPLIES for p in fresh) and time.monotonic() < deadline:
+        time.sleep(0.05)
     results = lc.stop_probes(probes, settle=0) + lc.stop_probes(fresh, settle=0)
     up = sum(1 for rp in rps if pair_up(ctx.tb, rp.provider, rp.requirer, "wg-" + rp.name)) + sum(
         1 for hub, ep, app, _o, _h in new if pair_up(ctx.tb, app, hub, "wg-" + ep))

@@ -158,7 +158,10 @@ def test_terminate_leaves_nothing_on_any_vnf_or_in_relation_data(report):
 def test_a_hook_that_fails_twice_is_retried_with_jujus_backoff_while_actions_still_run(report):
     """Juju 2.9: the failed hook runs again after the retry timer's 5 s, then 10 s (the testbed's
     base, VPNAAS_VCA_HOOK_RETRY_MIN, is Juju's unless set); the unit runs an action meanwhile but
-    no other hook; the rotation goes on from there without update-status."""
+    no other hook; the rotation goes on from there without update-status. The action, asked the
+    moment the hook failed, runs before the retry however long other units' hooks keep the serial
+    VCA busy past the timer: Juju's resolver asks for actions before the hook in error
+    (``uniterResolver.NextOp``; tests/unit/test_vca_hook_queue.py)."""
     op = report["hook-error-retry"]
     base = op["retry_minimum"]
     assert op["hook_errors"] == ["s1u-relation-changed exit 1"] * 2 and op["faults_injected"].get("hook-error") == 2

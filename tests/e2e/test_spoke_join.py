@@ -16,6 +16,10 @@ pytestmark = pytest.mark.timeout(600)
 
 TRACE = "/run/wireguard/wg-trace.log"
 PQ_STATUS = "/run/wireguard/vpnaas-pq-psk/wg-vpn.status"
+PQ_LOG = "/run/wireguard/vpnaas-pq-psk.log"
+#: pq-psk-renewal-seconds as the star leaves it (the charms' default); a renewal falls 0.9-1.0 x it
+#: after the last.
+RENEWAL_SECONDS = 120
 WRAPPER = "#!/bin/sh\necho \"$*\" >> " + TRACE + "\nexec /usr/bin/wg \"$@\"\n"
 
 
@@ -53,8 +57,12 @@ def test_no_echo_of_an_existing_spoke_is_lost_while_spokes_join(environment_read
         assert len(before) == 2
         renewed_before = _wait_pq_renewed(hub, before)
         _trace_wg(hub)
+        logged = len(hub.exec(["cat", PQ_LOG]).stdout.splitlines())
+        began = time.monotonic()
         result = spokejoin.join(star, 4)
+        window = time.monotonic() - began
         trace = hub.exec(["cat", TRACE]).stdout.splitlines()
+        daemon_log = hub.exec(["cat", PQ_LOG]).stdout.splitlines()[logged:]
         renewed_after = _pq_renewals(hub)
         after = {line.split("\t")[0] for line in hub.wg_show("wg-vpn", "dump").splitlines()[1:]}
     finally:
@@ -63,15 +71,17 @@ def test_no_echo_of_an_existing_spoke_is_lost_while_spokes_join(environment_read
     assert len(after) == 6 and before < after
     changes = [line for line in trace if line.split()[:1] in (["set"], ["syncconf"], ["setconf"], ["addconf"])]
     assert changes and all(line.startswith("set wg-vpn ") for line in changes), changes
-    # The pq-psk daemon's periodic renewal of an existing spoke's key (its preshared key alone, one
-    # `wg set` per renewal it counted) may fall in the join; nothing else may touch those peers: no
-    # renewal of every peer because the hub's file changed, no key put back.
-    renewals = [line for line in changes if line.split()[2:3] and line.split()[3:4] in ([p] for p in before)
-                and line.split()[4:] == ["preshared-key", "/dev/stdin"]]
+    # The VNF step's `wg` touches the joining spokes' peers alone. The pq-psk daemon sets PSKs in
+    # process (wgctrl, never through `wg`): its periodic renewal of an existing spoke's key may fall
+    # in the join, but no more often than its schedule allows (no renewal of every peer because the
+    # hub's file changed), and it puts no key back and clears none (the step never took one away).
+    touched = {word for line in changes for word in line.split() if word in after}
     for peer in before:
-        wrote = sum(1 for line in renewals if line.split()[3] == peer)
-        assert wrote == renewed_after.get(peer, 0) - renewed_before[peer], (peer, wrote, renewed_before, renewed_after)
-    touched = {word for line in changes if line not in renewals for word in line.split() if word in after}
+        renewed = renewed_after.get(peer, 0) - renewed_before[peer]
+        assert 0 <= renewed <= 1 + int(window / (0.9 * RENEWAL_SECONDS)), (peer, window, renewed_before, renewed_after)
+    put_back = [line for line in daemon_log if ("put the agreed PSK back" in line or "cleared the PSK" in line)
+                and any(peer in line for peer in before)]
+    assert not put_back, put_back
     assert touched == after - before, "only the joining spokes' peers were set"
 
 

@@ -16,10 +16,10 @@ from vpnaas.vnf import vnfscript
 def run_in_fresh_netns(setup, calls, after="", data=None):
     """Run lib.sh + tunnels.sh + ``calls`` (function, args...) after ``setup`` (shell) in a new
     network and mount namespace whose /etc/wireguard is a private tmpfs; ``after`` (shell) runs
-    last, its output after the routes. ``data``: the step's data section."""
+    last, its output after the routes. ``data``: the step's data section (texts: Step.text)."""
     step = vnfscript.Step(["tunnels.sh"])
     for name, value in (data or {}).items():
-        step.data(name, value)
+        step.text(name, value)
     for call in calls:
         step.call(*call)
     program = step.program()
@@ -272,7 +272,7 @@ def test_a_route_that_moves_between_two_devices_is_moved_not_withdrawn(first):
              ("apply_routes", first), ("out", "BETWEEN"), ("apply_routes", "wr-t" if first == "wg-t" else "wg-t")]
     after = "echo LISTS $(wc -c < /etc/wireguard/wr-t.routes) $(wc -c < /etc/wireguard/wg-t.routes)"
     proc, report, routes, _ = run_in_fresh_netns(setup, calls, after,
-                                                 data={"D1_ROUTES": vnfscript.b64(MOVING), "D2_ROUTES": ""})
+                                                 data={"D1_ROUTES": MOVING, "D2_ROUTES": ""})
     assert proc.returncode == 0, proc.stderr + report
     assert "172.16.6.129 dev wr-t proto 148" in routes and "172.16.6.129 dev wg-t" not in routes
     assert "LISTS 18 0" in routes
@@ -353,7 +353,7 @@ def test_a_device_whose_configuration_did_not_change_is_not_touched(between, sec
     namespace."""
     first_key, second_key, third_key = _public_key(), _public_key(), _public_key()
     peers = [(first_key, "192.0.2.2:51820", ["10.250.9.2/32", "172.16.6.2/32"]), (second_key, "", ["10.250.9.6/32"])]
-    data = {"D1_BODY": vnfscript.b64(_device_body(peers)), "D1_ROUTES": vnfscript.b64("")}
+    data = {"D1_BODY": _device_body(peers), "D1_ROUTES": ""}
     calls = [("tunnels_prepare",), ("stage_routes", "wg-t", "D1"), ("ensure_device", "wg-t", "keep", "-", "0", "D1")]
     # Deleting the device ends its wireguard-go, which would otherwise outlive the namespace.
     after = ('{}; echo SECOND; bash "$f" "$@"; echo RUNNING; wg show wg-t dump | tail -n +2 | cut -f1,3,4 | sort; '
@@ -388,8 +388,8 @@ def test_a_peer_that_joins_leaves_or_changes_is_set_alone_and_the_others_are_not
               (keys[2], "192.0.2.4:51820", ["10.250.9.4/32"])]]
     for i, peers in enumerate(steps):
         step = vnfscript.Step(["tunnels.sh"])
-        step.data("D1_BODY", vnfscript.b64(_device_body(peers)))
-        step.data("D1_ROUTES", vnfscript.b64(""))
+        step.text("D1_BODY", _device_body(peers))
+        step.text("D1_ROUTES", "")
         step.call("tunnels_prepare").call("stage_routes", "wg-t", "D1").call("ensure_device", "wg-t", "keep", "-",
                                                                               "0", "D1")
         (tmp_path / "step{}.sh".format(i)).write_text(step.program())

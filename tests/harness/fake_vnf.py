@@ -214,8 +214,8 @@ class FakeVnf(object):
             return 2, "", "unexpected program\n"
         calls = []
         code, _, section = program[len(STEP_PREFIX):].partition("\n" + vnfscript.DATA_MARKER + "\n")
-        self.data = dict(line.split("=", 1) for line in base64.b64decode("".join(section.split())).decode()
-                         .splitlines()) if section else {}
+        # as lib.sh reads it: values and texts by name (vnfscript.Step.text)
+        self.data = vnfscript.data_section(program)
         for line in code.splitlines():
             if line in ("out DONE", "exit 0"):
                 continue
@@ -275,13 +275,13 @@ class FakeVnf(object):
     def step_stage_routes(self, out, *pairs):
         planned = dict(zip(pairs[0::2], pairs[1::2]))
         for name, data in planned.items():
-            self.routes_files[name] = base64.b64decode(self.data[data + "_ROUTES"]).decode()
+            self.routes_files[name] = self.data[data + "_ROUTES"]
         for name in self.routes_files:
             if name not in planned:
                 self.routes_files[name] = ""
 
     def step_apply_device(self, out, name, mode, source, restart, data, implementation):
-        body64 = self.data[data + "_BODY"]
+        body = self.data[data + "_BODY"]
         impl = implementation
         if impl == "auto":
             impl = "kernel" if self.kernel_wireguard else "wireguard-go"
@@ -303,7 +303,7 @@ class FakeVnf(object):
             for peer in dev.peers:   # a new private key drops the device's sessions
                 self.handshakes.pop(peer["public-key"], None)
         out.append(report.line("PUBKEY", name, dev.public_key))
-        interface, peers = parse_wg_quick("[Interface]\n" + base64.b64decode(body64).decode())
+        interface, peers = parse_wg_quick("[Interface]\n" + body)
         old_signature = dev.signature()
         dev.interface = interface
         if name in self.broken_devices:
@@ -351,7 +351,7 @@ class FakeVnf(object):
         added), the daemon running exactly when there is one."""
         files = {}
         for name, data in zip(pairs[0::2], pairs[1::2]):
-            body = base64.b64decode(self.data[data + "_PQ"]).decode()
+            body = self.data[data + "_PQ"]
             if body and name in self.devices:
                 files[name] = body + "public {}\n".format(self.devices[name].public_key)
         self.pq_files = files
@@ -384,7 +384,7 @@ class FakeVnf(object):
     def step_metrics_apply(self, out, port):
         """What the exporter would be given: the labels document (None: no exporter)."""
         labels = self.data.get("METRICS_LABELS")
-        self.metrics_labels = json.loads(base64.b64decode(labels).decode()) if labels and port != "0" else None
+        self.metrics_labels = json.loads(labels) if labels and port != "0" else None
         out.append("METRICS off" if port == "0" else "METRICS up {}:{}".format(self.host, port))
 
     def step_teardown(self, out):

@@ -83,3 +83,25 @@ def test_a_hook_about_a_unit_reads_that_unit_even_in_the_first_session(keyed, vn
     proxy.harness.update_relation_data(rels["s2/0"], "s2/0", moved)        # the first session, about s2/0
     assert vnf.peer_keys("wg-vpn") == [moved["public-key"]]
     assert set(reads) == {"s2/0"}
+
+
+def test_the_check_after_a_first_session_whose_peers_had_not_published_opens_no_step(proxy, vnf, caplog):
+    """OSM's verify-ssh-credentials right after the first session (the bench's order: every VNF
+    configured at once): a peer left unread then and read now, still without its key, changes
+    nothing on the VNF, so the check logs in once to answer (``hostname``) instead of a whole step;
+    its status still names the peer it waits for. Its key, published later, is a hook about it."""
+    assert proxy.act("generate-ssh-key").results == {"generated": "true"}
+    vnf.authorize(proxy.charm.keystore.public_key())
+    asks_for_peer_keys(proxy)
+    rel = proxy.relate("vpn", "s1/0", {})                           # related; nothing published yet
+    proxy.configure(**dict(CONFIG, **{"vpn-tunnel-address": "10.9.0.1/24"}))    # the first session
+    steps, logins = len(vnf.steps), vnf.logins
+    assert steps and vnf.peer_keys("wg-vpn") == []
+    result = proxy.act("verify-ssh-credentials")
+    assert result.results.get("verified") == "true"
+    assert len(vnf.steps) == steps, "no step: nothing to change on the VNF"
+    assert vnf.logins == logins + 1 and any("verify: ssh session" in r.getMessage() for r in caplog.records)
+    assert "s1/0" in proxy.charm.unit.status.message
+    bag = spoke(1)                                                  # its key: a hook about s1/0
+    proxy.harness.update_relation_data(rel, "s1/0", bag)
+    assert vnf.peer_keys("wg-vpn") == [bag["public-key"]]

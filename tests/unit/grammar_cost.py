@@ -40,7 +40,8 @@ MiB = 1 << 20
 #: The sizes at which every text generator runs: a value's length limit (validation.MAX_VALUE_LEN),
 #: just under the length limit of OSM's <OSM> (read whole below it), and 1 MiB.
 SIZES = (validation.MAX_VALUE_LEN, instance.MAX_TEXT, MiB)
-CALL_LIMIT = 20          # s: a call still running by then is reported as "timeout"
+CALL_LIMIT = 20          # CPU-s: a call that used this much CPU is reported as "timeout"
+HANG_LIMIT = 600         # s of wall clock: a call that sleeps or blocks this long is reported as "timeout"
 RANDOM = 120             # random strings (tests/unit/test_osm_params.py fuzzes the <OSM> reader further)
 ADDRESS_SPACE = 2 << 30  # bytes: what this process may map at all
 KEY = "azyyD5rPNkvOsuPWj4SCDlqUDUSnTgq8EaHEHOOuukM="
@@ -297,10 +298,16 @@ def cases():
 
 
 def _call(fn, value):
-    signal.setitimer(signal.ITIMER_REAL, CALL_LIMIT)
+    """``fn(value)`` stopped (``Timeout``) after CALL_LIMIT s of this process's CPU, or HANG_LIMIT s
+    of wall clock for a call that does not use the CPU: a wall-clock bound alone reported a
+    timeout when the machine's load starved a call that was within its CPU bound (a 2-core
+    machine at load 40, in tracemalloc's slowed run)."""
+    signal.setitimer(signal.ITIMER_PROF, CALL_LIMIT)
+    signal.setitimer(signal.ITIMER_REAL, HANG_LIMIT)
     try:
         fn(value)
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
@@ -310,7 +317,7 @@ def measure(fn, refusals, value):
     Python down several times), so that the figure is the call's own. The seconds are the CPU
     time of this (single-threaded) process during the call: what the grammar costs, whatever else
     the machine runs meanwhile (a wall-clock bound failed on a loaded machine); a call that hangs
-    or sleeps is still stopped by the wall-clock CALL_LIMIT."""
+    or sleeps is still stopped (``_call``)."""
     tracemalloc.start()
     start = time.process_time()
     try:
@@ -341,6 +348,7 @@ def main():
     def alarm(*_):
         raise Timeout()
     signal.signal(signal.SIGALRM, alarm)
+    signal.signal(signal.SIGPROF, alarm)
     results = []
     for gen_name, kind, make in cases():
         value = make()

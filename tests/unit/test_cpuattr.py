@@ -112,3 +112,19 @@ def test_excess_is_what_grows_faster_than_the_vnfs():
     assert got["spoke-vnf bash"] == pytest.approx(big["spoke-vnf bash"] - 33 / 9.0 * 8.0)
     assert attribution.excess({}, {"x": 1.0}, 8, 32) == {"x": 1.0}
     assert attribution.median_maps([{"a": 1.0}, {"a": 3.0, "b": 2.0}]) == {"a": 2.0, "b": 1.0}
+
+
+def test_per_vnf_roots_give_each_unit_and_vnf_a_role_and_by_side_sums_them():
+    # The EPS: mme/0's dispatch pid 200, enb/0's 300; the MME's sshd 50 in namespace 9001, the
+    # eNB's namespace 9002 (its daemon, reparented to init, found by its namespace).
+    eps = attribution.Roots([(200, 1.0, 3.0, "mme/0"), (300, 2.0, 4.0, "enb/0")], {50: "mme"},
+                            {9001: "mme", 9002: "enb"}, BENCH, per_vnf=True)
+    records = [(1.5, rec(210, 200, "relation-get", 1)), (1.6, rec(51, 50, "bash", 2)),
+               (2.5, rec(200, BENCH, "python3", 4)), (3.9, rec(300, BENCH, "python3", 6)),
+               (3.97, rec(62, 1, "wireguard-go", 9, tgid=60))]
+    assert attribution.record_roles(records, live(), eps) == ["mme-charm", "mme-vnf", "mme-charm", "enb-charm",
+                                                               "enb-vnf"]
+    table = attribution.attribute(records, {}, live(), eps, 0.0, 5.0)
+    sides = attribution.by_side(table)
+    assert sides["charm"] == {"relation-get": pytest.approx(1e-9), "python3": pytest.approx(10e-9)}
+    assert sides["vnf"] == {"bash": pytest.approx(2e-9), "wireguard-go": pytest.approx(9e-9)}

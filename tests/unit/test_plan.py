@@ -119,6 +119,23 @@ def test_fingerprint_is_stable_and_sensitive(wg_key):
     assert a != p.build_plan(BASE, MME, {"s6a": [{"hss/0": peer_bag(wg_key())}]}, {}).fingerprint()
 
 
+def test_fingerprint_of_a_device_waiting_for_a_unit_names_the_unit_not_the_wording():
+    """A unit left unread (a first session's deferral) and then read without its key waits for the
+    same unit: the same fingerprint, so a check right after the first session needs no step. Another
+    unit, or no unit yet, is another fingerprint; the status keeps its wording (``waiting``)."""
+    unread = relation_data.Reading("hss/0", incomplete="hss/0 (read when its data next changes)")
+
+    def plan(rel):
+        return p.build_plan(BASE, MME, {"s6a": [rel]}, {})
+    deferred, keyless = plan({"hss/0": unread}), plan({"hss/0": {}})
+    assert deferred.device("s6a").waiting == [unread.incomplete]
+    assert keyless.device("s6a").waiting[0].startswith("hss/0 has not published ")
+    assert deferred.fingerprint() == keyless.fingerprint()
+    assert keyless.fingerprint() == plan({"hss/0": {"endpoint": "192.168.8.129:51821"}}).fingerprint()
+    assert keyless.fingerprint() != plan({"hss/1": {}}).fingerprint()
+    assert keyless.fingerprint() != plan({}).fingerprint()
+
+
 def test_publication_names_configured_relation_peers_only(wg_key):
     key, manual = wg_key(), wg_key()
     plan = p.build_plan(BASE, MME, {"s6a": [{"hss/0": peer_bag(key)}]},

@@ -1,6 +1,6 @@
 """The tunnel step's pq-psk report (tunnels/pqpsk.sh `pq_psk_report`) over a status file the real
-daemon wrote (build/tools/pq-psk, with a stand-in for the `wg` tool it drives and a peer that does
-not answer: its exchanges fail), under every awk this machine has, mawk first: mawk is the VNFs'
+daemon wrote (build/tools/pq-psk, driving its device through a stand-in `wg` tool (-wg), and a peer
+that does not answer: its exchanges fail), under every awk this machine has, mawk first: mawk is the VNFs'
 awk (Ubuntu 18.04) and has no interval expressions, so a `{42}` in the program matched nothing and
 a failing exchange never reached the unit's status (tests/harness/test_pq_psk_charm.py follows
 such a line into the status)."""
@@ -18,12 +18,13 @@ BINARY = os.path.join(ROOT, "build", "tools", "pq-psk")
 VNF = os.path.join(ROOT, "charms", "vpnaas", "vnf")
 OWN = "A" * 42 + "E="            # a small key (not zero: refused), so this end is the initiator
 PEER = "/" * 42 + "8="
-# A stand-in for `wg`: the device's public key, the peer on the device (the daemon dials only
-# then) with no handshake, no preshared keys.
+# A stand-in for `wg` (the daemon's -wg: one `wg show <dev> dump` per look): the device's public
+# key, the peer on the device (the daemon dials only then) with no handshake, no preshared keys.
 FAKE_WG = """#!/bin/sh
-case "$3" in public-key) echo {own} ;; latest-handshakes) printf '%s\\t0\\n' '{peer}' ;; esac
+case "$3" in dump) printf '%s\\t%s\\t51820\\toff\\n' '{priv}' '{own}'
+  printf '%s\\t(none)\\t(none)\\t(none)\\t0\\t0\\t0\\toff\\n' '{peer}' ;; esac
 exit 0
-""".format(own=OWN, peer=PEER)
+""".format(priv="B" * 42 + "E=", own=OWN, peer=PEER)
 
 
 def free_port():

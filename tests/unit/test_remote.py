@@ -1,4 +1,3 @@
-import base64
 import subprocess
 
 import pytest
@@ -54,10 +53,11 @@ def test_tunnel_step_is_valid_bash_and_carries_values_only_as_arguments(wg_key):
     assert 'apply_device "${7}" "${8}" "${9}" "${10}" "${11}" "${12}"' in code.splitlines()
     assert code.rstrip().endswith("out DONE\nexit 0")
     # The configuration travels in the data section, whatever its size: the command line does not grow.
-    section = dict(line.split("=", 1) for line in base64.b64decode("".join(data.split())).decode().splitlines())
+    section = vnfscript.data_section(program)
     assert sorted(section) == ["DEVICE1_BODY", "DEVICE1_PQ", "DEVICE1_ROUTES", "METRICS_COLLECT", "METRICS_EXPORTER",
                                "METRICS_LABELS"]
-    assert "Endpoint = 192.168.8.129:51821" in base64.b64decode(section["DEVICE1_BODY"]).decode()
+    assert "Endpoint = 192.168.8.129:51821" in section["DEVICE1_BODY"]
+    assert section["DEVICE1_BODY"] == wgconfig.render_body(plan.devices[0])
 
 
 def test_scrub_hides_key_shaped_text(wg_key):

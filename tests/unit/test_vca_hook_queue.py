@@ -273,6 +273,41 @@ def test_a_hook_tool_that_fails_fails_the_hook_which_juju_retries_while_an_actio
     assert [e.why for e in model.hook_errors] == ["exit 1", "exit 1"]
 
 
+def test_serially_an_action_asked_as_a_hook_failed_runs_before_its_retry_however_long_another_unit_runs(
+        setup, monkeypatch):
+    """The lifecycle's hook-error-retry on the serial VCA (what failed under load): a/0's hook fails
+    and an action is asked for it at that moment; b/0's action, queued before, runs first and
+    ends only after a/0's retry timer has fired. Juju asks the actions resolver before
+    ``nextOpHookError`` (``worker/uniter/resolver.go`` ``uniterResolver.NextOp``), so the action
+    still runs before the retry; the emulation ran the retry first."""
+    make, charm, tmp_path = setup
+    gate = tmp_path / "logs" / "gate"
+    monkeypatch.setenv("GATE_WAIT_GATE", str(gate))
+    model = make(hook_retry_min=0.2)
+    model.deploy("a", charm)
+    model.deploy("b", charm)
+    fail(tmp_path, "config-changed", 1)
+    jobs = []
+    model.when("a/0", "config-changed", lambda: jobs.append(model.queue_action("a/0", "do-it")), failed=True)
+
+    def open_gate_once_the_timer_fired():
+        wait_until(lambda: "a/0" in model._in_error, "a/0's hook did not fail")
+        fires = model._in_error["a/0"].not_before
+        wait_until(lambda: time.monotonic() > fires, "the retry timer did not fire")
+        gate.write_text("")
+    opener = threading.Thread(target=open_gate_once_the_timer_fired)
+    opener.start()
+    model._queue_hook("a/0", "config-changed")
+    model.queue_action("b/0", "wait-gate")
+    model.settle()
+    opener.join(60)
+    mine = ran(model, "a/0")
+    assert mine[mine.index("hooks/config-changed", 3):] == ["hooks/config-changed", "actions/do-it",
+                                                             "hooks/config-changed"], mine
+    b_ended = runs(model, "b/0", "actions/wait-gate")[0].ended
+    assert b_ended > model._in_error["a/0"].not_before and jobs[0].result.status == "completed"
+
+
 # ---------------------------------------------------------------------- interrupted actions
 def test_an_action_interrupted_by_an_agent_restart_fails_and_is_never_run_again(setup):
     """worker/uniter/actions/resolver.go ``NextOp``: an action found running when the uniter

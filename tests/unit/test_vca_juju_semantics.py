@@ -245,3 +245,24 @@ def test_a_write_before_the_changed_after_joined_runs_needs_no_hook_of_its_own()
     s.settle()
     assert again is pending and ran == ["joined", "changed"]
     assert [c[1] for c in pending.causes] == ["joined", "hooks/vpn-peer-relation-joined"]
+
+
+def test_an_applications_settings_are_read_afresh_in_each_hook_and_kept_within_it():
+    """Juju 2.9 (``runner/context/cache.go``): ``Prune``, run when a hook's context is made, empties
+    the application settings; ``ApplicationSettings`` keeps what it read for the rest of the hook.
+    So a remote application's write is seen by the next hook of any relation, but not midway
+    through a hook that has already read it (the emulation read the controller at every call)."""
+    from testbed.emulators import hookcontext
+
+    relations = {"7": {"data": {"spoke": {"key": "old"}, "spoke/0": {"key": "old"}}}}
+    view = hookcontext.UnitView()
+    view.members["7"] = {"spoke/0"}
+    first = hookcontext.HookContext("hub/0", view, kind="changed", rid="3", remote="other/0")
+    assert first.settings(relations, "7", "spoke") == {"key": "old"}
+    assert first.settings(relations, "7", "spoke/0") == {"key": "old"}
+    relations["7"]["data"]["spoke"] = {"key": "new"}
+    relations["7"]["data"]["spoke/0"] = {"key": "new"}
+    assert first.settings(relations, "7", "spoke") == {"key": "old"}      # kept within the hook
+    later = hookcontext.HookContext("hub/0", view, kind="changed", rid="3", remote="other/0")
+    assert later.settings(relations, "7", "spoke") == {"key": "new"}      # afresh in the next hook
+    assert later.settings(relations, "7", "spoke/0") == {"key": "old"}    # a member: the cache

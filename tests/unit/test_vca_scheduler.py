@@ -247,3 +247,82 @@ def test_unbounded_a_retry_runs_on_its_timer_while_another_units_hook_still_runs
     s.submit("a/0", retried.set, not_before=time.monotonic() + 0.2)
     s.settle()
     assert seen == [True], "the retry waited for another unit's hook"
+
+
+def _until(moment):
+    """Return once time.monotonic() has passed ``moment`` (a retry timer has fired)."""
+    while time.monotonic() <= moment:
+        time.sleep(0.005)
+
+
+def test_serially_a_pending_action_runs_before_a_retry_whose_timer_fired_during_another_units_hook():
+    """juju/juju 2.9 ``worker/uniter/resolver.go`` ``uniterResolver.NextOp``: the actions resolver
+    is asked (lines 126-129) before the hook in error is (``nextOpHookError``, lines 148-156), so
+    an action pending when the retry timer has fired still runs first. The serial VCA of the
+    end-to-end tests ran the retry first once another unit's hook outlasted the timer (the
+    lifecycle's hook-error-retry on a loaded machine: its action ran after the retry)."""
+    s = scheduler.UnitScheduler(1)
+    order = []
+    due = time.monotonic() + 0.05
+    s.submit("b/0", lambda: (_until(due), order.append("b-hook")))    # queued first: runs past a/0's timer
+    s.submit("a/0", lambda: order.append("a-retry"), rank=scheduler.QUEUED, not_before=due)
+    s.submit("a/0", lambda: order.append("a-action"), rank=scheduler.ACTION)
+    s.submit("a/0", lambda: order.append("a-changed"), rank=scheduler.RELATION)
+    s.settle()
+    assert order == ["b-hook", "a-action", "a-retry", "a-changed"]
+
+
+@pytest.mark.parametrize("parallel", [2, scheduler.UNBOUNDED])
+def test_a_unit_in_error_runs_every_pending_action_before_the_retry_whose_timer_fired(parallel):
+    """The same with units at once: an action still pending when the unit's previous action
+    ends, after the retry timer fired, runs before the retry (``resolver.go`` ``NextOp``)."""
+    s = scheduler.UnitScheduler(parallel)
+    order, started, queued = [], threading.Event(), threading.Event()
+
+    def first():
+        started.set()
+        queued.wait(60)
+        _until(due)
+        order.append("a-action-1")
+    s.submit("a/0", first, rank=scheduler.ACTION)
+    assert started.wait(60)
+    due = time.monotonic() + 0.05
+    s.submit("a/0", lambda: order.append("a-retry"), rank=scheduler.QUEUED, not_before=due)
+    s.submit("a/0", lambda: order.append("a-action-2"), rank=scheduler.ACTION)
+    queued.set()
+    s.settle()
+    assert order == ["a-action-1", "a-action-2", "a-retry"]
+
+
+def test_a_hook_resolved_runs_after_the_pending_actions():
+    """``juju resolved`` (ResolvedRetryHooks) is read by ``nextOpHookError`` too, after the
+    actions resolver: a pending action still runs first."""
+    s = scheduler.UnitScheduler(1)
+    order = []
+    retry = s.submit("a/0", lambda: order.append("a-retry"), rank=scheduler.QUEUED, not_before=scheduler.PARKED)
+    s.submit("a/0", lambda: order.append("a-action"), rank=scheduler.ACTION)
+    s.release(retry)
+    s.settle()
+    assert order == ["a-action", "a-retry"]
+
+
+@pytest.mark.parametrize("parallel", [1, 2, scheduler.UNBOUNDED])
+def test_the_retry_timer_starts_after_the_actions_pending_when_the_hook_failed(parallel):
+    """``resolver.go`` ``nextOpHookError`` starts the retry timer (lines 272-277), and
+    ``uniterResolver.NextOp`` reaches it only when the actions resolver has nothing: an action
+    asked while the hook ran runs first and the timer starts when it ended (the emulation started
+    it as the hook failed, so the retry followed the action at once)."""
+    s = scheduler.UnitScheduler(parallel)
+    times = {}
+
+    def action():
+        _until(times["failed"] + 0.3)                   # longer than the timer
+        times["action ended"] = time.monotonic()
+
+    def hook():
+        s.submit("a/0", action, rank=scheduler.ACTION)  # asked while the hook runs
+        times["failed"] = time.monotonic()
+        s.submit("a/0", lambda: times.setdefault("retried", time.monotonic()), rank=scheduler.QUEUED, retry_in=0.1)
+    s.submit("a/0", hook)
+    s.settle()
+    assert times["retried"] - times["action ended"] >= 0.1, times

@@ -114,6 +114,9 @@ class Device(object):
         self.pq_psk_daemon = False
         self.peers: List[Peer] = []
         self.waiting: List[str] = []  # why a peer is not there yet (shown in the status)
+        #: {a ``waiting`` reason: the related unit whose data it awaits}, for a unit read without its
+        #: key or left unread (Plan.fingerprint takes the unit, not the wording)
+        self.awaited: Dict[str, str] = {}
         self.problems: List[str] = []  # invalid or refused peer data
         #: (peer source, prefix) of every prefix the policy refused (the metrics count them)
         self.refused_prefixes: List[Tuple[str, str]] = []
@@ -223,10 +226,14 @@ class Plan(object):
     def fingerprint(self) -> str:
         """Stable hash of everything that would be applied on the VNF, and of what was refused."""
         # Problems too: a peer that changes what it is refused must see the status change; and
-        # what a device without peers waits for, which is all its status says.
+        # what a device without peers waits for, which is all its status says: which related unit,
+        # when it waits for a unit's data. A unit left unread in a first session and read without
+        # its key in the next run (OSM's verify-ssh-credentials right after it, when every VNF is
+        # configured at once) is still the unit it waits for: no step for a reworded status (the
+        # status keeps the first wording until a session, which that unit's key brings).
         doc = {"devices": [d.as_dict() for d in self.devices],
                "problems": [d.problems for d in self.devices],
-               "waiting": [d.waiting[:1] for d in self.devices if not d.peers],
+               "waiting": [[d.awaited.get(w, w) for w in d.waiting[:1]] for d in self.devices if not d.peers],
                "service": [str(a) for a in self.service_addresses]}
         if self.config is not None and any(self.config.slice_qos):
             doc["qos"] = list(self.config.slice_qos)   # only then, as the rotation below

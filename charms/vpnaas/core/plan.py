@@ -93,6 +93,7 @@ def _add_related_peers(dev: Device, rels: List[Dict[str, Any]]) -> None:
             reading = _reading(unit, units[unit])
             if reading.incomplete:
                 dev.waiting.append(reading.incomplete)
+                dev.awaited[reading.incomplete] = unit
                 continue
             if reading.info is None:
                 dev.problems.append("invalid data from {}: {}".format(unit, reading.invalid))

@@ -63,7 +63,7 @@ def add_to_step(step: vnfscript.Step, plan: Plan) -> None:
     """The exporter, its labels and the call that keeps it running (port 0: removed)."""
     port = plan.config.metrics_port if plan.config is not None else DEFAULT_PORT
     if port:
-        step.data("METRICS_EXPORTER", vnfscript.b64(vnfscript.load(EXPORTER)))
-        step.data("METRICS_COLLECT", vnfscript.b64(vnfscript.load(COLLECTOR)))
-        step.data("METRICS_LABELS", vnfscript.b64(json.dumps(labels_document(plan), sort_keys=True)))
+        step.text("METRICS_EXPORTER", vnfscript.load(EXPORTER))
+        step.text("METRICS_COLLECT", vnfscript.load(COLLECTOR))
+        step.text("METRICS_LABELS", json.dumps(labels_document(plan), sort_keys=True))
     step.call("metrics_apply", port)

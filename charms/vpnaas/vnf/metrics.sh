@@ -28,14 +28,16 @@ metrics_address() {  # the address this VNF's sshd answered the charm on: its ma
   printf '%s' "$addr"
 }
 
-metrics_interface() {  # addr: the device that holds the address (the exporter answers only there)
-  local dev
-  dev=$(ip -o addr show to "$1" 2>/dev/null | awk 'NR == 1 {print $2}')
+metrics_interface() {  # addr: MGMT_DEV, the device that holds the address (the exporter answers only there), or ""
+  # The second word of the first line, read by bash (an awk and a pipeline were two processes more).
+  local dev=
+  MGMT_DEV=
+  read -r _ dev _ < <(ip -o addr show to "$1" 2>/dev/null) || true
   dev=${dev%%@*}
   case "$dev" in
     ''|*[!A-Za-z0-9_.-]*) return 0 ;;
   esac
-  [ "${#dev}" -le 15 ] && printf '%s' "$dev"
+  if [ "${#dev}" -le 15 ]; then MGMT_DEV=$dev; fi
 }
 
 metrics_cmdline() {  # pid: CMDLINE set to its command line, words joined by spaces (read by bash alone)
@@ -67,15 +69,17 @@ metrics_stop_daemon() {
 
 metrics_listening() {  # addr port: something listens there (bounded wait)
   local i
+  local listening
   for ((i = 1; i <= 50; i++)); do
-    if ss -Hltn "( sport = :$2 )" 2>/dev/null | grep -qF "$1"; then return 0; fi
+    listening=$(ss -Hltn "( sport = :$2 )" 2>/dev/null) || listening=
+    if [[ $listening == *"$1"* ]]; then return 0; fi
     [ "$i" = 50 ] || sleep 0.1
   done
   return 1
 }
 
 metrics_ensure() {  # port: serve the tunnels' metrics on <management address>:port ("0": no exporter)
-  local port=$1 addr dev changed=0 pid text
+  local port=$1 addr dev changed=0 pid text sorted line impl='' refused=''
   if [ "$port" = 0 ]; then
     metrics_remove
     out "METRICS off"
@@ -84,24 +88,35 @@ metrics_ensure() {  # port: serve the tunnels' metrics on <management address>:p
   require_tools python3 ss ip
   addr=$(metrics_address)
   [ -n "$addr" ] || fail "the management address is unknown (no SSH_CONNECTION): no exporter started"
-  dev=$(metrics_interface "$addr")
+  metrics_interface "$addr"
+  dev=$MGMT_DEV
   [ -n "$dev" ] || fail "no interface holds the management address $addr: no exporter started"
-  mkdir -p /etc/wireguard "$METRICS_RUN"
-  chmod 700 /etc/wireguard
+  # One stat for the folders and every file compared below (lib.sh stat_prefetch)
+  stat_prefetch /etc/wireguard "$METRICS_LABELS" "$METRICS_IMPL" "$METRICS_REFUSED" "$METRICS_EXPORTER" \
+    "$METRICS_COLLECT" "$METRICS_UNIT"
+  private_dir /etc/wireguard 700
+  [ -d "$METRICS_RUN" ] || mkdir -p "$METRICS_RUN"
   # Each file compared before it is written (lib.sh write_if_changed): a step that changes
   # nothing touches none of them. The x keeps trailing line breaks a command substitution drops.
-  text=$(data_item METRICS_LABELS | base64 -d && printf x)
-  write_if_changed "$METRICS_LABELS" 600 "${text%x}"
+  data_text text METRICS_LABELS
+  write_if_changed "$METRICS_LABELS" 600 "$text"
   # "device implementation version" per device this step applied (tunnels.sh dataplane_report)
-  text=$(sort -u "${TUNNELS_DATAPLANE_LOG:-/dev/null}" && printf x)
-  write_if_changed "$METRICS_IMPL" 600 "${text%x}"
-  text=$(sort -u "${TUNNELS_REFUSED_LOG:-/dev/null}" && printf x)
-  write_if_changed "$METRICS_REFUSED" 600 "${text%x}"
-  text=$(data_item METRICS_EXPORTER | base64 -d && printf x)
-  write_if_changed "$METRICS_EXPORTER" 700 "${text%x}"
+  # and "device prefix" per route it refused, each list sorted and unique: one sort for both
+  # (the tag in front of each line keeps the order of the lines after it)
+  sorted=$(sort -u "${TUNNELS_LOG:-/dev/null}")
+  while IFS= read -r line; do
+    case "$line" in
+      "dataplane "*) impl+=${line#dataplane }$'\n' ;;
+      "refused "*) refused+=${line#refused }$'\n' ;;
+    esac
+  done <<< "$sorted"
+  write_if_changed "$METRICS_IMPL" 600 "$impl"
+  write_if_changed "$METRICS_REFUSED" 600 "$refused"
+  data_text text METRICS_EXPORTER
+  write_if_changed "$METRICS_EXPORTER" 700 "$text"
   changed=$WRITTEN
-  text=$(data_item METRICS_COLLECT | base64 -d && printf x)
-  write_if_changed "$METRICS_COLLECT" 600 "${text%x}"
+  data_text text METRICS_COLLECT
+  write_if_changed "$METRICS_COLLECT" 600 "$text"
   if [ "$WRITTEN" = 1 ]; then changed=1; fi
   if [ -d "$METRICS_PYCACHE" ]; then metrics_forget_bytecode; fi
   if [ "${init:-none}" = systemd ]; then
@@ -146,7 +161,6 @@ metrics_ensure() {  # port: serve the tunnels' metrics on <management address>:p
 
 metrics_apply() {  # port: as metrics_ensure; a failure is reported (FAILED metrics ...), never stops the step
   isolated metrics metrics_ensure "$@"
-  rm -f "${TUNNELS_REFUSED_LOG:-}" "${TUNNELS_DATAPLANE_LOG:-}"
 }
 
 metrics_forget_bytecode() {  # what an earlier revision's exporter left beside the collector

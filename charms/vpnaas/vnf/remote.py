@@ -71,9 +71,9 @@ def tunnel_step(plan: Plan, facts_digest: str = "", rotate: Iterable[str] = (), 
     staged = []
     for i, dev in enumerate(devices, 1):
         data = "DEVICE{}".format(i)
-        step.data(data + "_BODY", vnfscript.b64(wgconfig.render_body(dev)))
-        step.data(data + "_ROUTES", vnfscript.b64(wgconfig.render_routes(dev)))
-        step.data(data + "_PQ", vnfscript.b64(wgconfig.render_pq_psk(dev) if pq_shipped else ""))
+        step.text(data + "_BODY", wgconfig.render_body(dev))
+        step.text(data + "_ROUTES", wgconfig.render_routes(dev))
+        step.text(data + "_PQ", wgconfig.render_pq_psk(dev) if pq_shipped else "")
         staged += [dev.name, data]
     step.call("stage_routes", *staged)
     # pq-psk's files first too: a peer that leaves pq-psk is off the daemon's list before the sync

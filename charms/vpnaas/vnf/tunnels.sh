@@ -59,18 +59,28 @@ source "$VPNAAS_PARTS/tunnels/pqpsk.sh"
 # --------------------------------------------------------------------------- the report and the removal
 report() {  # devices...: host, time and every peer of every device (never the private key)
   # The host name (the kernel's, as hostname(1) prints it) and the time read by bash itself.
-  local dev host=
+  local dev host='' dump line first pk rest psk more
   read -r host < /proc/sys/kernel/hostname || host=$(hostname)
   out "HOST $host"
   printf 'NOW %(%s)T\n' -1
   for dev in "$@"; do
-    # One `wg show dump` per device, read by one awk: UP and its peers, or DOWN when it does not
-    # answer. Peer lines only: the first line of the dump holds the private key. The second
-    # field, a peer's preshared key, never leaves the VNF either: "(hidden)" when one is set.
-    { timeout "$WG_TIMEOUT" wg show "$dev" dump 2>/dev/null || true; } | awk -F'\t' -v OFS='\t' -v dev="$dev" '
-      NR == 1 { print "UP " dev; next }
-      { if ($2 != "(none)") $2 = "(hidden)"; print "PEER " dev " " $0 }
-      END { if (NR == 0) print "DOWN " dev }'
+    # One `wg show dump` per device, read by bash (an awk was one program more per device): UP
+    # and its peers, or DOWN when it printed nothing. Peer lines only: the first line of the
+    # dump holds the private key. The second field, a peer's preshared key, never leaves the VNF
+    # either: "(hidden)" when one is set. Tab-separated fields as they are, the second replaced.
+    dump=$(timeout "$WG_TIMEOUT" wg show "$dev" dump 2>/dev/null) || true
+    if [ -z "$dump" ]; then out "DOWN $dev"; continue; fi
+    first=1
+    while IFS= read -r line; do
+      if [ "$first" = 1 ]; then first=0; out "UP $dev"; continue; fi
+      pk=${line%%$'\t'*}
+      rest=${line#"$pk"}
+      rest=${rest#$'\t'}
+      psk=${rest%%$'\t'*}
+      more=${rest#"$psk"}
+      [ "$psk" = "(none)" ] || psk="(hidden)"
+      out "PEER $dev $pk"$'\t'"$psk$more"
+    done < <(printf '%s\n' "$dump")   # a pipe: a here-string is a file in /tmp before bash 5.1 (the dump holds the keys)
   done
   pq_psk_report
 }

@@ -8,7 +8,10 @@ after the program's ``exit`` (read by ``secret NAME``), so they are neither on a
 (visible in ``ps``) nor in the program text. Bulky values whose size grows with the number of
 peers (a hub's WireGuard configuration) travel in the same data section (``Step.data``, read by
 ``data_item NAME``): the program comes on stdin, which has no size limit, while sshd hands the
-command line to the shell as one argument of at most 128 KiB. The program is saved to a private temporary file
+command line to the shell as one argument of at most 128 KiB. Texts of any lines (a WireGuard
+configuration, a route list, the exporter's source) travel there as they are (``Step.text``,
+read by ``data_text VAR NAME`` with no program: a base64 value cost a ``base64 -d`` on the VNF,
+seven in every tunnel step). The program is saved to a private temporary file
 on the VNF and run with stdin from /dev/null, so no program it starts can swallow its text.
 
 The report is line based: ``KEYWORD rest``. ``ERROR text`` ends the step with a failure and the
@@ -65,6 +68,7 @@ class Step(object):
         self.args: List[str] = []
         self.secrets: Dict[str, str] = {}
         self.blobs: Dict[str, str] = {}
+        self.texts: Dict[str, str] = {}
         #: Each call reports how long it took (``TIMING <function> <start> <end>``; hookclock.py).
         self.timed = False
 
@@ -88,11 +92,21 @@ class Step(object):
 
     def data(self, name: str, value: str) -> "Step":
         """A value for the data section that is not secret, only large (read by ``data_item``)."""
-        if not _SECRET_NAME.fullmatch(name) or name in self.secrets:
+        if not _SECRET_NAME.fullmatch(name) or name in self.secrets or name in self.texts:
             raise ScriptError("not a data name: {!r}".format(name))
         if "\n" in value or "\r" in value or "\0" in value:
             raise ScriptError("data {} contains a line break".format(name))
         self.blobs[name] = value
+        return self
+
+    def text(self, name: str, value: str) -> "Step":
+        """A text for the data section, line breaks and all (read by ``data_text VAR NAME`` into a
+        variable, byte for byte, by bash alone). Not for secrets: ``secret``."""
+        if not _SECRET_NAME.fullmatch(name) or name in self.secrets or name in self.blobs:
+            raise ScriptError("not a data name: {!r}".format(name))
+        if "\0" in value:
+            raise ScriptError("text {} contains a NUL character".format(name))
+        self.texts[name] = value
         return self
 
     def program(self) -> str:
@@ -104,8 +118,12 @@ class Step(object):
         parts.append("exit 0")
         text = "\n".join(parts) + "\n"
         section = dict(self.blobs, **self.secrets)
-        if section:
+        if section or self.texts:
             data = "".join("{}={}\n".format(k, v) for k, v in sorted(section.items()))
+            # A text: "NAME:<n>" and its n lines (lib.sh vpnaas_data_index skips them by the count).
+            for k, v in sorted(self.texts.items()):
+                lines = v.split("\n")
+                data += "{}:{}\n".format(k, len(lines)) + "".join(line + "\n" for line in lines)
             encoded = base64.b64encode(data.encode("utf-8")).decode("ascii")
             text += DATA_MARKER + "\n" + "\n".join(encoded[i:i + 76] for i in range(0, len(encoded), 76)) + "\n"
         if len(text) > MAX_PROGRAM:
@@ -128,6 +146,26 @@ class Step(object):
         if len(line) > MAX_COMMAND:
             raise ScriptError("the step's arguments are {} bytes (at most {})".format(len(line), MAX_COMMAND))
         return line
+
+
+def data_section(program: str) -> Dict[str, str]:
+    """The data section of a program (``Step.program``) as the VNF reads it: every ``data`` value,
+    secret and text by its name (the tests' view of what a step carries)."""
+    section = program.rpartition("\n" + DATA_MARKER + "\n")[2] if ("\n" + DATA_MARKER + "\n") in program else ""
+    lines = base64.b64decode("".join(section.split())).decode("utf-8").split("\n")[:-1] if section else []
+    out: Dict[str, str] = {}
+    i = 0
+    while i < len(lines):
+        name, sep, rest = lines[i].partition("=")
+        if sep and _SECRET_NAME.fullmatch(name):
+            out.setdefault(name, rest)
+            i += 1
+            continue
+        name, _, count = lines[i].partition(":")
+        n = int(count)
+        out[name] = "\n".join(lines[i + 1:i + 1 + n])
+        i += 1 + n
+    return out
 
 
 def _check_arg(value: object) -> str:

@@ -11,8 +11,10 @@ simpler emulation hides faults:
 * **Reads of another unit's settings** go through a cache the unit agent keeps per relation
   across hooks (``RelationCache``): a member's settings, once read, are what later hooks see
   until a hook about that very unit runs (``InvalidateMember``); settings of units that are not
-  members are read afresh in every hook. A unit's own settings are the controller's plus this
-  hook's writes.
+  members, and every remote application's settings, are read afresh in every hook and then kept
+  for the rest of it (``RelationCache.Prune`` empties ``others`` and ``applications`` when the
+  context is made; ``Settings`` and ``ApplicationSettings`` keep what they read: ``cache.go``).
+  A unit's own settings are the controller's plus this hook's writes.
 * **Membership** (``relation-list``): a remote unit is a member once this unit's relation-joined
   hook for it has run, and no longer one once its relation-departed hook has; during that
   joined hook it is already listed, during relation-created nobody is.
@@ -62,7 +64,7 @@ class HookContext(object):
         self.failed_tool = ""     # the tool whose call faults.py made fail (the hook then fails)
         self.members = {r: set(units) for r, units in view.members.items()}
         self.writes = {}      # (relation id, owner) -> {key: value, or None to delete}
-        self.others = {}      # (relation id, unit) -> settings of a non-member, this hook only
+        self.others = {}      # (relation id, unit or application) -> settings, this hook only
         if rid is not None and remote:
             cache = view.cache.setdefault(rid, {})
             cache.pop(remote, None)                      # InvalidateMember / RemoveMember
@@ -79,8 +81,6 @@ class HookContext(object):
     def settings(self, relations, rid, who):
         """A remote unit's (or application's) settings as this hook sees them."""
         committed = relations[rid]["data"].get(who, {})
-        if "/" not in who:
-            return dict(committed)      # application settings: read afresh in every context
         if who in self.members.get(rid, ()):
             cache = self.view.cache.setdefault(rid, {})
             if who not in cache:

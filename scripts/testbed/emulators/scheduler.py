@@ -19,7 +19,16 @@ from the unit's state:
   ``UpdateStateForHook``, returned first by ``relation/resolver.go`` ``nextHookForRelation``),
   then departed, broken, joined, changed, each by sorted remote unit name;
 * a hook in error (``resolver.go`` ``nextOpHookError``) is retried when its retry timer fires
-  (``not_before``), and until then the unit runs its actions and nothing else.
+  (``not_before``), and until then the unit runs its actions and nothing else; a pending action
+  runs before the retry even once the timer has fired: ``uniterResolver.NextOp`` asks the
+  actions resolver (``resolver.go`` lines 126-129 at juju/juju 7b871e78, 2.9.42) before it
+  reaches the hook in error (lines 148-156), and ``actions/resolver.go`` ``NextOp`` (lines
+  93-96) returns the next action in that state ("We can still run actions if the unit is in a
+  hook error state"). The timer firing only bumps ``RetryHookVersion`` (``uniter.go`` lines
+  345-359, ``remotestate/watcher.go`` line 774), which ``nextOpHookError`` reads (line 261).
+  That is also where the timer starts (lines 272-277): once the resolver reaches the hook in
+  error, so after the actions pending when it failed (``retry_in``: the timer starts when the
+  unit has no action left).
 
 ``UnitScheduler`` gives every job such a rank (and relation hooks their relation, kind and
 remote unit) and runs a unit's pending jobs by that order, in the order they were queued where
@@ -51,7 +60,8 @@ import threading
 import time
 
 #: Ranks, lowest first: what a Juju unit agent runs next among its pending work. QUEUED: a hook
-#: the previous operation's commit queued (and a hook in error, retried when its timer fires).
+#: the previous operation's commit queued. A hook in error (a job with ``not_before``) is outside
+#: the ranks: while it is pending the unit runs its actions, then it, nothing else.
 QUEUED, INSTALL, CREATED, LEADER, ACTION, LIFECYCLE, RELATION, IDLE = range(8)
 RANKS = (QUEUED, INSTALL, CREATED, LEADER, ACTION, LIFECYCLE, RELATION, IDLE)
 #: ``parallel`` meaning no bound across units (one worker per unit with work, as Juju under OSM).
@@ -70,15 +80,21 @@ RELATION_KINDS = ("departed", "broken", "joined", "changed")
 
 class Job(object):
     __slots__ = ("unit", "fn", "key", "rank", "relation", "done", "result", "error", "reported", "not_before",
-                 "causes")
+                 "in_error", "timer", "causes")
 
-    def __init__(self, unit, fn, key, rank, relation=None, not_before=None):
+    def __init__(self, unit, fn, key, rank, relation=None, not_before=None, timer=None):
         self.unit, self.fn, self.key, self.rank = unit, fn, key, rank
         self.relation = relation    # (relation id, kind, remote unit) of a relation hook
         self.done, self.result, self.error, self.reported = False, None, None, False
         #: A hook in error: not run before this time.monotonic(); until then the unit runs
         #: nothing but its actions.
         self.not_before = not_before
+        #: A hook in error (its retry), whether its timer has fired or ``juju resolved`` released it.
+        self.in_error = not_before is not None or timer is not None
+        #: Seconds of its retry timer, not started yet: the unit still has actions to run first.
+        self.timer = timer
+        if timer is not None:
+            self.not_before = PARKED
         #: Why it was queued, each time it was (a coalesced relation-changed has several causes):
         #: instrumentation only, read by the hook it runs (``current_causes``).
         self.causes = []
@@ -124,12 +140,18 @@ class UnitScheduler(object):
         self._changed_pending = {}   # (unit, relation id) -> the remote unit whose joined hook committed
         self._finished = []          # failed jobs nobody waited for, reported by settle()
         self._workers = []
+        #: (unit, time.monotonic()) of every retry timer started (``retry_in``), in order: when a
+        #: report's retry could start at the earliest.
+        self.timers_started = []
 
     # ------------------------------------------------------------------ queueing
-    def submit(self, unit, fn, key=None, rank=RELATION, relation=None, not_before=None, cause=None):
+    def submit(self, unit, fn, key=None, rank=RELATION, relation=None, not_before=None, cause=None,
+               retry_in=None):
         """Queue ``fn`` for ``unit`` with ``rank`` (one of RANKS); a relation hook names its
-        ``relation`` as (relation id, kind, remote unit); a hook in error the time.monotonic()
-        of its retry (``not_before``). A pending job with the same (unit, key) is not queued
+        ``relation`` as (relation id, kind, remote unit); a hook in error the seconds of its retry
+        timer (``retry_in``: it starts once the unit has no pending action, ``_start_timer``) or
+        the time.monotonic() of its retry (``not_before``; PARKED: no timer, ``juju resolved``
+        releases it). A pending job with the same (unit, key) is not queued
         twice (Juju runs one relation-changed for several changes of a remote unit's data, one
         config-changed for several config changes); that job is returned instead, with the better
         of the two ranks (a config-changed an upgrade-charm queues covers one already pending).
@@ -144,10 +166,12 @@ class UnitScheduler(object):
                         if cause is not None:
                             job.causes.append(cause)
                         return job
-            job = Job(unit, fn, key, rank, relation, not_before)
+            job = Job(unit, fn, key, rank, relation, not_before, retry_in)
             if cause is not None:
                 job.causes.append(cause)
             self._pending.append(job)
+            if retry_in is not None:
+                self._start_timer(unit)
             if self.parallel != 1:
                 if unit not in self._busy and unit not in self._decided:
                     self._decide(unit)
@@ -171,7 +195,7 @@ class UnitScheduler(object):
     def release(self, job, fn=None):
         """A parked job may run now (``juju resolved``), as ``fn`` if given."""
         with self._cv:
-            job.not_before = None
+            job.not_before, job.timer = None, None
             if fn is not None:
                 job.fn = fn
             self._cv.notify_all()
@@ -231,9 +255,23 @@ class UnitScheduler(object):
             return
         self._pending.remove(job)
         job.run()
+        self._start_timer(job.unit)
         if job.error is not None:
             job.reported = True
             raise job.error
+
+    def _start_timer(self, unit):
+        """``unit``'s agent is free or its hook just failed: where its resolver reaches
+        ``nextOpHookError`` (no action pending), the retry timer of its hook in error starts
+        (``resolver.go`` lines 272-277; called with the lock held or serially)."""
+        if any(j.unit == unit and j.rank == ACTION for j in self._pending) or \
+                getattr(self._decided.get(unit), "rank", None) == ACTION:
+            return
+        for job in self._pending:
+            if job.unit == unit and job.timer is not None:
+                now = time.monotonic()
+                job.not_before, job.timer = now + job.timer, None
+                self.timers_started.append((unit, now))
 
     def _due_in(self, now):
         """Seconds until the first retry timer of a pending hook fires (None: no timer)."""
@@ -260,12 +298,15 @@ class UnitScheduler(object):
     def _first_of(self, unit, now=None):
         """The job ``unit``'s agent runs next: the lowest rank, the first queued within it; among
         relation hooks, one relation drawn at random, then the resolver's order within it. A hook
-        in error whose retry timer has not fired yet leaves only the unit's actions (None: the
-        unit waits)."""
+        in error leaves only the unit's actions, first queued first, and runs itself once none is
+        pending and its retry timer has fired (None: the unit waits), as ``uniterResolver.NextOp``
+        asks the actions resolver before ``nextOpHookError`` (module docstring)."""
         now = time.monotonic() if now is None else now
         mine = [job for job in self._pending if job.unit == unit]
-        if any(not job.due(now) for job in mine):
-            return next((job for job in mine if job.rank == ACTION), None)
+        in_error = next((job for job in mine if job.in_error), None)
+        if in_error is not None:
+            action = next((job for job in mine if job.rank == ACTION), None)
+            return action if action is not None or not in_error.due(now) else in_error
         best = None
         for job in mine:
             if best is None or job.rank < best.rank:
@@ -318,6 +359,7 @@ class UnitScheduler(object):
             job.run()
             with self._cv:
                 self._busy.discard(job.unit)
+                self._start_timer(job.unit)
                 self._decide(job.unit)
                 if job.error is not None:
                     self._finished.append(job)

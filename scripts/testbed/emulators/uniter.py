@@ -62,10 +62,13 @@ class Uniter(object):
 
     def _hook_failed(self, unit, hook, ctx, proc, new_log, again):
         """Juju's hook error: the unit reports ``hook failed: "<hook>"``, runs its actions but no
-        other hook, and its retry timer runs ``again()`` (``resolver.go`` ``nextOpHookError``; the
-        timer: ``faults.HookRetry``); with automatically-retry-hooks off it waits for
-        ``resolved``. A hook that failed on its own MAX_HOOK_FAILURES times in a row is the
-        charm's error, which a test must see: VcaError (Juju would go on retrying every 5 min)."""
+        other hook, and its retry timer runs ``again()`` once no action is pending
+        (``resolver.go`` ``NextOp`` asks the actions resolver first, then ``nextOpHookError``,
+        which starts the timer: the scheduler's job with ``retry_in``; the timer's length:
+        ``faults.HookRetry``); with
+        automatically-retry-hooks off it waits for ``resolved``. A hook that failed on its own
+        MAX_HOOK_FAILURES times in a row is the charm's error, which a test must see: VcaError
+        (Juju would go on retrying every 5 min)."""
         dispatch_path = "hooks/" + hook
         own = not ctx.killed and proc.returncode != 0
         with self._update() as state:
@@ -80,10 +83,11 @@ class Uniter(object):
             # ops sends an uncaught exception's traceback to juju-log, not to stderr.
             raise VcaError("{} {} failed (exit {}, {} run(s)):\n{}{}".format(
                 unit, dispatch_path, proc.returncode, runs, proc.stdout[-4000:], "\n".join(new_log)[-4000:]))
-        not_before = scheduler.PARKED
         if self.hook_retry.automatic:
-            not_before = time.monotonic() + self.hook_retry.delay(unit)
-        self._in_error[unit] = self.jobs.submit(unit, again, rank=scheduler.QUEUED, not_before=not_before)
+            job = self.jobs.submit(unit, again, rank=scheduler.QUEUED, retry_in=self.hook_retry.delay(unit))
+        else:
+            job = self.jobs.submit(unit, again, rank=scheduler.QUEUED, not_before=scheduler.PARKED)
+        self._in_error[unit] = job
 
     def resolved(self, unit, retry=True):
         """``juju resolved [--no-retry]``: the hook in error runs again at once, or (retry False)

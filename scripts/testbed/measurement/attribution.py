@@ -30,14 +30,17 @@ def parse_task(tid, tgid, stat, schedstat, netns):
 
 class Roots(object):
     """What names a role: hook runs [(pid, started, ended, unit)], the VNFs' sshd pids and
-    network namespace inodes ({value: vnf name}), the bench's pid, and which unit / VNF is the hub."""
+    network namespace inodes ({value: vnf name}), the bench's pid, and which unit / VNF is the hub;
+    ``per_vnf``: a role per VNF instead (``<application>-charm``, ``<vnf>-vnf``: the EPS, whose
+    five VNFs differ)."""
 
-    def __init__(self, hooks, sshd, netns, bench_pid, hub="hub"):
+    def __init__(self, hooks, sshd, netns, bench_pid, hub="hub", per_vnf=False):
         self.hooks = collections.defaultdict(list)
         for pid, started, ended, unit in hooks:
             if pid:
                 self.hooks[pid].append((started, ended, unit))
         self.sshd, self.netns, self.bench_pid, self.hub = sshd, netns, bench_pid, hub
+        self.per_vnf = per_vnf
 
     def hook_unit(self, pid, t):
         """The unit of the hook whose dispatch had ``pid`` at time ``t``, or None."""
@@ -49,9 +52,13 @@ class Roots(object):
         return best[1] if best else None
 
     def of_unit(self, unit):
+        if self.per_vnf:
+            return unit.split("/")[0] + "-charm"
         return "hub-charm" if unit.split("/")[0] == self.hub else "spoke-charm"
 
     def of_vnf(self, name):
+        if self.per_vnf:
+            return name + "-vnf"
         return "hub-vnf" if name == self.hub else "spoke-vnf"
 
 
@@ -168,6 +175,18 @@ def role_totals(table):
 def by_program(table, roles=ROLES):
     """{role: {comm: cpu_s}} of the instantiation's roles (``other`` left out)."""
     return {role: {comm: v[0] / 1e9 for comm, v in table.get(role, {}).items()} for role in roles}
+
+
+def by_side(table):
+    """{"charm": {comm: cpu_s}, "vnf": {comm: cpu_s}} of a per-VNF ``attribute`` table (``Roots``
+    with ``per_vnf``): every unit's hooks together, every VNF together."""
+    out = {"charm": collections.defaultdict(float), "vnf": collections.defaultdict(float)}
+    for role, comms in table.items():
+        side = role.rsplit("-", 1)[-1]
+        if side in out and "-" in role:
+            for comm, v in comms.items():
+                out[side][comm] += v[0] / 1e9
+    return {side: dict(v) for side, v in out.items()}
 
 
 def excess(small, big, k_small, k_big):

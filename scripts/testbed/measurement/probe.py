@@ -72,6 +72,10 @@ class Probe(object):
                 self._times.setdefault(int(m.group(1)), self._last_reply)
                 self._replies.add(int(m.group(1)))
 
+    def received(self):
+        """Replies so far (while it runs)."""
+        return len(self._replies)
+
     def answering(self, within=1.0):
         """True when a reply came in the last ``within`` seconds."""
         return time.monotonic() - self._last_reply < within

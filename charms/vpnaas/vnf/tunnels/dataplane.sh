@@ -9,7 +9,8 @@ declare -A DP_VERSION=()   # implementation -> its version (asked once per step)
 kernel_probe() {  # TUNNELS_KERNEL=1 when the kernel can make a WireGuard device (asked once per step)
   [ -z "${TUNNELS_PROBED:-}" ] || return 0
   TUNNELS_PROBED=1
-  ip link del vpnaas-probe 2>/dev/null || true   # left over if an earlier run was killed here
+  # left over if an earlier run was killed here (asked of sysfs first: no `ip` when there is none)
+  if [ -e /sys/class/net/vpnaas-probe ]; then ip link del vpnaas-probe 2>/dev/null || true; fi
   if ip link add vpnaas-probe type wireguard 2>/dev/null; then
     ip link del vpnaas-probe
     TUNNELS_KERNEL=1
@@ -128,12 +129,12 @@ tunnels_prepare() {  # [name sha256 always|nokernel]...: as programs_check (a st
   require_tools wg wg-quick ip base64 sha256sum
   if [ -d /run/systemd/system ]; then init=systemd; else init=none; fi
   out "INIT $init"
-  # The routes the VNF refuses during this step ("dev prefix" lines), and the data plane of each
-  # device ("dev implementation version"), for the metrics (metrics.sh).
-  TUNNELS_REFUSED_LOG=$(mktemp)
-  TUNNELS_DATAPLANE_LOG=$(mktemp)
-  # shellcheck disable=SC2064  # the file names are fixed now
-  trap "rm -f '$TUNNELS_REFUSED_LOG' '$TUNNELS_DATAPLANE_LOG'" EXIT
+  # The routes the VNF refuses during this step ("refused dev prefix" lines), and the data plane
+  # of each device ("dataplane dev implementation version"), for the metrics (metrics.sh): one
+  # file for both, sorted once there (the devices are applied in subshells: `isolated`).
+  TUNNELS_LOG=$(mktemp)
+  # shellcheck disable=SC2064  # the file name is fixed now
+  trap "rm -f '$TUNNELS_LOG'" EXIT
   kernel_probe
   # A wireguard-go the charm did not ship: the one named by WG_QUICK_USERSPACE_IMPLEMENTATION, else
   # the VNF's own on PATH (what releases before the shipped programs used).
@@ -165,9 +166,11 @@ dataplane_version() {  # implementation: DP_V set to its version ("unknown" when
   local v=${DP_VERSION[$1]:-}
   if [ -z "$v" ]; then
     if [ "$1" = kernel ]; then
-      v=$(cat /sys/module/wireguard/version 2>/dev/null || true)
+      read -r v 2>/dev/null < /sys/module/wireguard/version || true   # 2> first: a missing file says nothing
     else
-      v=$("${USERSPACE[$1]}" --version 2>/dev/null | head -n 1 | awk '{print $2}' || true)
+      # the second word of its first line, taken by bash (head and awk were two programs more)
+      v=$("${USERSPACE[$1]}" --version 2>/dev/null || true)
+      read -r _ v _ <<< "${v%%$'\n'*}" || true
     fi
     case "$v" in ''|*[!0-9A-Za-z._+-]*) v=unknown ;; esac
     DP_VERSION[$1]=$v
@@ -226,14 +229,17 @@ dataplane_resolve() {  # choice (auto|kernel|wireguard-go|boringtun): sets DP_IM
   esac
 }
 
-dataplane_current() {  # dev [running]: the implementation the running device was brought up with ("" if none runs)
-  # "running": the caller has just seen the device answer (not asked again).
+# shellcheck disable=SC2034  # DP_CURRENT is read by tunnels/devices.sh
+dataplane_current() {  # dev [running]: DP_CURRENT, the implementation the running device was brought up with ("" if none runs)
+  # "running": the caller has just seen the device answer (not asked again). Set in the caller's
+  # shell, not printed: no subshell.
   local dev=$1 rec=
+  DP_CURRENT=
   if [ "${2:-}" != running ]; then timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1 || return 0; fi
   if [ -f "/etc/wireguard/$dev.impl" ]; then IFS= read -r rec < "/etc/wireguard/$dev.impl" || true; fi
-  if [ -n "$rec" ]; then printf '%s' "$rec"; return 0; fi
+  if [ -n "$rec" ]; then DP_CURRENT=$rec; return 0; fi
   # A device of a release before the choice: the kernel's, or wireguard-go (the only program then).
-  if grep -qx DEVTYPE=wireguard "/sys/class/net/$dev/uevent" 2>/dev/null; then printf kernel; else printf wireguard-go; fi
+  if grep -qx DEVTYPE=wireguard "/sys/class/net/$dev/uevent" 2>/dev/null; then DP_CURRENT=kernel; else DP_CURRENT=wireguard-go; fi
 }
 
 dataplane_dropin() {  # dev implementation program: systemd starts wg-quick@dev on that program
@@ -258,7 +264,7 @@ dataplane_report() {  # dev implementation: the DATAPLANE line, and the same for
   dataplane_version "$2"
   v=$DP_V
   out "DATAPLANE $1 $2 $v"
-  [ -z "${TUNNELS_DATAPLANE_LOG:-}" ] || printf '%s %s %s\n' "$1" "$2" "$v" >> "$TUNNELS_DATAPLANE_LOG"
+  [ -z "${TUNNELS_LOG:-}" ] || printf 'dataplane %s %s %s\n' "$1" "$2" "$v" >> "$TUNNELS_LOG"
 }
 
 dataplane_forget() {  # dev: its record and drop-in go with it

@@ -57,6 +57,46 @@ pq_managed() {  # configuration-file: the peers whose preshared key pq-psk manag
     s == "p" && p != "" && m { printf "%s ", p; m = 0 }' "$1" 2>/dev/null || true
 }
 
+wg_strip() {  # configuration-text: STRIPPED, the text as `wg-quick strip` prints it (trailing line breaks cut, as $(...) does), and MANAGED as pq_managed says of it
+  # In this shell instead of `wg-quick strip <dev>` and pq_managed's awk on the file this step has
+  # just written with exactly this text: wg-quick is a bash program that ran three programs of its
+  # own (readlink twice, stat twice) on every session. wg-quick's own loop (wireguard-tools,
+  # src/wg-quick/linux.bash parse_options): each line as `read -r` gives it (blanks around it
+  # trimmed), its key the text before the first = with the comment cut and blanks trimmed,
+  # compared case-insensitively (its nocasematch; LC_ALL=C: ASCII); in the [Interface] section the
+  # lines of wg-quick's own settings are dropped, every other line is kept (comments too). The
+  # tests hold it to wg-quick's output. MANAGED: pq_managed's rule on the raw lines (a section's
+  # PublicKey, in a [Peer] section that carries PQ_PSK_MARK, whichever comes first).
+  local line raw key lkey iface=0 section="" pub="" mark=0
+  STRIPPED=
+  MANAGED=
+  while IFS= read -r raw || [ -n "$raw" ]; do
+    case "$raw" in
+      '['*) if [[ $raw == '[Peer]'* ]]; then section=p; else section=i; fi; pub=""; mark=0 ;;
+      PublicKey|"PublicKey = "*) if [ "$section" = p ]; then pub=${raw#PublicKey}; pub=${pub# = }; pub=${pub%% = *}; fi ;;
+      "$PQ_PSK_MARK") [ "$section" != p ] || mark=1 ;;
+    esac
+    if [ "$section" = p ] && [ -n "$pub" ] && [ "$mark" = 1 ]; then MANAGED+="$pub "; mark=0; fi
+    # as `read -r` with the default IFS gives it: spaces and tabs around the line trimmed
+    line=${raw#"${raw%%[!$' \t']*}"}
+    line=${line%"${line##*[!$' \t']}"}
+    key=${line%%#*}
+    key=${key%%=*}
+    key=${key#"${key%%[![:space:]]*}"}
+    key=${key%"${key##*[![:space:]]}"}
+    lkey=${key,,}
+    [[ $lkey != "["* ]] || iface=0
+    [ "$lkey" != "[interface]" ] || iface=1
+    if [ "$iface" = 1 ]; then
+      case "$lkey" in address|mtu|dns|table|preup|predown|postup|postdown|saveconfig) continue ;; esac
+    fi
+    STRIPPED+=$line$'\n'
+    # Not a here-string: bash before 5.1 (Ubuntu 18.04's 4.4) backs one with a file in /tmp, and
+    # this text holds the private key. printf is a builtin: the text goes through a pipe only.
+  done < <(printf '%s\n' "$1")
+  while [[ $STRIPPED == *$'\n' ]]; do STRIPPED=${STRIPPED%$'\n'}; done
+}
+
 keep_managed_psk() {  # dev managed-keys: the stripped configuration on stdin, each managed peer's running preshared key added
   # `wg syncconf` gives a running peer whose entry has no PresharedKey an all-zero one
   # (wireguard-tools src/setconf.c, sync_conf), and a managed peer's entry never has one: the
@@ -159,13 +199,18 @@ wg_peer_changes() {  # wg_canon_lines' lines, sorted, on stdin: what makes the r
     }'
 }
 
-device_changes() {  # dev managed-keys stripped-configuration previous-configuration: wg_peer_changes' lines
-  # The device asked once (`wg show dump`), everything compared by two awk programs and one sort.
+device_changes() {  # dev managed-keys stripped-configuration previous-configuration [dump]: wg_peer_changes' lines
+  # The device asked once (`wg show dump`; or its dump as the caller has just read it), everything
+  # compared by two awk programs and one sort.
+  if [ $# -ge 5 ]; then
+    wg_canon_lines "$2" <(printf '%s\n' "$3") <(printf '%s\n' "$4") <(printf '%s\n' "$5") | LC_ALL=C sort | wg_peer_changes
+    return 0
+  fi
   wg_canon_lines "$2" <(printf '%s\n' "$3") <(printf '%s\n' "$4") \
     <(timeout "$WG_TIMEOUT" wg show "$1" dump 2>/dev/null || true) | LC_ALL=C sort | wg_peer_changes
 }
 
-device_sync() {  # dev stripped-configuration previous-configuration: the running device made that configuration, peer by peer
+device_sync() {  # dev stripped-configuration previous-configuration [dump managed-keys]: the running device made that configuration, peer by peer
   # Instead of `wg syncconf`, which replaces every peer's allowed IPs: the userspace
   # implementations remove and insert them one call at a time, so a packet to or from any peer in
   # between finds no peer and is lost (measured: 8-11 packets of 44,000 at 1,000 per second over
@@ -180,9 +225,16 @@ device_sync() {  # dev stripped-configuration previous-configuration: the runnin
   # two awk, one sort), and one `wg set` for what changed.
   local dev=$1 changes kind peer ep ka allowed psk n=0 whole=0 managed rekey=0
   local -a args=() removals=() voided=()
-  # A peer whose preshared key pq-psk manages has no psk line on either side: never reset.
-  managed=$(pq_managed "/etc/wireguard/$dev.conf")
-  changes=$(device_changes "$dev" "$managed" "$2" "$3")
+  # A peer whose preshared key pq-psk manages has no psk line on either side: never reset. The
+  # caller may give them (wg_strip) and the device's `wg show dump` it has just read (one asking
+  # of the device fewer: ensure_device).
+  if [ $# -ge 5 ]; then
+    managed=$5
+    changes=$(device_changes "$dev" "$managed" "$2" "$3" "$4")
+  else
+    managed=$(pq_managed "/etc/wireguard/$dev.conf")
+    changes=$(device_changes "$dev" "$managed" "$2" "$3")
+  fi
   if [ -z "$changes" ]; then
     SYNC_HOW=unchanged
     return 0
@@ -241,7 +293,7 @@ drain_device() {  # dev: wait (at most 1 s) until dev has sent what was routed i
 }
 
 device_key() {  # dev mode(keep|fresh|copy) source-dev: the device's private key file as the mode says; its public key in PUB
-  local key="/etc/wireguard/$1.key" from want
+  local key="/etc/wireguard/$1.key" from want meta
   if [ "$2" = copy ]; then
     # A key rotation: a temporary device takes its main device's key, or a main device the new
     # key of its temporary one. Copied only when it differs (a repeated step changes nothing),
@@ -249,6 +301,7 @@ device_key() {  # dev mode(keep|fresh|copy) source-dev: the device's private key
     from="/etc/wireguard/$3.key"
     if want=$(wg pubkey < "$from" 2>/dev/null) && [ "$want" != "$(wg pubkey < "$key" 2>/dev/null || true)" ]; then
       KEY_COPIED=1
+      unset "VPNAAS_STAT[$key]"
       (umask 077 && cp "$from" "$key.vpnaas-tmp")
       chmod 600 "$key.vpnaas-tmp"
       mv -f "$key.vpnaas-tmp" "$key"
@@ -260,8 +313,12 @@ device_key() {  # dev mode(keep|fresh|copy) source-dev: the device's private key
     (umask 077 && wg genkey > "$key.vpnaas-tmp")
     mv -f "$key.vpnaas-tmp" "$key"
     PUB=$(wg pubkey < "$key")
-  elif [ "$(stat -c %a "$key")" != 600 ]; then
-    chmod 600 "$key"   # made by a release that left it to the umask
+  else
+    # its mode as ensure_device's stat_prefetch saw it (else asked here)
+    meta=${VPNAAS_STAT[$key]:-}
+    unset "VPNAAS_STAT[$key]"
+    [ -n "$meta" ] || meta=$(stat -c '%s %a' -- "$key")
+    [ "${meta#* }" = 600 ] || chmod 600 "$key"   # made by a release that left it to the umask
   fi
 }
 
@@ -269,15 +326,15 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementati
   local dev=$1 restart=$4 body
   local key="/etc/wireguard/$dev.key" conf="/etc/wireguard/$dev.conf" priv stripped wanted previous
   dataplane_resolve "${6:-auto}"
-  body=$(data_item "$5_BODY")
+  stat_prefetch "$key" "$conf" "/etc/wireguard/$dev.impl"   # one stat for the three files compared below
+  data_text body "$5_BODY"
   KEY_COPIED=0
   device_key "$dev" "$2" "$3"
   out "PUBKEY $dev $PUB"
   IFS= read -r priv < "$key" || true   # one line (wg genkey's), read without a program
   # The configuration as it must be, compared with the file before anything is written (the key
   # stays in this shell's memory: no copy of it lands anywhere but the file itself).
-  wanted=$(printf '[Interface]\nPrivateKey = %s\n' "$priv" && printf '%s' "$body" | base64 -d && printf x)
-  wanted=${wanted%x}
+  printf -v wanted '[Interface]\nPrivateKey = %s\n%s' "$priv" "$body"
   # A device runs on one implementation for its whole life: another choice re-creates it (a short
   # break on this device only); the same choice never does.
   # A userspace daemon that no longer answers (WG_TIMEOUT) counts as gone: it is started again.
@@ -288,8 +345,11 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementati
   iface_signature "$previous"
   local was=$SIGNATURE
   iface_signature "$wanted"
-  if [ "$restart" = 0 ] && [ "$was" = "$SIGNATURE" ] && timeout "$WG_TIMEOUT" wg show "$dev" >/dev/null 2>&1 \
-     && [ "$(dataplane_current "$dev" running)" = "$DP_IMPL" ]; then
+  # The device asked once here (`wg show dump`: it answers when that succeeds); the sync compares
+  # the same dump, unless the drain below waits before it.
+  local dump=
+  if [ "$restart" = 0 ] && [ "$was" = "$SIGNATURE" ] && dump=$(timeout "$WG_TIMEOUT" wg show "$dev" dump 2>/dev/null) \
+     && dataplane_current "$dev" running && [ "$DP_CURRENT" = "$DP_IMPL" ]; then
     local how=syncconf
     if [ "$DP_IMPL" = boringtun ]; then
       # boringtun 0.7.1 answers the partial updates of `wg syncconf` and `wg set` with EPROTO and
@@ -304,10 +364,14 @@ ensure_device() {  # dev key-mode key-source restart(0|1) data-name implementati
     # The routes this device lost in this step (stage_routes, the temporary device applied first)
     # carry nothing new into it; what they already carried leaves before the new key expires its session.
     if [ "$KEY_COPIED" = 1 ]; then drain_device "$dev"; fi
-    # strip first: a failure inside <(...) would go unnoticed and nothing would be applied
-    stripped=$(wg-quick strip "$dev")
-    if [ "$how" = syncconf ]; then
-      device_sync "$dev" "$stripped" "$previous"
+    # what `wg-quick strip` makes of the file just written, in this shell (wg_strip)
+    wg_strip "$wanted"
+    stripped=$STRIPPED
+    if [ "$how" = syncconf ] && [ "$KEY_COPIED" = 1 ]; then
+      device_sync "$dev" "$stripped" "$previous"   # the device asked again after the drain
+      how=$SYNC_HOW
+    elif [ "$how" = syncconf ]; then
+      device_sync "$dev" "$stripped" "$previous" "$dump" "$MANAGED"
       how=$SYNC_HOW
     elif [ "$how" = setconf ]; then
       wg setconf "$dev" <(printf '%s\n' "$stripped")
@@ -335,7 +399,7 @@ remove_stale_devices() {  # wanted devices as arguments; only files carrying our
   local f dev w keep
   for f in /etc/wireguard/wg-*.conf /etc/wireguard/wr-*.conf; do
     [ -e "$f" ] || continue
-    grep -qxF "$MARKER" "$f" || continue
+    has_line "$f" "$MARKER" || continue
     dev=${f##*/}
     dev=${dev%.conf}
     keep=0

@@ -3,25 +3,26 @@
 # and the guard that applies nothing when it changed.
 
 fact_lines() {  # name...: what the route policy must never route into a tunnel, as this VNF sees it
-  local ifname cidr rest client name v6=1
-  ip -o addr show | {
-    local -A ours=()   # per device, whether its configuration is the charm's (one look each)
-    while read -r _ ifname _ cidr rest; do
+  local ifname cidr rest client name v6=1 i
+  local -a w
+  local -A ours=()   # per device, whether its configuration is the charm's (one look each)
+  while read -r _ ifname _ cidr rest; do
     case "$ifname" in
       "$SERVICE_DEVICE") continue ;;
       wg-*|wr-*)
         if [ -z "${ours[$ifname]:-}" ]; then
           ours[$ifname]=0
-          if grep -qxF "$MARKER" "/etc/wireguard/$ifname.conf" 2>/dev/null; then ours[$ifname]=1; fi
+          if has_line "/etc/wireguard/$ifname.conf" "$MARKER"; then ours[$ifname]=1; fi
         fi
         [ "${ours[$ifname]}" = 0 ] || continue ;;
     esac
     case "$rest" in *" lo:vpnaas"*) continue ;; esac
     echo "addr $cidr"
-    done
-  }
-  { ip -4 route show default 2>/dev/null || true; ip -6 route show default 2>/dev/null || true; } \
-    | awk '{for (i = 1; i < NF; i++) if ($i == "via") print "gateway " $(i + 1)}'
+  done < <(ip -o addr show)
+  # every word after a "via" of a default route (read by bash: an awk was one program more)
+  while read -r -a w; do
+    for ((i = 0; i < ${#w[@]} - 1; i++)); do [ "${w[i]}" != via ] || echo "gateway ${w[i + 1]}"; done
+  done < <(ip -4 route show default 2>/dev/null || true; ip -6 route show default 2>/dev/null || true)
   client=${VPNAAS_SSH_CONNECTION%% *}
   [ -z "$client" ] || echo "client $client"
   if [ -r /proc/sys/net/ipv6/conf/all/disable_ipv6 ]; then read -r v6 < /proc/sys/net/ipv6/conf/all/disable_ipv6 || v6=1; fi
@@ -45,10 +46,11 @@ facts_guard() {  # expected-digest name...: report the facts; apply nothing unle
   # again with what the VNF reports now and sends the step again in the same login.
   local expected=$1 lines digest
   shift
+  local line
   lines=$(fact_lines "$@" | sort)
-  digest=$(printf '%s\n' "$lines" | sha256sum)
+  digest=$(sha256sum <<< "$lines")   # the lines, each with its line break
   digest=${digest%% *}
-  printf '%s\n' "$lines" | while IFS= read -r line; do out "FACT $line"; done
+  while IFS= read -r line; do out "FACT $line"; done <<< "$lines"
   out "FACTS $digest"
   if [ "$expected" != "$digest" ]; then
     out "FACTS changed"

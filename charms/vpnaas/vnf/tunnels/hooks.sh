@@ -214,7 +214,7 @@ vpnaas_service_addresses() {  # exactly the wanted service addresses that this c
   # Written only when it changed, and compared before anything is written: a run that changes
   # nothing touches no file (and creates none beside it). This runs as a hook script too: no lib.sh.
   owned=$(for key in "${!own[@]}"; do printf '%s\n' "${own[$key]}"; done | sort)
-  if [ "$owned" != "$(cat "$OWNED_ADDRESSES")" ]; then
+  if [ "$owned" != "$(< "$OWNED_ADDRESSES")" ]; then
     printf '%s' "${owned:+$owned$'\n'}" > "$OWNED_ADDRESSES.tmp"
     chmod 600 "$OWNED_ADDRESSES.tmp"
     mv -f "$OWNED_ADDRESSES.tmp" "$OWNED_ADDRESSES"

@@ -92,19 +92,15 @@ pq_psk_files() {  # dev data...: write each device's file, remove ours of device
   # Runs twice in every tunnel step (remote.py), on the critical path of every session: a file
   # that is already as wanted costs no program run (read and compared with builtins; the modes of
   # the folder and of every file asked once, by one stat).
-  local dev data item line body pub f m want current keep=" " any=0
+  local dev data body pub f m want current keep=" " any=0
   local -A mode=()
   while IFS=' ' read -r m f; do mode[$f]=$m; done < <(stat -c '%a %n' -- "$PQ_PSK_DIR" "$PQ_PSK_DIR"/*.conf 2>/dev/null || true)
   while [ $# -ge 2 ]; do
     dev=$1 data=$2
     shift 2
-    item=
-    for line in "${VPNAAS_DATA[@]}"; do   # data_item, without its subshell (twice a step, per device)
-      case "$line" in "${data}_PQ="*) item=${line#*=}; break ;; esac
-    done
-    if [ -z "$item" ] || [ ! -e "/etc/wireguard/$dev.key" ]; then continue; fi
-    body=$(base64 -d <<<"$item")
-    [ -n "$body" ] || continue
+    data_text body "${data}_PQ"   # by bash alone (twice a step, per device)
+    while [[ $body == *$'\n' ]]; do body=${body%$'\n'}; done   # its trailing line breaks, as $(...) cut them
+    if [ -z "$body" ] || [ ! -e "/etc/wireguard/$dev.key" ]; then continue; fi
     pub=$(wg pubkey < "/etc/wireguard/$dev.key" 2>/dev/null) || continue
     if [ ! -d "$PQ_PSK_DIR" ]; then mkdir -p "$PQ_PSK_DIR"; fi
     [ "${mode[$PQ_PSK_DIR]:-}" = 700 ] || { chmod 700 "$PQ_PSK_DIR"; mode[$PQ_PSK_DIR]=700; }

@@ -25,9 +25,8 @@ qos_rules() {  # port:dscp...: the chain's rules as `iptables -S` prints them
 qos_mark_family() {  # tool port:dscp...: make the tool's chain hold exactly these marks (errexit on)
   local tool=$1 want have m
   shift
-  want=$(qos_rules "$@")
-  have=$("$tool" -w -t mangle -S "$QOS_CHAIN" 2>/dev/null | grep -e '^-A ' || true)
-  if [ -z "$want" ]; then
+  # No marks wanted (the usual case): one listing says whether a chain of ours is left to remove.
+  if [ "$#" -eq 0 ]; then
     if "$tool" -w -t mangle -S "$QOS_CHAIN" >/dev/null 2>&1; then
       while "$tool" -w -t mangle -D POSTROUTING -j "$QOS_CHAIN" 2>/dev/null; do :; done
       "$tool" -w -t mangle -F "$QOS_CHAIN" && "$tool" -w -t mangle -X "$QOS_CHAIN"
@@ -35,6 +34,8 @@ qos_mark_family() {  # tool port:dscp...: make the tool's chain hold exactly the
     fi
     return 0
   fi
+  want=$(qos_rules "$@")
+  have=$("$tool" -w -t mangle -S "$QOS_CHAIN" 2>/dev/null | grep -e '^-A ' || true)
   if [ "$want" = "$have" ] && "$tool" -w -t mangle -C POSTROUTING -j "$QOS_CHAIN" 2>/dev/null; then
     return 0
   fi
@@ -53,7 +54,8 @@ qos_marks() {  # port:dscp...: every family this VNF has a tool for
     return 0
   fi
   qos_mark_family iptables "$@"
-  if command -v ip6tables >/dev/null 2>&1 && ip6tables -w -t mangle -S POSTROUTING >/dev/null 2>&1; then
+  # (With no marks, the family's one listing in qos_mark_family is its probe too.)
+  if command -v ip6tables >/dev/null 2>&1 && { [ "$#" -eq 0 ] || ip6tables -w -t mangle -S POSTROUTING >/dev/null 2>&1; }; then
     qos_mark_family ip6tables "$@"
   fi
   for m in "$@"; do out "QOS mark ${m%%:*} ${m#*:}"; done

@@ -3,8 +3,9 @@
 # addresses of a reconcile, staged before any device.
 
 install_hooks() {
-  mkdir -p /etc/wireguard
-  chmod 700 /etc/wireguard
+  # One stat for the folder, the hooks and the wanted addresses (service_addresses, next)
+  stat_prefetch /etc/wireguard "$ROUTES_HOOK" "$SERVICE_HOOK" "$WANTED_ADDRESSES"
+  private_dir /etc/wireguard 700
   install_hook "$ROUTES_HOOK" vpnaas_routes
   install_hook "$SERVICE_HOOK" vpnaas_service_addresses
 }
@@ -14,7 +15,7 @@ apply_routes() {  # dev: run the routes hook now and pass on what it refused
   "$ROUTES_HOOK" "$1" | while IFS= read -r line; do
     out "$line"
     read -r _kind dev prefix _why <<< "$line"
-    [ -z "${TUNNELS_REFUSED_LOG:-}" ] || printf '%s %s\n' "$dev" "$prefix" >> "$TUNNELS_REFUSED_LOG"
+    [ -z "${TUNNELS_LOG:-}" ] || printf 'refused %s %s\n' "$dev" "$prefix" >> "$TUNNELS_LOG"
   done
 }
 
@@ -29,11 +30,16 @@ service_addresses() {  # address[=label]...: the wanted service addresses (PreUp
 stage_routes() {  # dev data-name ...: every planned device's route list, before any device is applied
   # So a prefix that moves between two of the charm's devices (a key rotation) is moved by the
   # device that gains it (`ip route replace`), whichever runs first: the other keeps it meanwhile.
-  local f dev
+  local f dev i
+  local -a files=()
   local -A planned=()
+  for ((i = 1; i < $#; i += 2)); do files+=("/etc/wireguard/${!i}.routes"); done
+  [ "${#files[@]}" = 0 ] || stat_prefetch "${files[@]}"   # one stat for every device's list
+  local routes
   while [ $# -ge 2 ]; do
     planned[$1]=1
-    write_file "/etc/wireguard/$1.routes" 600 "$(data_item "$2_ROUTES")"
+    data_text routes "$2_ROUTES"
+    write_if_changed "/etc/wireguard/$1.routes" 600 "$routes"
     # Before any route moves: the device that loses a route may still receive from it.
     vpnaas_rp_loose "$1"
     shift 2
