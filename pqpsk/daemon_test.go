@@ -563,12 +563,8 @@ func TestTheWatchReadsTheDeviceOncePerLook(t *testing.T) {
 // update-only (fakeDev.SetPSK as WG.setPSK): for a peer the device does not hold it changes
 // nothing and reports no error, so the install reads the device back.
 func TestNoKeyIsAgreedWhileTheRespondersDeviceLacksThePeer(t *testing.T) {
-	ExchangeTimeout = 2 * time.Second
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel, port, a, b, da := initiatorOf(t)
 	defer cancel()
-	port := freePort(t)
-	a, b := key(1), key(2) // a initiates
-	da, _ := runner(t, ctx, a, "127.0.0.1", port, PeerConf{Pub: b, Addr: netip.MustParseAddr("127.0.0.2")})
 	db := holding(b) // its file lists a, its device does not hold a yet
 	stop := refusedAtInstall(t, ctx, cancel, port, b, a, db, NewStates("wg-test"), "for a peer its device does not hold")
 	defer stop()
@@ -595,12 +591,8 @@ func TestTheResponderInstallsOnlyOnceTheNewPairHasASession(t *testing.T) {
 		rotated bool // the responder's own key changed after the last handshake it shows
 	}{{"own key changed", true}, {"peer just added", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ExchangeTimeout = 2 * time.Second
-			ctx, cancel := context.WithCancel(context.Background())
+			ctx, cancel, port, a, b, da := initiatorOf(t)
 			defer cancel()
-			port := freePort(t)
-			a, b := key(1), key(2) // a initiates
-			da, _ := runner(t, ctx, a, "127.0.0.1", port, PeerConf{Pub: b, Addr: netip.MustParseAddr("127.0.0.2")})
 			db := holding(b, PeerConf{Pub: a})
 			db.live = false
 			states := NewStates("wg-test")
@@ -655,4 +647,17 @@ func refusedAtInstall(t *testing.T, ctx context.Context, cancel context.CancelFu
 		t.Fatal("the responder completed an exchange " + when)
 	}
 	return stop
+}
+
+// initiatorOf starts the initiator a of the install-guard tests, for the responder b at
+// 127.0.0.2 on a free port (its device: da); the responder is the test's own.
+func initiatorOf(t *testing.T) (ctx context.Context, cancel context.CancelFunc, port uint16, a, b [keyLen]byte,
+	da *fakeDev) {
+	t.Helper()
+	ExchangeTimeout = 2 * time.Second
+	ctx, cancel = context.WithCancel(context.Background())
+	port = freePort(t)
+	a, b = key(1), key(2)
+	da, _ = runner(t, ctx, a, "127.0.0.1", port, PeerConf{Pub: b, Addr: netip.MustParseAddr("127.0.0.2")})
+	return ctx, cancel, port, a, b, da
 }
