@@ -20,6 +20,22 @@ device_down() {
   ip link del "$1" >/dev/null 2>&1 || true
 }
 
+quick_failure() {  # output daemon-log: a failed `wg-quick up`'s whole output and the daemon's log, on one line, bounded, no key
+  # All of it, not its last line: which command failed, and what came before, is what tells one
+  # failure from another ("Cannot find device" after a daemon that exited). wg-quick prints each
+  # command it runs ("[#] wg setconf <dev> /dev/fd/63": the configuration goes through a pipe,
+  # never an argument), and wg echoes a value it cannot parse between ` and ' (wireguard-tools
+  # src/config.c, e.g. "Key is not the correct length or format"), which may be a private key:
+  # such a value, anything shaped like a key (base64 or hex) and control characters are cut.
+  # The userspace daemon's own log, where it has one (the wrapper's WG_LOG_FILE: boringtun's),
+  # follows. At most the last 40 lines and 3000 bytes.
+  local text=$1 log=$2
+  if [ -f "$log" ]; then text+=$'\n'"daemon log: $(tail -c 4096 "$log" 2>/dev/null | tail -n 10)"; fi
+  printf '%s\n' "$text" | tail -n 40 \
+    | sed -E "s/\`[^']*'/\`(hidden)'/g; s#[A-Za-z0-9+/]{42,}={0,2}#(key)#g; s#[0-9a-fA-F]{64}#(key)#g; s/[^[:print:]]/ /g" \
+    | awk 'NF { printf "%s%s", (n++ ? " | " : ""), $0 }' | tail -c 3000
+}
+
 device_up() {  # dev implementation program: (re)start the device on that implementation
   local -a quick=(wg-quick)
   if [ "$2" != kernel ]; then
@@ -39,7 +55,7 @@ device_up() {  # dev implementation program: (re)start the device on that implem
     wg-quick down "$1" >/dev/null 2>&1 || true
     ip link del "$1" >/dev/null 2>&1 || true
     local msg
-    if ! msg=$("${quick[@]}" up "$1" 2>&1); then fail "wg-quick up $1 failed: $(printf '%s' "$msg" | tail -n 1)"; fi
+    if ! msg=$("${quick[@]}" up "$1" 2>&1); then fail "wg-quick up $1 failed: $(quick_failure "$msg" "/run/wireguard/vpnaas-$1.log")"; fi
   fi
   write_if_changed "/etc/wireguard/$1.impl" 600 "$2"$'\n'
 }
