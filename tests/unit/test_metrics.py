@@ -370,7 +370,7 @@ def test_a_socket_that_refuses_is_skipped_and_never_deleted(tmp_path):
     _answer(("0a" * 32, "0" * 64, "", [], 0)).replace("rx_bytes=10", "rx_bytes=-1"),
     "garbage\nerrno=0\n\n",
     None,                                                                # never answers: the deadline
-])
+], ids=["errno", "cut", "short-key", "negative", "garbage", "silent"])
 def test_a_device_that_answers_wrongly_makes_the_scrape_say_wireguard_is_down(tmp_path, answer):
     """As `wg show all dump` fails when one device's answer fails: vpnaas_wireguard_up 0."""
     mod = exporter()

@@ -430,9 +430,23 @@ remove_stale_devices() {  # wanted devices as arguments; only files carrying our
   done
 }
 
+uapi_safe() {  # device: `wg` may ask it: a kernel device, or a userspace daemon whose UAPI socket listens
+  # `wg show <dev>` deletes <dev>'s UAPI socket when connecting to it is refused, taking it for
+  # stale (wireguard-tools src/ipc-uapi-unix.h), and a userspace daemon's socket refuses in the
+  # instant between its bind() and listen() while the device starts (another session's step,
+  # or wg-quick@<dev> at boot); wireguard-go then exits (its ipc/uapi_linux.go) and that start
+  # fails with "Cannot find device". So the kernel's table of Unix sockets is read first (flag
+  # 00010000: listening; boringtun names its socket /var/run/wireguard//<dev>.sock), and
+  # nothing connects to it. The same test as oai/service.sh's (a program installed on its own).
+  grep -qx DEVTYPE=wireguard "/sys/class/net/$1/uevent" 2>/dev/null && return 0
+  awk -v dev="$1" '$4 == "00010000" { p = $8; gsub(/\/+/, "/", p); sub(/^\/var\/run\//, "/run/", p)
+    if (p == "/run/wireguard/" dev ".sock") found = 1 } END { exit !found }' /proc/net/unix 2>/dev/null
+}
+
 has_handshake() {  # every peer of every named device has completed a handshake
   local dev
   for dev in "$@"; do
+    uapi_safe "$dev" || return 1
     wg show "$dev" latest-handshakes >/dev/null 2>&1 || return 1
     [ -n "$(wg show "$dev" peers)" ] || return 1
     wg show "$dev" latest-handshakes | awk '$2 == 0 {bad=1} END {exit bad}' || return 1
