@@ -335,8 +335,8 @@ def test_a_userspace_device_is_read_over_its_socket_as_wg_dump_prints_it(tmp_pat
         ["wg-a", b64(bytes.fromhex("0b" * 32)).decode(), "(none)", "(none)", "(none)", "1700000000", "10", "20",
          "off"]]}
     text = repr(dump)
-    for secret in (PRIVATE_HEX, PSK_HEX, b64(bytes.fromhex(PRIVATE_HEX)).decode(), b64(bytes.fromhex(PSK_HEX)).decode()):
-        assert secret not in text
+    for secret in (PRIVATE_HEX, PSK_HEX):
+        assert secret not in text and b64(bytes.fromhex(secret)).decode() not in text
 
 
 def test_a_socket_that_refuses_is_skipped_and_never_deleted(tmp_path):
