@@ -40,7 +40,7 @@ def test_no_key_survives_not_even_one_wg_echoes(tmp_path):
                 str(log))
     for secret in (SECRET, KEY, KEY[:43], HEX):
         assert secret not in line
-    assert "Key is not the correct length or format: `(hidden)'" in line
+    assert "Key is not the correct length or format: (hidden)" in line
     assert "daemon log:" in line and "boringtun started" in line and "\x1b" not in line and "\n" not in line
 
 

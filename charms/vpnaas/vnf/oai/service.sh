@@ -59,7 +59,8 @@ uapi_safe() {  # device: `wg` may ask it: a kernel device, or a userspace daemon
   # this wait run at once); wireguard-go then exits (its ipc/uapi_linux.go) and the device's
   # start fails. So the kernel's table of Unix sockets is read first (flag 00010000: listening;
   # boringtun names its socket /var/run/wireguard//<dev>.sock), and nothing connects to it.
-  grep -qx DEVTYPE=wireguard "/sys/class/net/$1/uevent" 2>/dev/null && return 0
+  # (VPNAAS_SYSFS: the tests' stand-in kernel devices)
+  grep -qx DEVTYPE=wireguard "${VPNAAS_SYSFS:-/sys}/class/net/$1/uevent" 2>/dev/null && return 0
   awk -v dev="$1" '$4 == "00010000" { p = $8; gsub(/\/+/, "/", p); sub(/^\/var\/run\//, "/run/", p)
     if (p == "/run/wireguard/" dev ".sock") found = 1 } END { exit !found }' /proc/net/unix 2>/dev/null
 }

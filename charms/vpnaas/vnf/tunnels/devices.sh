@@ -29,11 +29,21 @@ quick_failure() {  # output daemon-log: a failed `wg-quick up`'s whole output an
   # such a value, anything shaped like a key (base64 or hex) and control characters are cut.
   # The userspace daemon's own log, where it has one (the wrapper's WG_LOG_FILE: boringtun's),
   # follows. At most the last 40 lines and 3000 bytes.
-  local text=$1 log=$2
+  # Cut by bash's own regular expressions (the VNFs' mawk and the project's rule: no intervals
+  # in awk, sed or grep).
+  local text=$1 log=$2 line kept=() joined quoted=$'`[^\']*\''
   if [ -f "$log" ]; then text+=$'\n'"daemon log: $(tail -c 4096 "$log" 2>/dev/null | tail -n 10)"; fi
-  printf '%s\n' "$text" | tail -n 40 \
-    | sed -E "s/\`[^']*'/\`(hidden)'/g; s#[A-Za-z0-9+/]{42,}={0,2}#(key)#g; s#[0-9a-fA-F]{64}#(key)#g; s/[^[:print:]]/ /g" \
-    | awk 'NF { printf "%s%s", (n++ ? " | " : ""), $0 }' | tail -c 3000
+  while IFS= read -r line; do
+    line=${line//[^[:print:]]/ }
+    while [[ $line =~ $quoted ]]; do line=${line/"${BASH_REMATCH[0]}"/(hidden)}; done
+    while [[ $line =~ [A-Za-z0-9+/]{42,}={0,2} ]]; do line=${line/"${BASH_REMATCH[0]}"/(key)}; done
+    while [[ $line =~ [0-9a-fA-F]{64} ]]; do line=${line/"${BASH_REMATCH[0]}"/(key)}; done
+    [[ $line != *[![:space:]]* ]] || kept+=("$line")
+  done < <(printf '%s\n' "$text" | tail -n 40)
+  printf -v joined ' | %s' ${kept[@]+"${kept[@]}"}
+  joined=${joined# | }
+  if [ "${#joined}" -gt 3000 ]; then joined=${joined: -3000}; fi
+  printf '%s' "$joined"
 }
 
 device_up() {  # dev implementation program: (re)start the device on that implementation
@@ -438,7 +448,8 @@ uapi_safe() {  # device: `wg` may ask it: a kernel device, or a userspace daemon
   # fails with "Cannot find device". So the kernel's table of Unix sockets is read first (flag
   # 00010000: listening; boringtun names its socket /var/run/wireguard//<dev>.sock), and
   # nothing connects to it. The same test as oai/service.sh's (a program installed on its own).
-  grep -qx DEVTYPE=wireguard "/sys/class/net/$1/uevent" 2>/dev/null && return 0
+  # (VPNAAS_SYSFS: the tests' stand-in kernel devices)
+  grep -qx DEVTYPE=wireguard "${VPNAAS_SYSFS:-/sys}/class/net/$1/uevent" 2>/dev/null && return 0
   awk -v dev="$1" '$4 == "00010000" { p = $8; gsub(/\/+/, "/", p); sub(/^\/var\/run\//, "/run/", p)
     if (p == "/run/wireguard/" dev ".sock") found = 1 } END { exit !found }' /proc/net/unix 2>/dev/null
 }
