@@ -290,14 +290,13 @@ class Daemon(object):
                 conn, _ = self.sock.accept()
             except OSError:
                 return
-            with conn:
-                data = b""
-                while not data.endswith(b"\n\n"):
-                    chunk = conn.recv(4096)
-                    if not chunk:
+            with conn, conn.makefile("rb") as request:
+                lines = []
+                for line in request:   # a request ends with an empty line
+                    lines.append(line)
+                    if line == b"\n":
                         break
-                    data += chunk
-                self.asked.append(data)
+                self.asked.append(b"".join(lines))
                 if self.answer is None:
                     conn.recv(1)   # until the client gives up
                 else:
