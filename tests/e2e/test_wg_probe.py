@@ -162,6 +162,14 @@ def test_the_collector_reads_userspace_devices_exactly_as_wg_prints_them(testbed
         before = json.loads(vnf.exec(["python3", "-c", LOAD + "print(json.dumps(c.wg_dump()))", COLLECTOR]).stdout)
         theirs = vnf.exec(["wg", "show", "all", "dump"]).stdout
         ours = vnf.exec(["python3", "-c", LOAD + "print(json.dumps(c.wg_dump()))", COLLECTOR]).stdout
+        # The kernel devices' path over the same devices: `wg show <dev> dump`, one device's form
+        # (no device column), when sysfs names them wireguard and no socket is listed beside them.
+        fake = vnf.exec(["mktemp", "-d"]).stdout.strip()
+        vnf.exec(["bash", "-c", 'mkdir "$1/run" && for d in wgo wgb; do mkdir -p "$1/sys/$d" && '
+                  'echo DEVTYPE=wireguard > "$1/sys/$d/uevent"; done', "-", fake])
+        kernel = vnf.exec(["python3", "-c", LOAD + "print(json.dumps(c.wg_dump(sys.argv[2] + '/run', sys.argv[2] + '/sys')))",
+                           COLLECTOR, fake]).stdout
+        vnf.exec(["rm", "-rf", fake])
     finally:
         for dev, _, _, _ in devices:
             vnf.exec(["ip", "link", "del", dev], check=False)
@@ -187,5 +195,9 @@ def test_the_collector_reads_userspace_devices_exactly_as_wg_prints_them(testbed
         assert len(before[dev]) == len(expected[dev]) == len(after[dev]) == 2
         assert sum(1 for f in after[dev] if f[5] != "0") == 1, [f[5:] for f in after[dev]]   # the handshake
     assert any(int(f[6]) > 0 for f in after["wgo"]), after["wgo"]   # (boringtun 0.7.1 counts data bytes only)
+    by_kernel = json.loads(kernel)
+    assert sorted(by_kernel) == ["wgb", "wgo"]
+    for dev in expected:
+        assert [f[:5] for f in sorted(by_kernel[dev])] == [f[:5] for f in sorted(expected[dev])]
     for secret in [psk] + list(keys.values()):
-        assert secret not in ours
+        assert secret not in ours and secret not in kernel

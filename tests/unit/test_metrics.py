@@ -395,8 +395,11 @@ def test_only_kernel_devices_are_asked_with_wg_by_name(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     log = tmp_path / "wg.log"
-    (bin_dir / "wg").write_text("#!/bin/sh\necho \"$@\" >> {}\nprintf '%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\n' "
-                                "\"$2\" {} '(none)' '(none)' 10.0.0.1/32 0 1 2 off\n".format(log, KEY_A))
+    # `wg show <dev> dump` as wireguard-tools prints one device (src/show.c dump_print without the
+    # device column): the device's line (private key, public key, port, fwmark), then its peers
+    (bin_dir / "wg").write_text("#!/bin/sh\necho \"$@\" >> {}\nprintf '%s\\t%s\\t%s\\t%s\\n' {} {} 51820 off\n"
+                                "printf '%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\n' "
+                                "{} {} '(none)' 10.0.0.1/32 0 1 2 off\n".format(log, KEY_B, KEY_B, KEY_A, KEY_B))
     (bin_dir / "wg").chmod(0o755)
     monkeypatch.setenv("PATH", "{}:{}".format(bin_dir, os.environ["PATH"]))
     try:
@@ -404,5 +407,6 @@ def test_only_kernel_devices_are_asked_with_wg_by_name(tmp_path, monkeypatch):
     finally:
         starting.close()
     assert log.read_text() == "show wg-k dump\n"
-    assert dump == {"wg-k": [["wg-k", KEY_A, "(none)", "(none)", "10.0.0.1/32", "0", "1", "2", "off"]]}
+    assert dump == {"wg-k": [["wg-k", KEY_A, "(hidden)", "(none)", "10.0.0.1/32", "0", "1", "2", "off"]]}
+    assert KEY_B not in json.dumps(dump)   # the private key of the device line and the preshared key
     assert os.path.exists(str(run / "wg-b.sock"))

@@ -149,22 +149,24 @@ def wg_dump(uapi: str = UAPI_DIR, sysfs: str = "/sys/class/net",
             return None
         if proc.returncode != 0:
             return None
-        out.update(parse_dump(proc.stdout.decode("utf-8", "replace")))
+        out[name] = parse_device_dump(name, proc.stdout.decode("utf-8", "replace"))
     return out
 
 
-def parse_dump(text: str) -> Dict[str, List[List[str]]]:
-    """{device: [peer fields]} of `wg show <device|all> dump`'s output."""
-    out: Dict[str, List[List[str]]] = {}
+def parse_device_dump(name: str, text: str) -> List[List[str]]:
+    """The peers of `wg show <name> dump`'s output, each as `wg show all dump` prints it: the
+    one-device form has no device column (wireguard-tools src/show.c ``dump_print`` with
+    ``with_interface`` false), so its device line has 4 fields (the private key first, never
+    kept) and each peer line 8: public key, preshared key, endpoint, allowed IPs, latest
+    handshake, rx, tx, keepalive. The device's name goes first, and the preshared key is given
+    as the UAPI reading gives it ("(hidden)" or "(none)"), so that no secret is kept."""
+    peers: List[List[str]] = []
     for line in text.splitlines():
         f = line.split("\t")
-        # A peer line has 9 fields: device, public key, preshared key, endpoint, allowed IPs,
-        # latest handshake, rx, tx, keepalive. A device line (5 fields) holds the private key.
-        if len(f) == 9:
-            out.setdefault(f[0], []).append(f)
-        elif len(f) == 5:
-            out.setdefault(f[0], [])
-    return out
+        if len(f) == 8:
+            f[1] = "(none)" if f[1] == "(none)" else "(hidden)"
+            peers.append([name] + f)
+    return peers
 
 
 class UAPIError(Exception):
@@ -189,7 +191,7 @@ def uapi_device(path: str, name: str, timeout: float = WG_TIMEOUT) -> Optional[L
         except OSError as e:
             raise UAPIError("connect: {}".format(e.strerror)) from None
         deadline = time.monotonic() + timeout
-        data = b""
+        data = bytearray()   # appended in place: a long answer costs linear time
         try:
             sock.sendall(b"get=1\n\n")
             while not data.endswith(b"\n\n"):
