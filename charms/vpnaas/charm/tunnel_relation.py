@@ -256,7 +256,10 @@ class TunnelRelations(object):
             request = self.requests_mirrors(ep.name)
             for rel in self.live(ep.name):
                 rid = str(rel.id)
-                if self.refresh_apps and rel.id not in self._apps_read:
+                # Whether the remote application asks for a mirror is read where it matters: when this
+                # unit's publication there changed in this run (a request written before this unit
+                # was configured came in a hook the gate ended), and in the checks (refresh_apps).
+                if (self.refresh_apps or rid in self.memory.written) and rel.id not in self._apps_read:
                     self._remote_app_bag(rel)
                 mirrored = rid in self.memory.requested and rel.id in bags
                 if not request and not mirrored and rid not in self.memory.app_own:
