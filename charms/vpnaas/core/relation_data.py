@@ -19,8 +19,8 @@ ops' model)::
     reading = relation_data.read(unit, remote_bag)       # .info, or why not: .incomplete, .invalid
     relation_data.json_schema()                          # the databag as JSON Schema (draft 7)
 
-Interface (schema version 1, ``vpnaas-schema``). Each unit writes only into its own unit
-databag, one per relation; the application databags are not used. Both sides publish the same
+Interface (schema version 1, ``vpnaas-schema``). Each unit writes its publication into its own
+unit databag, one per relation; an application's databag holds only the mirror (below). Both sides publish the same
 fields, so the interface is symmetric; provider and requirer differ only in the default tunnel
 address (first and second host of the reference point's tunnel network).
 
@@ -44,6 +44,20 @@ address (first and second host of the reference point's tunnel network).
 | `pq-psk`            | each unit       | "1": its VNF runs the pq-psk daemon on this device (a post-     |
 |                     |                 | quantum PSK, exchanged over the tunnel itself); absent: an      |
 |                     |                 | earlier release or pq-psk off, the tunnel stays classical       |
+| `generation`        | each unit       | a number that grows with every change of its other fields       |
+|                     |                 | (patch 4); absent: an earlier release (generation 0)            |
+
+Mirror (patch 4; docs/architecture.md, "The hub's application-data mirror"). Juju 2.9's unit agent
+hands a hook a remote unit's data as it cached it at its first read (refreshed only by a hook about
+that unit), but a remote application's data afresh in every hook. A unit with several relations on
+one endpoint (a hub), as its application's leader, writes ``mirror-request: "1"`` in its
+application's bag on each of them; the leader of a remote application that reads it writes, in
+its own application's bag on that relation, its unit's publication as Juju holds it (generation
+included) and ``mirror-of: <unit>``. The reader takes a mirror through this grammar, only for a
+unit it lists on that relation now, complete and of a newer generation than what it has
+(``read_mirror``), and never plans with an older publication of a unit than one it planned with
+(``newest``). Nobody else writes an application bag: a unit with one relation per endpoint writes
+none, and its peers see no application-data hook.
 
 A unit publishes all fields at once, when its key exists on the VNF. A reader validates every
 value of a remote unit (``decode``: nothing from a related unit is trusted, see
