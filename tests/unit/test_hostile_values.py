@@ -164,7 +164,8 @@ def test_a_hostile_mirror_is_no_mirror_or_a_canonical_one(field):
             return
         assert reading.unit == "hss/0" and reading.generation > 0
         info = reading.info
-        for word in [info.public_key, validation.format_endpoint(*info.endpoint)] + [str(p) for p in info.allowed_ips()]:
+        words = [info.public_key, validation.format_endpoint(*info.endpoint)] + [str(p) for p in info.allowed_ips()]
+        for word in words:
             assert SAFE.fullmatch(word) and "%" not in word
     every(HOSTILE, one)
 

@@ -59,7 +59,8 @@ def test_never_a_generation_back_from_either_source(wg_key):
     action re-reads the agent's cached copy of generation 1: the plan keeps .99."""
     key = wg_key()
     old = relation_data.read("s/0", publication(key, "192.168.8.21:51820", 1))
-    mirrored = relation_data.read_mirror({"s/0"}, relation_data.mirror("s/0", publication(key, "192.168.8.99:51820", 2)))
+    mirrored = relation_data.read_mirror({"s/0"},
+                                         relation_data.mirror("s/0", publication(key, "192.168.8.99:51820", 2)))
     step1 = relation_data.newest(old, None, None)
     step2 = relation_data.newest(old, step1, mirrored)
     assert step2.info.endpoint == ("192.168.8.99", 51820)

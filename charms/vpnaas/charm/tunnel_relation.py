@@ -109,7 +109,7 @@ class TunnelRelations(object):
         self.remote_app, self.refresh_apps = remote_app, refresh_apps
         if refresh_apps:
             self.memory.app_own = {}
-        self._apps_read: Set[int] = set()
+        self._apps_read = set()
         self._checked = None
         self._view = None
 
@@ -227,7 +227,7 @@ class TunnelRelations(object):
             if best is not reading:
                 units[name] = best
                 CLOCK.count("mirrors_taken" if best is offered else "newer_kept")
-                fields = relation_memory.field_digests(bag) if best is offered else self.newest[slot]["fields"]
+                fields = relation_memory.field_digests(bag or {}) if best is offered else self.newest[slot]["fields"]
                 self.memory.keep(slot, fields, best)
             if best.info is not None and best.generation > 0:
                 entry = self.memory.units.get(slot)

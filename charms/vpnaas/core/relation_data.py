@@ -290,7 +290,8 @@ class Reading(object):
             return dict({"incomplete": self.incomplete} if self.incomplete else {"invalid": self.invalid},
                         generation=self.generation)
         rot = info.rotation
-        return {"generation": self.generation, "public-key": info.public_key, "endpoint": [info.endpoint[0], info.endpoint[1]],
+        return {"generation": self.generation,
+                "public-key": info.public_key, "endpoint": [info.endpoint[0], info.endpoint[1]],
                 "tunnel-address": str(info.tunnel_address),
                 "service-prefixes": [str(p) for p in info.service_prefixes], "wants-peer-keys": info.wants_peer_keys,
                 "rotation": {"protocol": rot.protocol, "next-key": rot.next_key, "next-endpoint": rot.next_endpoint,

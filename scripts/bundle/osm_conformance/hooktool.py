@@ -96,7 +96,8 @@ def fixture():
     bag = {"public-key": "k" * 44 + "=", "endpoint": "[fd00::1]:65535", "note": "\"\\\n\u00e9" * 64}
     # The remote application's bag (the mirror: relation_data) under its name, beside its units'.
     full = {"id": LARGEST_ID, "name": endpoint, "units": units,
-            "settings": dict({u: dict(bag, unit=u) for u in units}, **{me: dict(bag, unit=me), app: dict(bag, app=app)})}
+            "settings": dict({u: dict(bag, unit=u) for u in units},
+                             **{me: dict(bag, unit=me), app: dict(bag, app=app)})}
     empty = {"id": LARGEST_ID - 1, "name": endpoint, "units": [], "settings": {}}
     return {"unit": me, "relations": [full, empty], "config": largest_config()}
 
