@@ -117,14 +117,7 @@ class Memory(object):
     def reading(self, slot: str, unit: str,
                 digests: Optional[Mapping[str, str]] = None) -> Optional[relation_data.Reading]:
         """The kept reading of ``slot`` (None: none, or ``digests`` of the databag read now differ)."""
-        entry = self.units.get(slot)
-        if entry is None or (digests is not None and entry["fields"] != dict(digests)):
-            return None
-        try:
-            return relation_data.Reading.from_dict(unit, entry["reading"])
-        except (ValueError, KeyError, TypeError):
-            del self.units[slot]
-            return None
+        return kept_reading(self.units, slot, unit, digests)
 
     def keep(self, slot: str, digests: Mapping[str, str], reading: relation_data.Reading) -> None:
         self.units[slot] = {"fields": dict(digests), "reading": reading.as_dict()}
@@ -182,6 +175,21 @@ class Memory(object):
         if text != self._saved:
             unitstate.write_atomic(os.path.join(directory, FILE_NAME), text.encode(), 0o600)
             self._saved = text
+
+
+def kept_reading(entries: Dict[str, Dict[str, Any]], slot: str, unit: str,
+                 digests: Optional[Mapping[str, str]] = None) -> Optional[relation_data.Reading]:
+    """The reading kept for ``slot`` in ``entries`` ({slot: {"fields": digests, "reading": doc}}:
+    the memory's, or the newest planned with: TunnelRelations.newest); None when there is none, its
+    ``digests`` differ, or it is not one that ``Reading.as_dict`` wrote (then it is dropped)."""
+    entry = entries.get(slot)
+    if entry is None or (digests is not None and entry["fields"] != dict(digests)):
+        return None
+    try:
+        return relation_data.Reading.from_dict(unit, entry["reading"])
+    except (ValueError, KeyError, TypeError):
+        del entries[slot]
+        return None
 
 
 def load(directory: str) -> Memory:

@@ -221,7 +221,7 @@ class TunnelRelations(object):
         mirror = relation_data.read_mirror(set(units), bag) if bag and self.requests_mirrors(endpoint) else None
         for name, reading in list(units.items()):
             slot = relation_cache.slot(rel.id, name)
-            kept = self._kept(slot, name)
+            kept = relation_memory.kept_reading(self.newest, slot, name)
             offered = mirror if mirror is not None and mirror.unit == name else None
             best = relation_data.newest(reading, kept, offered)
             if best is not reading:
@@ -233,16 +233,6 @@ class TunnelRelations(object):
                 entry = self.memory.units.get(slot)
                 if entry is not None:
                     self.newest[slot] = {"fields": dict(entry["fields"]), "reading": best.as_dict()}
-
-    def _kept(self, slot: str, unit: str) -> Optional[relation_data.Reading]:
-        entry = self.newest.get(slot)
-        if entry is None:
-            return None
-        try:
-            return relation_data.Reading.from_dict(unit, entry["reading"])
-        except (ValueError, KeyError, TypeError):
-            del self.newest[slot]
-            return None
 
     def sync_apps(self, plan: Optional[model.Plan] = None, public_keys: Optional[Dict[str, str]] = None) -> None:
         """This unit's application bags, where it leads its application: the mirror request on
