@@ -18,6 +18,10 @@ and scale) is answered here too (``answered``): it only reads the charm's public
 nothing here but the same ``action-set``. A unit without a whole key pair reaches the charm, which
 fails the action or repairs the pair.
 
+An application-data relation-changed (``JUJU_REMOTE_APP``, no ``JUJU_REMOTE_UNIT``: the remote
+application's bag changed, the hub's mirror of relation_data) ends here when that bag, read with
+``relation-get -r <id> --app - <app>``, still has the digest the charm recorded when it last read it.
+
 Asked by ``vpnaas.charm.entry.main`` (``dispatch`` runs ``python3 -S ./src/charm.py``) in the charm's
 own process before ops is imported, or run as ``python3 -S -m vpnaas.charm.hookgate`` from the charm
 directory, with the hook's environment (``JUJU_UNIT_NAME`` names this unit: its own data on the
