@@ -187,6 +187,27 @@ def test_relation_hooks_run_in_the_resolvers_order_within_a_relation():
                    ("joined", "b/1"), ("changed", "b/0"), ("changed", "b/1")]
 
 
+def test_an_application_data_relation_changed_runs_before_the_relations_joins():
+    """Juju 2.9.42 relation/resolver.go nextHookForRelation: departs (lines 185-221), then each
+    remote application's relation-changed (242-262), then joins (265-287), then changed by unit;
+    the changed of a unit whose joined just committed (ChangedPending) before all of them."""
+    s = scheduler.UnitScheduler(seed=5)
+    ran = []
+    for kind, remote in (("changed", "b/1"), ("joined", "b/1"), ("changed", None), ("joined", "b/0"),
+                         ("departed", "b/2")):
+        s.submit("a/0", lambda k=kind, r=remote: ran.append((k, r)), rank=scheduler.RELATION,
+                 relation=("7", kind, remote))
+    s.settle()
+    assert ran == [("departed", "b/2"), ("changed", None), ("joined", "b/0"), ("joined", "b/1"), ("changed", "b/1")]
+    ran[:] = []
+    s.changed_pending("a/0", "7", "b/0")
+    for kind, remote in (("changed", None), ("changed", "b/0")):
+        s.submit("a/0", lambda k=kind, r=remote: ran.append((k, r)), rank=scheduler.RELATION,
+                 relation=("7", kind, remote))
+    s.settle()
+    assert ran == [("changed", "b/0"), ("changed", None)], "ChangedPending first (lines 143-159)"
+
+
 def test_among_relations_the_order_is_not_the_order_they_were_queued():
     orders = set()
     for seed in range(12):
