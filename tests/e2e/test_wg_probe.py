@@ -167,8 +167,8 @@ def test_the_collector_reads_userspace_devices_exactly_as_wg_prints_them(testbed
         fake = vnf.exec(["mktemp", "-d"]).stdout.strip()
         vnf.exec(["bash", "-c", 'mkdir "$1/run" && for d in wgo wgb; do mkdir -p "$1/sys/$d" && '
                   'echo DEVTYPE=wireguard > "$1/sys/$d/uevent"; done', "-", fake])
-        kernel = vnf.exec(["python3", "-c", LOAD + "print(json.dumps(c.wg_dump(sys.argv[2] + '/run', sys.argv[2] + '/sys')))",
-                           COLLECTOR, fake]).stdout
+        by_wg = "print(json.dumps(c.wg_dump(sys.argv[2] + '/run', sys.argv[2] + '/sys')))"
+        kernel = vnf.exec(["python3", "-c", LOAD + by_wg, COLLECTOR, fake]).stdout
         vnf.exec(["rm", "-rf", fake])
     finally:
         for dev, _, _, _ in devices:
