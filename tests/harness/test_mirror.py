@@ -123,3 +123,30 @@ def test_a_pending_spoke_is_taken_from_its_mirror_in_a_hook_about_another(ready,
     logins = vnf.logins
     ready.harness.update_relation_data(r1, "s1/0", published(k1, "192.168.8.21:51820", 1))
     assert sorted(vnf.peer_keys("wg-vpn")) == sorted([k1, k2]) and vnf.logins == logins + 1
+
+
+def test_a_generation_above_the_units_real_one_never_pins_the_hub(ready, vnf):
+    """The review's probe: s1's bag mirrors s1/0 at .66 with generation 99999999999999999999; then
+    s1/0 publishes .50 with generation 6 in its own relation-changed: the hub follows it, and a
+    later hook (no unit's) does not go back to the mirror."""
+    rels, keys = hub(ready)
+    ready.harness.update_relation_data(rels[1], "s1", relation_data.mirror(
+        "s1/0", published(keys[1], "192.168.8.66:51820", "9" * 20)))
+    ready.harness.update_relation_data(rels[1], "s1/0", published(keys[1], "192.168.8.50:51820", 6))
+    assert endpoint_of(vnf, keys[1]) == "192.168.8.50:51820"
+    ready.harness.charm.on.update_status.emit()
+    ready.harness.charm.on.config_changed.emit()
+    assert endpoint_of(vnf, keys[1]) == "192.168.8.50:51820"
+
+
+def test_in_a_hook_about_a_unit_its_data_wins_over_a_kept_newer_generation(ready, vnf):
+    """A kept reading of a higher generation than the unit's data now (a generation it wrote with
+    a clock that was ahead, then its clock set back): in its own relation-changed its data is
+    taken, and the kept newest starts again from it."""
+    rels, keys = hub(ready)
+    ready.harness.update_relation_data(rels[1], "s1/0", published(keys[1], "192.168.8.60:51820", 900))
+    assert endpoint_of(vnf, keys[1]) == "192.168.8.60:51820"
+    ready.harness.update_relation_data(rels[1], "s1/0", published(keys[1], "192.168.8.50:51820", 7))
+    assert endpoint_of(vnf, keys[1]) == "192.168.8.50:51820"
+    ready.harness.charm.on.update_status.emit()
+    assert endpoint_of(vnf, keys[1]) == "192.168.8.50:51820"

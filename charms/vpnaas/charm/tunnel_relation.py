@@ -221,6 +221,17 @@ class TunnelRelations(object):
         mirror = relation_data.read_mirror(set(units), bag) if bag and self.requests_mirrors(endpoint) else None
         for name, reading in list(units.items()):
             slot = relation_cache.slot(rel.id, name)
+            if self.fresh == (rel.id, name):
+                # A hook about that unit: Juju's agent hands its data afresh (contextfactory.go,
+                # InvalidateMember), so it is the unit's current publication whatever its
+                # generation: planned with as read, and the newest kept starts again from it (a
+                # generation above the unit's real one, kept or mirrored, never pins the plan).
+                self.newest.pop(slot, None)
+                if reading.info is not None and reading.generation > 0:
+                    entry = self.memory.units.get(slot)
+                    if entry is not None:
+                        self.newest[slot] = {"fields": dict(entry["fields"]), "reading": reading.as_dict()}
+                continue
             kept = relation_memory.kept_reading(self.newest, slot, name)
             offered = mirror if mirror is not None and mirror.unit == name else None
             best = relation_data.newest(reading, kept, offered)
