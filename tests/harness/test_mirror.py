@@ -150,3 +150,21 @@ def test_in_a_hook_about_a_unit_its_data_wins_over_a_kept_newer_generation(ready
     assert endpoint_of(vnf, keys[1]) == "192.168.8.50:51820"
     ready.harness.charm.on.update_status.emit()
     assert endpoint_of(vnf, keys[1]) == "192.168.8.50:51820"
+
+
+def test_a_spoke_whose_vnf_is_briefly_unreachable_keeps_its_mirror(ready, vnf):
+    """A failed reconcile has no plan: the mirror of the publication Juju still holds stays (it
+    used to be written empty, and the hub lost the spoke's key until the next good run)."""
+    rel = ready.relate("vpn", "h/0", peer_data(keypair()[1]))
+    ready.harness.update_relation_data(rel, "h", {relation_data.MIRROR_REQUEST: "1"})
+    mirror = dict(ready.harness.get_relation_data(rel, ME))
+    assert mirror.get("public-key") == ready.published(rel)["public-key"]
+    vnf.fault = "refused"
+    ready.harness.update_relation_data(rel, "h/0", peer_data(keypair()[1], endpoint="192.168.8.30:51820"))
+    assert ready.harness.charm.unit.status.name == "waiting", "the reconcile failed"
+    assert dict(ready.harness.get_relation_data(rel, ME)) == mirror, "the mirror stays while the VNF is away"
+    vnf.fault = None
+    ready.harness.charm.on.update_status.emit()
+    again = dict(ready.harness.get_relation_data(rel, ME))
+    assert again["public-key"] == mirror["public-key"]
+    assert again[relation_data.GENERATION] == ready.published(rel)[relation_data.GENERATION]

@@ -245,13 +245,14 @@ class TunnelRelations(object):
                 if entry is not None:
                     self.newest[slot] = {"fields": dict(entry["fields"]), "reading": best.as_dict()}
 
-    def sync_apps(self, plan: Optional[model.Plan] = None, public_keys: Optional[Dict[str, str]] = None) -> None:
+    def sync_apps(self, plan: Optional[model.Plan] = None) -> None:
         """This unit's application bags, where it leads its application: the mirror request on
         every relation of an endpoint with several relations, and, on a relation whose remote
-        application asked for it, the mirror of this unit's publication there (as Juju holds it:
-        with its generation). Written only where they differ from what this unit recorded; a unit
-        that does not lead writes nothing (its leader does; a new one in leader-elected)."""
-        bags = {rel.id: bag for _dev, rel, bag in self._bags(plan, public_keys or {})} if plan is not None else {}
+        application asked for it, the mirror of this unit's publication there as Juju holds it
+        (its own unit bag, generation included: never this run's plan, which Juju may not hold).
+        With no ``plan`` (the VNF was not reached) only the request is written: a mirror stays as
+        it is. Written only where they differ from what this unit recorded; a unit that does not
+        lead writes nothing (its leader does; a new one in leader-elected)."""
         leader: Optional[bool] = None
         for ep in self.endpoints:
             request = self.requests_mirrors(ep.name)
@@ -262,12 +263,18 @@ class TunnelRelations(object):
                 # was configured came in a hook the gate ended), and in the checks (refresh_apps).
                 if (self.refresh_apps or rid in self.memory.written) and rel.id not in self._apps_read:
                     self._remote_app_bag(rel)
-                mirrored = rid in self.memory.requested and rel.id in bags
+                held: Dict[str, str] = {}
+                if plan is not None and rid in self.memory.requested:
+                    mine = rel.data[self.model.unit]
+                    held = {k: mine.get(k, "") for k in relation_data.READ}
+                mirrored = bool(held.get("public-key"))
                 if not request and not mirrored and rid not in self.memory.app_own:
                     continue     # nothing of this unit's is there (no tool call: the EPS's case)
                 wanted = {relation_data.MIRROR_REQUEST: relation_data.MIRROR_PROTOCOL if request else ""}
                 if mirrored:
-                    wanted.update(relation_data.mirror(self.model.unit.name, bags[rel.id]))
+                    wanted.update(relation_data.mirror(self.model.unit.name, held))
+                elif plan is not None and (request or rid in self.memory.app_own):
+                    wanted.update({k: "" for k in (relation_data.MIRROR_OF,) + relation_data.READ})
                 recorded = relation_cache.digest(wanted, _APP_OWN)
                 if self.memory.app_own.get(rid) in (recorded, _NOT_LEADER + recorded):
                     continue
@@ -276,12 +283,6 @@ class TunnelRelations(object):
                 if not leader:
                     self.memory.app_own[rid] = _NOT_LEADER + recorded
                     continue
-                if mirrored:
-                    held = rel.data[self.model.unit]
-                    wanted.update(relation_data.mirror(self.model.unit.name, {k: held.get(k, "")
-                                                                              for k in relation_data.READ}))
-                elif request or rid in self.memory.app_own:
-                    wanted.update({k: "" for k in (relation_data.MIRROR_OF,) + relation_data.READ})
                 CLOCK.count("app_databags_written", relation_lookup.set_app_bag(self.model, rel.id, wanted))
                 self.memory.app_own[rid] = recorded
 
