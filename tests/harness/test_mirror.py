@@ -168,3 +168,42 @@ def test_a_spoke_whose_vnf_is_briefly_unreachable_keeps_its_mirror(ready, vnf):
     again = dict(ready.harness.get_relation_data(rel, ME))
     assert again["public-key"] == mirror["public-key"]
     assert again[relation_data.GENERATION] == ready.published(rel)[relation_data.GENERATION]
+
+
+def _spoke_mirroring(ready):
+    rel = ready.relate("vpn", "h/0", peer_data(keypair()[1]))
+    ready.harness.update_relation_data(rel, "h", {relation_data.MIRROR_REQUEST: "1"})
+    mirror = dict(ready.harness.get_relation_data(rel, ME))
+    assert mirror.get("public-key")
+    return rel, mirror
+
+
+def _juju_drops(ready, rel, bags):
+    """What Juju does with a hook whose commit it dropped: the bags are as they were before it."""
+    ready.harness.disable_hooks()
+    for who, before in bags.items():
+        now = dict(ready.harness.get_relation_data(rel, who))
+        ready.harness.update_relation_data(rel, who, dict({k: "" for k in now}, **before))
+    ready.harness.enable_hooks()
+
+
+def test_a_mirror_write_juju_dropped_with_the_units_is_written_again(ready, vnf):
+    rel, mirror = _spoke_mirroring(ready)
+    unit_before = dict(ready.published(rel))
+    ready.harness.update_relation_data(rel, "h/0", {"wants-peer-keys": "yes"})   # both bags change
+    assert ready.published(rel)["peer-keys"] and ready.harness.get_relation_data(rel, ME)["peer-keys"]
+    _juju_drops(ready, rel, {ready.charm.unit.name: unit_before, ME: mirror})
+    ready.harness.charm.on.config_changed.emit()
+    mine = ready.published(rel)
+    assert mine["peer-keys"]
+    again = dict(ready.harness.get_relation_data(rel, ME))
+    assert again["peer-keys"] == mine["peer-keys"] and again[relation_data.GENERATION] == mine[relation_data.GENERATION]
+
+
+def test_an_application_bag_write_juju_dropped_alone_is_written_again(ready, vnf):
+    """The mirror's first write (the hub's request came; this unit's publication did not change)
+    is lost: the next run reads the application bag back and writes it again."""
+    rel, mirror = _spoke_mirroring(ready)
+    _juju_drops(ready, rel, {ME: {}})
+    ready.harness.charm.on.config_changed.emit()
+    assert dict(ready.harness.get_relation_data(rel, ME)) == mirror

@@ -283,8 +283,11 @@ class TunnelRelations(object):
                 if not leader:
                     self.memory.app_own[rid] = _NOT_LEADER + recorded
                     continue
-                CLOCK.count("app_databags_written", relation_lookup.set_app_bag(self.model, rel.id, wanted))
+                written = relation_lookup.set_app_bag(self.model, rel.id, wanted)
+                CLOCK.count("app_databags_written", written)
                 self.memory.app_own[rid] = recorded
+                if written:
+                    self.memory.written.append(rid)   # read back at the next run (_check_own)
 
     def _reading(self, rel: Any, unit: Any, slot: str) -> relation_data.Reading:
         if self.fresh != (rel.id, unit.name) and (self.fresh != EVERY_UNIT or self.defer_unread):
@@ -379,11 +382,21 @@ class TunnelRelations(object):
             rids = sorted((set(self.memory.written) | set(hook)) & set(live))
         for rid in rids:
             recorded = self.memory.own.get(rid)
-            if recorded is None:
-                continue
-            CLOCK.count("own_databags_read")
-            if relation_cache.digest(live[rid].data[self.model.unit], relation_data.PUBLISHED) != recorded:
-                del self.memory.own[rid]
+            if recorded is not None:
+                CLOCK.count("own_databags_read")
+                if relation_cache.digest(live[rid].data[self.model.unit], relation_data.PUBLISHED) != recorded:
+                    del self.memory.own[rid]
+                    # Juju commits a hook's unit and application writes together: both were lost.
+                    self.memory.app_own.pop(rid, None)
+                    continue
+            app_recorded = self.memory.app_own.get(rid, _NOT_LEADER)
+            if rid in self.memory.written and not app_recorded.startswith(_NOT_LEADER):
+                # The application bag this unit wrote there (possibly alone: a mirror's request
+                # or a mirror whose unit data had not changed) is read back as well.
+                CLOCK.count("own_databags_read")
+                held = relation_lookup.app_bag(self.model, live[rid].id, self.model.app.name) or {}
+                if relation_cache.digest(held, _APP_OWN) != app_recorded:
+                    del self.memory.app_own[rid]
         self._checked = set(rids)
         self.memory.written = []
 
