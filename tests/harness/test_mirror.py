@@ -207,3 +207,24 @@ def test_an_application_bag_write_juju_dropped_alone_is_written_again(ready, vnf
     _juju_drops(ready, rel, {ME: {}})
     ready.harness.charm.on.config_changed.emit()
     assert dict(ready.harness.get_relation_data(rel, ME)) == mirror
+
+
+def test_the_remote_applications_bags_are_read_once_per_run(ready, vnf, monkeypatch):
+    """Juju's agent keeps an application's settings for the rest of a hook: a run that plans twice
+    (an action's reconcile, then its plan again) reads each remote application's bag once."""
+    from vpnaas.charm import relation_lookup
+    hub(ready)
+    reads = []
+    real = relation_lookup.app_bag
+
+    def counted(model, relation_id, app):
+        if app != ME:
+            reads.append((relation_id, app))
+        return real(model, relation_id, app)
+    monkeypatch.setattr(relation_lookup, "app_bag", counted)
+    tunnels = ready.charm.tunnels
+    tunnels.begin_run(refresh_apps=True)
+    tunnels.snapshot()
+    tunnels.snapshot()
+    assert sorted(reads) == sorted(set(reads)) and len(reads) == 2, reads
+    tunnels.begin_run()

@@ -94,7 +94,9 @@ class TunnelRelations(object):
         self.is_leader: Callable[[], bool] = lambda: False
         #: Read every remote application's bag in this run (``begin_run``'s ``refresh_apps``).
         self.refresh_apps = False
-        self._apps_read: Set[int] = set()
+        #: The remote applications' bags read in this run, by relation id (Juju's agent keeps an
+        #: application's settings for the rest of a hook: read once per run, however many plans).
+        self._apps_read: Dict[int, Optional[Dict[str, Any]]] = {}
 
     def begin_run(self, fresh: Any = EVERY_UNIT, breaking: Optional[int] = None, check_own: str = "written",
                   remote_app: Optional[str] = None, refresh_apps: bool = False) -> None:
@@ -109,7 +111,7 @@ class TunnelRelations(object):
         self.remote_app, self.refresh_apps = remote_app, refresh_apps
         if refresh_apps:
             self.memory.app_own = {}
-        self._apps_read = set()
+        self._apps_read = {}
         self._checked = None
         self._view = None
 
@@ -191,11 +193,13 @@ class TunnelRelations(object):
     def _remote_app_bag(self, rel: Any) -> Optional[Dict[str, Any]]:
         """The remote application's bag on ``rel`` as Juju hands it to this hook (read afresh in
         every hook: cache.go ``Prune``), its digest and request recorded; None: not known."""
+        if rel.id in self._apps_read:
+            return self._apps_read[rel.id]
         app = self._remote_app_name(rel)
         if app is None:
             return None
         bag = relation_lookup.app_bag(self.model, rel.id, app)
-        self._apps_read.add(rel.id)
+        self._apps_read[rel.id] = bag
         if bag is None:
             return None
         CLOCK.count("app_databags_read")
