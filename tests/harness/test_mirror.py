@@ -123,3 +123,108 @@ def test_a_pending_spoke_is_taken_from_its_mirror_in_a_hook_about_another(ready,
     logins = vnf.logins
     ready.harness.update_relation_data(r1, "s1/0", published(k1, "192.168.8.21:51820", 1))
     assert sorted(vnf.peer_keys("wg-vpn")) == sorted([k1, k2]) and vnf.logins == logins + 1
+
+
+def test_a_generation_above_the_units_real_one_never_pins_the_hub(ready, vnf):
+    """The review's probe: s1's bag mirrors s1/0 at .66 with generation 99999999999999999999; then
+    s1/0 publishes .50 with generation 6 in its own relation-changed: the hub follows it, and a
+    later hook (no unit's) does not go back to the mirror."""
+    rels, keys = hub(ready)
+    ready.harness.update_relation_data(rels[1], "s1", relation_data.mirror(
+        "s1/0", published(keys[1], "192.168.8.66:51820", "9" * 20)))
+    ready.harness.update_relation_data(rels[1], "s1/0", published(keys[1], "192.168.8.50:51820", 6))
+    assert endpoint_of(vnf, keys[1]) == "192.168.8.50:51820"
+    ready.harness.charm.on.update_status.emit()
+    ready.harness.charm.on.config_changed.emit()
+    assert endpoint_of(vnf, keys[1]) == "192.168.8.50:51820"
+
+
+def test_in_a_hook_about_a_unit_its_data_wins_over_a_kept_newer_generation(ready, vnf):
+    """A kept reading of a higher generation than the unit's data now (a generation it wrote with
+    a clock that was ahead, then its clock set back): in its own relation-changed its data is
+    taken, and the kept newest starts again from it."""
+    rels, keys = hub(ready)
+    ready.harness.update_relation_data(rels[1], "s1/0", published(keys[1], "192.168.8.60:51820", 900))
+    assert endpoint_of(vnf, keys[1]) == "192.168.8.60:51820"
+    ready.harness.update_relation_data(rels[1], "s1/0", published(keys[1], "192.168.8.50:51820", 7))
+    assert endpoint_of(vnf, keys[1]) == "192.168.8.50:51820"
+    ready.harness.charm.on.update_status.emit()
+    assert endpoint_of(vnf, keys[1]) == "192.168.8.50:51820"
+
+
+def test_a_spoke_whose_vnf_is_briefly_unreachable_keeps_its_mirror(ready, vnf):
+    """A failed reconcile has no plan: the mirror of the publication Juju still holds stays (it
+    used to be written empty, and the hub lost the spoke's key until the next good run)."""
+    rel = ready.relate("vpn", "h/0", peer_data(keypair()[1]))
+    ready.harness.update_relation_data(rel, "h", {relation_data.MIRROR_REQUEST: "1"})
+    mirror = dict(ready.harness.get_relation_data(rel, ME))
+    assert mirror.get("public-key") == ready.published(rel)["public-key"]
+    vnf.fault = "refused"
+    ready.harness.update_relation_data(rel, "h/0", peer_data(keypair()[1], endpoint="192.168.8.30:51820"))
+    assert ready.harness.charm.unit.status.name == "waiting", "the reconcile failed"
+    assert dict(ready.harness.get_relation_data(rel, ME)) == mirror, "the mirror stays while the VNF is away"
+    vnf.fault = None
+    ready.harness.charm.on.update_status.emit()
+    again = dict(ready.harness.get_relation_data(rel, ME))
+    assert again["public-key"] == mirror["public-key"]
+    assert again[relation_data.GENERATION] == ready.published(rel)[relation_data.GENERATION]
+
+
+def _spoke_mirroring(ready):
+    rel = ready.relate("vpn", "h/0", peer_data(keypair()[1]))
+    ready.harness.update_relation_data(rel, "h", {relation_data.MIRROR_REQUEST: "1"})
+    mirror = dict(ready.harness.get_relation_data(rel, ME))
+    assert mirror.get("public-key")
+    return rel, mirror
+
+
+def _juju_drops(ready, rel, bags):
+    """What Juju does with a hook whose commit it dropped: the bags are as they were before it."""
+    ready.harness.disable_hooks()
+    for who, before in bags.items():
+        now = dict(ready.harness.get_relation_data(rel, who))
+        ready.harness.update_relation_data(rel, who, dict({k: "" for k in now}, **before))
+    ready.harness.enable_hooks()
+
+
+def test_a_mirror_write_juju_dropped_with_the_units_is_written_again(ready, vnf):
+    rel, mirror = _spoke_mirroring(ready)
+    unit_before = dict(ready.published(rel))
+    ready.harness.update_relation_data(rel, "h/0", {"wants-peer-keys": "yes"})   # both bags change
+    assert ready.published(rel)["peer-keys"] and ready.harness.get_relation_data(rel, ME)["peer-keys"]
+    _juju_drops(ready, rel, {ready.charm.unit.name: unit_before, ME: mirror})
+    ready.harness.charm.on.config_changed.emit()
+    mine = ready.published(rel)
+    assert mine["peer-keys"]
+    again = dict(ready.harness.get_relation_data(rel, ME))
+    assert again["peer-keys"] == mine["peer-keys"] and again[relation_data.GENERATION] == mine[relation_data.GENERATION]
+
+
+def test_an_application_bag_write_juju_dropped_alone_is_written_again(ready, vnf):
+    """The mirror's first write (the hub's request came; this unit's publication did not change)
+    is lost: the next run reads the application bag back and writes it again."""
+    rel, mirror = _spoke_mirroring(ready)
+    _juju_drops(ready, rel, {ME: {}})
+    ready.harness.charm.on.config_changed.emit()
+    assert dict(ready.harness.get_relation_data(rel, ME)) == mirror
+
+
+def test_the_remote_applications_bags_are_read_once_per_run(ready, vnf, monkeypatch):
+    """Juju's agent keeps an application's settings for the rest of a hook: a run that plans twice
+    (an action's reconcile, then its plan again) reads each remote application's bag once."""
+    from vpnaas.charm import relation_lookup
+    hub(ready)
+    reads = []
+    real = relation_lookup.app_bag
+
+    def counted(model, relation_id, app):
+        if app != ME:
+            reads.append((relation_id, app))
+        return real(model, relation_id, app)
+    monkeypatch.setattr(relation_lookup, "app_bag", counted)
+    tunnels = ready.charm.tunnels
+    tunnels.begin_run(refresh_apps=True)
+    tunnels.snapshot()
+    tunnels.snapshot()
+    assert sorted(reads) == sorted(set(reads)) and len(reads) == 2, reads
+    tunnels.begin_run()

@@ -94,3 +94,29 @@ def test_the_mirror_holds_nothing_but_the_publication_and_whose_it_is(wg_key):
     assert not any("private" in k or "password" in k for k in bag)
     with pytest.raises(validation.InvalidValue):
         relation_data.parse_generation("1" * 21)
+
+
+def test_a_generation_far_ahead_of_the_clock_is_not_trusted(wg_key):
+    """The review's probe: a mirror (or a unit's data) of generation 99999999999999999999 would pin
+    every reader for good. Refused as a generation: the mirror and a kept copy are not taken; the
+    unit's own data still is, as a publication of no generation."""
+    key, now = wg_key(), 1700000000.0
+    huge = "9" * 20
+    own = relation_data.read("s/0", publication(key, "192.168.8.66:51820", huge), now)
+    assert own.info is not None and own.generation == 0
+    assert relation_data.read_mirror({"s/0"}, relation_data.mirror(
+        "s/0", dict(publication(key, "192.168.8.66:51820"), generation=huge)), now) is None
+    limit = relation_data.generation_limit(now)
+    assert relation_data.read("s/0", publication(key, generation=limit), now).generation == limit
+    assert relation_data.read("s/0", publication(key, generation=limit + 1), now).generation == 0
+    current = relation_data.read("s/0", publication(key, "192.168.8.50:51820", 6), now)
+    kept = relation_data.Reading.from_dict("s/0", dict(current.as_dict(), generation=int(huge),
+                                                       endpoint=["192.168.8.66", 51820]))
+    assert relation_data.newest(current, kept, now=now) is current, "a kept copy of an untrusted generation"
+
+
+def test_a_mirror_is_taken_only_where_the_application_has_that_one_unit(wg_key):
+    bag = relation_data.mirror("s/0", publication(wg_key(), generation=4))
+    assert relation_data.read_mirror({"s/0"}, bag) is not None
+    # Two members: the leader s/1 could name s/0 with any data; not taken.
+    assert relation_data.read_mirror({"s/0", "s/1"}, bag) is None

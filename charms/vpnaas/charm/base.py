@@ -242,7 +242,7 @@ class VpnaasCharm(CharmBase):
         try:
             plan, _ = self.reconcile(force=force)
             with CLOCK.phase("publish"):
-                self.tunnels.sync_apps(plan, json.loads(self._stored.public_keys))
+                self.tunnels.sync_apps(plan)
             with CLOCK.phase("relation_cache"):
                 self._remember_relations(plan)
         except ReconcileFailed:
@@ -466,7 +466,7 @@ class VpnaasCharm(CharmBase):
         self.tunnels.begin_run()
         try:
             plan, obs = self.reconcile(force=force, **kwargs)
-            self.tunnels.sync_apps(plan, json.loads(self._stored.public_keys))
+            self.tunnels.sync_apps(plan)
             return Outcome(plan, obs, "")
         except ReconcileFailed as e:
             return Outcome(self.build_plan(), None, str(e))

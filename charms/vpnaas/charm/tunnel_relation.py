@@ -94,7 +94,9 @@ class TunnelRelations(object):
         self.is_leader: Callable[[], bool] = lambda: False
         #: Read every remote application's bag in this run (``begin_run``'s ``refresh_apps``).
         self.refresh_apps = False
-        self._apps_read: Set[int] = set()
+        #: The remote applications' bags read in this run, by relation id (Juju's agent keeps an
+        #: application's settings for the rest of a hook: read once per run, however many plans).
+        self._apps_read: Dict[int, Optional[Dict[str, Any]]] = {}
 
     def begin_run(self, fresh: Any = EVERY_UNIT, breaking: Optional[int] = None, check_own: str = "written",
                   remote_app: Optional[str] = None, refresh_apps: bool = False) -> None:
@@ -109,7 +111,7 @@ class TunnelRelations(object):
         self.remote_app, self.refresh_apps = remote_app, refresh_apps
         if refresh_apps:
             self.memory.app_own = {}
-        self._apps_read = set()
+        self._apps_read = {}
         self._checked = None
         self._view = None
 
@@ -191,11 +193,13 @@ class TunnelRelations(object):
     def _remote_app_bag(self, rel: Any) -> Optional[Dict[str, Any]]:
         """The remote application's bag on ``rel`` as Juju hands it to this hook (read afresh in
         every hook: cache.go ``Prune``), its digest and request recorded; None: not known."""
+        if rel.id in self._apps_read:
+            return self._apps_read[rel.id]
         app = self._remote_app_name(rel)
         if app is None:
             return None
         bag = relation_lookup.app_bag(self.model, rel.id, app)
-        self._apps_read.add(rel.id)
+        self._apps_read[rel.id] = bag
         if bag is None:
             return None
         CLOCK.count("app_databags_read")
@@ -221,6 +225,17 @@ class TunnelRelations(object):
         mirror = relation_data.read_mirror(set(units), bag) if bag and self.requests_mirrors(endpoint) else None
         for name, reading in list(units.items()):
             slot = relation_cache.slot(rel.id, name)
+            if self.fresh == (rel.id, name):
+                # A hook about that unit: Juju's agent hands its data afresh (contextfactory.go,
+                # InvalidateMember), so it is the unit's current publication whatever its
+                # generation: planned with as read, and the newest kept starts again from it (a
+                # generation above the unit's real one, kept or mirrored, never pins the plan).
+                self.newest.pop(slot, None)
+                if reading.info is not None and reading.generation > 0:
+                    entry = self.memory.units.get(slot)
+                    if entry is not None:
+                        self.newest[slot] = {"fields": dict(entry["fields"]), "reading": reading.as_dict()}
+                continue
             kept = relation_memory.kept_reading(self.newest, slot, name)
             offered = mirror if mirror is not None and mirror.unit == name else None
             best = relation_data.newest(reading, kept, offered)
@@ -234,13 +249,14 @@ class TunnelRelations(object):
                 if entry is not None:
                     self.newest[slot] = {"fields": dict(entry["fields"]), "reading": best.as_dict()}
 
-    def sync_apps(self, plan: Optional[model.Plan] = None, public_keys: Optional[Dict[str, str]] = None) -> None:
+    def sync_apps(self, plan: Optional[model.Plan] = None) -> None:
         """This unit's application bags, where it leads its application: the mirror request on
         every relation of an endpoint with several relations, and, on a relation whose remote
-        application asked for it, the mirror of this unit's publication there (as Juju holds it:
-        with its generation). Written only where they differ from what this unit recorded; a unit
-        that does not lead writes nothing (its leader does; a new one in leader-elected)."""
-        bags = {rel.id: bag for _dev, rel, bag in self._bags(plan, public_keys or {})} if plan is not None else {}
+        application asked for it, the mirror of this unit's publication there as Juju holds it
+        (its own unit bag, generation included: never this run's plan, which Juju may not hold).
+        With no ``plan`` (the VNF was not reached) only the request is written: a mirror stays as
+        it is. Written only where they differ from what this unit recorded; a unit that does not
+        lead writes nothing (its leader does; a new one in leader-elected)."""
         leader: Optional[bool] = None
         for ep in self.endpoints:
             request = self.requests_mirrors(ep.name)
@@ -251,12 +267,18 @@ class TunnelRelations(object):
                 # was configured came in a hook the gate ended), and in the checks (refresh_apps).
                 if (self.refresh_apps or rid in self.memory.written) and rel.id not in self._apps_read:
                     self._remote_app_bag(rel)
-                mirrored = rid in self.memory.requested and rel.id in bags
+                held: Dict[str, str] = {}
+                if plan is not None and rid in self.memory.requested:
+                    mine = rel.data[self.model.unit]
+                    held = {k: mine.get(k, "") for k in relation_data.READ}
+                mirrored = bool(held.get("public-key"))
                 if not request and not mirrored and rid not in self.memory.app_own:
                     continue     # nothing of this unit's is there (no tool call: the EPS's case)
                 wanted = {relation_data.MIRROR_REQUEST: relation_data.MIRROR_PROTOCOL if request else ""}
                 if mirrored:
-                    wanted.update(relation_data.mirror(self.model.unit.name, bags[rel.id]))
+                    wanted.update(relation_data.mirror(self.model.unit.name, held))
+                elif plan is not None and (request or rid in self.memory.app_own):
+                    wanted.update({k: "" for k in (relation_data.MIRROR_OF,) + relation_data.READ})
                 recorded = relation_cache.digest(wanted, _APP_OWN)
                 if self.memory.app_own.get(rid) in (recorded, _NOT_LEADER + recorded):
                     continue
@@ -265,14 +287,11 @@ class TunnelRelations(object):
                 if not leader:
                     self.memory.app_own[rid] = _NOT_LEADER + recorded
                     continue
-                if mirrored:
-                    held = rel.data[self.model.unit]
-                    wanted.update(relation_data.mirror(self.model.unit.name, {k: held.get(k, "")
-                                                                              for k in relation_data.READ}))
-                elif request or rid in self.memory.app_own:
-                    wanted.update({k: "" for k in (relation_data.MIRROR_OF,) + relation_data.READ})
-                CLOCK.count("app_databags_written", relation_lookup.set_app_bag(self.model, rel.id, wanted))
+                written = relation_lookup.set_app_bag(self.model, rel.id, wanted)
+                CLOCK.count("app_databags_written", written)
                 self.memory.app_own[rid] = recorded
+                if written:
+                    self.memory.written.append(rid)   # read back at the next run (_check_own)
 
     def _reading(self, rel: Any, unit: Any, slot: str) -> relation_data.Reading:
         if self.fresh != (rel.id, unit.name) and (self.fresh != EVERY_UNIT or self.defer_unread):
@@ -367,11 +386,21 @@ class TunnelRelations(object):
             rids = sorted((set(self.memory.written) | set(hook)) & set(live))
         for rid in rids:
             recorded = self.memory.own.get(rid)
-            if recorded is None:
-                continue
-            CLOCK.count("own_databags_read")
-            if relation_cache.digest(live[rid].data[self.model.unit], relation_data.PUBLISHED) != recorded:
-                del self.memory.own[rid]
+            if recorded is not None:
+                CLOCK.count("own_databags_read")
+                if relation_cache.digest(live[rid].data[self.model.unit], relation_data.PUBLISHED) != recorded:
+                    del self.memory.own[rid]
+                    # Juju commits a hook's unit and application writes together: both were lost.
+                    self.memory.app_own.pop(rid, None)
+                    continue
+            app_recorded = self.memory.app_own.get(rid, _NOT_LEADER)
+            if rid in self.memory.written and not app_recorded.startswith(_NOT_LEADER):
+                # The application bag this unit wrote there (possibly alone: a mirror's request
+                # or a mirror whose unit data had not changed) is read back as well.
+                CLOCK.count("own_databags_read")
+                held = relation_lookup.app_bag(self.model, live[rid].id, self.model.app.name) or {}
+                if relation_cache.digest(held, _APP_OWN) != app_recorded:
+                    del self.memory.app_own[rid]
         self._checked = set(rids)
         self.memory.written = []
 

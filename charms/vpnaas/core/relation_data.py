@@ -53,11 +53,13 @@ that unit), but a remote application's data afresh in every hook. A unit with se
 one endpoint (a hub), as its application's leader, writes ``mirror-request: "1"`` in its
 application's bag on each of them; the leader of a remote application that reads it writes, in
 its own application's bag on that relation, its unit's publication as Juju holds it (generation
-included) and ``mirror-of: <unit>``. The reader takes a mirror through this grammar, only for a
-unit it lists on that relation now, complete and of a newer generation than what it has
-(``read_mirror``), and never plans with an older publication of a unit than one it planned with
-(``newest``). Nobody else writes an application bag: a unit with one relation per endpoint writes
-none, and its peers see no application-data hook.
+included) and ``mirror-of: <unit>``. The reader takes a mirror through this grammar, only where
+the remote application has one unit on that relation and the mirror names it, complete and of a
+newer generation than what it has (``read_mirror``), and never plans with an older publication of
+a unit than one it planned with (``newest``), except in a hook about that unit, whose data Juju
+hands afresh. A generation above the reader's clock plus a day is not trusted
+(``generation_limit``). Nobody else writes an application bag: a unit with one relation per
+endpoint writes none, and its peers see no application-data hook.
 
 A unit publishes all fields at once, when its key exists on the VNF. A reader validates every
 value of a remote unit (``decode``: nothing from a related unit is trusted, see
@@ -92,6 +94,7 @@ its ``public-key`` (it may be neither this VNF's nor another unit's).
 
 import ipaddress
 import re
+import time
 from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
 
 from vpnaas.core import config, validation
@@ -329,12 +332,17 @@ class Reading(object):
                          rot["peer-keys"]), pq), generation=generation)
 
 
-def read(unit: str, data: Dict[str, str]) -> Reading:
-    """``decode``, with what it refused or misses as a value; and the publication's generation."""
+def read(unit: str, data: Dict[str, str], now: Optional[float] = None) -> Reading:
+    """``decode``, with what it refused or misses as a value; and the publication's generation. A
+    generation above ``generation_limit(now)`` (a clock far ahead, or a value made to pin the
+    reader) is not trusted: the publication is still read, as one of no generation (0), so that it
+    can never win over another copy of that unit's data (``newest``, ``read_mirror``)."""
     try:
         generation = parse_generation(data.get(GENERATION, ""), "{} {}".format(unit, GENERATION))
     except validation.InvalidValue as e:
         return Reading(unit, invalid=str(e))
+    if generation > generation_limit(now):
+        generation = 0
     try:
         return Reading(unit, decode(unit, data), generation=generation)
     except Incomplete as e:
@@ -354,6 +362,16 @@ def parse_generation(value: Any, what: str = GENERATION) -> int:
     if not _GENERATION.fullmatch(value):
         raise validation.InvalidValue("{}: {} is not a generation (a number)".format(what, validation.excerpt(value)))
     return int(value)
+
+
+#: How far ahead of the reader's clock a generation (milliseconds) may be and still be trusted: a
+#: day, far more than any skew of the clocks of one deployment.
+GENERATION_MARGIN_MS = 24 * 3600 * 1000
+
+
+def generation_limit(now: Optional[float] = None) -> int:
+    """The largest generation a reader trusts at ``now`` (seconds; None: this machine's clock)."""
+    return int((time.time() if now is None else now) * 1000) + GENERATION_MARGIN_MS
 
 
 def next_generation(last: int, now: float) -> int:
@@ -385,26 +403,32 @@ def mirror(unit: str, bag: Dict[str, str]) -> Dict[str, str]:
     return out
 
 
-def read_mirror(members: Set[str], bag: Dict[str, Any]) -> Optional[Reading]:
+def read_mirror(members: Set[str], bag: Dict[str, Any], now: Optional[float] = None) -> Optional[Reading]:
     """A remote application's mirror as a reading of the unit it names, through the grammar of
-    unit data (``read``); None unless it names one of ``members`` (the units this unit's agent
-    lists on that relation: a former leader that departed is no member) and is complete, valid and
-    of a generation."""
+    unit data (``read``); None unless ``members`` (the units this unit's agent lists on that
+    relation) is that one unit alone, and the mirror is complete, valid and of a trusted generation
+    (``read``). One member only, the star's case: then the leader that wrote the mirror is the unit
+    it names, so a unit's data can only be mirrored by that unit itself (a former leader that
+    departed is no member; with two members, one could name the other)."""
     who = bag.get(MIRROR_OF)
-    if not isinstance(who, str) or who not in members:
+    if not isinstance(who, str) or set(members) != {who}:
         return None
-    reading = read(who, {k: bag[k] for k in READ if k in bag})
+    reading = read(who, {k: bag[k] for k in READ if k in bag}, now)
     return reading if reading.info is not None and reading.generation > 0 else None
 
 
-def newest(read_now: Reading, *others: Optional[Reading]) -> Reading:
+def newest(read_now: Reading, *others: Optional[Reading], now: Optional[float] = None) -> Reading:
     """The reading of one remote unit to plan with: ``read_now`` (its unit data as this hook
     sees it: Juju's agent may hand an older copy, cache.go) unless one of ``others`` (the newest
-    applied before, a mirror) is a complete publication of a later generation. So a unit's data
-    never goes back a generation, whichever source is read in which hook."""
+    applied before, a mirror) is a complete publication of a later generation that is still
+    trusted (``generation_limit``: a kept one from before that bound existed). So a unit's data
+    never goes back a generation, whichever source is read in which hook. In a hook about that
+    unit its data is fresh and wins whatever its generation: the caller does not ask (Juju's
+    agent refreshes it then: contextfactory.go, ``InvalidateMember``)."""
+    limit = generation_limit(now)
     best = read_now
     for other in others:
-        if other is not None and other.info is not None and other.generation > best.generation:
+        if other is not None and other.info is not None and best.generation < other.generation <= limit:
             best = other
     return best
 
