@@ -131,7 +131,7 @@ unit: venv hookclient wireguard-go pq-psk boringtun ## every test that needs no 
 
 unit36: $(VENV36)/.done ## the pure core, the hostile-value corpus, the OAI steps and the charms under Harness on Python 3.6 (the shipped charms' Python)
 	$(VENV36)/bin/python -m pytest -q -p no:cacheprovider tests/unit/test_hostile_values.py \
-	  tests/unit/test_validation.py tests/unit/test_plan.py tests/unit/test_relation_data.py \
+	  tests/unit/test_validation.py tests/unit/test_plan.py tests/unit/test_relation_data.py tests/unit/test_relation_mirror.py \
 	  tests/unit/test_vnfscript.py tests/unit/test_remote.py tests/unit/test_report_protocol.py tests/unit/test_hookgate.py tests/unit/test_hookgate_config.py tests/unit/test_published_peers.py tests/unit/test_peer_trust.py \
 	  tests/unit/test_relation_cache.py tests/unit/test_relation_memory.py tests/unit/test_relation_lookup.py tests/unit/test_admission.py tests/unit/test_rotation_protocol.py tests/unit/test_metrics.py tests/unit/test_exporter_server.py tests/unit/test_instance.py \
 	  tests/unit/test_osm_params.py tests/unit/test_grammar_cost.py tests/unit/test_slice_qos.py \

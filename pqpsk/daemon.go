@@ -58,12 +58,16 @@ const RejectAfterTime = 180 * time.Second
 // a classical tunnel the next exchange should not wait a whole interval.
 const retryCap = 30 * time.Second
 
-// stillListed tells whether the device's file on disk still lists pub.
+// readConfig reads a device's file for stillListed (tests count the reads).
+var readConfig = readBounded
+
+// stillListed tells whether the device's file on disk still lists pub. It reads and parses the
+// whole file: asked only before a write it guards, never of every peer at every look.
 func (r *Runner) stillListed(pub [keyLen]byte) bool {
 	if r.ConfigPath == "" {
 		return true
 	}
-	data, err := readBounded(r.ConfigPath)
+	data, err := readConfig(r.ConfigPath)
 	if err != nil {
 		return false
 	}
@@ -344,7 +348,7 @@ func (r *Runner) fallBackStale(held map[[keyLen]byte][keyLen]byte, shakes map[[k
 	stale := r.stale()
 	for pub := range held {
 		st := r.States.Lookup(pub)
-		if st == nil || !st.listed || !r.stillListed(pub) {
+		if st == nil || !st.listed {
 			continue
 		}
 		last := r.started
@@ -360,7 +364,9 @@ func (r *Runner) fallBackStale(held map[[keyLen]byte][keyLen]byte, shakes map[[k
 		}
 		busy := st.busy
 		r.States.mu.Unlock()
-		if busy || time.Since(last) <= stale {
+		// The file is asked last, only of a key about to be given up: asked first, it was read
+		// and parsed once per held key at every look, a hub's whole file once per spoke every 5 s.
+		if busy || time.Since(last) <= stale || !r.stillListed(pub) {
 			continue
 		}
 		if err := r.Dev.ClearPSK(pub); err == nil {

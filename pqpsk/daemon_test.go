@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -321,6 +322,58 @@ func TestAKeyNoHandshakeCanUseIsGivenUpAfterASessionLifetime(t *testing.T) {
 	// "stale" at the fallback; the failed exchanges after it say why they fail.
 	if st.State != "failing" || st.psk != nil {
 		t.Fatalf("state %s reason %s", st.State, st.Reason)
+	}
+}
+
+// The watch reads the device's file only to guard a write: a look at a device whose peers all
+// hold their agreed keys and are not stale reads it not at all (a hub's watch read its whole file
+// once per spoke every 5 s). A stale key is still given up only while the file lists its peer.
+func TestTheWatchReadsTheFileOnlyBeforeAWrite(t *testing.T) {
+	var reads atomic.Int64
+	readConfig = func(path string) ([]byte, error) { reads.Add(1); return readBounded(path) }
+	defer func() { readConfig = readBounded }()
+	a := key(1)
+	peers := []PeerConf{{Pub: key(2), Addr: netip.MustParseAddr("10.0.0.2")}, {Pub: key(3), Addr: netip.MustParseAddr("10.0.0.3")}}
+	d := holding(a, peers...)
+	path := filepath.Join(t.TempDir(), "wg-test.conf")
+	text := "device wg-test\npublic " + keyText(a) + "\nlisten 10.0.0.1:51899\ninterval 120\n"
+	for _, p := range peers {
+		text += "peer " + keyText(p.Pub) + " " + p.Addr.String() + "\n"
+	}
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Conf: &DeviceConf{Device: "wg-test", Public: a, Peers: peers}, Dev: d, States: NewStates("wg-test"),
+		ConfigPath: path, StaleAfter: time.Hour}
+	r.started = time.Now()
+	for i, p := range peers {
+		psk := key(byte(7 + i))
+		r.States.Completed(r.States.Peer(p.Pub, "responder"), 5, psk, a)
+		d.psk[p.Pub] = psk
+		d.shakes[p.Pub] = time.Now().Unix()
+	}
+	r.States.Keep(map[[keyLen]byte]bool{peers[0].Pub: true, peers[1].Pub: true})
+	for range 3 {
+		look, err := d.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.restore(look.PSKs, look.Shakes)
+		r.fallBackStale(look.PSKs, look.Shakes)
+	}
+	if n := reads.Load(); n != 0 {
+		t.Fatalf("the file was read %d times in 3 looks with nothing to write", n)
+	}
+	r.StaleAfter = time.Nanosecond // now every key is stale: each is given up, the file read for each
+	r.started = time.Now().Add(-time.Hour)
+	d.shakes[peers[0].Pub], d.shakes[peers[1].Pub] = 0, 0
+	look, err := d.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.fallBackStale(look.PSKs, look.Shakes)
+	if _, ok := d.get(peers[0].Pub); ok || reads.Load() != 2 {
+		t.Fatalf("a stale key kept, or the file read %d times for 2 stale keys", reads.Load())
 	}
 }
 

@@ -23,6 +23,15 @@ FAKE_WG = textwrap.dedent("""\
     """)
 
 
+def kernel_devices(root, *names):
+    """Stand-in sysfs (VPNAAS_SYSFS) where the named devices are the kernel's WireGuard devices:
+    the handshake tests ask `wg` only for those, or for a userspace daemon whose socket listens."""
+    for name in names:
+        (root / "class" / "net" / name).mkdir(parents=True)
+        (root / "class" / "net" / name / "uevent").write_text("DEVTYPE=wireguard\nINTERFACE={}\n".format(name))
+    return str(root)
+
+
 @pytest.fixture
 def vnf(tmp_path):
     """A fake VNF in a temp dir: state dirs, a configured 'mme' and a fake wg."""
@@ -41,6 +50,7 @@ def vnf(tmp_path):
         os.environ,
         PATH="{}:{}".format(bindir, os.environ["PATH"]),
         WG_STATE=str(tmp_path / "wg"),
+        VPNAAS_SYSFS=kernel_devices(tmp_path / "sys", "wg-s6a", "wg-s11"),
         OAI_INIT="direct",
         OAI_STATE_DIR=str(tmp_path / "state"),
         OAI_SBIN=str(tmp_path / "sbin"),
@@ -144,7 +154,8 @@ def test_prestart_waits_bounded_for_handshakes(tmp_path):
     service = tmp_path / "oai-service"
     service.write_text(vnfscript.load("oai/service.sh"))
     env = dict(os.environ, PATH="{}:{}".format(bindir, os.environ["PATH"]), WG_STATE=str(tmp_path),
-               OAI_STATE_DIR=str(tmp_path), OAI_PREFIX=str(tmp_path / "etc"))
+               OAI_STATE_DIR=str(tmp_path), OAI_PREFIX=str(tmp_path / "etc"),
+               VPNAAS_SYSFS=kernel_devices(tmp_path / "sys", "wg-s6a"))
     result = subprocess.run(["bash", str(service), "prestart", "mme"], env=env, stderr=subprocess.PIPE, timeout=20)
     assert result.returncode == 1
     assert b"no WireGuard handshake on wg-s6a after 1s" in result.stderr

@@ -116,6 +116,10 @@ class Proxy(object):
     def published(self, rel):
         return dict(self.harness.get_relation_data(rel, self.charm.unit.name))
 
+    def content(self, rel):
+        """What this unit published on ``rel`` but its generation (which each write renews)."""
+        return {k: v for k, v in self.published(rel).items() if k != "generation"}
+
     def texts(self):
         """Everything the unit showed to the outside: statuses, action output, relation data."""
         out = [m for _s, m in self.statuses]

@@ -28,12 +28,13 @@ def keyed(proxy, vnf):
 
 
 def remote_reads(proxy):
-    """The remote units whose databags the charm reads from now on (hook-tool relation-get)."""
+    """The remote units whose databags the charm reads from now on (hook-tool relation-get). Not the
+    applications' bags (the mirror, relation_data): Juju's agent reads those afresh in every hook."""
     backend, me, seen = proxy.harness._backend, proxy.charm.unit.name, []
     original = backend.relation_get
 
     def relation_get(relation_id, member_name, is_app):
-        if member_name != me:
+        if member_name != me and not is_app:
             seen.append(member_name)
         return original(relation_id, member_name, is_app)
     backend.relation_get = relation_get

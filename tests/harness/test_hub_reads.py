@@ -34,13 +34,15 @@ class Reads(object):
     """The hook-tool reads of databags a run makes: remote units' and this unit's own."""
 
     def __init__(self, harness):
-        self.remote, self.own = [], []
+        self.remote, self.own, self.apps = [], [], []
         backend = harness._backend
         original = backend.relation_get
         me = harness.charm.unit.name
 
         def relation_get(relation_id, member_name, is_app):
-            (self.own if member_name == me else self.remote).append(member_name)
+            # Applications' bags (the mirror and its request: relation_data) apart: Juju's agent
+            # reads those afresh in every hook, they are never the stale copy a unit's data can be.
+            (self.apps if is_app else self.own if member_name == me else self.remote).append(member_name)
             return original(relation_id, member_name, is_app)
         backend.relation_get = relation_get
         self.undo = lambda: setattr(backend, "relation_get", original)

@@ -229,6 +229,11 @@ def _field(name):
     return lambda value: relation_data.decode("hss/0", dict(BAG, **{name: value}))
 
 
+def _mirror(name):
+    bag = relation_data.mirror("hss/0", dict(BAG, generation="7"))
+    return lambda value: relation_data.read_mirror({"hss/0"}, dict(bag, **{name: value}))
+
+
 def _add_peer(name):
     params = {"device": "s6a", "public-key": KEY, "endpoint": "203.0.113.5:51820", "allowed-ips": "10.9.0.0/24"}
     return lambda value: planning.validate_manual_peer(dict(params, **{name: value}),
@@ -265,6 +270,9 @@ ENTRY_POINTS = {name: (fn, GRAMMAR, "any") for name, fn in VALIDATORS.items()}
 ENTRY_POINTS.update({"option " + o: (_option(o), GRAMMAR, "any") for o in OPTIONS})
 ENTRY_POINTS.update({"relation field " + f: (_field(f), GRAMMAR + (relation_data.Incomplete,), "text")
                      for f in relation_data.PUBLISHED})
+ENTRY_POINTS["relation field generation"] = (relation_data.parse_generation, GRAMMAR, "text")
+# The application-data mirror: read through the same grammar; a refusal is no mirror (None).
+ENTRY_POINTS.update({"mirror field " + f: (_mirror(f), (), "text") for f in relation_data.APP_FIELDS})
 ENTRY_POINTS.update({"add-peer " + p: (_add_peer(p), GRAMMAR, "any")
                      for p in ("device", "public-key", "endpoint", "allowed-ips")})
 ENTRY_POINTS.update({"report " + k: (_report(k), (remote.RemoteError,), "text")
@@ -280,7 +288,7 @@ ENTRY_POINTS["facts state"] = (lambda v: Facts.from_dict({"addresses": v, "gatew
 # JUJU_CHARM_DIR is Juju's own path, never checked by a grammar (docs/security.md: Juju is trusted).
 ENTRY_POINTS.update({"hook environment " + k: (_hook_environment(k), (), "text")
                      for k in ("JUJU_DISPATCH_PATH", "JUJU_RELATION_ID", "JUJU_RELATION", "JUJU_REMOTE_UNIT",
-                               "JUJU_UNIT_NAME")})
+                               "JUJU_UNIT_NAME", "JUJU_REMOTE_APP")})
 
 
 def cases():

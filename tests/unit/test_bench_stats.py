@@ -1,4 +1,5 @@
 """The statistics and target checks of `make bench` (pure functions, no root needed)."""
+import io
 import os
 
 import pytest
@@ -292,3 +293,33 @@ def test_the_hook_target_counts_relation_changed_and_shows_the_total_beside_it()
     s = benchreport.summary(result)
     assert (s["eps_max_hooks_per_unit_relation"], s["eps_max_changed_per_unit_relation"],
             s["eps_max_written_per_unit_relation"]) == (5, 3, 2)
+
+
+def test_a_kernel_thread_that_exits_in_the_window_takes_none_of_its_earlier_cpu_out_of_ours(monkeypatch):
+    """A kworker the kernel retires during the window (under load it does, often) had its CPU in
+    the first reading and none in the second: the bench's own seconds may not drop by it (they
+    came out 4 ticks under this process's own busy loop at load average 33), nor the other load
+    rise by it."""
+    import builtins
+
+    from testbed.measurement import loadcheck
+    real_open, real_listdir = builtins.open, os.listdir
+    kworker = {"alive": True}
+    stat = "99999 (kworker/u8:9-events) I 2 0 0 0 -1 69238880 0 0 0 0 40 10 0 0 20 0 1 0 123 0 0"
+
+    def fake_listdir(path):
+        names = real_listdir(path)
+        return names + ["99999"] if path == "/proc" and kworker["alive"] else names
+
+    def fake_open(path, *a, **kw):
+        if path == "/proc/99999/stat":
+            if not kworker["alive"]:
+                raise FileNotFoundError(path)
+            return io.StringIO(stat)
+        return real_open(path, *a, **kw)
+
+    monkeypatch.setattr(os, "listdir", fake_listdir)
+    monkeypatch.setattr(builtins, "open", fake_open)
+    with loadcheck.Window([]) as w:
+        kworker["alive"] = False
+    assert w.own_seconds >= 0, w.own_seconds

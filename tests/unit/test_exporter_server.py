@@ -90,9 +90,18 @@ def test_a_scrape_answers_in_under_a_second_with_20_idle_connections_open(export
     try:
         times = [scrape(port)[0] for _ in range(5)]
         assert max(times) < 1.0, times
-        seconds, text = scrape(port)
-        assert "vpnaas_wireguard_up 1" in text and seconds < 1.0
-        assert "vpnaas_wireguard_exporter_connections 21" in text   # the 20 and this scrape
+        # A scrape's connection leaves the count when its handler ends, which can be just after its
+        # client has read the answer: an earlier scrape may still be counted by the next one. Every
+        # scrape counts the 20 and itself, never fewer; the earlier ones leave within the deadline.
+        deadline = time.monotonic() + 10
+        while True:
+            seconds, text = scrape(port)
+            assert "vpnaas_wireguard_up 1" in text and seconds < 1.0
+            counted = re.search(r"^vpnaas_wireguard_exporter_connections (\d+)$", text, re.M)
+            assert counted and 21 <= int(counted.group(1)) <= 26, text   # the 20, this scrape, the 5 before
+            if int(counted.group(1)) == 21:
+                break
+            assert time.monotonic() < deadline, "an earlier scrape stayed counted: " + counted.group(0)
     finally:
         for c in conns:
             c.close()

@@ -48,7 +48,10 @@ def test_corpus_is_at_the_largest_values(corpus):
         m = hookgate._RELATION_ID.fullmatch(argv[2])
         assert m and len(m.group(1)) == 9 and argv[2].startswith(endpoint + ":")
     for argv in by_tool["relation-get"]:
-        assert hookgate._UNIT.fullmatch(argv[4]) and len(argv[4]) == len(unit)
+        if "--app" in argv:     # an application-data relation-changed: the remote application's bag
+            assert argv[3:5] == ["--app", "-"] and hookgate._APP.fullmatch(argv[5]) and argv[5] == unit.split("/")[0]
+        else:
+            assert hookgate._UNIT.fullmatch(argv[4]) and len(argv[4]) == len(unit)
     assert by_tool["action-set"] == [["action-set", "pubkey=" + key]]
     assert len(corpus["fixture"]["relations"][0]["units"]) == relation_cache.MAX_MEMBERS
     # Relation-hook lines run with the hook's relation and remote unit; the others without.
@@ -58,7 +61,7 @@ def test_corpus_is_at_the_largest_values(corpus):
 
 def test_replay_reads_back_a_faithful_answer(corpus):
     verdicts = [ok for _name, ok, _detail in hooktool.replay(corpus, _model_results(corpus))]
-    assert verdicts == [True] * 9
+    assert verdicts == [True] * 11
 
 
 @pytest.mark.parametrize("tool,override,scenario", [
@@ -68,6 +71,7 @@ def test_replay_reads_back_a_faithful_answer(corpus):
     ("relation-get", {"stdout": "{\"a\": 1}"}, "relation hook: own data"),
     ("relation-get", {"stdout": "{\"a\": 1}"}, "config-changed: the whole gate ends the hook"),
     ("relation-list", {"ok": False, "stage": "parse", "message": "m"}, "config-changed: the whole gate ends the hook"),
+    ("relation-get", {"stdout": "{\"a\": 1}"}, "application relation-changed: the whole gate ends the hook"),
 ])
 def test_replay_names_what_the_gate_cannot_read(corpus, tool, override, scenario):
     failed = {name for name, ok, _detail in hooktool.replay(corpus, _model_results(corpus, **{tool: override}))
@@ -79,7 +83,7 @@ def test_with_every_option_unset_the_gate_reads_nulls():
     corpus = hooktool.build_corpus(hooktool.unset_fixture())
     assert set(corpus["fixture"]["config"].values()) == {None}
     verdicts = [ok for _name, ok, _detail in hooktool.replay(corpus, _model_results(corpus))]
-    assert verdicts == [True] * 9
+    assert verdicts == [True] * 11
 
 
 def _doc(results):

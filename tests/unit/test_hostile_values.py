@@ -151,6 +151,25 @@ def test_grammar_accepts_the_ordinary_forms():
     assert validation.port("51820") == 51820
 
 
+@pytest.mark.parametrize("field", relation_data.APP_FIELDS)
+def test_a_hostile_mirror_is_no_mirror_or_a_canonical_one(field):
+    """The application-data mirror goes through the unit data's grammar: a value it refuses makes
+    no mirror at all; one it takes is canonical, as from unit data."""
+    bag = relation_data.encode(GOOD_KEY, "192.168.8.129", 51821, "10.250.1.2/30", [])
+    bag = relation_data.mirror("hss/0", dict(bag, generation="5"))
+
+    def one(value):
+        reading = relation_data.read_mirror({"hss/0"}, dict(bag, **{field: value}))
+        if reading is None:
+            return
+        assert reading.unit == "hss/0" and reading.generation > 0
+        info = reading.info
+        words = [info.public_key, validation.format_endpoint(*info.endpoint)] + [str(p) for p in info.allowed_ips()]
+        for word in words:
+            assert SAFE.fullmatch(word) and "%" not in word
+    every(HOSTILE, one)
+
+
 @pytest.mark.parametrize("field", relation_data.PUBLISHED)
 def test_hostile_relation_data_never_becomes_a_peer(field):
     def one(value):

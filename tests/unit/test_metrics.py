@@ -251,3 +251,162 @@ def test_pq_psk_state_per_peer_comes_from_the_daemons_status_files_never_a_key(t
     proc = subprocess.run(["promtool", "check", "metrics"], input=text, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT)
     assert proc.returncode == 0, proc.stdout.decode()
+
+
+# --------------------------------------------------------------------------- the devices, asked without `wg`'s deletion
+PRIVATE_HEX = "e" * 64
+PSK_HEX = "d" * 64
+
+
+def _answer(*peers):
+    """A get=1 answer as wireguard-go gives it (ipc/uapi.go, IpcGetOperation): the device, then each peer."""
+    text = "private_key={}\nlisten_port=51820\n".format(PRIVATE_HEX)
+    for key_hex, psk, endpoint, allowed, keepalive in peers:
+        text += "public_key={}\npreshared_key={}\nprotocol_version=1\n".format(key_hex, psk)
+        text += "endpoint={}\n".format(endpoint) if endpoint else ""
+        text += "last_handshake_time_sec=1700000000\nlast_handshake_time_nsec=5\ntx_bytes=20\nrx_bytes=10\n"
+        text += "persistent_keepalive_interval={}\n".format(keepalive)
+        text += "".join("allowed_ip={}\n".format(a) for a in allowed)
+    return text + "errno=0\n\n"
+
+
+class Daemon(object):
+    """A userspace device's UAPI socket that answers every connection with ``answer`` (None: never answers)."""
+
+    def __init__(self, path, answer):
+        import socket
+        import threading
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        self.sock.listen(8)
+        self.answer = answer
+        self.asked = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn, conn.makefile("rb") as request:
+                lines = []
+                for line in request:   # a request ends with an empty line
+                    lines.append(line)
+                    if line == b"\n":
+                        break
+                self.asked.append(b"".join(lines))
+                if self.answer is None:
+                    conn.recv(1)   # until the client gives up
+                else:
+                    conn.sendall(self.answer.encode())
+
+    def close(self):
+        self.sock.close()
+        self.thread.join(10)
+
+
+def _bound_only(path):
+    """A socket bound and not listening: a daemon in the instant between its bind() and listen()."""
+    import socket
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(path)
+    return s
+
+
+def test_a_userspace_device_is_read_over_its_socket_as_wg_dump_prints_it(tmp_path):
+    mod = exporter()
+    (tmp_path / "sys").mkdir()
+    a_hex = bytes.fromhex("0a" * 32)
+    daemon = Daemon(str(tmp_path / "wg-a.sock"), _answer(
+        (a_hex.hex(), PSK_HEX, "192.0.2.1:51821", ["10.250.1.2/32", "fd00::2/128"], 25),
+        ("0b" * 32, "0" * 64, "", [], 0)))
+    try:
+        dump = mod.wg_dump(str(tmp_path), str(tmp_path / "sys"), 30)
+    finally:
+        daemon.close()
+    assert daemon.asked == [b"get=1\n\n"]
+    b64 = __import__("base64").b64encode
+    assert dump == {"wg-a": [
+        ["wg-a", b64(a_hex).decode(), "(hidden)", "192.0.2.1:51821", "10.250.1.2/32,fd00::2/128", "1700000000",
+         "10", "20", "25"],
+        ["wg-a", b64(bytes.fromhex("0b" * 32)).decode(), "(none)", "(none)", "(none)", "1700000000", "10", "20",
+         "off"]]}
+    text = repr(dump)
+    for secret in (PRIVATE_HEX, PSK_HEX):
+        assert secret not in text and b64(bytes.fromhex(secret)).decode() not in text
+
+
+def test_a_socket_that_refuses_is_skipped_and_never_deleted(tmp_path):
+    """A starting daemon's socket (bound, not yet listening) refuses: `wg` would delete it and
+    the daemon would exit; the collector skips it and the other devices are reported."""
+    mod = exporter()
+    (tmp_path / "sys").mkdir()
+    starting = _bound_only(str(tmp_path / "wg-b.sock"))
+    (tmp_path / "wg-gone.sock").write_text("")      # not a socket at all (a daemon's leftover)
+    daemon = Daemon(str(tmp_path / "wg-a.sock"), _answer(("0a" * 32, "0" * 64, "", ["10.0.0.2/32"], 0)))
+    labels = {"devices": [{"device": "wg-a", "refpoint": "s6a"}, {"device": "wg-b", "refpoint": "s11"}]}
+    (tmp_path / "labels.json").write_text(json.dumps(labels))
+    try:
+        text = mod.exposition({"uapi": str(tmp_path), "sysfs": str(tmp_path / "sys"),
+                               "labels": str(tmp_path / "labels.json")}).decode()
+    finally:
+        daemon.close()
+        starting.close()
+    assert os.path.exists(str(tmp_path / "wg-b.sock")), "the starting daemon's socket was deleted"
+    assert os.path.exists(str(tmp_path / "wg-gone.sock"))
+    assert "\nvpnaas_wireguard_up 1\n" in text
+    assert 'vpnaas_wireguard_device_up{refpoint="s6a",device="wg-a",plane=""} 1' in text
+    assert 'vpnaas_wireguard_device_up{refpoint="s11",device="wg-b",plane=""} 0' in text
+    assert 'vpnaas_wireguard_peers{refpoint="s6a",device="wg-a"} 1' in text
+
+
+@pytest.mark.parametrize("answer", [
+    "errno=22\n\n",                                                      # the daemon's own failure
+    _answer(("0a" * 32, "0" * 64, "", [], 0))[:-12],                     # cut before errno=0
+    _answer(("0a" * 31, "0" * 64, "", [], 0)),                           # a key that is not 32 bytes
+    _answer(("0a" * 32, "0" * 64, "", [], 0)).replace("rx_bytes=10", "rx_bytes=-1"),
+    "garbage\nerrno=0\n\n",
+    None,                                                                # never answers: the deadline
+], ids=["errno", "cut", "short-key", "negative", "garbage", "silent"])
+def test_a_device_that_answers_wrongly_makes_the_scrape_say_wireguard_is_down(tmp_path, answer):
+    """As `wg show all dump` fails when one device's answer fails: vpnaas_wireguard_up 0."""
+    mod = exporter()
+    (tmp_path / "sys").mkdir()
+    daemon = Daemon(str(tmp_path / "wg-a.sock"), answer)
+    try:
+        assert mod.wg_dump(str(tmp_path), str(tmp_path / "sys"), 0.5 if answer is None else 30) is None
+    finally:
+        daemon.close()
+
+
+def test_only_kernel_devices_are_asked_with_wg_by_name(tmp_path, monkeypatch):
+    """A kernel device (sysfs DEVTYPE=wireguard) is asked with `wg show <dev> dump`; one with a
+    UAPI socket of its name (a device changing implementation) is not, nor is any other link."""
+    mod = exporter()
+    sysfs = tmp_path / "sys"
+    for name, devtype in (("wg-k", "wireguard"), ("wg-b", "wireguard"), ("eth0", "")):
+        (sysfs / name).mkdir(parents=True)
+        (sysfs / name / "uevent").write_text("DEVTYPE={}\nINTERFACE={}\n".format(devtype, name))
+    run = tmp_path / "run"
+    run.mkdir()
+    starting = _bound_only(str(run / "wg-b.sock"))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "wg.log"
+    # `wg show <dev> dump` as wireguard-tools prints one device (src/show.c dump_print without the
+    # device column): the device's line (private key, public key, port, fwmark), then its peers
+    (bin_dir / "wg").write_text("#!/bin/sh\necho \"$@\" >> {}\nprintf '%s\\t%s\\t%s\\t%s\\n' {} {} 51820 off\n"
+                                "printf '%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\n' "
+                                "{} {} '(none)' 10.0.0.1/32 0 1 2 off\n".format(log, KEY_B, KEY_B, KEY_A, KEY_B))
+    (bin_dir / "wg").chmod(0o755)
+    monkeypatch.setenv("PATH", "{}:{}".format(bin_dir, os.environ["PATH"]))
+    try:
+        dump = mod.wg_dump(str(run), str(sysfs), 30)
+    finally:
+        starting.close()
+    assert log.read_text() == "show wg-k dump\n"
+    assert dump == {"wg-k": [["wg-k", KEY_A, "(hidden)", "(none)", "10.0.0.1/32", "0", "1", "2", "off"]]}
+    assert KEY_B not in json.dumps(dump)   # the private key of the device line and the preshared key
+    assert os.path.exists(str(run / "wg-b.sock"))

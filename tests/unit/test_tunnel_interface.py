@@ -14,16 +14,21 @@ from vpnaas.core import refpoints, registry, relation_data
 #: it): a change here is a change of the wire format, which needs a new LIBAPI.
 WIRE_FIELDS = ("vpnaas-schema", "public-key", "endpoint", "tunnel-address", "service-prefixes", "wants-peer-keys",
                "peer-keys", "rotation-protocol", "next-key", "next-endpoint", "next-peer-keys")
-#: What this revision appends (optional, LIBPATCH 3): a unit of the previous revision ignores it.
-NEW_FIELDS = ("pq-psk",)
+#: What the previous revision appended (optional, LIBPATCH 3).
+PREVIOUS_FIELDS = ("pq-psk",)
+#: What this revision appends (optional, LIBPATCH 4: the publication's generation, which the
+#: application-data mirror needs): a unit of the previous revision ignores it.
+NEW_FIELDS = ("generation",)
 
 
 def test_the_version_on_the_wire_is_the_api_and_the_fields_are_the_previous_revisions():
     assert (relation_data.LIBAPI, relation_data.SCHEMA_VERSION, relation_data.ROTATION_PROTOCOL) == (1, "1", "1")
-    assert relation_data.PUBLISHED == WIRE_FIELDS + NEW_FIELDS
+    assert relation_data.PUBLISHED == WIRE_FIELDS + PREVIOUS_FIELDS
+    assert relation_data.READ == WIRE_FIELDS + PREVIOUS_FIELDS + NEW_FIELDS
     assert relation_data.KEYS == WIRE_FIELDS[:5]
     assert relation_data.ROTATION_KEYS == WIRE_FIELDS[7:]
-    assert relation_data.LIBPATCH == 3 and not any(f.required for f in relation_data.FIELDS if f.name in NEW_FIELDS)
+    assert relation_data.LIBPATCH == 4 and not any(f.required for f in relation_data.FIELDS
+                                                   if f.name in PREVIOUS_FIELDS + NEW_FIELDS)
     assert relation_data.LIBPATCH == max(f.patch for f in relation_data.FIELDS)
     assert [f.name for f in relation_data.FIELDS if f.required] == ["vpnaas-schema", "public-key", "endpoint",
                                                                      "tunnel-address"]
@@ -31,7 +36,7 @@ def test_the_version_on_the_wire_is_the_api_and_the_fields_are_the_previous_revi
 
 def test_the_docstring_table_is_the_schema_and_nothing_else_specifies_it():
     specified = re.findall(r"^\| `([a-z-]+)` +\|", relation_data.__doc__, re.M)
-    assert specified == list(relation_data.PUBLISHED)
+    assert specified == list(relation_data.READ)
     assert "| `public-key`" not in tunnel_relation.__doc__
 
 

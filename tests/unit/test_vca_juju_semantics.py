@@ -187,6 +187,27 @@ def test_relation_hooks_run_in_the_resolvers_order_within_a_relation():
                    ("joined", "b/1"), ("changed", "b/0"), ("changed", "b/1")]
 
 
+def test_an_application_data_relation_changed_runs_before_the_relations_joins():
+    """Juju 2.9.42 relation/resolver.go nextHookForRelation: departs (lines 185-221), then each
+    remote application's relation-changed (242-262), then joins (265-287), then changed by unit;
+    the changed of a unit whose joined just committed (ChangedPending) before all of them."""
+    s = scheduler.UnitScheduler(seed=5)
+    ran = []
+    for kind, remote in (("changed", "b/1"), ("joined", "b/1"), ("changed", None), ("joined", "b/0"),
+                         ("departed", "b/2")):
+        s.submit("a/0", lambda k=kind, r=remote: ran.append((k, r)), rank=scheduler.RELATION,
+                 relation=("7", kind, remote))
+    s.settle()
+    assert ran == [("departed", "b/2"), ("changed", None), ("joined", "b/0"), ("joined", "b/1"), ("changed", "b/1")]
+    ran[:] = []
+    s.changed_pending("a/0", "7", "b/0")
+    for kind, remote in (("changed", None), ("changed", "b/0")):
+        s.submit("a/0", lambda k=kind, r=remote: ran.append((k, r)), rank=scheduler.RELATION,
+                 relation=("7", kind, remote))
+    s.settle()
+    assert ran == [("changed", "b/0"), ("changed", None)], "ChangedPending first (lines 143-159)"
+
+
 def test_among_relations_the_order_is_not_the_order_they_were_queued():
     orders = set()
     for seed in range(12):
@@ -266,3 +287,23 @@ def test_an_applications_settings_are_read_afresh_in_each_hook_and_kept_within_i
     later = hookcontext.HookContext("hub/0", view, kind="changed", rid="3", remote="other/0")
     assert later.settings(relations, "7", "spoke") == {"key": "new"}      # afresh in the next hook
     assert later.settings(relations, "7", "spoke/0") == {"key": "old"}    # a member: the cache
+
+
+def test_a_unit_that_joins_later_gets_the_remote_applications_relation_changed_first(model):
+    """Juju 2.9.42: a new unit's relation state records no application (relation/state.go), so
+    when the remote application's settings version is not zero the resolver runs its
+    relation-changed (no remote unit) before the joins (relation/resolver.go 242-262). Units
+    already related have seen that application's data: none for them."""
+    model.deploy("a", model.charm)
+    model.deploy("b", model.charm)
+    rid = model.relate("a:vpn", "b:vpn-peer")
+    assert not [h for h in hooks(model, "b/0") if h[0] == "hooks/vpn-peer-relation-changed" and h[1] == "-"]
+    with model._update() as state:
+        state["relations"][str(rid)]["data"]["a"] = {"value": "mirror"}
+    model.deploy("b", model.charm)                  # add-unit: b/1 joins the relation
+    ran = [(h[0], h[1]) for h in hooks(model, "b/1") if "relation" in h[0]]
+    app_changed = ("hooks/vpn-peer-relation-changed", "-")
+    assert app_changed in ran, ran
+    assert ran.index(app_changed) < ran.index(("hooks/vpn-peer-relation-joined", "a/0")), ran
+    before = [(h[0], h[1]) for h in hooks(model, "b/0")]
+    assert ("hooks/vpn-peer-relation-changed", "-") not in before

@@ -72,7 +72,7 @@ class VpnaasCharm(CharmBase):
         self._stored.set_default(manual_peers="{}", public_keys="{}", applied="", last_status="",
                                  implementation="", facts="{}", claims="[]", session_config="", config_salt="",
                                  torn_down=False, rotating="[]", rotation_started="{}", rotation_followed="{}",
-                                 pq_psk_daemon=False)
+                                 pq_psk_daemon=False, newest="{}", generation=0)
         if not self._stored.config_salt:
             self._stored.config_salt = os.urandom(16).hex()
         #: This hook's clock, one reading for every plan it makes (the rotation deadlines), and when
@@ -86,6 +86,11 @@ class VpnaasCharm(CharmBase):
         self.memory = relation_memory.load(self.state_dir)
         self.tunnels = TunnelRelations(self.model, self.endpoints, wants_peer_keys=self.workload.waits_for_tunnels,
                                        memory=self.memory)
+        # Which publication of each remote unit is the newest, and this unit's own last generation:
+        # stored state, committed with the run (relation_data.newest).
+        self.tunnels.newest = json.loads(self._stored.newest)
+        self.tunnels.last_generation = int(self._stored.generation)
+        self.tunnels.is_leader = self.unit.is_leader
         self.framework.observe(self.framework.on.pre_commit, self._on_pre_commit)
         # Left by a run that did not end normally (its state was never committed): never a cache.
         relation_cache.discard_pending(self.state_dir)
@@ -222,24 +227,37 @@ class VpnaasCharm(CharmBase):
             # is behind the VNF, and behind Juju's record too when Juju was told to skip that hook
             # (`juju resolved --no-retry` commits it). Every relation is listed as Juju has it.
             self.memory.relations = None
+        app = getattr(event, "app", None) if isinstance(event, RelationEvent) and event.unit is None else None
         self.tunnels.begin_run(
             fresh=(rid, event.unit.name if event.unit is not None else None) if rid is not None else EVERY_UNIT,
             breaking=rid if isinstance(event, RelationBrokenEvent) else None,
-            check_own="all" if kind in _FORCING_EVENTS else "written")
+            check_own="all" if kind in _FORCING_EVENTS else "written",
+            remote_app=app.name if app is not None else None,
+            # The checks of the VNF, and a new leader, read every remote application's bag and write
+            # this unit's application bags again where they differ (the mirror: relation_data).
+            refresh_apps=kind in _FORCING_EVENTS or kind == "leader_elected")
         if self._nothing_to_do(event):
             return  # no VNF yet, or one relation's unchanged data: not worth reading all k relations
         force = kind in _FORCING_EVENTS or (kind == "config_changed" and self._config_is_new())
         try:
             plan, _ = self.reconcile(force=force)
+            with CLOCK.phase("publish"):
+                self.tunnels.sync_apps(plan)
             with CLOCK.phase("relation_cache"):
                 self._remember_relations(plan)
         except ReconcileFailed:
-            pass  # status already says what is wrong; the next event retries
+            self.tunnels.sync_apps()   # the mirror request at least (a hub before its VNF is reached)
         finally:
             self.tunnels.begin_run()
 
     def _on_pre_commit(self, _event: Any) -> None:
-        """ops is about to commit this run's state: the relation memory goes with it."""
+        """ops is about to commit this run's state: the relation memory goes with it, and the
+        generations (stored state)."""
+        newest = json.dumps(self.tunnels.newest, sort_keys=True)
+        if newest != self._stored.newest:
+            self._stored.newest = newest
+        if self.tunnels.last_generation != self._stored.generation:
+            self._stored.generation = self.tunnels.last_generation
         try:
             self.memory.save(self.state_dir)
         except OSError as e:
@@ -269,9 +287,12 @@ class VpnaasCharm(CharmBase):
         unit = event.unit
         hostname = published_peers.UnconfiguredChanged(kind, unit.name if unit is not None else None,
                                                        lambda: self.config.get("ssh-hostname"))
+        # An application-data relation-changed (no remote unit) is about the remote application's bag.
+        whose = unit if unit is not None else getattr(event, "app", None)
         ended = relation_cache.nothing_to_do(state, kind, event.relation.name, event.relation.id,
                                              unit.name if unit is not None else None,
-                                             lambda: event.relation.data[unit], hostname, self.tunnels.own_data)
+                                             lambda: _bag(event.relation, whose),
+                                             hostname, self.tunnels.own_data)
         if ended and hostname.record:
             published_peers.note(self.state_dir, relation_cache.slot(event.relation.id, unit.name))
         return ended
@@ -291,7 +312,8 @@ class VpnaasCharm(CharmBase):
             (ep.name for ep in self.endpoints), fields, self._stored.applied, {}, relation_data.PUBLISHED,
             until=self._rotation_expires, digests=self.memory.gate_digests(fields),
             own_digests=self.tunnels.own_digests(), written=self.memory.written,
-            config=config if quiet else "", salt=self._stored.config_salt, members=members))
+            config=config if quiet else "", salt=self._stored.config_salt, members=members,
+            apps=self.memory.apps, app_fields=relation_data.APP_FIELDS))
 
     def _set_applied(self, fingerprint: str) -> None:
         """Record the fingerprint of the plan the VNF holds ("": unknown). The relation cache is
@@ -444,6 +466,7 @@ class VpnaasCharm(CharmBase):
         self.tunnels.begin_run()
         try:
             plan, obs = self.reconcile(force=force, **kwargs)
+            self.tunnels.sync_apps(plan)
             return Outcome(plan, obs, "")
         except ReconcileFailed as e:
             return Outcome(self.build_plan(), None, str(e))
@@ -453,6 +476,14 @@ class VpnaasCharm(CharmBase):
             cached = relation_cache.load(self.state_dir)
             if cached is not None and cached["fields"] != self.cache_fields():
                 relation_cache.forget(self.state_dir)
+
+
+def _bag(relation: Any, whose: Any) -> Optional[Any]:
+    """``whose`` (a unit or an application) databag on ``relation``; None when ops has none."""
+    try:
+        return relation.data[whose] if whose is not None else None
+    except KeyError:
+        return None
 
 
 class Outcome(object):

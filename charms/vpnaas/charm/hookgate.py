@@ -18,6 +18,10 @@ and scale) is answered here too (``answered``): it only reads the charm's public
 nothing here but the same ``action-set``. A unit without a whole key pair reaches the charm, which
 fails the action or repairs the pair.
 
+An application-data relation-changed (``JUJU_REMOTE_APP``, no ``JUJU_REMOTE_UNIT``: the remote
+application's bag changed, the hub's mirror of relation_data) ends here when that bag, read with
+``relation-get -r <id> --app - <app>``, still has the digest the charm recorded when it last read it.
+
 Asked by ``vpnaas.charm.entry.main`` (``dispatch`` runs ``python3 -S ./src/charm.py``) in the charm's
 own process before ops is imported, or run as ``python3 -S -m vpnaas.charm.hookgate`` from the charm
 directory, with the hook's environment (``JUJU_UNIT_NAME`` names this unit: its own data on the
@@ -45,6 +49,7 @@ _HOOK = re.compile(r"hooks/([a-z][a-z0-9-]{0,62})-relation-(created|joined|chang
 _CONFIG_CHANGED = "hooks/config-changed"
 _RELATION_ID = re.compile(r"(?:[a-z][a-z0-9-]{0,62}:)?([0-9]{1,9})")
 _UNIT = re.compile(r"[a-z][a-z0-9-]{0,62}/[0-9]{1,9}")
+_APP = re.compile(r"[a-z][a-z0-9-]{0,62}")
 TOOL_TIMEOUT = 30
 #: What a tool call that failed, timed out or answered no JSON returns.
 FAILED = object()
@@ -67,6 +72,12 @@ def _tool(*args: str) -> Any:
 
 def _databag(relation_id: int, unit: str) -> Optional[Mapping[str, Any]]:
     bag = _tool("relation-get", "-r", str(relation_id), "-", unit)
+    return bag if isinstance(bag, dict) and all(isinstance(v, str) for v in bag.values()) else None
+
+
+def _app_databag(relation_id: int, app: str) -> Optional[Mapping[str, Any]]:
+    """An application's bag (``relation-get --app``: an application-data relation-changed's)."""
+    bag = _tool("relation-get", "-r", str(relation_id), "--app", "-", app)
     return bag if isinstance(bag, dict) and all(isinstance(v, str) for v in bag.values()) else None
 
 
@@ -134,7 +145,9 @@ def nothing_to_do(environ: Mapping[str, str]) -> bool:
         return False
     unit = environ.get("JUJU_REMOTE_UNIT", "")
     me = environ.get("JUJU_UNIT_NAME", "")
-    if (unit and not _UNIT.fullmatch(unit)) or not _UNIT.fullmatch(me):
+    # No remote unit: an application-data relation-changed, about JUJU_REMOTE_APP's bag.
+    app = environ.get("JUJU_REMOTE_APP", "") if not unit else ""
+    if (unit and not _UNIT.fullmatch(unit)) or not _UNIT.fullmatch(me) or (app and not _APP.fullmatch(app)):
         return False
     relation_id = int(rid.group(1))
     directory = unitstate.unit_state_dir(charm_dir)
@@ -143,7 +156,8 @@ def nothing_to_do(environ: Mapping[str, str]) -> bool:
     state = relation_cache.load(directory)
     hostname = published_peers.UnconfiguredChanged(hook.group(2), unit, _ssh_hostname)
     ended = relation_cache.nothing_to_do(state, hook.group(2), hook.group(1), relation_id, unit or None,
-                                         lambda: _databag(relation_id, unit), hostname,
+                                         lambda: _databag(relation_id, unit) if unit else
+                                         _app_databag(relation_id, app) if app else None, hostname,
                                          lambda rid: _databag(rid, me))
     if ended and hostname.record:
         published_peers.note(directory, relation_cache.slot(relation_id, unit))

@@ -125,7 +125,8 @@ def load(directory: str) -> Optional[State]:
             and _digests(state.get("own")) and _strings(state.get("written"))
             and isinstance(state.get("until", 0.0), (int, float))
             and isinstance(state.get("config", ""), str) and isinstance(state.get("salt", ""), str)
-            and _strings(state.get("members", []))):
+            and _strings(state.get("members", [])) and _digests(state.get("apps", {}))
+            and _strings(state.get("app_fields", []))):
         return None
     return state
 
@@ -138,15 +139,17 @@ def make(endpoints: Iterable[str], fields: Sequence[str], applied: str,
          databags: Mapping[str, Mapping[str, Any]], own_fields: Sequence[str] = (),
          own: Optional[Mapping[int, Mapping[str, Any]]] = None, until: Optional[float] = None,
          digests: Optional[Mapping[str, str]] = None, own_digests: Optional[Mapping[str, str]] = None,
-         written: Iterable[str] = (), config: str = "", salt: str = "", members: Optional[Iterable[str]] = None
-         ) -> State:
+         written: Iterable[str] = (), config: str = "", salt: str = "", members: Optional[Iterable[str]] = None,
+         apps: Optional[Mapping[str, str]] = None, app_fields: Sequence[str] = ()) -> State:
     """A cache of ``databags`` ({slot: remote unit's databag}; or their ``digests`` over ``fields``)
     taken while the VNF held ``applied``, with this unit's own databags as it published them
     ({relation id: databag}; or their ``own_digests`` over ``own_fields``), the relations the
     charm run wrote (``written``: a hook is skipped only once Juju holds those writes), valid until
     ``until`` (a time.time(); None: no deadline). ``config``: ``config_digest`` (with ``salt``) of
     the config and key the VNF's last session ran with, "" when a config-changed must reach the
-    charm; ``members``: the slots of every related unit when the cache was taken (None: unknown)."""
+    charm; ``members``: the slots of every related unit when the cache was taken (None: unknown);
+    ``apps``: {relation id: digest over ``app_fields`` of the remote application's bag as the
+    charm last read it} (an application-data relation-changed whose bag still has it is skipped)."""
     slots = {s: digest(bag, fields) for s, bag in databags.items()}
     slots.update(digests or {})
     mine = {str(rid): digest(bag, own_fields) for rid, bag in (own or {}).items()}
@@ -154,6 +157,8 @@ def make(endpoints: Iterable[str], fields: Sequence[str], applied: str,
     state: State = {"format": FORMAT, "applied": applied, "endpoints": sorted(endpoints), "fields": list(fields),
                     "digests": slots, "own_fields": list(own_fields), "own": mine,
                     "written": sorted(set(str(r) for r in written))}
+    if apps:
+        state.update(apps=dict(apps), app_fields=list(app_fields))
     if until is not None:
         state["until"] = until
     if config and members is not None:
@@ -220,6 +225,15 @@ def nothing_to_do(state: Optional[State], kind: str, endpoint: str, relation_id:
         known = state["digests"].get(slot(relation_id, unit))
         data = remote_data() if known is not None else None
         if data is not None and known == digest(data, state["fields"]) and _holds_own(state, relation_id, own_data):
+            return True
+    if kind == "changed" and not unit and state["applied"] and time.time() < state.get("until", float("inf")):
+        # An application-data relation-changed (Juju 2.9 runs one for every change of the remote
+        # application's bag): nothing new when that bag still has the digest the charm recorded
+        # when it last read it (the mirror and its request: relation_data).
+        known = state.get("apps", {}).get(str(relation_id))
+        data = remote_data() if known is not None else None
+        if data is not None and known == digest(data, state.get("app_fields", [])) \
+                and _holds_own(state, relation_id, own_data):
             return True
     return not ssh_hostname()
 

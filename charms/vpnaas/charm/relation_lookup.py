@@ -17,10 +17,10 @@ relation. ``install`` makes ops' ``Model`` use it: ops offers no way to choose t
 (``Model.__init__`` names the class ``RelationMapping`` of ``ops.model``), so the class is
 replaced there, in the charm's own process (``charm_base.main``), before ops builds its model.
 """
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import ops.model
-from ops.model import Relation, RelationMapping
+from ops.model import ModelError, Relation, RelationMapping
 
 #: ops' own class, kept for ``uninstall`` (the tests) and for a subclass check.
 OPS_MAPPING = RelationMapping
@@ -71,6 +71,29 @@ class RelationsById(RelationMapping):
         relation = self._get_unique(relation_name, relation_id)
         assert relation is not None     # never None when an id is given (ops builds a dead one)
         return relation
+
+
+def app_bag(model: Any, relation_id: int, app: str) -> Optional[Dict[str, Any]]:
+    """An application's bag on ``relation_id`` as Juju hands it to this run (``relation-get --app``:
+    one call, no relation built; None: the call failed or answered no mapping)."""
+    try:
+        bag = model._backend.relation_get(relation_id, app, True)
+    except ModelError:
+        return None
+    return dict(bag) if isinstance(bag, Mapping) else None
+
+
+def set_app_bag(model: Any, relation_id: int, wanted: Mapping[str, str]) -> int:
+    """This unit's application's bag on ``relation_id`` gets ``wanted`` (only the keys that differ;
+    an empty value removes a key, Juju's rule). The caller leads its application. Returns how many
+    keys were written."""
+    held = app_bag(model, relation_id, model.app.name) or {}
+    written = 0
+    for key, value in sorted(wanted.items()):
+        if held.get(key, "") != value:
+            model._backend.relation_set(relation_id, key, value, True)
+            written += 1
+    return written
 
 
 def install() -> None:

@@ -65,13 +65,13 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional
 from vpnaas.charm.relation_cache import combine, field_digest
 from vpnaas.core import relation_data, unitstate, validation
 
-FORMAT = 2
+FORMAT = 3
 FILE_NAME = "relation-memory.json"
 #: A unit's name as Juju gives it (<application>/<number>): the only names the membership keeps.
 _UNIT = re.compile(r"[a-z][a-z0-9-]{0,62}/[0-9]{1,9}")
 _RELATION_ID = re.compile(r"[0-9]{1,9}")
 #: The fields a remote unit's reading depends on (relation_data.decode reads nothing else).
-FIELDS = relation_data.PUBLISHED
+FIELDS = relation_data.READ
 
 
 def field_digests(bag: Mapping[str, Any], fields: Iterable[str] = FIELDS) -> Dict[str, str]:
@@ -104,20 +104,20 @@ class Memory(object):
         #: relation id -> {"endpoint": its endpoint, "units": its remote units' names}, as Juju listed
         #: them in the last hook about that relation (None: not known; every relation is read)
         self.relations: Optional[Dict[str, Dict[str, Any]]] = None
+        #: The application-data mirror (relation_data, "Mirror"): relation id -> digest of the remote
+        #: application's bag as last read (``relation_data.APP_FIELDS``; the hook gate's), the
+        #: relations whose remote application asked for a mirror, and relation id -> digest of what
+        #: this unit, as its application's leader, wrote in its application's bag there.
+        self.apps: Dict[str, str] = {}
+        self.requested: List[str] = []
+        self.app_own: Dict[str, str] = {}
         self._saved = ""
 
     # ------------------------------------------------------------------ remote units
     def reading(self, slot: str, unit: str,
                 digests: Optional[Mapping[str, str]] = None) -> Optional[relation_data.Reading]:
         """The kept reading of ``slot`` (None: none, or ``digests`` of the databag read now differ)."""
-        entry = self.units.get(slot)
-        if entry is None or (digests is not None and entry["fields"] != dict(digests)):
-            return None
-        try:
-            return relation_data.Reading.from_dict(unit, entry["reading"])
-        except (ValueError, KeyError, TypeError):
-            del self.units[slot]
-            return None
+        return kept_reading(self.units, slot, unit, digests)
 
     def keep(self, slot: str, digests: Mapping[str, str], reading: relation_data.Reading) -> None:
         self.units[slot] = {"fields": dict(digests), "reading": reading.as_dict()}
@@ -159,11 +159,15 @@ class Memory(object):
         keep = set(live)
         self.own = {rid: d for rid, d in self.own.items() if rid in keep}
         self.written = [rid for rid in self.written if rid in keep]
+        self.apps = {rid: d for rid, d in self.apps.items() if rid in keep}
+        self.requested = [rid for rid in self.requested if rid in keep]
+        self.app_own = {rid: d for rid, d in self.app_own.items() if rid in keep}
 
     # ------------------------------------------------------------------ file
     def as_dict(self) -> Dict[str, Any]:
         return {"format": FORMAT, "grammar": GRAMMAR, "units": self.units, "own": self.own,
-                "written": sorted(set(self.written)), "admission": self.admission, "relations": self.relations}
+                "written": sorted(set(self.written)), "admission": self.admission, "relations": self.relations,
+                "apps": self.apps, "requested": sorted(set(self.requested)), "app_own": self.app_own}
 
     def save(self, directory: str) -> None:
         """Write the memory when it changed since it was loaded or last saved."""
@@ -171,6 +175,21 @@ class Memory(object):
         if text != self._saved:
             unitstate.write_atomic(os.path.join(directory, FILE_NAME), text.encode(), 0o600)
             self._saved = text
+
+
+def kept_reading(entries: Dict[str, Dict[str, Any]], slot: str, unit: str,
+                 digests: Optional[Mapping[str, str]] = None) -> Optional[relation_data.Reading]:
+    """The reading kept for ``slot`` in ``entries`` ({slot: {"fields": digests, "reading": doc}}:
+    the memory's, or the newest planned with: TunnelRelations.newest); None when there is none, its
+    ``digests`` differ, or it is not one that ``Reading.as_dict`` wrote (then it is dropped)."""
+    entry = entries.get(slot)
+    if entry is None or (digests is not None and entry["fields"] != dict(digests)):
+        return None
+    try:
+        return relation_data.Reading.from_dict(unit, entry["reading"])
+    except (ValueError, KeyError, TypeError):
+        del entries[slot]
+        return None
 
 
 def load(directory: str) -> Memory:
@@ -185,9 +204,12 @@ def load(directory: str) -> Memory:
     if not (isinstance(doc, dict) and doc.get("format") == FORMAT and doc.get("grammar") == GRAMMAR
             and _units(doc.get("units")) and _strings_map(doc.get("own"))
             and isinstance(doc.get("written"), list) and all(isinstance(r, str) for r in doc["written"])
-            and isinstance(doc.get("admission"), dict) and "relations" in doc and _relations(doc["relations"])):
+            and isinstance(doc.get("admission"), dict) and "relations" in doc and _relations(doc["relations"])
+            and _strings_map(doc.get("apps")) and _strings_map(doc.get("app_own"))
+            and isinstance(doc.get("requested"), list) and all(isinstance(r, str) for r in doc["requested"])):
         return memory
     memory.units, memory.own, memory.written = doc["units"], doc["own"], list(doc["written"])
+    memory.apps, memory.requested, memory.app_own = doc["apps"], list(doc["requested"]), doc["app_own"]
     memory.admission, memory.relations = doc["admission"], doc["relations"]
     memory._saved = json.dumps(memory.as_dict(), sort_keys=True)
     return memory

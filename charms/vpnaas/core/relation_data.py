@@ -19,8 +19,8 @@ ops' model)::
     reading = relation_data.read(unit, remote_bag)       # .info, or why not: .incomplete, .invalid
     relation_data.json_schema()                          # the databag as JSON Schema (draft 7)
 
-Interface (schema version 1, ``vpnaas-schema``). Each unit writes only into its own unit
-databag, one per relation; the application databags are not used. Both sides publish the same
+Interface (schema version 1, ``vpnaas-schema``). Each unit writes its publication into its own
+unit databag, one per relation; an application's databag holds only the mirror (below). Both sides publish the same
 fields, so the interface is symmetric; provider and requirer differ only in the default tunnel
 address (first and second host of the reference point's tunnel network).
 
@@ -44,6 +44,22 @@ address (first and second host of the reference point's tunnel network).
 | `pq-psk`            | each unit       | "1": its VNF runs the pq-psk daemon on this device (a post-     |
 |                     |                 | quantum PSK, exchanged over the tunnel itself); absent: an      |
 |                     |                 | earlier release or pq-psk off, the tunnel stays classical       |
+| `generation`        | each unit       | a number that grows with every change of its other fields       |
+|                     |                 | (patch 4); absent: an earlier release (generation 0)            |
+
+Mirror (patch 4; docs/architecture.md, "The hub's application-data mirror"). Juju 2.9's unit agent
+hands a hook a remote unit's data as it cached it at its first read (refreshed only by a hook about
+that unit), but a remote application's data afresh in every hook. A unit with several relations on
+one endpoint (a hub), as its application's leader, writes ``mirror-request: "1"`` in its
+application's bag on each of them; the leader of a remote application that reads it writes, in
+its own application's bag on that relation, its unit's publication as Juju holds it (generation
+included) and ``mirror-of: <unit>``. The reader takes a mirror through this grammar, only where
+the remote application has one unit on that relation and the mirror names it, complete and of a
+newer generation than what it has (``read_mirror``), and never plans with an older publication of
+a unit than one it planned with (``newest``), except in a hook about that unit, whose data Juju
+hands afresh. A generation above the reader's clock plus a day is not trusted
+(``generation_limit``). Nobody else writes an application bag: a unit with one relation per
+endpoint writes none, and its peers see no application-data hook.
 
 A unit publishes all fields at once, when its key exists on the VNF. A reader validates every
 value of a remote unit (``decode``: nothing from a related unit is trusted, see
@@ -77,6 +93,8 @@ its ``public-key`` (it may be neither this VNF's nor another unit's).
 """
 
 import ipaddress
+import re
+import time
 from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
 
 from vpnaas.core import config, validation
@@ -86,7 +104,7 @@ from vpnaas.core.validation import Interface, Network
 #: The schema version: ``vpnaas-schema`` on the wire.
 LIBAPI = 1
 #: The optional additions to it so far (see ``FIELDS``).
-LIBPATCH = 3
+LIBPATCH = 4
 SCHEMA_VERSION = str(LIBAPI)
 #: The make-before-break key rotation this release speaks (``rotation-protocol``; rotation.py).
 #: Optional fields an earlier release ignores: a peer without them rotates in place, as before.
@@ -125,6 +143,7 @@ FIELDS = (
     Field("next-endpoint", False, 2, "validation.endpoint, on the host of endpoint", _ENDPOINT),
     Field("next-peer-keys", False, 2, "validation.public_key_list", _KEYS),
     Field("pq-psk", False, 3, "validation.protocol_version", 8),
+    Field("generation", False, 4, "a decimal number, 1 to 20 digits", 20),
 )
 KEYS = tuple(f.name for f in FIELDS if f.patch == 0)
 WANTS_PEER_KEYS = "wants-peer-keys"
@@ -134,11 +153,15 @@ NEXT_KEY = "next-key"
 NEXT_ENDPOINT = "next-endpoint"
 NEXT_PEER_KEYS = "next-peer-keys"
 PQ_PSK_KEY = "pq-psk"
+GENERATION = "generation"
 #: The fields of make-before-break key rotation (optional: an earlier release neither writes
 #: nor reads them, and its peers rotate in place).
 ROTATION_KEYS = tuple(f.name for f in FIELDS if f.patch == 2)
-#: Every field a unit writes (what a dropped hook commit can lose: relation_cache).
-PUBLISHED = tuple(f.name for f in FIELDS)
+#: Every field a unit writes but its generation, which it writes with any change of them (what a
+#: dropped hook commit can lose, and what a unit reads back of its own: relation_cache).
+PUBLISHED = tuple(f.name for f in FIELDS if f.name != GENERATION)
+#: Every field a reading depends on (``read``).
+READ = tuple(f.name for f in FIELDS)
 _YES = "yes"
 
 
@@ -256,17 +279,22 @@ class Reading(object):
     (``incomplete``: it has not published everything yet; ``invalid``: the grammar refused it).
     A reading can be kept (``as_dict``) and restored (``from_dict``) without the databag: the
     unit's relation memory keeps it across hooks, keyed by the digest of the databag it came from."""
-    __slots__ = ("unit", "info", "incomplete", "invalid")
+    __slots__ = ("unit", "info", "incomplete", "invalid", "generation")
 
-    def __init__(self, unit: str, info: Optional[PeerInfo] = None, incomplete: str = "", invalid: str = "") -> None:
+    def __init__(self, unit: str, info: Optional[PeerInfo] = None, incomplete: str = "", invalid: str = "",
+                 generation: int = 0) -> None:
         self.unit, self.info, self.incomplete, self.invalid = unit, info, incomplete, invalid
+        #: The publication's ``generation`` (0: none, an earlier release's or a refused one).
+        self.generation = generation
 
     def as_dict(self) -> Dict[str, Any]:
         info = self.info
         if info is None:
-            return {"incomplete": self.incomplete} if self.incomplete else {"invalid": self.invalid}
+            return dict({"incomplete": self.incomplete} if self.incomplete else {"invalid": self.invalid},
+                        generation=self.generation)
         rot = info.rotation
-        return {"public-key": info.public_key, "endpoint": [info.endpoint[0], info.endpoint[1]],
+        return {"generation": self.generation,
+                "public-key": info.public_key, "endpoint": [info.endpoint[0], info.endpoint[1]],
                 "tunnel-address": str(info.tunnel_address),
                 "service-prefixes": [str(p) for p in info.service_prefixes], "wants-peer-keys": info.wants_peer_keys,
                 "rotation": {"protocol": rot.protocol, "next-key": rot.next_key, "next-endpoint": rot.next_endpoint,
@@ -281,11 +309,14 @@ class Reading(object):
         another grammar: relation_memory)."""
         if not isinstance(doc, dict):
             raise ValueError("not a reading")
+        generation = doc.get("generation", 0)
+        if type(generation) is not int or generation < 0:
+            raise ValueError("not a reading")
         for kind in ("incomplete", "invalid"):
             if kind in doc:
                 if not isinstance(doc[kind], str):
                     raise ValueError("not a reading")
-                return cls(unit, **{kind: doc[kind]})
+                return cls(unit, generation=generation, **{kind: doc[kind]})
         host, port = doc["endpoint"]
         rot = doc["rotation"]
         strings = [doc["public-key"], host, rot["next-key"], rot["next-endpoint"]] + list(rot["next-peer-keys"]) \
@@ -298,17 +329,108 @@ class Reading(object):
             unit, doc["public-key"], (host, port), ipaddress.ip_interface(doc["tunnel-address"]),
             [ipaddress.ip_network(p) for p in doc["service-prefixes"]], doc["wants-peer-keys"],
             PeerRotation(rot["protocol"], rot["next-key"], rot["next-endpoint"], rot["next-peer-keys"],
-                         rot["peer-keys"]), pq))
+                         rot["peer-keys"]), pq), generation=generation)
 
 
-def read(unit: str, data: Dict[str, str]) -> Reading:
-    """``decode``, with what it refused or misses as a value."""
+def read(unit: str, data: Dict[str, str], now: Optional[float] = None) -> Reading:
+    """``decode``, with what it refused or misses as a value; and the publication's generation. A
+    generation above ``generation_limit(now)`` (a clock far ahead, or a value made to pin the
+    reader) is not trusted: the publication is still read, as one of no generation (0), so that it
+    can never win over another copy of that unit's data (``newest``, ``read_mirror``)."""
     try:
-        return Reading(unit, decode(unit, data))
-    except Incomplete as e:
-        return Reading(unit, incomplete=str(e))
+        generation = parse_generation(data.get(GENERATION, ""), "{} {}".format(unit, GENERATION))
     except validation.InvalidValue as e:
         return Reading(unit, invalid=str(e))
+    if generation > generation_limit(now):
+        generation = 0
+    try:
+        return Reading(unit, decode(unit, data), generation=generation)
+    except Incomplete as e:
+        return Reading(unit, incomplete=str(e), generation=generation)
+    except validation.InvalidValue as e:
+        return Reading(unit, invalid=str(e), generation=generation)
+
+
+_GENERATION = re.compile(r"[1-9][0-9]{0,19}")
+
+
+def parse_generation(value: Any, what: str = GENERATION) -> int:
+    """A publication's generation: a decimal number of 1 to 20 digits, no leading zero (0: absent)."""
+    value = validation.word(value, what)
+    if not value:
+        return 0
+    if not _GENERATION.fullmatch(value):
+        raise validation.InvalidValue("{}: {} is not a generation (a number)".format(what, validation.excerpt(value)))
+    return int(value)
+
+
+#: How far ahead of the reader's clock a generation (milliseconds) may be and still be trusted: a
+#: day, far more than any skew of the clocks of one deployment.
+GENERATION_MARGIN_MS = 24 * 3600 * 1000
+
+
+def generation_limit(now: Optional[float] = None) -> int:
+    """The largest generation a reader trusts at ``now`` (seconds; None: this machine's clock)."""
+    return int((time.time() if now is None else now) * 1000) + GENERATION_MARGIN_MS
+
+
+def next_generation(last: int, now: float) -> int:
+    """The generation of a unit's next publication: above its last one, and at least the time in
+    milliseconds, so that it still grows if the unit's own record of the last one is ever lost."""
+    return max(last + 1, int(now * 1000))
+
+
+#: The application-data mirror (module docstring, "Mirror"): the request a unit with several relations
+#: on one endpoint (a hub) writes, as its application's leader, in its application's bag on each of
+#: them, and the name of the unit whose publication a leader mirrors in its own application's bag.
+MIRROR_REQUEST = "mirror-request"
+MIRROR_OF = "mirror-of"
+MIRROR_PROTOCOL = "1"
+#: The fields of a remote application's bag that a unit reads (its hook gate digests them).
+APP_FIELDS = (MIRROR_REQUEST, MIRROR_OF) + READ
+
+
+def requests_mirror(app_bag: Dict[str, Any]) -> bool:
+    """Whether a remote application's bag asks this unit's leader to mirror (exactly "1")."""
+    return app_bag.get(MIRROR_REQUEST) == MIRROR_PROTOCOL
+
+
+def mirror(unit: str, bag: Dict[str, str]) -> Dict[str, str]:
+    """The application bag that mirrors ``unit``'s publication ``bag`` (as Juju holds it: with
+    its generation); every field is set, an empty one removed (Juju's rule)."""
+    out = {k: bag.get(k, "") for k in READ}
+    out[MIRROR_OF] = unit
+    return out
+
+
+def read_mirror(members: Set[str], bag: Dict[str, Any], now: Optional[float] = None) -> Optional[Reading]:
+    """A remote application's mirror as a reading of the unit it names, through the grammar of
+    unit data (``read``); None unless ``members`` (the units this unit's agent lists on that
+    relation) is that one unit alone, and the mirror is complete, valid and of a trusted generation
+    (``read``). One member only, the star's case: then the leader that wrote the mirror is the unit
+    it names, so a unit's data can only be mirrored by that unit itself (a former leader that
+    departed is no member; with two members, one could name the other)."""
+    who = bag.get(MIRROR_OF)
+    if not isinstance(who, str) or set(members) != {who}:
+        return None
+    reading = read(who, {k: bag[k] for k in READ if k in bag}, now)
+    return reading if reading.info is not None and reading.generation > 0 else None
+
+
+def newest(read_now: Reading, *others: Optional[Reading], now: Optional[float] = None) -> Reading:
+    """The reading of one remote unit to plan with: ``read_now`` (its unit data as this hook
+    sees it: Juju's agent may hand an older copy, cache.go) unless one of ``others`` (the newest
+    applied before, a mirror) is a complete publication of a later generation that is still
+    trusted (``generation_limit``: a kept one from before that bound existed). So a unit's data
+    never goes back a generation, whichever source is read in which hook. In a hook about that
+    unit its data is fresh and wins whatever its generation: the caller does not ask (Juju's
+    agent refreshes it then: contextfactory.go, ``InvalidateMember``)."""
+    limit = generation_limit(now)
+    best = read_now
+    for other in others:
+        if other is not None and other.info is not None and best.generation < other.generation <= limit:
+            best = other
+    return best
 
 
 def _rotation(unit: str, data: Dict[str, str], host: str) -> PeerRotation:

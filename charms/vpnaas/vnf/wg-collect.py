@@ -7,8 +7,11 @@ Installed beside the exporter as /etc/wireguard/vpnaas-metrics-collect.py; the e
 by path. The metric families, their labels and where each value comes from: the FAMILIES table
 below and docs/metrics.md. Python 3.6 compatible (the VNFs' interpreter); standard library only.
 """
+import base64
 import json
 import os
+import re
+import socket
 import subprocess
 import time
 from typing import Any, Dict, List, Optional, Tuple
@@ -21,6 +24,10 @@ IMPLEMENTATION = "/etc/wireguard/vpnaas-metrics.impl"
 PQ_PSK_STATE = "/run/wireguard/vpnaas-pq-psk"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 WG_TIMEOUT = 5
+#: The folder of the userspace devices' UAPI sockets (wireguard-tools, wireguard-go, boringtun).
+UAPI_DIR = "/run/wireguard"
+#: A get=1 answer is bounded: about 300 bytes per peer.
+MAX_UAPI_BYTES = 64 * 1024 * 1024
 MAX_LABELS_BYTES = 4 * 1024 * 1024
 Labels = Tuple[Tuple[str, object], ...]
 
@@ -35,7 +42,7 @@ DEVICE_STATS = (("rx_dropped", "vpnaas_wireguard_device_receive_dropped_total"),
 MAX_LABEL = 1024
 
 FAMILIES = (
-    ("vpnaas_wireguard_up", "gauge", "1 when `wg show all dump` answered on this VNF."),
+    ("vpnaas_wireguard_up", "gauge", "1 when every WireGuard device on this VNF answered."),
     ("vpnaas_wireguard_device_up", "gauge", "1 when the WireGuard device the charm configured exists."),
     ("vpnaas_wireguard_dataplane_info", "gauge", "The data-plane implementation of the device (value 1)."),
     ("vpnaas_wireguard_device_mtu_bytes", "gauge", "The device's MTU (sysfs)."),
@@ -99,25 +106,147 @@ def load_labels(path: str = LABELS) -> Tuple[Labels, List[Dict[str, Any]]]:
         if isinstance(devices, list) else []
 
 
-def wg_dump() -> Optional[Dict[str, List[List[str]]]]:
-    """{device: [peer fields]} from `wg show all dump`, or None when wg did not answer."""
-    try:
-        proc = subprocess.run(["wg", "show", "all", "dump"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                              timeout=WG_TIMEOUT)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if proc.returncode != 0:
-        return None
+def wg_dump(uapi: str = UAPI_DIR, sysfs: str = "/sys/class/net",
+            timeout: float = WG_TIMEOUT) -> Optional[Dict[str, List[List[str]]]]:
+    """{device: [peer fields]} as `wg show all dump` gives them, or None when a device did not
+    answer (as that command fails then).
+
+    Not `wg show all dump` itself: `wg` deletes a UAPI socket that refuses its connection, taking
+    it for stale (wireguard-tools src/ipc-uapi-unix.h, userspace_has_wireguard_interface), and a
+    userspace daemon's socket refuses in the instant between its bind() and listen() while the
+    device starts; wireguard-go then exits when its socket file goes (wireguard-go
+    ipc/uapi_linux.go), and the VNF step's `wg-quick up` fails with "Cannot find device". So a
+    userspace device is asked over its socket here (uapi_device: a refusal skips it, nothing is
+    ever deleted), and `wg` asks only the kernel's devices, by name, and only one that has no
+    socket beside it."""
     out: Dict[str, List[List[str]]] = {}
-    for line in proc.stdout.decode("utf-8", "replace").splitlines():
-        f = line.split("\t")
-        # A peer line has 9 fields: device, public key, preshared key, endpoint, allowed IPs,
-        # latest handshake, rx, tx, keepalive. A device line (5 fields) holds the private key.
-        if len(f) == 9:
-            out.setdefault(f[0], []).append(f)
-        elif len(f) == 5:
-            out.setdefault(f[0], [])
+    try:
+        names = sorted(n[:-len(".sock")] for n in os.listdir(uapi) if n.endswith(".sock"))
+    except OSError:
+        names = []
+    for name in names:
+        if not _IFNAME.match(name):
+            continue
+        try:
+            peers = uapi_device(os.path.join(uapi, name + ".sock"), name, timeout)
+        except UAPIError:
+            return None
+        if peers is not None:
+            out[name] = peers
+    try:
+        links = sorted(os.listdir(sysfs))
+    except OSError:
+        links = []
+    for name in links:
+        if name in out or name in names or not _IFNAME.match(name):
+            continue
+        if "DEVTYPE=wireguard" not in read_text("{}/{}/uevent".format(sysfs, name), 4096).split("\n"):
+            continue
+        try:
+            proc = subprocess.run(["wg", "show", name, "dump"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  timeout=timeout)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if proc.returncode != 0:
+            return None
+        out[name] = parse_device_dump(name, proc.stdout.decode("utf-8", "replace"))
     return out
+
+
+def parse_device_dump(name: str, text: str) -> List[List[str]]:
+    """The peers of `wg show <name> dump`'s output, each as `wg show all dump` prints it: the
+    one-device form has no device column (wireguard-tools src/show.c ``dump_print`` with
+    ``with_interface`` false), so its device line has 4 fields (the private key first, never
+    kept) and each peer line 8: public key, preshared key, endpoint, allowed IPs, latest
+    handshake, rx, tx, keepalive. The device's name goes first, and the preshared key is given
+    as the UAPI reading gives it ("(hidden)" or "(none)"), so that no secret is kept."""
+    peers: List[List[str]] = []
+    for line in text.splitlines():
+        f = line.split("\t")
+        if len(f) == 8:
+            f[1] = "(none)" if f[1] == "(none)" else "(hidden)"
+            peers.append([name] + f)
+    return peers
+
+
+class UAPIError(Exception):
+    """A device's socket accepted the connection but its answer failed or was not the protocol's."""
+
+
+def uapi_device(path: str, name: str, timeout: float = WG_TIMEOUT) -> Optional[List[List[str]]]:
+    """The peers of a userspace device as `wg show <name> dump` prints them (its preshared keys
+    as "(hidden)"), asked over its UAPI socket with the protocol's ``get=1``
+    (https://www.wireguard.com/xplatform/); None when nothing listens there (refused, gone): a
+    daemon that is starting, or one that has exited. The socket file is never deleted. Written
+    here because no library speaks the protocol in the standard library of Python 3.6, and `wg`
+    itself deletes a socket it cannot connect to (wg_dump). The private and preshared keys in
+    the answer are skipped unread; the answer is bounded (MAX_UAPI_BYTES, ``timeout`` s)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        try:
+            sock.connect(path)
+        except (ConnectionRefusedError, FileNotFoundError):
+            return None
+        except OSError as e:
+            raise UAPIError("connect: {}".format(e.strerror)) from None
+        deadline = time.monotonic() + timeout
+        data = bytearray()   # appended in place: a long answer costs linear time
+        try:
+            sock.sendall(b"get=1\n\n")
+            while not data.endswith(b"\n\n"):
+                sock.settimeout(max(0.001, deadline - time.monotonic()))
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+                if len(data) > MAX_UAPI_BYTES:
+                    raise UAPIError("answer over {} bytes".format(MAX_UAPI_BYTES))
+        except OSError as e:
+            raise UAPIError("get: {}".format(e)) from None
+    finally:
+        sock.close()
+    return _uapi_peers(data.decode("ascii", "replace"), name)
+
+
+_HEX_KEY = re.compile(r"[0-9a-f]{64}\Z")
+_IFNAME = re.compile(r"[A-Za-z0-9_.=+-]{1,15}\Z")
+_UNSIGNED = re.compile(r"[0-9]{1,20}\Z")
+
+
+def _uapi_peers(text: str, name: str) -> List[List[str]]:
+    """A ``get=1`` answer as wg's dump peer lines; UAPIError unless it is the protocol's, ending
+    in ``errno=0``."""
+    peers: List[List[str]] = []
+    lines = text.split("\n")
+    if len(lines) < 3 or lines[-2:] != ["", ""] or lines[-3] != "errno=0":
+        raise UAPIError("not a complete answer with errno=0")
+    for line in lines[:-3]:
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise UAPIError("a line without =")
+        if key == "public_key":
+            if not _HEX_KEY.match(value):
+                raise UAPIError("a public key that is not 64 hex digits")
+            peers.append([name, base64.b64encode(bytes.fromhex(value)).decode("ascii"), "(none)", "(none)", "",
+                          "0", "0", "0", "off"])
+        elif not peers:
+            continue   # the device's own settings (its private key among them): not read
+        elif key == "preshared_key":
+            peers[-1][2] = "(none)" if value.strip("0") == "" else "(hidden)"
+        elif key == "endpoint":
+            peers[-1][3] = value
+        elif key == "allowed_ip":
+            peers[-1][4] += "," + value
+        elif key in ("last_handshake_time_sec", "rx_bytes", "tx_bytes", "persistent_keepalive_interval"):
+            if not _UNSIGNED.match(value):
+                raise UAPIError("{} is not a number".format(key))
+            index = {"last_handshake_time_sec": 5, "rx_bytes": 6, "tx_bytes": 7,
+                     "persistent_keepalive_interval": 8}[key]
+            peers[-1][index] = str(int(value)) if index < 8 or int(value) else "off"
+    for peer in peers:
+        peer[4] = peer[4][1:] or "(none)"
+    return peers
 
 
 def implementation(device: str, userspace: str) -> Tuple[str, str]:
@@ -285,9 +414,11 @@ def exposition(paths: Optional[Dict[str, str]] = None) -> bytes:
     """The whole text exposition, as bytes."""
     paths = paths or {}
     own, labels = load_labels(paths.get("labels", LABELS))
-    families = collect(labels, wg_dump(), read_text(paths.get("implementation", IMPLEMENTATION), 4096).strip(),
-                       vnf_refusals(paths.get("refused", REFUSED)), time.time(), own,
-                       paths.get("sysfs", "/sys/class/net"), pq_psk_states(paths.get("pq_psk", PQ_PSK_STATE)))
+    sysfs = paths.get("sysfs", "/sys/class/net")
+    families = collect(labels, wg_dump(paths.get("uapi", UAPI_DIR), sysfs),
+                       read_text(paths.get("implementation", IMPLEMENTATION), 4096).strip(),
+                       vnf_refusals(paths.get("refused", REFUSED)), time.time(), own, sysfs,
+                       pq_psk_states(paths.get("pq_psk", PQ_PSK_STATE)))
     lines = []
     for name, kind, text in FAMILIES:
         if families[name]:

@@ -94,8 +94,10 @@ def fixture():
     me = "m" + app[1:] + "/" + str(LARGEST_ID)       # this unit: another application, as long
     units = ["{}/{}".format(app, LARGEST_ID - i) for i in range(relation_cache.MAX_MEMBERS)]
     bag = {"public-key": "k" * 44 + "=", "endpoint": "[fd00::1]:65535", "note": "\"\\\n\u00e9" * 64}
+    # The remote application's bag (the mirror: relation_data) under its name, beside its units'.
     full = {"id": LARGEST_ID, "name": endpoint, "units": units,
-            "settings": dict({u: dict(bag, unit=u) for u in units}, **{me: dict(bag, unit=me)})}
+            "settings": dict({u: dict(bag, unit=u) for u in units},
+                             **{me: dict(bag, unit=me), app: dict(bag, app=app)})}
     empty = {"id": LARGEST_ID - 1, "name": endpoint, "units": [], "settings": {}}
     return {"unit": me, "relations": [full, empty], "config": largest_config()}
 
@@ -110,6 +112,7 @@ def _model_answer(fx, argv):
     if tool == "relation-list":
         return rels[int(args[1].rsplit(":", 1)[-1])]["units"]
     if tool == "relation-get":
+        args = [a for a in args if a != "--app"]      # an application's bag is kept under its name
         return rels[int(args[1])]["settings"].get(args[3], {})
     if tool == "config-get":
         return fx["config"] if args == ["--all"] else fx["config"].get(args[0])
@@ -156,20 +159,31 @@ def _scenarios(fx, scratch):
     # The cache a charm run that ended normally leaves for this world (every member's data, this
     # unit's own on the relation, the config and key digest): the whole gate then ends both hooks.
     fields = sorted(full["settings"][remote])
+    remote_app = remote.split("/")[0]
+    app_fields = sorted(full["settings"][remote_app])
     salt = "5a17"
     relation_cache.save(state, relation_cache.make(
         [endpoint], fields, "fp-1", {relation_cache.slot(full["id"], u): full["settings"][u] for u in full["units"]},
         fields, {full["id"]: full["settings"][fx["unit"]]}, written=[full["id"]],
-        config=relation_cache.config_digest(salt, fx["config"], key), salt=salt, members=members))
+        config=relation_cache.config_digest(salt, fx["config"], key), salt=salt, members=members,
+        apps={str(full["id"]): relation_cache.digest(full["settings"][remote_app], app_fields)}, app_fields=app_fields))
     relation_cache.promote(state)
     hook_env = {"JUJU_CHARM_DIR": charm_dir, "JUJU_UNIT_NAME": fx["unit"]}
     changed_env = dict(hook_env, JUJU_DISPATCH_PATH="hooks/{}-relation-changed".format(endpoint),
                        JUJU_RELATION=endpoint, JUJU_RELATION_ID="{}:{}".format(endpoint, full["id"]),
                        JUJU_REMOTE_UNIT=remote)
+    # An application-data relation-changed: JUJU_REMOTE_APP, no JUJU_REMOTE_UNIT.
+    app_env = dict(changed_env, JUJU_REMOTE_APP=remote_app)
+    del app_env["JUJU_REMOTE_UNIT"]
+    app_hook = {"hook_relation": full["id"], "remote_unit": ""}
     config_env = dict(hook_env, JUJU_DISPATCH_PATH="hooks/config-changed")
     return [
         ("relation-changed: the whole gate ends the hook", rel_hook, lambda: hookgate.nothing_to_do(changed_env), True),
         ("config-changed: the whole gate ends the hook", none, lambda: hookgate.nothing_to_do(config_env), True),
+        ("application relation-changed: the whole gate ends the hook", app_hook,
+         lambda: hookgate.nothing_to_do(app_env), True),
+        ("application relation-changed: the remote application's data", app_hook,
+         lambda: hookgate._app_databag(full["id"], remote_app), full["settings"][remote_app]),
         ("action get-ssh-public-key", none, lambda: hookgate.answered(action_env), True),
         ("relation hook: remote unit's data", rel_hook, lambda: hookgate._databag(full["id"], remote),
          full["settings"][remote]),

@@ -94,6 +94,14 @@ func (r *stubRelation) bag(unit string) params.Settings {
 
 func (r *stubRelation) Settings() (jujuc.Settings, error) { return &stubSettings{r.bag(r.unit)}, nil }
 
+// ReadApplicationSettings: the fixture keeps an application's bag under its name, beside the units'.
+func (r *stubRelation) ReadApplicationSettings(app string) (params.Settings, error) {
+	if _, ok := r.r.Settings[app]; !ok {
+		return nil, errors.NotFoundf("application %q in relation %d", app, r.r.ID)
+	}
+	return r.bag(app), nil
+}
+
 func (r *stubRelation) ReadSettings(unit string) (params.Settings, error) {
 	if _, ok := r.r.Settings[unit]; !ok {
 		return nil, errors.NotFoundf("unit %q in relation %d", unit, r.r.ID)

@@ -17,7 +17,12 @@ from the unit's state:
   it the relation-changed of the unit whose relation-joined committed last comes first (the
   joined hook's commit records it as ``ChangedPending``: ``relation/state.go``
   ``UpdateStateForHook``, returned first by ``relation/resolver.go`` ``nextHookForRelation``),
-  then departed, broken, joined, changed, each by sorted remote unit name;
+  then departed, broken, the application-data relation-changed (no remote unit: the remote
+  application's bag changed), joined, changed, each by sorted remote unit name: at juju/juju
+  7b871e78 (2.9.42) ``nextHookForRelation`` departs units no longer members (lines 185-221),
+  breaks the relation (223-240), then runs relation-changed for each application whose settings
+  version differs from the one recorded (242-262, before any join: "trigger all app hooks
+  first", line 161), then joins (265-287), then changed by unit (289 on);
 * a hook in error (``resolver.go`` ``nextOpHookError``) is retried when its retry timer fires
   (``not_before``), and until then the unit runs its actions and nothing else; a pending action
   runs before the retry even once the timer has fired: ``uniterResolver.NextOp`` asks the
@@ -74,8 +79,9 @@ PARKED = float("inf")
 
 class Stuck(Exception):
     """Nothing can run any more: every pending job waits for ``juju resolved``."""
-#: Within one relation, the order of the uniter's relation resolver.
-RELATION_KINDS = ("departed", "broken", "joined", "changed")
+#: Within one relation, the order of the uniter's relation resolver ("app-changed": a relation-changed
+#: with no remote unit, about the remote application's bag; module docstring).
+RELATION_KINDS = ("departed", "broken", "app-changed", "joined", "changed")
 
 
 class Job(object):
@@ -107,6 +113,8 @@ class Job(object):
 
     def relation_order(self):
         rid, kind, remote = self.relation
+        if kind == "changed" and not remote:
+            kind = "app-changed"
         return (RELATION_KINDS.index(kind) if kind in RELATION_KINDS else len(RELATION_KINDS), remote or "")
 
     def run(self):
@@ -317,8 +325,8 @@ class UnitScheduler(object):
         rid = self._random.choice(sorted({j.relation[0] for j in mine}))
         promised = self._changed_pending.pop((unit, rid), None)
         for job in mine:
-            if job.relation == (rid, "changed", promised):
-                return job
+            if promised is not None and job.relation == (rid, "changed", promised):
+                return job      # (never an application's relation-changed: its remote unit is None)
         return min((j for j in mine if j.relation[0] == rid), key=Job.relation_order)
 
     def _decide(self, unit):

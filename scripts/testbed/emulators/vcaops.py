@@ -91,11 +91,21 @@ class ModelOperations(object):
 
     def _queue_relation_hooks(self, rid, newcomers):
         """relation-created for each newcomer, then joined and changed between every newcomer
-        and every unit of the other application (both ways)."""
+        and every unit of the other application (both ways). A newcomer whose other application's
+        bag holds data also gets that application's relation-changed (no remote unit), before its
+        joins: Juju 2.9.42 starts a new unit's relation state with no application recorded
+        (worker/uniter/relation/state.go, NewState) and runs the remote application's
+        relation-changed when its settings version is not zero (relation/resolver.go 242-262)."""
         with self._lock:
-            units = list(self._state["relations"][rid]["units"])
+            rel = self._state["relations"][rid]
+            units = list(rel["units"])
+            apps = {a for a, _ep in rel["endpoints"]}
+            app_data = {a: bool(rel["data"].get(a)) for a in apps}
         for unit in sorted(newcomers):
             self._queue_hook(unit, self._endpoint(rid, unit), suffix="relation-created", rid=rid)
+            for other in sorted(a for a in apps if a != unit.split("/")[0] and app_data[a]):
+                self._queue_hook(unit, self._endpoint(rid, unit), suffix="relation-changed", rid=rid, remote=None,
+                                 key=changed_key(rid, None), cause=(other, "joined", []))
         for unit in sorted(units):
             for remote in sorted(u for u in units if u.split("/")[0] != unit.split("/")[0]):
                 if unit not in newcomers and remote not in newcomers:

@@ -25,10 +25,8 @@ def machine_ticks():
 
 
 def process_ticks(pid, children=False):
-    try:
-        with open("/proc/{}/stat".format(pid)) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
+    fields = _stat_fields(pid)
+    if fields is None:
         return 0
     ticks = int(fields[11]) + int(fields[12])
     if children:
@@ -36,20 +34,25 @@ def process_ticks(pid, children=False):
     return ticks
 
 
-def kernel_thread_ticks():
-    """utime + stime of the kernel's threads (children of kthreadd, pid 2)."""
-    total = 0
+def _stat_fields(pid):
+    """The fields of /proc/<pid>/stat after the command name (the state first), or None once gone."""
+    try:
+        with open("/proc/{}/stat".format(pid)) as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def kernel_threads():
+    """{(pid, start time): utime + stime} of the kernel's threads (kthreadd, pid 2, and its children)."""
+    out = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
-        try:
-            with open("/proc/{}/stat".format(pid)) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[1] == "2" or pid == "2":
-            total += int(fields[11]) + int(fields[12])
-    return total
+        fields = _stat_fields(pid)
+        if fields is not None and (fields[1] == "2" or pid == "2"):
+            out[(pid, fields[19])] = int(fields[11]) + int(fields[12])
+    return out
 
 
 #: Where `ip netns add` keeps a named network namespace (iproute2's NETNS_RUN_DIR).
@@ -84,10 +87,28 @@ def namespace_pids(namespaces):
 
 
 def own_ticks(namespaces):
-    total = process_ticks("self", children=True) + kernel_thread_ticks()
+    """{process: CPU ticks so far} of what counts as the bench's own, each process named by its pid
+    and start time (a pid used again is another process): the difference of two readings is taken
+    per process (``ticks_between``), never of two totals. A process that exits between them (a
+    kworker the kernel retires, a short-lived process in a testbed's namespace) would otherwise take
+    all its earlier CPU out of the second total: the bench's own seconds came out lower than this
+    process's own CPU in the window, and the other load higher by as much."""
+    own = dict(kernel_threads())
+    fields = _stat_fields("self")
+    own[("self", fields[19])] = process_ticks("self", children=True)
     for pid in namespace_pids(namespaces):
-        total += process_ticks(pid)
-    return total
+        fields = _stat_fields(pid)
+        if fields is not None:
+            own[(pid, fields[19])] = process_ticks(pid)
+    return own
+
+
+def ticks_between(before, after):
+    """The CPU ticks the processes of ``after`` (an ``own_ticks`` reading) used since ``before``:
+    all of a process's ticks if it started since. What a process that exited in between used after
+    ``before`` is not known from /proc and is not counted (a child we waited for: in our own
+    children's time already)."""
+    return sum(ticks - before.get(key, 0) for key, ticks in after.items())
 
 
 class Window(object):
@@ -104,7 +125,7 @@ class Window(object):
         return self
 
     def __exit__(self, *exc):
-        own = own_ticks(self.namespaces) - self.own0
+        own = ticks_between(self.own0, own_ticks(self.namespaces))
         busy, steal = machine_ticks()
         self.seconds = max(time.monotonic() - self.t0, 1e-6)
         self.own_seconds = own / TICK

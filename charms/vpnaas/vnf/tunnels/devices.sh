@@ -20,6 +20,32 @@ device_down() {
   ip link del "$1" >/dev/null 2>&1 || true
 }
 
+quick_failure() {  # output daemon-log: a failed `wg-quick up`'s whole output and the daemon's log, on one line, bounded, no key
+  # All of it, not its last line: which command failed, and what came before, is what tells one
+  # failure from another ("Cannot find device" after a daemon that exited). wg-quick prints each
+  # command it runs ("[#] wg setconf <dev> /dev/fd/63": the configuration goes through a pipe,
+  # never an argument), and wg echoes a value it cannot parse between ` and ' (wireguard-tools
+  # src/config.c, e.g. "Key is not the correct length or format"), which may be a private key:
+  # such a value, anything shaped like a key (base64 or hex) and control characters are cut.
+  # The userspace daemon's own log, where it has one (the wrapper's WG_LOG_FILE: boringtun's),
+  # follows. At most the last 40 lines and 3000 bytes.
+  # Cut by bash's own regular expressions (the VNFs' mawk and the project's rule: no intervals
+  # in awk, sed or grep).
+  local text=$1 log=$2 line kept=() joined quoted=$'`[^\']*\''
+  if [ -f "$log" ]; then text+=$'\n'"daemon log: $(tail -c 4096 "$log" 2>/dev/null | tail -n 10)"; fi
+  while IFS= read -r line; do
+    line=${line//[^[:print:]]/ }
+    while [[ $line =~ $quoted ]]; do line=${line/"${BASH_REMATCH[0]}"/(hidden)}; done
+    while [[ $line =~ [A-Za-z0-9+/]{42,}={0,2} ]]; do line=${line/"${BASH_REMATCH[0]}"/(key)}; done
+    while [[ $line =~ [0-9a-fA-F]{64} ]]; do line=${line/"${BASH_REMATCH[0]}"/(key)}; done
+    [[ $line != *[![:space:]]* ]] || kept+=("$line")
+  done < <(printf '%s\n' "$text" | tail -n 40)
+  printf -v joined ' | %s' ${kept[@]+"${kept[@]}"}
+  joined=${joined# | }
+  if [ "${#joined}" -gt 3000 ]; then joined=${joined: -3000}; fi
+  printf '%s' "$joined"
+}
+
 device_up() {  # dev implementation program: (re)start the device on that implementation
   local -a quick=(wg-quick)
   if [ "$2" != kernel ]; then
@@ -39,7 +65,7 @@ device_up() {  # dev implementation program: (re)start the device on that implem
     wg-quick down "$1" >/dev/null 2>&1 || true
     ip link del "$1" >/dev/null 2>&1 || true
     local msg
-    if ! msg=$("${quick[@]}" up "$1" 2>&1); then fail "wg-quick up $1 failed: $(printf '%s' "$msg" | tail -n 1)"; fi
+    if ! msg=$("${quick[@]}" up "$1" 2>&1); then fail "wg-quick up $1 failed: $(quick_failure "$msg" "/run/wireguard/vpnaas-$1.log")"; fi
   fi
   write_if_changed "/etc/wireguard/$1.impl" 600 "$2"$'\n'
 }
@@ -414,9 +440,24 @@ remove_stale_devices() {  # wanted devices as arguments; only files carrying our
   done
 }
 
+uapi_safe() {  # device: `wg` may ask it: a kernel device, or a userspace daemon whose UAPI socket listens
+  # `wg show <dev>` deletes <dev>'s UAPI socket when connecting to it is refused, taking it for
+  # stale (wireguard-tools src/ipc-uapi-unix.h), and a userspace daemon's socket refuses in the
+  # instant between its bind() and listen() while the device starts (another session's step,
+  # or wg-quick@<dev> at boot); wireguard-go then exits (its ipc/uapi_linux.go) and that start
+  # fails with "Cannot find device". So the kernel's table of Unix sockets is read first (flag
+  # 00010000: listening; boringtun names its socket /var/run/wireguard//<dev>.sock), and
+  # nothing connects to it. The same test as oai/service.sh's (a program installed on its own).
+  # (VPNAAS_SYSFS: the tests' stand-in kernel devices)
+  grep -qx DEVTYPE=wireguard "${VPNAAS_SYSFS:-/sys}/class/net/$1/uevent" 2>/dev/null && return 0
+  awk -v dev="$1" '$4 == "00010000" { p = $8; gsub(/\/+/, "/", p); sub(/^\/var\/run\//, "/run/", p)
+    if (p == "/run/wireguard/" dev ".sock") found = 1 } END { exit !found }' /proc/net/unix 2>/dev/null
+}
+
 has_handshake() {  # every peer of every named device has completed a handshake
   local dev
   for dev in "$@"; do
+    uapi_safe "$dev" || return 1
     wg show "$dev" latest-handshakes >/dev/null 2>&1 || return 1
     [ -n "$(wg show "$dev" peers)" ] || return 1
     wg show "$dev" latest-handshakes | awk '$2 == 0 {bad=1} END {exit bad}' || return 1
